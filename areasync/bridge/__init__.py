@@ -1,0 +1,1 @@
+"""Adapters between ARE and areasync: environment, time manager, hooks, scenarios, tools."""

@@ -1,0 +1,219 @@
+"""`AsyncEnvironment`: ARE's Environment on a virtual clock, with publishing hooks and no thread.
+
+Everything ARE users know keeps working (`event_log`, `apps`, `tick`, `process_event`,
+`get_state`, `schedule`, `run(wait_for_end=False)`...). What changes:
+
+* the TimeManager reads the `VirtualClock` (swapped in right after ARE's constructor, before any
+  app, agent or the notification system can keep a reference to the old one);
+* `start()` schedules events but starts no thread: an `Engine` (owned here, driven by the async
+  `Simulation` or the synchronous `SyncEnvironment`) advances time;
+* every completed event (as it enters the log) and every notification (`MessageQueue.put`) is converted
+  to a plain record and handed to listeners the moment ARE produces it;
+* ARE's scaling traps are avoided: the queue length is `len(queue)`, not a sorted copy, and the
+  sorted log view is built only for events whose arguments hold a `{{placeholder}}`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from are.simulation.apps.system import SystemApp
+from are.simulation.environment import Environment, EnvironmentConfig
+from are.simulation.notification_system import BaseNotificationSystem, Message
+from are.simulation.types import (
+    AbstractEvent,
+    CompletedEvent,
+    EnvironmentState,
+    EnvironmentType,
+    Event,
+    EventLog,
+    EventType,
+    OracleEvent,
+    StopEvent,
+)
+
+from areasync.bridge import notifications
+from areasync.bridge.records import event_record, notification_record
+from areasync.bridge.time_manager import VirtualTimeManager
+from areasync.loop.clock import ClockMode, VirtualClock
+from areasync.loop.engine import Engine
+from areasync.protocol.records import EventRecord, NotificationRecord
+
+EventListener = Callable[[EventRecord], None]
+NotificationListener = Callable[[NotificationRecord], None]
+
+_PLACEHOLDER = re.compile(r"^\{\{(.*?)\}\}$")
+
+
+class AsyncEnvironment(Environment):  # type: ignore[misc]
+    """ARE's Environment, advanced by an `Engine` on a `VirtualClock` instead of a thread."""
+
+    def __init__(
+        self,
+        config: EnvironmentConfig | None = None,
+        environment_type: EnvironmentType = EnvironmentType.UNKNOWN,
+        notification_system: BaseNotificationSystem | None = None,
+        add_event_to_agent_log: Callable[[CompletedEvent], None] | None = None,
+        *,
+        mode: ClockMode | str = ClockMode.FAST,
+        speed: float = 1.0,
+        wall: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(config, environment_type, notification_system, add_event_to_agent_log)
+        self.clock = VirtualClock(self.start_time, mode=ClockMode(mode), speed=speed, wall=wall)
+        self.time_manager = VirtualTimeManager(self.clock, self.start_time)
+        # ARE's constructor handed its own TimeManager to the notification system: redo it.
+        self.notification_system.initialize(self.time_manager)
+        notifications.install(self.notification_system, self._publish_message)
+        self.current_time = self.time_manager.time()
+        self.event_log = PublishingEventLog(self._publish_event)
+        self.engine = Engine(self)
+        self.event_listeners: list[EventListener] = []
+        self.notification_listeners: list[NotificationListener] = []
+        # Called when something outside the engine (StopEvent, stop()) wants the driver awake.
+        self.wake: Callable[[], None] = _nothing
+        # How a `wait_for_notification` tool call waits: blocking (ARE's jump rules, run to
+        # completion) unless an async driver installs its own non-blocking handler.
+        self.wait_handler: Callable[[], None] = self.engine.wait_for_notification_blocking
+        self._system_app: SystemApp | None = None
+
+    # -- hooks -------------------------------------------------------------------------------
+
+    def delete_all_completed_events(self) -> None:
+        # ARE replaces the log at the start of `run()`; keep the hook on the new one.
+        self.event_log = PublishingEventLog(self._publish_event)
+
+    def _publish_event(self, event: CompletedEvent) -> None:
+        if self.event_listeners:
+            record = event_record(event)
+            for listener in self.event_listeners:
+                listener(record)
+
+    def _publish_message(self, message: Message) -> None:
+        if self.notification_listeners:
+            record = notification_record(message)
+            for listener in self.notification_listeners:
+                listener(record)
+
+    # -- ARE's scaling traps -----------------------------------------------------------------
+
+    def get_event_queue_length(self) -> int:
+        return len(self.event_queue)
+
+    def get_event_log_size(self) -> int:
+        return len(self.event_log)
+
+    def process_event(self, event: AbstractEvent) -> list[AbstractEvent]:
+        # ARE's version hands `event_log.list_view()` (a full sort of the log) to the placeholder
+        # resolver for every event. Build that view only when an argument really is a
+        # placeholder; everything else is delegated to ARE unchanged.
+        if type(event) is OracleEvent and self.oracle_mode:
+            event = event.make(self).with_type(EventType.AGENT)
+        if isinstance(event, Event) and type(event) is not StopEvent:
+            past = self.event_log.list_view() if _has_placeholder(event) else []
+            event = self.resolve_arg_placeholders(event, past)
+            completed = event.execute()
+            self.add_to_log(completed)
+            return self.get_successors(event)  # type: ignore[no-any-return]
+        return super().process_event(event)  # type: ignore[no-any-return]
+
+    # -- lifecycle without a thread ----------------------------------------------------------
+
+    def start(self, debug: bool = False) -> None:
+        if self.state == EnvironmentState.RUNNING:
+            return
+        self.engine.start()
+
+    def join(self) -> None:
+        raise RuntimeError(
+            "AsyncEnvironment has no thread to join: drive it with `await Simulation.run()`, "
+            "or use areasync.SyncEnvironment for ARE's blocking start()/join() API"
+        )
+
+    def stop(self, final_state: EnvironmentState = EnvironmentState.STOPPED) -> None:
+        super().stop(final_state)
+        self.wake()
+
+    def pause(self) -> None:
+        if self.state != EnvironmentState.RUNNING:
+            return
+        self.pause_event.set()
+        self.time_manager.pause()
+        self.state = EnvironmentState.PAUSED
+        self.wake()
+
+    def resume(self) -> None:
+        if self.state != EnvironmentState.PAUSED:
+            return
+        self.time_manager.resume()
+        self.pause_event.clear()
+        self.state = EnvironmentState.RUNNING
+        self.wake()
+
+    def resume_with_offset(self, offset: float) -> None:
+        if self.state != EnvironmentState.PAUSED:
+            return
+        self.time_manager.add_offset(offset)
+        self.resume()
+        self.tick()
+
+    def _queue_based_loop(self) -> None:
+        # The engine runs the loop; `_event_loop` is reused only for ARE's epilogue.
+        return None
+
+    def _time_based_loop(self) -> None:
+        return None
+
+    def run_loop_epilogue(self) -> None:
+        """What ARE does when its event loop ends: final checks, final state, stop message."""
+        self._event_loop()
+        self.wake()
+
+    def wait_for_next_notification(self) -> None:
+        self.wait_handler()
+
+    # -- conveniences --------------------------------------------------------------------------
+
+    @property
+    def system_app(self) -> SystemApp | None:
+        if self._system_app is None or self._system_app.name not in self.apps:
+            self._system_app = self.get_app_with_class(SystemApp)
+        return self._system_app
+
+    def register_apps(self, apps: list[Any]) -> None:
+        super().register_apps(apps)
+        self._system_app = None
+
+
+class PublishingEventLog(EventLog):  # type: ignore[misc]
+    """ARE's EventLog that hands every logged event to a hook, at the instant it is logged.
+
+    Publishing here rather than after `add_to_log` keeps ARE's order: an event is on the stream
+    before the notification it causes (`add_to_log` notifies right after logging).
+    """
+
+    def __init__(self, hook: Callable[[CompletedEvent], None]) -> None:
+        super().__init__()
+        self._hook = hook
+
+    def put(self, event: CompletedEvent | list[CompletedEvent]) -> None:
+        for one in event if isinstance(event, list) else [event]:
+            super().put(one)
+            self._hook(one)
+
+
+def _has_placeholder(event: Event) -> bool:
+    action = event.action
+    if action is None or not action.args:
+        return False
+    return any(
+        isinstance(value, str) and _PLACEHOLDER.match(value.strip()) is not None
+        for value in action.args.values()
+    )
+
+
+def _nothing() -> None:
+    return None

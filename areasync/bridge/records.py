@@ -1,0 +1,103 @@
+"""ARE objects -> plain protocol records, at the moment ARE produces them.
+
+Conversion happens inside ARE's hooks (`add_to_log`, `MessageQueue.put`) because ARE mutates its
+objects later (Gaia2's turn logic rewrites event ids in the log): what we publish is what ARE
+logged at that instant. The output holds JSON types only, so it can be sent over the wire unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import enum
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from are.simulation.notification_system import Message
+from are.simulation.tool_utils import AppTool
+from are.simulation.types import CompletedEvent
+
+from areasync.protocol.records import EventRecord, NotificationRecord, ToolArg, ToolInfo
+
+_PRIMITIVES = (str, int, float, bool, type(None))
+_MAX_DEPTH = 64
+
+
+def to_plain(value: Any, _depth: int = 0) -> Any:
+    """A JSON-typed copy of `value` (dataclasses, enums, bytes, datetimes, sets, objects)."""
+    if isinstance(value, _PRIMITIVES):
+        return value
+    if _depth > _MAX_DEPTH:
+        return repr(value)
+    depth = _depth + 1
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v, depth) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
+        return [to_plain(v, depth) for v in items]
+    if isinstance(value, enum.Enum):
+        return to_plain(value.value, depth)
+    if isinstance(value, bytes | bytearray):
+        # ARE's own serialisation also carries bytes (attachments) as base64 text.
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: to_plain(getattr(value, f.name), depth)
+            for f in dataclasses.fields(value)
+            if not f.name.startswith("_")
+        }
+    if hasattr(value, "model_dump"):  # pydantic models in ARE's data handler
+        return to_plain(value.model_dump(), depth)
+    return repr(value)
+
+
+def event_record(event: CompletedEvent) -> EventRecord:
+    action = event.action
+    raw_args = getattr(action, "args", None) or {}
+    metadata = event.metadata
+    return EventRecord(
+        event_id=str(event.event_id),
+        event_type=event.event_type.value,
+        time=float(event.event_time) if event.event_time is not None else 0.0,
+        app=event.app_name(),
+        function=event.function_name(),
+        args={k: to_plain(v) for k, v in raw_args.items() if k != "self"},
+        return_value=to_plain(metadata.return_value) if metadata is not None else None,
+        exception=metadata.exception if metadata is not None else None,
+    )
+
+
+def notification_record(message: Message) -> NotificationRecord:
+    return NotificationRecord(
+        message_type=message.message_type.name,
+        message=message.message,
+        timestamp=message.timestamp.timestamp(),
+    )
+
+
+def tool_info(tool: AppTool) -> ToolInfo:
+    return ToolInfo(
+        name=str(tool._public_name),
+        description=(tool._public_description or tool.function_description or "").strip(),
+        args=[
+            ToolArg(
+                name=arg.name,
+                type=arg.arg_type,
+                description=arg.description,
+                required=not arg.has_default,
+                default=_plain_default(arg.default) if arg.has_default else None,
+            )
+            for arg in tool.args
+        ],
+        returns=tool.return_description,
+    )
+
+
+def _plain_default(value: Any) -> Any:
+    if value is inspect.Parameter.empty:
+        return None
+    return to_plain(value)

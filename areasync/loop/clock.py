@@ -1,0 +1,150 @@
+"""The virtual clock: simulated time as a pure function of a wall-clock reading.
+
+ARE's TimeManager reads `time.time()` everywhere, so its simulated time is tied to a background
+thread that sleeps one real second per tick. Here simulated time is
+
+    now = v0 + rate * (wall() - r0)
+
+kept in integer microseconds so that jumps, ticks and comparisons are exact, and handed to ARE as
+float seconds. `rate` is the speed in `realtime` mode and zero otherwise (or while paused): in
+`fast` and `manual` modes time moves only when the engine sets it. Every control re-anchors
+`(v0, r0)` first, so no control ever makes time jump by itself, and time never goes backwards.
+
+The clock takes its wall function as a parameter: it does no I/O and never sleeps. The async
+driver asks `wall_delay_until()` how long to wait and does the waiting itself.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+from collections.abc import Callable
+
+US_PER_S = 1_000_000
+
+
+def to_us(seconds: float) -> int:
+    """Seconds (ARE's float timestamps) to integer microseconds, rounded to the nearest."""
+    return round(seconds * US_PER_S)
+
+
+def to_s(us: int) -> float:
+    return us / US_PER_S
+
+
+class ClockMode(enum.StrEnum):
+    """How simulated time advances."""
+
+    REALTIME = "realtime"  # paced by the wall clock at `speed` simulated seconds per wall second
+    FAST = "fast"  # as fast as possible: jump to the next due item whenever no agent is busy
+    MANUAL = "manual"  # only tick/jump controls move time
+
+
+class ClockError(ValueError):
+    """A clock control that cannot be applied; the clock is left unchanged."""
+
+
+class VirtualClock:
+    """Exact simulated time, anchored to a wall clock only while it flows (realtime, unpaused)."""
+
+    def __init__(
+        self,
+        start: float,
+        *,
+        mode: ClockMode = ClockMode.FAST,
+        speed: float = 1.0,
+        wall: Callable[[], float] = time.monotonic,
+    ) -> None:
+        _check_speed(speed)
+        self._wall = wall
+        self._v0 = to_us(start)
+        self._r0 = wall()
+        self._mode = ClockMode(mode)
+        self._speed = float(speed)
+        self._paused = False
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def mode(self) -> ClockMode:
+        return self._mode
+
+    @property
+    def speed(self) -> float:
+        return self._speed
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def flowing(self) -> bool:
+        """True when simulated time advances with the wall clock."""
+        return self._mode is ClockMode.REALTIME and not self._paused
+
+    def now_us(self) -> int:
+        if not self.flowing:
+            return self._v0
+        # Floor, not round: a reading must never overshoot a deadline the engine has not reached.
+        return self._v0 + math.floor(self._speed * (self._wall() - self._r0) * US_PER_S)
+
+    def now(self) -> float:
+        return to_s(self.now_us())
+
+    def wall_delay_until(self, t_us: int) -> float | None:
+        """Wall seconds until simulated time reaches `t_us`; None if time is not flowing."""
+        if not self.flowing:
+            return None
+        remaining = t_us - self.now_us()
+        if remaining <= 0:
+            return 0.0
+        return remaining / US_PER_S / self._speed
+
+    # -- controls (each re-anchors first) ---------------------------------------------------
+
+    def _reanchor(self) -> None:
+        self._v0 = self.now_us()
+        self._r0 = self._wall()
+
+    def set_us(self, t_us: int) -> None:
+        """Move simulated time to `t_us` (a jump or a tick); never backwards."""
+        now = self.now_us()
+        if t_us < now:
+            raise ClockError(
+                f"cannot move the clock backwards from {to_s(now)} to {to_s(t_us)}; "
+                "simulated time only moves forward"
+            )
+        self._v0 = t_us
+        self._r0 = self._wall()
+
+    def anchor(self, t_us: int, wall: float) -> None:
+        """Declare that simulated time `t_us` corresponds to wall time `wall` (realtime pacing)."""
+        self._v0 = t_us
+        self._r0 = wall
+
+    def pause(self) -> None:
+        self._reanchor()
+        self._paused = True
+
+    def resume(self) -> None:
+        # Resuming never jumps: time continues from where it was paused.
+        self._reanchor()
+        self._paused = False
+
+    def set_speed(self, speed: float) -> None:
+        _check_speed(speed)
+        self._reanchor()
+        self._speed = float(speed)
+
+    def set_mode(self, mode: ClockMode) -> None:
+        self._reanchor()
+        self._mode = ClockMode(mode)
+
+    def wall(self) -> float:
+        return self._wall()
+
+
+def _check_speed(speed: float) -> None:
+    if not (isinstance(speed, int | float) and math.isfinite(speed) and speed > 0):
+        raise ClockError(f"speed must be a finite number above 0, got {speed!r}")

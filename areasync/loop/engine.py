@@ -1,0 +1,278 @@
+"""The engine: advances an ARE environment on the virtual clock, one tick at a time.
+
+This is the loop that ARE runs on a background thread (`_time_based_loop`, `_queue_based_loop`,
+`wait_for_next_notification`), rewritten as plain synchronous steps with no sleeping, no threads
+and no I/O. Each public method does a bounded amount of work and returns; the caller decides when
+to call it next (the async `Simulation` awaits the wall clock or a command between steps, the
+synchronous facade calls straight through). Both therefore share one implementation of ARE's
+time semantics:
+
+* `fast` (ARE's queue-based loop): jump to the next due item - the head of the event queue, or
+  an agent's `wait_for_notification` timeout - and tick there; `tick_count` is the tick index of
+  that time (`ceil((t - start) / increment)`), exactly as `jump_to_next_event_time` sets it.
+* `realtime`/`manual` ticks (ARE's time-based loop): tick on the grid `start + k * increment`;
+  during tick k, `tick_count == k`, after it `k + 1`.
+* Jumps (`advance_to`): every due item fires at its own time, in `(time, seq)` order.
+* The duration bound is exclusive: nothing is processed at or after `start + duration`, because
+  ARE's wall clock always carries an epsilon past the scheduled tick.
+* Time never moves backwards (ARE's jump rules can, when an old message sits undelivered).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from are.simulation.apps.system import SystemApp
+from are.simulation.types import EnvironmentState
+
+from areasync.loop.clock import ClockError, to_us
+
+if TYPE_CHECKING:
+    from areasync.bridge.environment import AsyncEnvironment
+
+
+class EngineError(ValueError):
+    """A request the engine cannot carry out in its current state; nothing was changed."""
+
+
+class Engine:
+    """Steps an `AsyncEnvironment` on its `VirtualClock`."""
+
+    def __init__(self, env: AsyncEnvironment) -> None:
+        self.env = env
+        self.clock = env.clock
+        self.started = False
+        self.finished = False
+        self._last_tick_us: int | None = None
+
+    # -- geometry of time --------------------------------------------------------------------
+
+    @property
+    def start_us(self) -> int:
+        return to_us(self.env.start_time or 0.0)
+
+    @property
+    def increment_us(self) -> int:
+        return to_us(self.env.time_increment_in_seconds or 1)
+
+    @property
+    def end_us(self) -> int | None:
+        """The exclusive end of the run, or None when the scenario has no duration."""
+        duration = self.env.duration
+        return None if duration is None else self.start_us + to_us(duration)
+
+    def tick_index(self, t_us: int) -> int:
+        """ARE's tick number for time `t` (`jump_to_next_event_time`)."""
+        return math.ceil((t_us - self.start_us) / self.increment_us)
+
+    def next_grid_us(self) -> int:
+        """The next tick of the time-based loop: the first grid time not yet ticked."""
+        now = self.clock.now_us()
+        k = max(0, -(-(now - self.start_us) // self.increment_us))
+        t = self.start_us + k * self.increment_us
+        if self._last_tick_us is not None and t <= self._last_tick_us:
+            t = self.start_us + (self.tick_index(self._last_tick_us) + 1) * self.increment_us
+        return t
+
+    def next_event_us(self) -> int | None:
+        head = self.env.event_queue.peek()
+        return None if head is None else to_us(head.event_time)
+
+    def wait_timeout_us(self) -> int | None:
+        system = self.env.system_app
+        timeout = system.wait_for_notification_timeout if system is not None else None
+        return None if timeout is None else to_us(timeout.timeout_timestamp)
+
+    def next_due_us(self) -> int | None:
+        """The earliest time at which something is scheduled to happen, if anything is."""
+        candidates = [t for t in (self.next_event_us(), self.wait_timeout_us()) if t is not None]
+        return min(candidates) if candidates else None
+
+    def at_end(self, t_us: int) -> bool:
+        end = self.end_us
+        return end is not None and t_us >= end
+
+    @property
+    def stopping(self) -> bool:
+        """ARE asked to stop (StopEvent, `env.stop()`, a failed validation)."""
+        return self.env.stop_event.is_set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """ARE's `start()`, minus the thread: schedule the first events."""
+        if self.started:
+            raise EngineError("the simulation has already started; create a new one to rerun")
+        self.started = True
+        self.env.state = EnvironmentState.RUNNING
+        self.env.prepare_events_for_start()
+        self.env.current_time = self.env.time_manager.time()
+
+    def finish(self) -> None:
+        """End the run exactly as ARE's `_event_loop` ends it (final checks, state, stop message)."""
+        if self.finished:
+            return
+        self.finished = True
+        end = self.end_us
+        if end is not None and self.clock.now_us() > end and not self.stopping:
+            pass  # time already past the end (realtime drift); never move it backwards
+        self.env.run_loop_epilogue()
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def tick_at(self, t_us: int, *, tick_count: int | None = None) -> None:
+        """Move the clock to `t_us` (never backwards) and run one ARE tick there."""
+        now = self.clock.now_us()
+        if t_us > now:
+            self.clock.set_us(t_us)
+        self.env.tick_count = self.tick_index(max(t_us, now)) if tick_count is None else tick_count
+        self.env.tick()
+        self._last_tick_us = max(t_us, now)
+
+    def step_fast(self) -> bool:
+        """One step of ARE's queue-based loop. Returns False when nothing is due (idle) or done."""
+        if self.finished:
+            return False
+        if self.stopping:
+            self.finish()
+            return False
+        if self.env.exit_when_no_events and len(self.env.event_queue) == 0:
+            self.finish()
+            return False
+        due = self.next_due_us()
+        if due is None:
+            return False
+        if self.at_end(due):
+            self._finish_at_end()
+            return False
+        self.tick_at(due)
+        return True
+
+    def run_out(self) -> None:
+        """Nothing will ever be due: let time run to the end of the scenario and finish."""
+        if self.end_us is not None:
+            self._finish_at_end()
+
+    def step_grid(self) -> bool:
+        """One iteration of ARE's time-based loop at the next grid time. False when done."""
+        if self.finished:
+            return False
+        if self.stopping:
+            self.finish()
+            return False
+        t = self.next_grid_us()
+        if self.at_end(t):
+            self._finish_at_end()
+            return False
+        if self.env.exit_when_no_events and len(self.env.event_queue) == 0:
+            self.finish()
+            return False
+        k = self.tick_index(t)
+        self.tick_at(t, tick_count=k)
+        self.env.tick_count = k + 1
+        return True
+
+    def advance_to(self, t_us: int) -> None:
+        """Jump to `t_us`: every due item fires at its own time, then the clock rests at `t_us`."""
+        now = self.clock.now_us()
+        if t_us < now:
+            raise ClockError(
+                f"cannot jump backwards: the clock is at {now / 1e6:.6f} s and the target is "
+                f"{t_us / 1e6:.6f} s; jump to a later time or by a positive amount"
+            )
+        while not self.finished:
+            if self.stopping:
+                self.finish()
+                return
+            due = self.next_due_us()
+            if due is None or due > t_us:
+                break
+            if self.at_end(due):
+                break
+            self.tick_at(due)
+        if self.finished:
+            return
+        if self.at_end(t_us):
+            self._finish_at_end()
+            return
+        if t_us > self.clock.now_us():
+            self.clock.set_us(t_us)
+        self.env.current_time = self.env.time_manager.time()
+
+    def advance_to_next_event(self) -> int:
+        """Jump to the next due item and fire it. Returns its time."""
+        due = self.next_due_us()
+        if due is None:
+            raise EngineError(
+                "no event is scheduled: there is nothing to jump to; use jump by/to or tick instead"
+            )
+        self.advance_to(max(due, self.clock.now_us()))
+        return due
+
+    def _finish_at_end(self) -> None:
+        end = self.end_us
+        if end is not None and end > self.clock.now_us():
+            self.clock.set_us(end)
+        self.env.current_time = self.env.time_manager.time()
+        self.finish()
+
+    # -- ARE's wait_for_next_notification, for synchronous callers -----------------------------
+
+    def wait_for_notification_blocking(self) -> None:
+        """ARE's `wait_for_next_notification` jump rules, run to completion synchronously.
+
+        Used when a tool call to `SystemApp__wait_for_notification` must return only after the
+        wait is over (the synchronous facade, ARE's own agents). Unlike ARE it stops at the
+        scenario's end and never moves time backwards.
+        """
+        system = self.env.system_app
+        if system is None or system.wait_for_notification_timeout is None:
+            return
+        timeout_us = to_us(system.wait_for_notification_timeout.timeout_timestamp)
+        self.env.waiting_for_notification = True
+        try:
+            while not self.stopping and not self.finished:
+                event_us = self.next_event_us()
+                note_us = self._next_notification_us()
+                if event_us is not None and event_us > timeout_us:
+                    event_us = None
+                if note_us is not None and note_us > timeout_us:
+                    note_us = None
+                target = timeout_us if event_us is None and note_us is None else None
+                if target is None and note_us is not None and (event_us is None or note_us <= event_us):
+                    target = note_us
+                if target is not None:
+                    if self.at_end(target):
+                        self._finish_at_end()
+                        return
+                    if target > self.clock.now_us():
+                        self.clock.set_us(target)
+                    return
+                assert event_us is not None
+                if self.at_end(event_us):
+                    self._finish_at_end()
+                    return
+                self.tick_at(event_us)
+        finally:
+            if not self.finished:
+                self.tick_at(self.clock.now_us())
+            self.env.waiting_for_notification = False
+            system.reset_wait_for_notification_timeout()
+
+    def _next_notification_us(self) -> int | None:
+        t = self.env.notification_system.get_next_notification_time()
+        return None if t is None else to_us(t)
+
+    def drain_notifications(self) -> None:
+        """Take delivered messages off ARE's queue, as ARE's agents do at each step.
+
+        A message left behind would make ARE's jump rules see a 'next notification' in the past.
+        """
+        stamp = datetime.fromtimestamp(self.clock.now(), tz=UTC)
+        self.env.notification_system.message_queue.get_by_timestamp(stamp)
+
+
+def system_app_of(env: AsyncEnvironment) -> SystemApp | None:
+    return env.get_app_with_class(SystemApp)  # type: ignore[no-any-return]

@@ -1,0 +1,130 @@
+"""The areasync/1 wire protocol: frames, codecs, error codes and the published JSON Schema.
+
+Everything that crosses a socket is defined here and nowhere else, so that a client in any
+language can be written from the schema alone and the server, the Python client and the tests
+agree byte for byte. A text WebSocket frame carries JSON, a binary frame msgpack; the messages
+are the same either way, and the server answers in the encoding of the client's ``hello``.
+
+Modules:
+
+- :mod:`~areasync.protocol.records`: plain records the simulation produces (events,
+  notifications, tools, clock state);
+- :mod:`~areasync.protocol.frames`: one msgspec Struct per frame, in two tagged unions;
+- :mod:`~areasync.protocol.codec`: decode client frames, encode server frames (and the reverse,
+  for clients), each stream item encoded once per encoding;
+- :mod:`~areasync.protocol.errors`: error codes, :class:`ProtocolError`, WebSocket close codes;
+- :mod:`~areasync.protocol.schema`: the JSON Schema (``python -m areasync.protocol.schema``).
+
+Compatibility rules (what may change within ``areasync/1``):
+
+1. Fields are only ever *added*, and only with a default. Existing fields keep their name, type
+   and meaning. Anything else is a new protocol version, announced in ``welcome.protocol``.
+2. Clients ignore unknown fields in server frames and ignore server frames whose ``type`` they
+   do not know (:func:`decode_server_frame` returns None for those). A client treats an error
+   ``code`` it does not know like ``internal`` and decides on ``retryable``.
+3. The server rejects unknown fields in client frames with an ``invalid_field`` error naming
+   the field (a typo must never be silently ignored), and unknown frame types with
+   ``unknown_type``. A rejected frame changes nothing.
+"""
+
+from areasync.protocol.codec import (
+    EncodedFrame,
+    Encoding,
+    decode_client_frame,
+    decode_server_frame,
+    encode_client_frame,
+    encode_server_frame,
+    encoding_of,
+)
+from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
+from areasync.protocol.frames import (
+    CLIENT_FRAME_TYPES,
+    PROTOCOL,
+    SERVER_FRAME_TYPES,
+    CallTool,
+    ClientFrame,
+    ClockItem,
+    CreateSession,
+    EndedItem,
+    Error,
+    EventItem,
+    GetState,
+    Hello,
+    Idle,
+    Jump,
+    ListTools,
+    Mode,
+    NotificationItem,
+    Pause,
+    Ping,
+    Pong,
+    Replay,
+    Result,
+    Resume,
+    Role,
+    SendUserMessage,
+    ServerFrame,
+    SetSpeed,
+    Stop,
+    StopSession,
+    StreamItem,
+    Tick,
+    Welcome,
+)
+from areasync.protocol.records import (
+    ClockState,
+    EventRecord,
+    NotificationRecord,
+    ToolArg,
+    ToolInfo,
+)
+
+__all__ = [
+    "CLIENT_FRAME_TYPES",
+    "PROTOCOL",
+    "SERVER_FRAME_TYPES",
+    "CallTool",
+    "ClientFrame",
+    "ClockItem",
+    "ClockState",
+    "CloseCode",
+    "CreateSession",
+    "EncodedFrame",
+    "Encoding",
+    "EndedItem",
+    "Error",
+    "ErrorCode",
+    "EventItem",
+    "EventRecord",
+    "GetState",
+    "Hello",
+    "Idle",
+    "Jump",
+    "ListTools",
+    "Mode",
+    "NotificationItem",
+    "NotificationRecord",
+    "Pause",
+    "Ping",
+    "Pong",
+    "ProtocolError",
+    "Replay",
+    "Result",
+    "Resume",
+    "Role",
+    "SendUserMessage",
+    "ServerFrame",
+    "SetSpeed",
+    "Stop",
+    "StopSession",
+    "StreamItem",
+    "Tick",
+    "ToolArg",
+    "ToolInfo",
+    "Welcome",
+    "decode_client_frame",
+    "decode_server_frame",
+    "encode_client_frame",
+    "encode_server_frame",
+    "encoding_of",
+]

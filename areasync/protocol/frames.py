@@ -1,0 +1,358 @@
+"""Every frame of the areasync/1 wire protocol, as one msgspec Struct each.
+
+Frames form two tagged unions keyed by the ``type`` field: :data:`ClientFrame` (client ->
+server) and :data:`ServerFrame` (server -> client). The Structs *are* the protocol: the codecs
+decode straight into them, and the JSON Schema is generated from them, so each one carries a
+one-line docstring that becomes its description in the schema.
+
+Client frames forbid unknown fields (a typo must not be silently ignored) and each carries a
+client-chosen ``id`` that the server echoes in its reply (``result``, ``error``, ``pong`` or
+``welcome``). Server frames accept unknown fields so that old clients keep working when a newer
+server adds fields (with defaults, see the compatibility rules in :mod:`areasync.protocol`).
+
+Stream items (``event``, ``notification``, ``clock``, ``ended``) carry the session's ``seq``:
+1, 2, 3, ... contiguous per session, the same for every subscriber, and the key for replay
+(``hello.since``). ``clock`` nests a :class:`ClockState` (rather than flattening its fields) so
+that ``welcome.clock`` and ``clock.clock`` are the same record and grow together.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Annotated, Any, Final, TypeAlias
+
+import msgspec
+from msgspec import Meta
+
+from areasync.protocol.errors import ErrorCode
+from areasync.protocol.records import ClockState, EventRecord, NotificationRecord, ToolInfo
+
+PROTOCOL: Final = "areasync/1"
+"""The protocol version the server announces in ``welcome.protocol``."""
+
+
+class Role(enum.StrEnum):
+    """What a connection may do: agent (tools), user (messages), observer, controller, admin."""
+
+    AGENT = "agent"
+    USER = "user"
+    OBSERVER = "observer"
+    CONTROLLER = "controller"
+    ADMIN = "admin"
+
+
+class Mode(enum.StrEnum):
+    """How a session's virtual clock advances: fast (jump when idle), realtime, manual."""
+
+    FAST = "fast"
+    REALTIME = "realtime"
+    MANUAL = "manual"
+
+
+class Replay(enum.StrEnum):
+    """What happened to hello.since: full (replayed), none (not asked), reset (unknown epoch)."""
+
+    FULL = "full"
+    NONE = "none"
+    RESET = "reset"
+
+
+# 2**53 - 1 keeps ids exact in JavaScript clients and always encodable as a msgpack int.
+RequestId: TypeAlias = Annotated[
+    int,
+    Meta(
+        ge=0,
+        le=2**53 - 1,
+        description="Client-chosen request id (0 <= id < 2**53), echoed in the reply.",
+    ),
+]
+Seq: TypeAlias = Annotated[
+    int,
+    Meta(ge=1, description="Position in the session's stream: 1, 2, 3, ... contiguous."),
+]
+
+
+def _require_finite(frame: str, **values: float | None) -> None:
+    # msgpack can carry NaN and infinities (JSON cannot); neither means anything as a time or a
+    # speed. Range constraints (Meta) already reject NaN, not inf, so check here for both.
+    for name, value in values.items():
+        if value is not None and not math.isfinite(value):
+            raise ValueError(
+                f"`{name}` must be a finite number, got {value!r} - at `$.{name}`; "
+                f"send a real number in `{frame}`"
+            )
+
+
+# -- client -> server -----------------------------------------------------------------------
+
+
+# Frames are built with keywords only (positional frames are unreadable and fragile as fields
+# are added). msgspec applies kw_only per class, hence its repetition on every frame.
+class _ClientFrame(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, kw_only=True):
+    id: RequestId
+
+
+class Hello(_ClientFrame, tag="hello", kw_only=True):
+    """First frame on every connection: authenticate a role, optionally resume after `since`."""
+
+    role: Role
+    token: str
+    since: Annotated[int, Meta(ge=0)] | None = None
+    epoch: str | None = None
+
+
+class ListTools(_ClientFrame, tag="list_tools", kw_only=True):
+    """Ask for the session's tools; the result value is a list of ToolInfo."""
+
+
+class CallTool(_ClientFrame, tag="call_tool", kw_only=True):
+    """Call an ARE tool by its public name (App__method) with keyword arguments (agent role)."""
+
+    tool: str
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class GetState(_ClientFrame, tag="get_state", kw_only=True):
+    """Ask for the apps' state (all apps, or only those named in `apps`)."""
+
+    apps: list[str] | None = None
+
+
+class SendUserMessage(_ClientFrame, tag="send_user_message", kw_only=True):
+    """Send a message to the agent as the user (user role)."""
+
+    content: str
+
+
+class Idle(_ClientFrame, tag="idle", kw_only=True):
+    """Release the agent's busy lease: the agent waits for the next notification (fast mode)."""
+
+
+class Pause(_ClientFrame, tag="pause", kw_only=True):
+    """Pause the session's clock (controller role)."""
+
+
+class Resume(_ClientFrame, tag="resume", kw_only=True):
+    """Resume a paused clock from where it stopped, without a jump (controller role)."""
+
+
+class Jump(_ClientFrame, tag="jump", kw_only=True):
+    """Move the clock forward: to an absolute time, by a delta, or to the next event; set one."""
+
+    to: float | None = None
+    by: Annotated[float, Meta(ge=0)] | None = None
+    next_event: bool = False
+
+    def __post_init__(self) -> None:
+        chosen = (self.to is not None) + (self.by is not None) + self.next_event
+        if chosen != 1:
+            raise ValueError(
+                "`jump` needs exactly one of `to` (absolute simulated time), `by` (seconds "
+                f"forward) or `next_event: true`; got to={self.to!r}, by={self.by!r}, "
+                f"next_event={self.next_event!r}"
+            )
+        _require_finite("jump", to=self.to, by=self.by)
+
+
+class Tick(_ClientFrame, tag="tick", kw_only=True):
+    """Advance the clock by `n` ticks of the scenario's time increment (controller role)."""
+
+    n: Annotated[int, Meta(ge=1)] = 1
+
+
+class SetSpeed(_ClientFrame, tag="set_speed", kw_only=True):
+    """Set the realtime speed in simulated seconds per wall second; never jumps the clock."""
+
+    speed: Annotated[float, Meta(gt=0)]
+
+    def __post_init__(self) -> None:
+        _require_finite("set_speed", speed=self.speed)
+
+
+class Stop(_ClientFrame, tag="stop", kw_only=True):
+    """End the session now; subscribers receive its `ended` item (controller role)."""
+
+
+class Ping(_ClientFrame, tag="ping", kw_only=True):
+    """Ask for a `pong` with the same id (liveness and round-trip time)."""
+
+
+class CreateSession(_ClientFrame, tag="create_session", kw_only=True):
+    """Create a session from a registered scenario id or inline ARE/Gaia2 JSON (admin role)."""
+
+    scenario: str | None = None
+    scenario_json: str | None = None
+    mode: Mode = Mode.REALTIME
+    speed: Annotated[float, Meta(gt=0)] = 1.0
+    oracle: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.scenario is None) == (self.scenario_json is None):
+            raise ValueError(
+                "`create_session` needs exactly one of `scenario` (a registered scenario id) "
+                "or `scenario_json` (an ARE/Gaia2 scenario as a JSON string)"
+            )
+        _require_finite("create_session", speed=self.speed)
+
+
+class StopSession(_ClientFrame, tag="stop_session", kw_only=True):
+    """Stop a session by id; its subscribers receive `ended` (admin role)."""
+
+    session_id: str
+
+
+ClientFrame: TypeAlias = (
+    Hello
+    | ListTools
+    | CallTool
+    | GetState
+    | SendUserMessage
+    | Idle
+    | Pause
+    | Resume
+    | Jump
+    | Tick
+    | SetSpeed
+    | Stop
+    | Ping
+    | CreateSession
+    | StopSession
+)
+"""Any frame a client may send."""
+
+
+# -- server -> client -----------------------------------------------------------------------
+
+
+class _ServerFrame(msgspec.Struct, tag_field="type", kw_only=True):
+    pass
+
+
+class Welcome(_ServerFrame, tag="welcome", kw_only=True):
+    """Reply to hello: the session, its stream position and clock; replayed items follow."""
+
+    session_id: str
+    role: Role
+    epoch: Annotated[
+        str, Meta(description="Identity of this session's stream; send it back in hello.")
+    ]
+    seq: Annotated[
+        int,
+        Meta(ge=0, description="Last seq of the stream at attach; live items follow after it."),
+    ]
+    scenario_id: str
+    clock: ClockState
+    protocol: str = PROTOCOL
+    replay: Replay = Replay.NONE
+    id: Annotated[int | None, Meta(description="The id of the hello.")] = None
+
+
+class Result(_ServerFrame, tag="result", kw_only=True):
+    """Successful reply to the request with the same id."""
+
+    id: RequestId
+    value: Any = None
+
+
+_ERROR_CODE_DOC = (
+    "An ErrorCode: " + ", ".join(code.value for code in ErrorCode) + ". "
+    "Clients treat a code they do not know like `internal` and decide on `retryable`."
+)
+
+
+class Error(_ServerFrame, tag="error", kw_only=True):
+    """Failed request (id) or connection-level problem (no id): code, message, retryable."""
+
+    # A plain string on the wire (not the enum) so that old clients can decode new codes.
+    code: Annotated[
+        str, Meta(description=_ERROR_CODE_DOC, examples=[code.value for code in ErrorCode])
+    ]
+    message: str
+    retryable: bool = False
+    id: Annotated[int | None, Meta(description="The failed request's id, if known.")] = None
+
+    @property
+    def error_code(self) -> ErrorCode | None:
+        """``code`` as an :class:`ErrorCode`, or None for a code newer than this client."""
+        try:
+            return ErrorCode(self.code)
+        except ValueError:
+            return None
+
+
+class _StreamItem(_ServerFrame, kw_only=True):
+    seq: Seq
+
+
+class EventItem(_StreamItem, tag="event", kw_only=True):
+    """Stream item: one completed ARE event, as it entered the event log."""
+
+    event: EventRecord
+
+
+class NotificationItem(_StreamItem, tag="notification", kw_only=True):
+    """Stream item: one notification put on ARE's queue (for the agent, or an env signal)."""
+
+    notification: NotificationRecord
+
+
+class ClockItem(_StreamItem, tag="clock", kw_only=True):
+    """Stream item: the clock changed state, mode or speed, or jumped."""
+
+    clock: ClockState
+
+
+class EndedItem(_StreamItem, tag="ended", kw_only=True):
+    """Stream item, always the last: the session ended, with its validation result if any."""
+
+    state: str
+    validation: dict[str, Any] | None = None
+
+
+class Pong(_ServerFrame, tag="pong", kw_only=True):
+    """Reply to ping."""
+
+    id: RequestId
+
+
+StreamItem: TypeAlias = EventItem | NotificationItem | ClockItem | EndedItem
+"""A frame of a session's stream: numbered by ``seq``, kept for replay, fanned out as is."""
+
+ServerFrame: TypeAlias = (
+    Welcome | Result | Error | EventItem | NotificationItem | ClockItem | EndedItem | Pong
+)
+"""Any frame the server may send."""
+
+
+def _tags(union: Any) -> dict[str, type[msgspec.Struct]]:
+    return {cls.__struct_config__.tag: cls for cls in union.__args__}
+
+
+CLIENT_FRAME_TYPES: Final[dict[str, type[msgspec.Struct]]] = _tags(ClientFrame)
+"""Client frame classes by their ``type`` tag."""
+
+SERVER_FRAME_TYPES: Final[dict[str, type[msgspec.Struct]]] = _tags(ServerFrame)
+"""Server frame classes by their ``type`` tag."""
+
+# Constraints across fields, which msgspec enforces in __post_init__ but cannot express in the
+# generated schema; merged into the schema's definitions so that schema-only clients see them.
+JSON_SCHEMA_EXTRA: Final[dict[type[msgspec.Struct], dict[str, Any]]] = {
+    Jump: {
+        "oneOf": [
+            {"required": ["to"], "properties": {"to": {"type": "number"}}},
+            {"required": ["by"], "properties": {"by": {"type": "number"}}},
+            {"required": ["next_event"], "properties": {"next_event": {"const": True}}},
+        ]
+    },
+    CreateSession: {
+        "oneOf": [
+            {"required": ["scenario"], "properties": {"scenario": {"type": "string"}}},
+            {"required": ["scenario_json"], "properties": {"scenario_json": {"type": "string"}}},
+        ]
+    },
+}
+
+# Records that appear inside `result.value` (typed as any JSON value on the wire), listed so the
+# schema documents them for clients: list_tools answers with a list of ToolInfo.
+RESULT_RECORDS: Final[tuple[type[msgspec.Struct], ...]] = (ToolInfo,)

@@ -1,0 +1,66 @@
+"""Plain-data records for what the simulation produces: completed events, notifications,
+tools and clock state.
+
+They exist so that nothing ARE-specific crosses the bridge: `areasync.bridge` turns ARE objects
+into these Structs the moment ARE produces them, and every layer above (the in-process stream,
+the WebSocket frames, the dashboard) passes them on unchanged. Fields hold JSON types only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class EventRecord(msgspec.Struct, kw_only=True, omit_defaults=False):
+    """One completed ARE event, as it entered the event log."""
+
+    event_id: str
+    event_type: str  # AGENT | ENV | USER | CONDITION | VALIDATION | STOP
+    time: float  # absolute simulated time, seconds since the epoch (ARE's event_time)
+    app: str | None = None
+    function: str | None = None
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+    return_value: Any = None
+    exception: str | None = None
+
+
+class NotificationRecord(msgspec.Struct, kw_only=True):
+    """One message put on ARE's notification queue (for the agent, or an environment signal)."""
+
+    message_type: str  # USER_MESSAGE | ENVIRONMENT_NOTIFICATION | ENVIRONMENT_STOP
+    message: str
+    timestamp: float  # simulated time, seconds since the epoch
+
+
+class ClockState(msgspec.Struct, kw_only=True):
+    """A snapshot of a session's virtual clock."""
+
+    state: str  # setup | running | paused | stopped | failed
+    time: float  # simulated seconds since the epoch
+    tick: int
+    mode: str  # fast | realtime | manual
+    speed: float
+    start_time: float = 0.0
+    duration: float | None = None
+    lag: float = 0.0  # realtime only: wall seconds the last tick ran behind its schedule
+
+
+class ToolArg(msgspec.Struct, kw_only=True):
+    """One argument of an ARE tool, as the agent must supply it."""
+
+    name: str
+    type: str | None = None
+    description: str | None = None
+    required: bool = True
+    default: Any = None
+
+
+class ToolInfo(msgspec.Struct, kw_only=True):
+    """An ARE tool under its public name (`App__method`)."""
+
+    name: str
+    description: str = ""
+    args: list[ToolArg] = msgspec.field(default_factory=list)
+    returns: str | None = None

@@ -1,0 +1,1 @@
+"""The WebSocket + HTTP service: sessions, stream fan-out, roles and tokens."""

@@ -1,0 +1,613 @@
+"""`Simulation`: an ARE scenario run by an asyncio task on the virtual clock.
+
+This is the async driver over the sans-I/O `Engine`. It owns the session's stream (every
+completed event, notification and clock change, numbered by `seq`), the agents' busy leases
+(fast mode), and the controls. All mutation of the ARE environment happens synchronously on the
+event loop, between engine steps: a control or tool call runs to completion before the next
+tick, so commands apply atomically and in the order they arrive (the event loop is the
+session's one ordered command lane; nothing else can touch the environment, there is no thread).
+
+    sim = Simulation.load("scenario_tutorial", mode="fast", oracle=True)
+    await sim.run()
+
+    async with Simulation.load(path, mode="manual") as sim:
+        async for item in sim.stream(since=0): ...
+        await sim.call_tool("EmailClientApp__send_email", {...})
+        await sim.jump(by=60)
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+from are.simulation.apps.agent_user_interface import AgentUserInterface
+from are.simulation.environment import EnvironmentConfig
+from are.simulation.notification_system import VerboseNotificationSystem
+from are.simulation.scenarios.scenario import Scenario
+from are.simulation.types import EnvironmentState, EnvironmentType
+
+from areasync.bridge import scenarios
+from areasync.bridge.environment import AsyncEnvironment
+from areasync.bridge.records import to_plain
+from areasync.bridge.tools import ToolBox
+from areasync.loop.clock import ClockError, ClockMode, to_s, to_us
+from areasync.loop.engine import EngineError
+from areasync.loop.stream import StreamLog
+from areasync.protocol.records import ClockState, EventRecord, NotificationRecord, ToolInfo
+from areasync.protocol.frames import ClockItem, EndedItem, EventItem, NotificationItem
+
+StreamItem = EventItem | NotificationItem | ClockItem | EndedItem
+
+WAIT_TOOL = "SystemApp__wait_for_notification"
+
+# In fast mode the driver runs engine steps back to back; it yields to the event loop at least
+# this often (wall seconds) so sockets, dashboards and controls are never starved.
+STEP_BUDGET_S = 0.002
+# Realtime mode publishes the clock at most this often (wall seconds) while it flows.
+CLOCK_PUBLISH_INTERVAL_S = 0.25
+
+
+class LagPolicy(enum.StrEnum):
+    """What a realtime session does when a tick runs late (slow ticks, a busy server)."""
+
+    SLIP = "slip"  # re-anchor: the late tick happens at its own simulated time; no time is lost
+    CATCH_UP = "catch_up"  # keep the schedule: simulated time includes the delay, ticks bunch up
+    STRICT = "strict"  # end the session (FAILED) when the lag exceeds `max_lag`
+
+
+class LeasePolicy(enum.StrEnum):
+    """What happens when an agent holds its busy lease past the deadline (fast mode)."""
+
+    RELEASE = "release"  # drop the lease, time moves on (the agent is treated as idle)
+    END = "end"  # end the session: an agent that stops answering ends the run
+
+
+class SimulationError(Exception):
+    """A request the simulation cannot carry out; nothing was changed."""
+
+    code = "bad_state"
+
+
+class BadStateError(SimulationError):
+    code = "bad_state"
+
+
+class InvalidRequestError(SimulationError):
+    code = "invalid_field"
+
+
+class InputRecord(msgspec.Struct, frozen=True):
+    """One external input, logged so that a fast or manual run can be replayed exactly."""
+
+    time: float
+    seq: int
+    source: str
+    payload: dict[str, Any]
+
+
+class Simulation:
+    """An ARE scenario on a virtual clock, driven by an asyncio task. See the module docstring."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        env: AsyncEnvironment,
+        *,
+        lag_policy: LagPolicy | str = LagPolicy.SLIP,
+        max_lag: float = 5.0,
+        lease_timeout: float = 300.0,
+        lease_policy: LeasePolicy | str = LeasePolicy.RELEASE,
+        drain_notifications: bool = True,
+    ) -> None:
+        self.scenario = scenario
+        self.env = env
+        self.engine = env.engine
+        self.clock = env.clock
+        self.tools = ToolBox(env)
+        self.lag_policy = LagPolicy(lag_policy)
+        self.max_lag = max_lag
+        self.lease_timeout = lease_timeout
+        self.lease_policy = LeasePolicy(lease_policy)
+        self.drain = drain_notifications
+        self.log: StreamLog[StreamItem] = StreamLog()
+        self.inputs: list[InputRecord] = []
+        self.validation: dict[str, Any] | None = None
+        self.lag = 0.0
+        self._leases: dict[str, float] = {}
+        self._wake_event = anyio.Event()
+        self._driving = False
+        self._ended = anyio.Event()
+        self._concluded = False
+        self._waiting_for_notification = 0
+        self._last_clock_publish = -math.inf
+        self._task_group: anyio.abc.TaskGroup | None = None
+        env.event_listeners.append(self._on_event)
+        env.notification_listeners.append(self._on_notification)
+        env.wake = self._wake
+        env.wait_handler = self._begin_wait
+
+    # -- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def load(
+        cls,
+        source: str | os.PathLike[str] | Scenario,
+        *,
+        mode: ClockMode | str = ClockMode.FAST,
+        oracle: bool = False,
+        speed: float = 1.0,
+        exit_when_no_events: bool | None = None,
+        wall: Callable[[], float] = time.monotonic,
+        **options: Any,
+    ) -> Simulation:
+        """Load a scenario (registered id, JSON path, JSON text or Scenario) ready to run.
+
+        `oracle=True` runs the scenario's oracle events as the agent's actions (ARE's oracle
+        mode); by default the run then ends when no event is left, as ARE's does.
+        """
+        scenario = scenarios.load(source)
+        config = EnvironmentConfig(
+            oracle_mode=oracle,
+            time_increment_in_seconds=scenario.time_increment_in_seconds,
+            exit_when_no_events=oracle if exit_when_no_events is None else exit_when_no_events,
+            verbose=False,
+        )
+        if scenario.start_time and scenario.start_time > 0:
+            config.start_time = scenario.start_time
+        env = AsyncEnvironment(
+            config,
+            EnvironmentType.CLI,
+            notification_system=VerboseNotificationSystem(),
+            mode=ClockMode(mode),
+            speed=speed,
+            wall=wall,
+        )
+        sim = cls(scenario, env, **options)
+        env.run(scenario, wait_for_end=False)
+        aui = env.get_app_with_class(AgentUserInterface)
+        if aui is not None:
+            # ARE's GUI mode busy-waits (time.sleep) for a reply to send_message_to_user;
+            # here the user's reply arrives on the stream like any other notification.
+            aui.wait_for_user_response = False
+        sim._publish_clock()
+        return sim
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def ended(self) -> bool:
+        return self._concluded
+
+    @property
+    def state(self) -> str:
+        return str(self.env.state.name.lower())
+
+    @property
+    def now(self) -> float:
+        return self.clock.now()
+
+    def clock_state(self) -> ClockState:
+        return ClockState(
+            state=self.state,
+            time=self.clock.now(),
+            tick=int(self.env.tick_count),
+            mode=self.clock.mode.value,
+            speed=self.clock.speed,
+            start_time=float(self.env.start_time or 0.0),
+            duration=None if self.env.duration is None else float(self.env.duration),
+            lag=self.lag,
+        )
+
+    def list_tools(self) -> list[ToolInfo]:
+        return self.tools.infos()
+
+    def get_state(self, apps: list[str] | None = None) -> dict[str, Any]:
+        """The apps' state (ARE's `get_state` of each app), optionally only the named apps."""
+        names = list(self.env.apps) if apps is None else apps
+        unknown = [name for name in names if name not in self.env.apps]
+        if unknown:
+            raise InvalidRequestError(
+                f"unknown app(s) {', '.join(unknown)}: the session has {', '.join(self.env.apps)}"
+            )
+        return {name: to_plain(self.env.apps[name].get_state()) for name in names}
+
+    def stream(self, since: int = 0) -> AsyncIterator[StreamItem]:
+        """Every stream item after `since`, then live ones, until (and including) `ended`."""
+        return self.log.follow(since)
+
+    def events(self) -> list[EventRecord]:
+        return [item.event for item in self.log.items if isinstance(item, EventItem)]
+
+    def notifications(self) -> list[NotificationRecord]:
+        return [item.notification for item in self.log.items if isinstance(item, NotificationItem)]
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(self) -> dict[str, Any] | None:
+        """Run to the scenario's end (or wait for it, inside `async with`). Returns validation."""
+        if self._driving:
+            await self._ended.wait()
+        else:
+            await self._drive()
+        return self.validation
+
+    async def __aenter__(self) -> Simulation:
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        self._task_group.start_soon(self._drive)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        assert self._task_group is not None
+        if not self._concluded:
+            self._stop_now("the simulation context exited")
+        self._wake()
+        return await self._task_group.__aexit__(*exc_info)
+
+    async def _drive(self) -> None:
+        if self._driving:
+            raise BadStateError("the simulation is already running")
+        self._driving = True
+        try:
+            while not self._concluded:
+                delay = self._plan()
+                if delay is None or delay > 0:
+                    await self._sleep(delay)
+                    continue
+                self._run_steps()
+                await anyio.lowlevel.checkpoint()
+        finally:
+            self._driving = False
+
+    def _plan(self) -> float | None:
+        """Wall seconds until the next step (0: now; None: only when woken)."""
+        engine = self.engine
+        if engine.finished or engine.stopping:
+            return 0.0
+        if self.clock.paused:
+            return None
+        mode = self.clock.mode
+        if mode is ClockMode.FAST:
+            if self._leases:
+                return self._lease_delay()
+            if engine.next_due_us() is None and not self.env.exit_when_no_events:
+                return 0.0 if engine.end_us is not None else None
+            return 0.0
+        if mode is ClockMode.REALTIME:
+            delay = self.clock.wall_delay_until(engine.next_grid_us())
+            return 0.0 if delay is None else delay
+        return None  # manual: only controls move time
+
+    def _run_steps(self) -> None:
+        engine = self.engine
+        deadline = time.perf_counter() + STEP_BUDGET_S
+        mode = self.clock.mode
+        while True:
+            if engine.finished or engine.stopping:
+                engine.finish()
+                break
+            if mode is ClockMode.FAST:
+                if self._leases or self.clock.paused:
+                    break
+                if not engine.step_fast() and not engine.finished:
+                    if engine.next_due_us() is None:
+                        engine.run_out()
+                    break
+            else:
+                self._realtime_tick()
+                break
+            self._after_step()
+            if time.perf_counter() > deadline:
+                break
+        self._after_step()
+
+    def _realtime_tick(self) -> None:
+        target = self.engine.next_grid_us()
+        late_us = self.clock.now_us() - target
+        self.lag = max(0.0, late_us / 1e6 / self.clock.speed)
+        if self.lag_policy is LagPolicy.STRICT and self.lag > self.max_lag:
+            self._stop_now(
+                f"realtime tick ran {self.lag:.3f} s late, above max_lag={self.max_lag}",
+                failed=True,
+            )
+            return
+        if self.lag_policy is LagPolicy.SLIP and late_us > 0:
+            self.clock.anchor(target, self.clock.wall())
+        self.engine.step_grid()
+        wall = self.clock.wall()
+        if wall - self._last_clock_publish >= CLOCK_PUBLISH_INTERVAL_S:
+            self._publish_clock()
+
+    def _after_step(self) -> None:
+        if self.drain and self.env.notification_system.message_queue.messages.queue:
+            self.engine.drain_notifications()
+        if self.engine.finished:
+            self._conclude()
+
+    async def _sleep(self, delay: float | None) -> None:
+        event = self._wake_event
+        if delay is None:
+            await event.wait()
+        else:
+            with anyio.move_on_after(delay):
+                await event.wait()
+        if self._wake_event is event and event.is_set():
+            self._wake_event = anyio.Event()
+
+    def _wake(self) -> None:
+        self._wake_event.set()
+
+    # -- leases (fast mode) -------------------------------------------------------------------
+
+    def acquire(self, holder: str) -> None:
+        """`holder` is busy: in fast mode, time stands still until it releases (or times out)."""
+        self._leases[holder] = self.clock.wall() + self.lease_timeout
+        self._wake()
+
+    def release(self, holder: str) -> None:
+        """`holder` is idle; once no lease is held, a fast session jumps to the next due item."""
+        if self._leases.pop(holder, None) is not None:
+            self._wake()
+
+    @property
+    def leases(self) -> dict[str, float]:
+        return dict(self._leases)
+
+    @asynccontextmanager
+    async def busy(self, holder: str = "agent") -> AsyncIterator[None]:
+        self.acquire(holder)
+        try:
+            yield
+        finally:
+            self.release(holder)
+
+    def _lease_delay(self) -> float | None:
+        now = self.clock.wall()
+        expired = [holder for holder, deadline in self._leases.items() if deadline <= now]
+        for holder in expired:
+            del self._leases[holder]
+            self._record("lease", {"expired": holder, "policy": self.lease_policy.value})
+            if self.lease_policy is LeasePolicy.END:
+                self._stop_now(f"agent {holder!r} held its busy lease past the deadline")
+                return 0.0
+        if not self._leases:
+            return 0.0
+        return max(0.0, min(self._leases.values()) - now)
+
+    # -- tool calls --------------------------------------------------------------------------
+
+    async def call_tool(
+        self, name: str, args: dict[str, Any] | None = None, *, holder: str | None = None
+    ) -> Any:
+        """Call an ARE tool by public name between ticks; returns its JSON-typed result.
+
+        `SystemApp__wait_for_notification` returns once a notification arrives or its timeout
+        passes in simulated time; meanwhile the stream keeps flowing and, in fast mode, the
+        caller's lease (if `holder` is given) is released.
+        """
+        self._require_live("call a tool")
+        arguments = dict(args or {})
+        self._record("call_tool", {"tool": name, "args": to_plain(arguments)})
+        if name != WAIT_TOOL:
+            result = self.tools.call(name, arguments)
+            self._after_command()
+            return result
+        seq = self.log.seq
+        self._waiting_for_notification += 1
+        try:
+            result = self.tools.call(name, arguments)
+            if holder is not None:
+                self.release(holder)
+            self._after_command()
+            await self._wait_for_notification_after(seq)
+        finally:
+            self._waiting_for_notification -= 1
+        return result
+
+    def _begin_wait(self) -> None:
+        # ARE's SystemApp set the timeout; the driver treats it as a due item. Nothing blocks.
+        self.env.waiting_for_notification = True
+        self._wake()
+
+    async def _wait_for_notification_after(self, seq: int) -> None:
+        position = seq
+        while not self._concluded:
+            for item in self.log.items[position:]:
+                if isinstance(item, NotificationItem):
+                    return
+            position = self.log.seq
+            await self.log.wait_beyond(position)
+
+    async def send_user_message(self, content: str) -> Any:
+        """The user writes to the agent (ARE's `AgentUserInterface.send_message_to_agent`)."""
+        self._require_live("send a user message")
+        aui = self.env.get_app_with_class(AgentUserInterface)
+        if aui is None:
+            raise BadStateError(
+                "this scenario has no AgentUserInterface app, so there is no user to speak as"
+            )
+        self._record("send_user_message", {"content": content})
+        result = aui.send_message_to_agent(content=content)
+        self._after_command()
+        return to_plain(result)
+
+    # -- controls ----------------------------------------------------------------------------
+
+    async def pause(self) -> ClockState:
+        self._require_live("pause")
+        if self.env.state != EnvironmentState.RUNNING:
+            raise BadStateError(f"cannot pause: the simulation is {self.state}, not running")
+        self._record("pause", {})
+        self.env.pause()
+        return self._after_control()
+
+    async def resume(self) -> ClockState:
+        self._require_live("resume")
+        if self.env.state != EnvironmentState.PAUSED:
+            raise BadStateError(
+                f"cannot resume: the simulation is {self.state}, not paused; pause it first"
+            )
+        self._record("resume", {})
+        self.env.resume()
+        return self._after_control()
+
+    async def jump(self, *, to: float | None = None, by: float | None = None) -> ClockState:
+        """Move simulated time forward to `to` or by `by` seconds; due items fire on the way."""
+        self._require_live("jump")
+        if (to is None) == (by is None):
+            raise InvalidRequestError("jump needs exactly one of `to` (a time) or `by` (seconds)")
+        value = to if to is not None else by
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            raise InvalidRequestError(f"jump target must be a finite number, got {value!r}")
+        if by is not None and by < 0:
+            raise InvalidRequestError(
+                f"cannot jump by {by} s: jumps only move time forward; use a positive amount"
+            )
+        now = self.clock.now_us()
+        target = now + to_us(by) if by is not None else to_us(float(value))
+        if target < now:
+            raise InvalidRequestError(
+                f"cannot jump to {to_s(target)}: the clock is already at {to_s(now)}; "
+                "jumps only move time forward"
+            )
+        self._record("jump", {"to": to, "by": by})
+        try:
+            self.engine.advance_to(target)
+        except ClockError as exc:
+            raise InvalidRequestError(str(exc)) from exc
+        return self._after_control()
+
+    async def next_event(self) -> ClockState:
+        """Jump to the next due item (event or wait timeout) and fire it."""
+        self._require_live("jump to the next event")
+        if self.engine.next_due_us() is None:
+            raise BadStateError(
+                "no event is scheduled, so there is no next event to jump to; jump by an amount"
+            )
+        self._record("jump", {"next_event": True})
+        try:
+            self.engine.advance_to_next_event()
+        except EngineError as exc:
+            raise BadStateError(str(exc)) from exc
+        return self._after_control()
+
+    async def tick(self, n: int = 1) -> ClockState:
+        """Run `n` ticks of ARE's time-based loop (one every `time_increment_in_seconds`)."""
+        self._require_live("tick")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise InvalidRequestError(f"tick needs a whole number of ticks >= 1, got {n!r}")
+        self._record("tick", {"n": n})
+        for _ in range(n):
+            if not self.engine.step_grid():
+                break
+            self._after_step()
+        return self._after_control()
+
+    def set_speed(self, speed: float) -> ClockState:
+        """Change the realtime speed (simulated seconds per wall second); never a jump."""
+        self._require_live("set the speed")
+        try:
+            self.clock.set_speed(speed)
+        except ClockError as exc:
+            raise InvalidRequestError(str(exc)) from exc
+        self._record("set_speed", {"speed": speed})
+        return self._after_control()
+
+    def set_mode(self, mode: ClockMode | str) -> ClockState:
+        self._require_live("change the mode")
+        try:
+            new_mode = ClockMode(mode)
+        except ValueError as exc:
+            raise InvalidRequestError(
+                f"unknown mode {mode!r}: use one of {', '.join(m.value for m in ClockMode)}"
+            ) from exc
+        self.clock.set_mode(new_mode)
+        self._record("set_mode", {"mode": new_mode.value})
+        return self._after_control()
+
+    async def stop(self) -> dict[str, Any] | None:
+        """End the session now (ARE's `stop`); returns the validation result."""
+        self._require_live("stop")
+        self._record("stop", {})
+        self._stop_now("stopped by request")
+        return self.validation
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _require_live(self, action: str) -> None:
+        if self._concluded:
+            raise BadStateError(f"cannot {action}: the simulation has ended ({self.state})")
+
+    def _record(self, source: str, payload: dict[str, Any]) -> None:
+        self.inputs.append(InputRecord(self.clock.now(), self.log.seq, source, payload))
+
+    def _after_command(self) -> None:
+        self._after_step()
+        self._wake()
+
+    def _after_control(self) -> ClockState:
+        self._after_step()
+        self._publish_clock()
+        self._wake()
+        return self.clock_state()
+
+    def _stop_now(self, reason: str, *, failed: bool = False) -> None:
+        if self._concluded:
+            return
+        final = EnvironmentState.FAILED if failed else EnvironmentState.STOPPED
+        if not self.engine.finished:
+            self.env.stop(final_state=final)
+            self.engine.finish()
+        self._after_step()
+
+    def _on_event(self, record: EventRecord) -> None:
+        self.log.append(lambda seq: EventItem(seq=seq, event=record))
+
+    def _on_notification(self, record: NotificationRecord) -> None:
+        if self._waiting_for_notification and self.env.system_app is not None:
+            # The wait is over: a stale timeout must not fire later (ARE resets it on return).
+            self.env.system_app.reset_wait_for_notification_timeout()
+            self.env.waiting_for_notification = False
+        self.log.append(lambda seq: NotificationItem(seq=seq, notification=record))
+
+    def _publish_clock(self) -> None:
+        if self.log.closed:
+            return
+        state = self.clock_state()
+        self._last_clock_publish = self.clock.wall()
+        self.log.append(lambda seq: ClockItem(seq=seq, clock=state))
+
+    def _conclude(self) -> None:
+        if self._concluded:
+            return
+        self._concluded = True
+        self._leases.clear()
+        self.validation = self._validate()
+        self._publish_clock()
+        state = self.state
+        validation = self.validation
+        self.log.append(lambda seq: EndedItem(seq=seq, state=state, validation=validation))
+        self.log.close()
+        self._ended.set()
+        self._wake()
+
+    def _validate(self) -> dict[str, Any]:
+        try:
+            result = self.scenario.validate(self.env)
+        except Exception as exc:  # a scenario's validate() is user code
+            return {"success": None, "exception": f"{type(exc).__name__}: {exc}", "rationale": None}
+        exception = getattr(result, "exception", None)
+        return {
+            "success": getattr(result, "success", None),
+            "exception": None if exception is None else f"{type(exception).__name__}: {exception}",
+            "rationale": getattr(result, "rationale", None),
+        }

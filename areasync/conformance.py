@@ -50,10 +50,10 @@ The two ARE loops, and tick counts
     `run_are_time_loop` is ARE's time-based loop: one tick per `time.sleep(1)`, `tick_count`
     incremented after each tick, so it *is* a count of ticks run (scenario_tutorial: 18, ticks at
     0..17 s, then the queue is empty). For real that takes a wall second per tick, so by default it
-    runs ARE's unmodified loop code under `fake_wall_clock()`, which swaps the `time` module seen by
-    `are.simulation.environment` and `are.simulation.time_manager` (those two module globals only,
-    restored on exit) for a clock whose `sleep(s)` advances it by `s` at once. `wall_clock=True` runs
-    the genuine thing (a slow test shows both agree on scenario_tutorial).
+    runs ARE's unmodified loop code under `fake_wall_clock()`, which swaps the `time` module seen
+    by `are.simulation.environment` and `are.simulation.time_manager` (those two module globals
+    only, restored on exit) for a clock whose `sleep(s)` advances it by `s` at once.
+    `wall_clock=True` runs the genuine thing (a slow test shows both agree on scenario_tutorial).
 
 Epsilon at the duration bound
     The time loop runs while `time_passed() <= duration`. On the wall clock every tick also costs
@@ -83,11 +83,13 @@ Scenario JSON (`export_scenario_json`, `load_scenario_json`)
       DAG rules: an ENV event needs exactly one predecessor, an oracle (AGENT) event at least one;
       every registered scenario has a root ENV event ("Env events must have only one predecessor");
     - arguments are exported as `str(value)` with a type name and parsed back only for
-      str/int/float/bool/list/dict, lists and dicts via `json.loads`: an `Email` argument ("Unsupported
-      type Email") or an oracle event's list argument (exported as Python repr `['a@b.c']`) fail.
+      str/int/float/bool/list/dict, lists and dicts via `json.loads`: an `Email` argument
+      ("Unsupported type Email") or an oracle event's list argument (exported as the Python repr
+      `['a@b.c']`, not JSON) fail.
     A Gaia2-shaped scenario (`gaia2_shaped_scenario()`, id `GAIA2_SHAPED_ID`) is built the way
     Gaia2's are: apps from `ALL_APPS`, a USER `send_message_to_agent` root, ENV events hanging off
-    USER/ENV events, oracle events as `OracleEvent`s built from strings, `{{event_id}}` placeholders.
+    USER/ENV events, oracle events as `OracleEvent`s built from strings, `{{event_id}}`
+    placeholders.
     It round-trips, and the imported scenario runs in oracle mode with nothing else: oracle events
     travel in the JSON `events` list as `ExportedOracleEvent` (class_name "OracleEvent", event_type
     "AGENT", action as app/function/string args), the importer turns them back into `OracleEvent`s
@@ -125,6 +127,7 @@ __all__ = [
     "FAKE_SLEEP_OVERHEAD",
     "GAIA2_SHAPED_ID",
     "NETWORK_SCENARIOS",
+    "REMINDER_TICKS_ID",
     "FakeClockLimitError",
     "FakeWallClock",
     "LogEntry",
@@ -137,6 +140,8 @@ __all__ = [
     "normalize_events",
     "normalized_log",
     "offline_scenario_ids",
+    "reference_scenario_ids",
+    "reminder_ticks_scenario",
     "run_are_queue_loop",
     "run_are_time_loop",
     "to_jsonish",
@@ -149,6 +154,7 @@ NETWORK_SCENARIOS: frozenset[str] = frozenset({"scenario_hf_demo_mcp", "scenario
 FAKE_SLEEP_OVERHEAD = 1e-6
 
 GAIA2_SHAPED_ID = "areasync_gaia2_shaped"
+REMINDER_TICKS_ID = "areasync_reminder_ticks"
 
 _UUID_RE = re.compile(
     r"(?<![0-9a-f])"
@@ -170,8 +176,13 @@ def offline_scenario_ids() -> list[str]:
     return sorted(set(ALL_SCENARIOS) - NETWORK_SCENARIOS)
 
 
+def reference_scenario_ids() -> list[str]:
+    """Everything the conformance suite runs: the offline registered ids and this module's own."""
+    return [*offline_scenario_ids(), GAIA2_SHAPED_ID, REMINDER_TICKS_ID]
+
+
 def load_scenario(scenario: Scenario | str) -> Scenario:
-    """A fresh, initialized scenario from a registered id (or `GAIA2_SHAPED_ID`).
+    """A fresh, initialized scenario from a registered id, `GAIA2_SHAPED_ID` or `REMINDER_TICKS_ID`.
 
     A Scenario instance is initialized if needed and returned as is: ARE scenarios are single-use
     (a run mutates their apps and events), so callers pass a fresh one per run.
@@ -179,6 +190,8 @@ def load_scenario(scenario: Scenario | str) -> Scenario:
     if isinstance(scenario, str):
         if scenario == GAIA2_SHAPED_ID:
             scenario = gaia2_shaped_scenario()
+        elif scenario == REMINDER_TICKS_ID:
+            scenario = reminder_ticks_scenario()
         elif scenario in ALL_SCENARIOS:
             scenario = ALL_SCENARIOS[scenario]()
         else:
@@ -211,7 +224,7 @@ def run_are_queue_loop(scenario: Scenario | str) -> Environment:
     scenario = load_scenario(scenario)
     env = Environment(_oracle_config(scenario, queue_based_loop=True))
     env.exit_when_no_events = True  # as ARE's scenarios_test sets it
-    env.run(scenario)  # starts ARE's thread and joins it
+    _run_reraising(env, scenario)  # env.run: starts ARE's thread and joins it
     return env
 
 
@@ -301,32 +314,36 @@ def run_are_time_loop(
         raise ValueError("duration is None and exit_when_no_events is False: the loop never ends")
     if wall_clock:
         env = Environment(config)
-        env.run(scenario)
+        _run_reraising(env, scenario)
         return env
     with fake_wall_clock(sleep_overhead, max_sleep=max_simulated_seconds) as clock:
         # Created inside the patch so that every TimeManager read is fake from the start.
         env = Environment(config)
-        failure: list[BaseException] = []
-        _run_catching(env, scenario, failure)
-    if failure:
-        raise failure[0]
-    if clock.sleeps != env.tick_count:  # one sleep per tick: anything else is a patch leak
-        raise AssertionError(f"{clock.sleeps} fake sleeps for {env.tick_count} ticks")
+        _run_reraising(env, scenario)
+    if clock.sleeps < env.tick_count:  # one sleep per tick (more if paused): fewer means a leak
+        raise AssertionError(f"only {clock.sleeps} fake sleeps for {env.tick_count} ticks")
     return env
 
 
-def _run_catching(env: Environment, scenario: Scenario, failure: list[BaseException]) -> None:
-    """env.run, re-raising in this thread what killed ARE's event-loop thread (e.g. the limit)."""
+def _run_reraising(env: Environment, scenario: Scenario) -> None:
+    """`env.run(scenario)`, re-raising here what killed ARE's event-loop thread.
+
+    ARE leaves such an exception to `threading.excepthook` and `join` returns as if the run had
+    ended; a reference run must not pass for a finished one.
+    """
     loop: Callable[[], None] = env._event_loop
+    failure: list[BaseException] = []
 
     def guarded_loop() -> None:
         try:
             loop()
-        except BaseException as exc:  # re-raised by the caller, on the caller's thread
+        except BaseException as exc:  # re-raised below, on the caller's thread
             failure.append(exc)
 
     env._event_loop = guarded_loop  # instance attribute: Environment.start targets self._event_loop
     env.run(scenario)
+    if failure:
+        raise failure[0]
 
 
 # --------------------------------------------------------------------------- normal form
@@ -523,7 +540,7 @@ def gaia2_shaped_scenario() -> Scenario:
     return _Gaia2Shaped()
 
 
-class _Gaia2Shaped(Scenario):  # type: ignore[misc]  # ARE is untyped
+class _Gaia2Shaped(Scenario):
     scenario_id: str = GAIA2_SHAPED_ID
     start_time: float | None = 1_728_979_200.0  # 2024-10-15 08:00:00 UTC, as Gaia2 uses dates
     duration: float | None = 60.0
@@ -588,7 +605,8 @@ class _Gaia2Shaped(Scenario):  # type: ignore[misc]  # ARE is untyped
             who_add="Bob", title="Lunch", start_datetime="2024-10-15 12:00:00",
             end_datetime="2024-10-15 13:00:00")  # fmt: skip
         add("agent_send", agent, mail, "send_email", ["agent_lookup"], 2,
-            recipients=["alice@example.com"], subject="Agenda", content="1. Budget 2. Hiring")  # fmt: skip
+            recipients=["alice@example.com"], subject="Agenda",
+            content="1. Budget 2. Hiring")  # fmt: skip
         add("env_reply", env, mail, "reply_to_email_from_user", ["env_mail"], 2,
             sender="alice@example.com", email_id="{{agent_send}}", content="Thanks!")  # fmt: skip
         add("agent_done", agent, ui, "send_message_to_user", ["agent_send"], 6, content="Sent.")
@@ -598,6 +616,71 @@ class _Gaia2Shaped(Scenario):  # type: ignore[misc]  # ARE is untyped
             title="Lunch with Alice", start_datetime="2024-10-16 12:00:00",
             end_datetime="2024-10-16 13:00:00", attendees=["Alice Martin"])  # fmt: skip
         add("agent_done_2", agent, ui, "send_message_to_user", ["agent_book"], 1, content="Booked.")
+
+
+def reminder_ticks_scenario() -> Scenario:
+    """A scenario where ticks show in the log, and an event sits exactly on the duration bound.
+
+    ReminderApp's `get_due_reminders` is logged as an AGENT event on every tick (DESIGN section 3),
+    so the log records when ticks ran: at event times only in the queue loop, every second in the
+    time loop, which therefore give *different* logs here (a reminder due at 4 s is noticed at
+    4 s by the time loop, at the next event time, 6 s, by the queue loop). The ENV event at exactly
+    `start + duration` runs in neither loop (the bound is exclusive); the time loop then ends on
+    the duration, not on an empty queue.
+    """
+    return _ReminderTicks()
+
+
+class _ReminderTicks(Scenario):
+    scenario_id: str = REMINDER_TICKS_ID
+    start_time: float | None = 1_728_979_200.0  # 2024-10-15 08:00:00 UTC
+    duration: float | None = 12.0
+    # Not 0: App.__init__ seeds every app's rng with 0 and initialize() re-seeds it with the
+    # scenario's seed, so with seed 0 the first id drawn at run time repeats the first drawn while
+    # populating, and "Call Bob" would silently overwrite "Stand-up" in ReminderApp.reminders.
+    seed: int = 7
+
+    def init_and_populate_apps(self, *args: Any, **kwargs: Any) -> None:
+        from are.simulation.apps import AgentUserInterface, ReminderApp, SystemApp
+
+        reminders = ReminderApp()
+        reminders.add_reminder(
+            title="Stand-up", due_datetime="2024-10-15 08:00:04", description="Daily stand-up"
+        )
+        self.apps = [AgentUserInterface(), reminders, SystemApp()]
+
+    def build_events_flow(self) -> None:
+        from are.simulation.apps import AgentUserInterface, ReminderApp
+        from are.simulation.types import EventRegisterer
+
+        ui = self.get_typed_app(AgentUserInterface)
+        reminders = self.get_typed_app(ReminderApp)
+        with EventRegisterer.capture_mode():
+            ask = ui.send_message_to_agent(content="Remind me to call Bob.").depends_on(
+                None, delay_seconds=2
+            )
+            remind = (
+                reminders.add_reminder(
+                    title="Call Bob", due_datetime="2024-10-15 08:00:07", description="Bob"
+                )
+                .oracle()
+                .depends_on(ask, delay_seconds=1)
+            )
+            nudge_a = ui.send_message_to_agent(content="Any news?").depends_on(
+                None, delay_seconds=6
+            )
+            nudge_b = ui.send_message_to_agent(content="Still there?").depends_on(
+                None, delay_seconds=6
+            )
+            done = (
+                ui.send_message_to_user(content="Reminder set.")
+                .oracle()
+                .depends_on(remind, delay_seconds=6)
+            )
+            too_late = ui.send_message_to_agent(content="At the bound").depends_on(
+                None, delay_seconds=12
+            )
+        self.events = [ask, remind, nudge_a, nudge_b, done, too_late]
 
 
 def export_scenario_json(scenario: Scenario | str) -> str:
@@ -638,8 +721,6 @@ def load_scenario_json(text: str | bytes, *, benchmark: bool = False) -> Scenari
         return scenario
     from are.simulation.scenarios.scenario_imported_from_json.utils import preprocess_scenario
 
-    bench_scenario, _, _ = importer.import_from_json_to_benchmark(
-        text, load_completed_events=False
-    )
+    bench_scenario, _, _ = importer.import_from_json_to_benchmark(text, load_completed_events=False)
     preprocess_scenario(bench_scenario, judge_config=None)
     return bench_scenario

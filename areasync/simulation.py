@@ -257,6 +257,9 @@ class Simulation:
         if self._driving:
             raise BadStateError("the simulation is already running")
         self._driving = True
+        if self.engine.started and self.env.tick_count == 0 and self.clock.flowing:
+            # Realtime starts when the driver does, not when the scenario was loaded.
+            self.clock.anchor(self.engine.next_grid_us(), self.clock.wall())
         try:
             while not self._concluded:
                 delay = self._plan()

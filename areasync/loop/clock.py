@@ -63,6 +63,9 @@ class VirtualClock:
         self._mode = ClockMode(mode)
         self._speed = float(speed)
         self._paused = False
+        # Total simulated time added by jumps (`set_us`), as opposed to time that flowed. The
+        # time-based loop shifts its tick schedule by every jump, as ARE's does.
+        self.jumped_us = 0
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -115,6 +118,7 @@ class VirtualClock:
                 f"cannot move the clock backwards from {to_s(now)} to {to_s(t_us)}; "
                 "simulated time only moves forward"
             )
+        self.jumped_us += t_us - now
         self._v0 = t_us
         self._r0 = self._wall()
 

@@ -45,7 +45,10 @@ class Engine:
         self.clock = env.clock
         self.started = False
         self.finished = False
-        self._last_tick_us: int | None = None
+        # The time-based loop's schedule: its last tick, and the clock's jump total then. Before
+        # the first tick, "the last tick" is one increment before the start.
+        self._grid_last_us = self.start_us - self.increment_us
+        self._grid_jumped_us = self.clock.jumped_us
 
     # -- geometry of time --------------------------------------------------------------------
 
@@ -68,13 +71,13 @@ class Engine:
         return math.ceil((t_us - self.start_us) / self.increment_us)
 
     def next_grid_us(self) -> int:
-        """The next tick of the time-based loop: the first grid time not yet ticked."""
-        now = self.clock.now_us()
-        k = max(0, -(-(now - self.start_us) // self.increment_us))
-        t = self.start_us + k * self.increment_us
-        if self._last_tick_us is not None and t <= self._last_tick_us:
-            t = self.start_us + (self.tick_index(self._last_tick_us) + 1) * self.increment_us
-        return t
+        """When the time-based loop ticks next: one increment after its last tick.
+
+        ARE's loop ticks once per wall second, `time_increment_in_seconds` apart in simulated
+        time; a jump in between (wait_for_notification, SystemApp.wait, a jump control) shifts
+        the rest of the schedule by the same amount, as ARE's `add_offset` does.
+        """
+        return self._grid_last_us + self.increment_us + (self.clock.jumped_us - self._grid_jumped_us)
 
     def next_event_us(self) -> int | None:
         head = self.env.event_queue.peek()
@@ -109,6 +112,8 @@ class Engine:
         self.env.state = EnvironmentState.RUNNING
         self.env.prepare_events_for_start()
         self.env.current_time = self.env.time_manager.time()
+        self._grid_last_us = self.clock.now_us() - self.increment_us
+        self._grid_jumped_us = self.clock.jumped_us
 
     def finish(self) -> None:
         """End the run exactly as ARE's `_event_loop` ends it (final checks, state, stop message)."""
@@ -129,7 +134,6 @@ class Engine:
             self.clock.set_us(t_us)
         self.env.tick_count = self.tick_index(max(t_us, now)) if tick_count is None else tick_count
         self.env.tick()
-        self._last_tick_us = max(t_us, now)
 
     def step_fast(self) -> bool:
         """One step of ARE's queue-based loop. Returns False when nothing is due (idle) or done."""
@@ -169,8 +173,10 @@ class Engine:
         if self.env.exit_when_no_events and len(self.env.event_queue) == 0:
             self.finish()
             return False
-        k = self.tick_index(t)
+        k = int(self.env.tick_count)
         self.tick_at(t, tick_count=k)
+        self._grid_last_us = t
+        self._grid_jumped_us = self.clock.jumped_us
         self.env.tick_count = k + 1
         return True
 

@@ -57,20 +57,20 @@ def encoding_of(data: WireData) -> Encoding:
     return Encoding.JSON if isinstance(data, str) else Encoding.MSGPACK
 
 
-_json_encoder: Final = msgspec.json.Encoder()
-_msgpack_encoder: Final = msgspec.msgpack.Encoder()
+# The hot path avoids the Enum machinery: `Encoding.JSON` is a slow class-attribute lookup on
+# Python 3.11 and Enum hashing runs Python code, so it compares against module constants and
+# calls bound methods held in module globals.
+_JSON: Final = Encoding.JSON
+_MSGPACK: Final = Encoding.MSGPACK
 
-# Bound `decode` methods by encoding: one dict lookup, then straight into msgspec's C code.
+_json_encode: Final = msgspec.json.Encoder().encode
+_msgpack_encode: Final = msgspec.msgpack.Encoder().encode
+
 _Decode: TypeAlias = Callable[[Any], Any]
-
-_client_decode: Final[dict[Encoding, _Decode]] = {
-    Encoding.JSON: msgspec.json.Decoder(ClientFrame).decode,
-    Encoding.MSGPACK: msgspec.msgpack.Decoder(ClientFrame).decode,
-}
-_server_decode: Final[dict[Encoding, _Decode]] = {
-    Encoding.JSON: msgspec.json.Decoder(ServerFrame).decode,
-    Encoding.MSGPACK: msgspec.msgpack.Decoder(ServerFrame).decode,
-}
+_client_json_decode: Final[_Decode] = msgspec.json.Decoder(ClientFrame).decode
+_client_msgpack_decode: Final[_Decode] = msgspec.msgpack.Decoder(ClientFrame).decode
+_server_json_decode: Final[_Decode] = msgspec.json.Decoder(ServerFrame).decode
+_server_msgpack_decode: Final[_Decode] = msgspec.msgpack.Decoder(ServerFrame).decode
 
 
 class _Envelope(msgspec.Struct):
@@ -80,10 +80,9 @@ class _Envelope(msgspec.Struct):
     id: msgspec.Raw = msgspec.Raw()
 
 
-_envelope_decode: Final[dict[Encoding, _Decode]] = {
-    Encoding.JSON: msgspec.json.Decoder(_Envelope).decode,
-    Encoding.MSGPACK: msgspec.msgpack.Decoder(_Envelope).decode,
-}
+_envelope_json_decode: Final[_Decode] = msgspec.json.Decoder(_Envelope).decode
+_envelope_msgpack_decode: Final[_Decode] = msgspec.msgpack.Decoder(_Envelope).decode
+
 # Errors a decoder may raise on hostile input besides msgspec's own: RecursionError for deep
 # nesting, UnicodeError (a ValueError) for invalid UTF-8 or lone surrogates in a str,
 # OverflowError for numbers out of range, TypeError for a non-buffer argument.
@@ -98,10 +97,13 @@ def decode_client_frame(data: WireData, encoding: Encoding | None = None) -> Cli
     ``encoding`` defaults to what ``data`` implies (:func:`encoding_of`); pass it to decode JSON
     delivered as bytes.
     """
-    if encoding is None:
-        encoding = encoding_of(data)
+    if encoding is None:  # inlined encoding_of(): this runs for every frame received
+        encoding = _JSON if isinstance(data, str) else _MSGPACK
     try:
-        frame: ClientFrame = _client_decode[encoding](data)
+        if encoding is _JSON:
+            frame: ClientFrame = _client_json_decode(data)
+        else:
+            frame = _client_msgpack_decode(data)
         return frame
     except msgspec.ValidationError as exc:
         error, _ = _explain_invalid(exc, data, encoding, CLIENT_FRAME_TYPES, "client")
@@ -119,9 +121,12 @@ def decode_server_frame(data: WireData, encoding: Encoding | None = None) -> Ser
     Unknown fields are ignored, so a newer server's frames still decode.
     """
     if encoding is None:
-        encoding = encoding_of(data)
+        encoding = _JSON if isinstance(data, str) else _MSGPACK
     try:
-        frame: ServerFrame = _server_decode[encoding](data)
+        if encoding is _JSON:
+            frame: ServerFrame = _server_json_decode(data)
+        else:
+            frame = _server_msgpack_decode(data)
         return frame
     except msgspec.ValidationError as exc:
         error, tag = _explain_invalid(exc, data, encoding, SERVER_FRAME_TYPES, "server")
@@ -148,7 +153,13 @@ def encode_server_frame(frame: ServerFrame, encoding: Encoding) -> str | bytes:
     int beyond 64 bits in msgpack) raises :class:`ProtocolError` with code ``internal``, carrying
     the request id, so the caller can send its ``error`` frame instead.
     """
-    return _encode(frame, encoding)
+    try:
+        if encoding is _JSON:
+            # msgspec writes UTF-8; a str makes websockets send a text frame.
+            return _json_encode(frame).decode()
+        return _msgpack_encode(frame)
+    except Exception as exc:
+        raise _unencodable(frame, encoding, exc) from exc
 
 
 @overload
@@ -159,23 +170,12 @@ def encode_client_frame(frame: ClientFrame, encoding: Literal[Encoding.MSGPACK])
 def encode_client_frame(frame: ClientFrame, encoding: Encoding) -> str | bytes: ...
 def encode_client_frame(frame: ClientFrame, encoding: Encoding) -> str | bytes:
     """Encode a client frame (for the Python client): JSON text (``str``) or msgpack (``bytes``)."""
-    return _encode(frame, encoding)
-
-
-def _encode(frame: msgspec.Struct, encoding: Encoding) -> str | bytes:
     try:
-        if encoding is Encoding.JSON:
-            # msgspec writes UTF-8; a str makes websockets send a text frame.
-            return _json_encoder.encode(frame).decode()
-        return _msgpack_encoder.encode(frame)
+        if encoding is _JSON:
+            return _json_encode(frame).decode()
+        return _msgpack_encode(frame)
     except Exception as exc:
-        tag = frame.__struct_config__.tag
-        raise ProtocolError(
-            ErrorCode.INTERNAL,
-            f"could not encode the `{tag}` reply as {encoding.value} "
-            f"({type(exc).__name__}: {exc}); the value must be plain JSON-like data",
-            id=getattr(frame, "id", None),
-        ) from exc
+        raise _unencodable(frame, encoding, exc) from exc
 
 
 class EncodedFrame:
@@ -201,19 +201,19 @@ class EncodedFrame:
     def json(self) -> str:
         """The frame as JSON text."""
         if self._json is None:
-            self._json = encode_server_frame(self.frame, Encoding.JSON)
+            self._json = encode_server_frame(self.frame, _JSON)
         return self._json
 
     @property
     def msgpack(self) -> bytes:
         """The frame as msgpack bytes."""
         if self._msgpack is None:
-            self._msgpack = encode_server_frame(self.frame, Encoding.MSGPACK)
+            self._msgpack = encode_server_frame(self.frame, _MSGPACK)
         return self._msgpack
 
     def get(self, encoding: Encoding) -> str | bytes:
         """The frame in ``encoding``: ``str`` for JSON, ``bytes`` for msgpack."""
-        return self.json if encoding is Encoding.JSON else self.msgpack
+        return self.json if encoding is _JSON else self.msgpack
 
     def __repr__(self) -> str:
         return f"EncodedFrame({self.frame!r})"
@@ -224,8 +224,9 @@ class EncodedFrame:
 
 def _envelope(data: WireData, encoding: Encoding) -> _Envelope | None:
     """The frame's ``type`` and ``id``, undecoded; None if the frame is not even an object."""
+    decode = _envelope_json_decode if encoding is _JSON else _envelope_msgpack_decode
     try:
-        envelope: _Envelope = _envelope_decode[encoding](data)
+        envelope: _Envelope = decode(data)
     except Exception:  # not an object, or unreadable: there is no envelope to speak of
         return None
     return envelope
@@ -292,6 +293,16 @@ def _explain_invalid(
         id=request_id,
     )
     return error, tag
+
+
+def _unencodable(frame: msgspec.Struct, encoding: Encoding, exc: Exception) -> ProtocolError:
+    tag = frame.__struct_config__.tag
+    return ProtocolError(
+        ErrorCode.INTERNAL,
+        f"could not encode a `{tag}` frame as {encoding.value} ({type(exc).__name__}: {exc}); "
+        "its values must be plain JSON-like data (str, int, float, bool, None, list, dict)",
+        id=getattr(frame, "id", None),
+    )
 
 
 def _undecodable(exc: BaseException, encoding: Encoding) -> ProtocolError:

@@ -97,9 +97,15 @@ class Hello(_ClientFrame, tag="hello", kw_only=True):
     """First frame on every connection: authenticate a role, optionally resume after `since`."""
 
     role: Role
-    token: str
-    since: Annotated[int, Meta(ge=0)] | None = None
-    epoch: str | None = None
+    token: Annotated[str, Meta(description="The session's token for this role.")]
+    since: Annotated[
+        Annotated[int, Meta(ge=0)] | None,
+        Meta(description="Replay every stream item after this seq (0: all), then go live."),
+    ] = None
+    epoch: Annotated[
+        str | None,
+        Meta(description="The welcome.epoch `since` belongs to; if it is unknown: replay=reset."),
+    ] = None
 
 
 class ListTools(_ClientFrame, tag="list_tools", kw_only=True):
@@ -109,8 +115,10 @@ class ListTools(_ClientFrame, tag="list_tools", kw_only=True):
 class CallTool(_ClientFrame, tag="call_tool", kw_only=True):
     """Call an ARE tool by its public name (App__method) with keyword arguments (agent role)."""
 
-    tool: str
-    args: dict[str, Any] = msgspec.field(default_factory=dict)
+    tool: Annotated[str, Meta(description="Public tool name, e.g. EmailClientApp__send_email.")]
+    args: Annotated[dict[str, Any], Meta(description="Keyword arguments of the tool.")] = (
+        msgspec.field(default_factory=dict)
+    )
 
 
 class GetState(_ClientFrame, tag="get_state", kw_only=True):
@@ -140,9 +148,15 @@ class Resume(_ClientFrame, tag="resume", kw_only=True):
 class Jump(_ClientFrame, tag="jump", kw_only=True):
     """Move the clock forward: to an absolute time, by a delta, or to the next event; set one."""
 
-    to: float | None = None
-    by: Annotated[float, Meta(ge=0)] | None = None
-    next_event: bool = False
+    to: Annotated[
+        float | None,
+        Meta(description="Absolute simulated time (s since the epoch); not before now."),
+    ] = None
+    by: Annotated[
+        Annotated[float, Meta(ge=0)] | None,
+        Meta(description="Simulated seconds to move forward."),
+    ] = None
+    next_event: Annotated[bool, Meta(description="Jump to the next due event and run it.")] = False
 
     def __post_init__(self) -> None:
         chosen = (self.to is not None) + (self.by is not None) + self.next_event
@@ -244,7 +258,16 @@ class Welcome(_ServerFrame, tag="welcome", kw_only=True):
     scenario_id: str
     clock: ClockState
     protocol: str = PROTOCOL
-    replay: Replay = Replay.NONE
+    replay: Annotated[
+        Replay,
+        Meta(
+            description=(
+                "full: items after hello.since up to `seq` follow, then live ones; none: no "
+                "since was given, live items only; reset: hello.epoch is unknown, nothing is "
+                "replayed: drop cached stream state and rebuild from this welcome and get_state."
+            )
+        ),
+    ] = Replay.NONE
     id: Annotated[int | None, Meta(description="The id of the hello.")] = None
 
 
@@ -252,7 +275,9 @@ class Result(_ServerFrame, tag="result", kw_only=True):
     """Successful reply to the request with the same id."""
 
     id: RequestId
-    value: Any = None
+    value: Annotated[
+        Any, Meta(description="Any JSON value; list_tools answers with a list of ToolInfo.")
+    ] = None
 
 
 _ERROR_CODE_DOC = (
@@ -306,8 +331,11 @@ class ClockItem(_StreamItem, tag="clock", kw_only=True):
 class EndedItem(_StreamItem, tag="ended", kw_only=True):
     """Stream item, always the last: the session ended, with its validation result if any."""
 
-    state: str
-    validation: dict[str, Any] | None = None
+    state: Annotated[str, Meta(description="Final clock state: stopped or failed.")]
+    validation: Annotated[
+        dict[str, Any] | None,
+        Meta(description="The scenario's validation result, if it was validated."),
+    ] = None
 
 
 class Pong(_ServerFrame, tag="pong", kw_only=True):

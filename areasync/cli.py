@@ -1,8 +1,8 @@
 """The `areasync` command: run a scenario, print the protocol schema, serve sessions.
 
-    areasync run scenario_tutorial --mode fast --oracle
-    areasync schema
-    areasync serve [--scenario ID_OR_PATH ...]
+areasync run scenario_tutorial --mode fast --oracle
+areasync schema
+areasync serve [--scenario ID_OR_PATH ...]
 """
 
 from __future__ import annotations

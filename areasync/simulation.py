@@ -24,6 +24,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -42,8 +43,8 @@ from areasync.bridge.tools import ToolBox
 from areasync.loop.clock import ClockError, ClockMode, to_s, to_us
 from areasync.loop.engine import EngineError
 from areasync.loop.stream import StreamLog
-from areasync.protocol.records import ClockState, EventRecord, NotificationRecord, ToolInfo
 from areasync.protocol.frames import ClockItem, EndedItem, EventItem, NotificationItem
+from areasync.protocol.records import ClockState, EventRecord, NotificationRecord, ToolInfo
 
 StreamItem = EventItem | NotificationItem | ClockItem | EndedItem
 
@@ -237,26 +238,31 @@ class Simulation:
         if self._driving:
             await self._ended.wait()
         else:
+            self._driving = True
             await self._drive()
         return self.validation
 
     async def __aenter__(self) -> Simulation:
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
+        # Marked before the task starts, so that a `run()` right after entering waits for it.
+        self._driving = True
         self._task_group.start_soon(self._drive)
         return self
 
-    async def __aexit__(self, *exc_info: object) -> bool | None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
         assert self._task_group is not None
         if not self._concluded:
             self._stop_now("the simulation context exited")
         self._wake()
-        return await self._task_group.__aexit__(*exc_info)
+        return await self._task_group.__aexit__(exc_type, exc, tb)
 
     async def _drive(self) -> None:
-        if self._driving:
-            raise BadStateError("the simulation is already running")
-        self._driving = True
         if self.engine.started and self.env.tick_count == 0 and self.clock.flowing:
             # Realtime starts when the driver does, not when the scenario was loaded.
             self.clock.anchor(self.engine.next_grid_us(), self.clock.wall())
@@ -469,7 +475,11 @@ class Simulation:
         if (to is None) == (by is None):
             raise InvalidRequestError("jump needs exactly one of `to` (a time) or `by` (seconds)")
         value = to if to is not None else by
-        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+        ):
             raise InvalidRequestError(f"jump target must be a finite number, got {value!r}")
         if by is not None and by < 0:
             raise InvalidRequestError(

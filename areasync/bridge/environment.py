@@ -7,8 +7,8 @@ Everything ARE users know keeps working (`event_log`, `apps`, `tick`, `process_e
   app, agent or the notification system can keep a reference to the old one);
 * `start()` schedules events but starts no thread: an `Engine` (owned here, driven by the async
   `Simulation` or the synchronous `SyncEnvironment`) advances time;
-* every completed event (as it enters the log) and every notification (`MessageQueue.put`) is converted
-  to a plain record and handed to listeners the moment ARE produces it;
+* every completed event (as it enters the log) and every notification (`MessageQueue.put`) is
+  converted to a plain record and handed to listeners the moment ARE produces it;
 * ARE's scaling traps are avoided: the queue length is `len(queue)`, not a sorted copy, and the
   sorted log view is built only for events whose arguments hold a `{{placeholder}}`.
 """
@@ -48,8 +48,10 @@ NotificationListener = Callable[[NotificationRecord], None]
 _PLACEHOLDER = re.compile(r"^\{\{(.*?)\}\}$")
 
 
-class AsyncEnvironment(Environment):  # type: ignore[misc]
+class AsyncEnvironment(Environment):
     """ARE's Environment, advanced by an `Engine` on a `VirtualClock` instead of a thread."""
+
+    state: EnvironmentState
 
     def __init__(
         self,
@@ -117,8 +119,8 @@ class AsyncEnvironment(Environment):  # type: ignore[misc]
             event = self.resolve_arg_placeholders(event, past)
             completed = event.execute()
             self.add_to_log(completed)
-            return self.get_successors(event)  # type: ignore[no-any-return]
-        return super().process_event(event)  # type: ignore[no-any-return]
+            return self.get_successors(event)
+        return super().process_event(event)
 
     # -- lifecycle without a thread ----------------------------------------------------------
 
@@ -188,7 +190,7 @@ class AsyncEnvironment(Environment):  # type: ignore[misc]
         self._system_app = None
 
 
-class PublishingEventLog(EventLog):  # type: ignore[misc]
+class PublishingEventLog(EventLog):
     """ARE's EventLog that hands every logged event to a hook, at the instant it is logged.
 
     Publishing here rather than after `add_to_log` keeps ARE's order: an event is on the stream

@@ -15,7 +15,7 @@ from are.simulation.notification_system import BaseNotificationSystem, Message, 
 MessageHook = Callable[[Message], None]
 
 
-class PublishingMessageQueue(MessageQueue):  # type: ignore[misc]
+class PublishingMessageQueue(MessageQueue):
     """ARE's MessageQueue that also hands every message to a hook after queueing it."""
 
     def __init__(self, hook: MessageHook) -> None:
@@ -39,4 +39,4 @@ def install(system: BaseNotificationSystem, hook: MessageHook) -> None:
     def clear() -> None:
         system.message_queue = PublishingMessageQueue(hook)
 
-    system.clear = clear  # type: ignore[method-assign]
+    system.clear = clear

@@ -39,7 +39,7 @@ def from_registry(scenario_id: str) -> Scenario:
             f"unknown scenario id {scenario_id!r}: use a registered id ({known}), "
             "a path to an ARE JSON scenario file, or inline JSON text"
         )
-    return cls()  # type: ignore[no-any-return]
+    return cls()
 
 
 def from_json(text: str | bytes, *, origin: str = "inline JSON") -> Scenario:
@@ -63,7 +63,7 @@ def from_json(text: str | bytes, *, origin: str = "inline JSON") -> Scenario:
             f"{origin} is not an ARE scenario in JSON form ({_first_line(exc)}); "
             "export one with ARE's JsonScenarioExporter"
         ) from exc
-    return scenario  # type: ignore[no-any-return]
+    return scenario
 
 
 def load(source: str | os.PathLike[str] | Scenario, **init_kwargs: Any) -> Scenario:

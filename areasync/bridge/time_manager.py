@@ -13,7 +13,7 @@ from are.simulation.time_manager import TimeManager
 from areasync.loop.clock import VirtualClock, to_s, to_us
 
 
-class VirtualTimeManager(TimeManager):  # type: ignore[misc]
+class VirtualTimeManager(TimeManager):
     """A TimeManager whose time is `VirtualClock.now()`; it has no wall-clock state of its own."""
 
     def __init__(self, clock: VirtualClock, start_time: float = 0.0) -> None:
@@ -26,7 +26,7 @@ class VirtualTimeManager(TimeManager):  # type: ignore[misc]
         self.pause_passed_time: float | None = None
         self.pause_offset: float = 0
 
-    @property  # type: ignore[override]
+    @property
     def is_paused(self) -> bool:
         return self.clock.paused
 

@@ -77,7 +77,9 @@ class Engine:
         time; a jump in between (wait_for_notification, SystemApp.wait, a jump control) shifts
         the rest of the schedule by the same amount, as ARE's `add_offset` does.
         """
-        return self._grid_last_us + self.increment_us + (self.clock.jumped_us - self._grid_jumped_us)
+        return (
+            self._grid_last_us + self.increment_us + (self.clock.jumped_us - self._grid_jumped_us)
+        )
 
     def next_event_us(self) -> int | None:
         head = self.env.event_queue.peek()
@@ -116,13 +118,10 @@ class Engine:
         self._grid_jumped_us = self.clock.jumped_us
 
     def finish(self) -> None:
-        """End the run exactly as ARE's `_event_loop` ends it (final checks, state, stop message)."""
+        """End the run as ARE's `_event_loop` ends it: final checks, final state, stop message."""
         if self.finished:
             return
         self.finished = True
-        end = self.end_us
-        if end is not None and self.clock.now_us() > end and not self.stopping:
-            pass  # time already past the end (realtime drift); never move it backwards
         self.env.run_loop_epilogue()
 
     # -- steps -------------------------------------------------------------------------------
@@ -247,7 +246,11 @@ class Engine:
                 if note_us is not None and note_us > timeout_us:
                     note_us = None
                 target = timeout_us if event_us is None and note_us is None else None
-                if target is None and note_us is not None and (event_us is None or note_us <= event_us):
+                if (
+                    target is None
+                    and note_us is not None
+                    and (event_us is None or note_us <= event_us)
+                ):
                     target = note_us
                 if target is not None:
                     if self.at_end(target):
@@ -281,4 +284,4 @@ class Engine:
 
 
 def system_app_of(env: AsyncEnvironment) -> SystemApp | None:
-    return env.get_app_with_class(SystemApp)  # type: ignore[no-any-return]
+    return env.get_app_with_class(SystemApp)

@@ -1,0 +1,1 @@
+"""ARE's own test suite, run against `SyncEnvironment` (see conftest.py)."""

@@ -1,0 +1,1 @@
+"""Shared test setup: make `tests/scenarios.py` importable as `tests.scenarios`."""

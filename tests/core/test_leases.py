@@ -1,0 +1,63 @@
+"""Fast mode with agents: time stands still while an agent holds its busy lease."""
+
+import anyio
+
+from areasync import LeasePolicy, Simulation
+from tests.scenarios import timeline
+
+
+async def test_time_is_frozen_while_a_lease_is_held() -> None:
+    sim = Simulation.load(timeline(1, 2, duration=10), mode="fast")
+    sim.acquire("agent")
+    async with sim:
+        await anyio.wait_all_tasks_blocked()
+        assert sim.now == 0.0 and sim.events() == []
+        await sim.stop()
+
+
+async def test_releasing_the_last_lease_jumps_to_the_next_due_items() -> None:
+    sim = Simulation.load(timeline(1, 2, duration=10), mode="fast")
+    sim.acquire("agent")
+    async with sim:
+        await anyio.wait_all_tasks_blocked()
+        sim.release("agent")
+        with anyio.fail_after(5):
+            await sim.run()
+        assert [e.time for e in sim.events()] == [1.0, 2.0]
+        assert sim.now == 10.0
+
+
+async def test_time_waits_for_every_holder() -> None:
+    sim = Simulation.load(timeline(1, duration=10), mode="fast")
+    sim.acquire("a")
+    sim.acquire("b")
+    async with sim:
+        sim.release("a")
+        await anyio.wait_all_tasks_blocked()
+        assert sim.now == 0.0
+        sim.release("b")
+        with anyio.fail_after(5):
+            await sim.run()
+
+
+async def test_an_expired_lease_is_released_by_default() -> None:
+    sim = Simulation.load(timeline(1, duration=10), mode="fast", lease_timeout=0.01)
+    sim.acquire("stuck-agent")
+    async with sim:
+        with anyio.fail_after(5):
+            await sim.run()
+    assert sim.state == "stopped"
+    assert [i.payload for i in sim.inputs if i.source == "lease"] == [
+        {"expired": "stuck-agent", "policy": "release"}
+    ]
+
+
+async def test_an_expired_lease_can_end_the_session() -> None:
+    sim = Simulation.load(
+        timeline(5, duration=10), mode="fast", lease_timeout=0.01, lease_policy=LeasePolicy.END
+    )
+    sim.acquire("stuck-agent")
+    async with sim:
+        with anyio.fail_after(5):
+            await sim.run()
+    assert sim.ended and sim.events() == []

@@ -1,0 +1,104 @@
+"""Small ARE scenarios built for tests: events at chosen times on a tiny app of our own.
+
+`TimelineScenario(times=[...], duration=...)` schedules one ENV event per entry, each calling
+`TimelineApp.mark(label)` at `start + time`; the app also has a tool that raises, for the
+"app raises" path. AgentUserInterface and SystemApp are registered as in every Gaia2 scenario.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from are.simulation.apps.agent_user_interface import AgentUserInterface
+from are.simulation.apps.app import App
+from are.simulation.apps.system import SystemApp
+from are.simulation.scenarios.scenario import Scenario
+from are.simulation.tool_utils import OperationType, app_tool
+from are.simulation.types import Action, Event, EventType, event_registered
+from are.simulation.utils.type_utils import type_check
+
+
+class TimelineApp(App):
+    """Records which labels fired, in order."""
+
+    def __init__(self, name: str | None = "TimelineApp") -> None:
+        super().__init__(name)
+        self.marks: list[str] = []
+
+    @event_registered(operation_type=OperationType.WRITE, event_type=EventType.ENV)
+    def fire(self, label: str) -> int:
+        """The scheduled ENV events: record `label`."""
+        self.marks.append(label)
+        return len(self.marks)
+
+    @type_check
+    @app_tool()
+    @event_registered(operation_type=OperationType.WRITE)
+    def mark(self, label: str) -> int:
+        """Record `label`; returns how many marks there are.
+
+        :param label: what to record
+        :returns: the number of marks so far
+        """
+        self.marks.append(label)
+        return len(self.marks)
+
+    @app_tool()
+    @event_registered(operation_type=OperationType.READ)
+    def count(self) -> int:
+        """How many marks there are.
+
+        :returns: the number of marks
+        """
+        return len(self.marks)
+
+    @app_tool()
+    @event_registered(operation_type=OperationType.WRITE)
+    def explode(self, reason: str) -> None:
+        """Always raises.
+
+        :param reason: the message of the exception
+        """
+        raise RuntimeError(reason)
+
+    def get_state(self) -> dict[str, Any]:
+        return {"marks": list(self.marks)}
+
+    def load_state(self, state_dict: dict[str, Any]) -> None:
+        self.marks = list(state_dict["marks"])
+
+    def reset(self) -> None:
+        super().reset()
+        self.marks = []
+
+
+class TimelineScenario(Scenario):
+    """One ENV event per time in `times` (seconds after the start)."""
+
+    scenario_id: str = "areasync_test_timeline"
+    start_time: float | None = 0.0
+    duration: float | None = 30.0
+
+    def __init__(self, times: list[float] | None = None, duration: float | None = 30.0) -> None:
+        super().__init__()
+        self.start_time = 0.0
+        self.times = list(times or [])
+        self.duration = duration
+
+    def init_and_populate_apps(self, *args: Any, **kwargs: Any) -> None:
+        self.apps = [AgentUserInterface(), SystemApp(), TimelineApp()]
+
+    def build_events_flow(self) -> None:
+        app = self.get_typed_app(TimelineApp)
+        self.events = [
+            Event(
+                event_type=EventType.ENV,
+                event_relative_time=float(t),
+                action=Action(function=app.fire, args={"label": f"t={t:g}"}, app=app),
+            ).with_id(f"mark-{i}")
+            for i, t in enumerate(self.times)
+        ]
+
+
+def timeline(*times: float, duration: float | None = 30.0) -> TimelineScenario:
+    return TimelineScenario(list(times), duration=duration)

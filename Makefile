@@ -3,8 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CHROMIUM := /usr/bin/chromium
+JS_AGENT := examples/js-agent
+# Root installs Debian packages directly; anyone else goes through sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install test lint unit conformance bench serve soak fuzz clean schema
+.PHONY: install browser js test lint unit conformance bench serve soak fuzz clean schema
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,12 +18,25 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Debian's chromium for the dashboard's browser tests (browser downloads are impossible here).
+browser: $(CHROMIUM)
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+
+# The Node.js example agent's one dependency (ws), pinned by its package-lock.json.
+js: $(JS_AGENT)/node_modules/.installed
+$(JS_AGENT)/node_modules/.installed: $(wildcard $(JS_AGENT)/package*.json)
+	if [ -f $(JS_AGENT)/package.json ] && command -v npm >/dev/null; then \
+		cd $(JS_AGENT) && npm ci --silent --no-audit --no-fund && touch node_modules/.installed; \
+	fi
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check areasync tests bench server.py
-	$(VENV)/bin/ruff format --check areasync tests bench server.py
+	$(VENV)/bin/ruff check areasync tests bench examples server.py
+	$(VENV)/bin/ruff format --check areasync tests bench examples server.py
 	$(VENV)/bin/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) browser js
 	$(PY) -m pytest -q
 
 conformance: $(STAMP)
@@ -27,8 +44,9 @@ conformance: $(STAMP)
 
 test: lint unit
 
-bench: $(STAMP)
+bench: $(STAMP) browser
 	$(PY) bench/loop.py
+	$(PY) bench/protocol.py
 
 serve: $(STAMP)
 	$(PY) server.py

@@ -112,6 +112,7 @@ import dataclasses
 import datetime as dt
 import enum
 import json
+import math
 import re
 import threading
 import time
@@ -247,12 +248,11 @@ class FakeWallClock:
         self,
         start: float = 1_000_000.0,
         sleep_overhead: float = FAKE_SLEEP_OVERHEAD,
-        max_sleep: float | None = None,
+        max_sleeps: int | None = None,
     ) -> None:
         self.now = start
         self.sleep_overhead = sleep_overhead
-        self.max_sleep = max_sleep
-        self.slept = 0.0
+        self.max_sleeps = max_sleeps
         self.sleeps = 0
 
     def time(self) -> float:
@@ -260,29 +260,30 @@ class FakeWallClock:
 
     def sleep(self, seconds: float) -> None:
         self.sleeps += 1
-        self.slept += seconds
-        if self.max_sleep is not None and self.slept > self.max_sleep:
-            raise FakeClockLimitError(f"fake clock slept {self.slept:g} s > {self.max_sleep:g} s")
+        if self.max_sleeps is not None and self.sleeps > self.max_sleeps:
+            raise FakeClockLimitError(f"more than {self.max_sleeps} fake sleeps")
         self.now += seconds + self.sleep_overhead
 
 
-# One fake clock at a time: the patch is process-wide (module globals).
-_PATCH_LOCK = threading.Lock()
+# The patch is process-wide (module globals): other threads wait for the current run to finish.
+# Reentrant, so a nested fake clock saves and restores the outer one.
+_PATCH_LOCK = threading.RLock()
 
 
 @contextlib.contextmanager
 def fake_wall_clock(
-    sleep_overhead: float = FAKE_SLEEP_OVERHEAD, max_sleep: float | None = None
+    sleep_overhead: float = FAKE_SLEEP_OVERHEAD, max_sleeps: int | None = None
 ) -> Iterator[FakeWallClock]:
     """Run ARE's unmodified loop code on a `FakeWallClock`, restoring the real clock on exit.
 
     Patches only the `time` global of `are.simulation.environment` and `are.simulation.time_manager`
     (the two modules whose `time.time()`/`time.sleep()` drive the loop); apps keep the real clock.
+    `max_sleeps` bounds the run (the time loop sleeps once per tick): FakeClockLimitError beyond.
     """
     import are.simulation.environment as environment_module
     import are.simulation.time_manager as time_manager_module
 
-    clock = FakeWallClock(sleep_overhead=sleep_overhead, max_sleep=max_sleep)
+    clock = FakeWallClock(sleep_overhead=sleep_overhead, max_sleeps=max_sleeps)
     with _PATCH_LOCK:
         saved = environment_module.time, time_manager_module.time
         environment_module.time = clock
@@ -299,13 +300,13 @@ def run_are_time_loop(
     wall_clock: bool = False,
     exit_when_no_events: bool = True,
     sleep_overhead: float = FAKE_SLEEP_OVERHEAD,
-    max_simulated_seconds: float = 7 * 24 * 3600.0,
+    max_ticks: int = 1_000_000,
 ) -> Environment:
     """ARE's time-based loop in oracle mode; `env.tick_count` is the number of ticks run.
 
     By default ARE's own loop code runs under `fake_wall_clock()` (milliseconds instead of one wall
-    second per tick); `wall_clock=True` runs it for real. `max_simulated_seconds` stops a fake run
-    that would never end (no duration and events that keep rescheduling) with FakeClockLimitError.
+    second per tick); `wall_clock=True` runs it for real. `max_ticks` stops a fake run that would
+    never end (no duration and events that keep rescheduling) with FakeClockLimitError.
     """
     scenario = load_scenario(scenario)
     config = _oracle_config(scenario, queue_based_loop=False)
@@ -316,7 +317,7 @@ def run_are_time_loop(
         env = Environment(config)
         _run_reraising(env, scenario)
         return env
-    with fake_wall_clock(sleep_overhead, max_sleep=max_simulated_seconds) as clock:
+    with fake_wall_clock(sleep_overhead, max_sleeps=max_ticks) as clock:
         # Created inside the patch so that every TimeManager read is fake from the start.
         env = Environment(config)
         _run_reraising(env, scenario)
@@ -392,6 +393,8 @@ def _jsonish(value: Any, opts: _Options, active: set[int]) -> Any:
             return _WALL_CLOCK_MARK
         if isinstance(value, int):
             return value
+        if not math.isfinite(value):
+            return repr(value)  # NaN would never compare equal to itself
         return round(value, opts.ndigits) + 0.0  # + 0.0 turns -0.0 into 0.0
     if isinstance(value, bytes | bytearray | memoryview):
         return "base64:" + base64.b64encode(bytes(value)).decode("ascii")

@@ -9,12 +9,15 @@ Everything ARE users know keeps working (`event_log`, `apps`, `tick`, `process_e
   `Simulation` or the synchronous `SyncEnvironment`) advances time;
 * every completed event (as it enters the log) and every notification (`MessageQueue.put`) is
   converted to a plain record and handed to listeners the moment ARE produces it;
-* ARE's scaling traps are avoided: the queue length is `len(queue)`, not a sorted copy, and the
-  sorted log view is built only for events whose arguments hold a `{{placeholder}}`.
+* ARE's scaling traps are avoided: the queue length is `len(queue)`, not a sorted copy; the
+  sorted log view is built only for events whose arguments hold a `{{placeholder}}`; the event
+  queue compares plain tuples (`queues.FastEventQueue`); log lines are formatted only when
+  they will be printed.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -36,6 +39,7 @@ from are.simulation.types import (
 )
 
 from areasync.bridge import notifications
+from areasync.bridge.queues import FastEventQueue
 from areasync.bridge.records import event_record, notification_record
 from areasync.bridge.time_manager import VirtualTimeManager
 from areasync.loop.clock import ClockMode, VirtualClock
@@ -45,6 +49,13 @@ from areasync.protocol.records import EventRecord, NotificationRecord
 EventListener = Callable[[EventRecord], None]
 NotificationListener = Callable[[NotificationRecord], None]
 
+_are_logger = logging.getLogger("are.simulation.environment")
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 _PLACEHOLDER = re.compile(r"^\{\{(.*?)\}\}$")
 
 
@@ -72,6 +83,7 @@ class AsyncEnvironment(Environment):
         notifications.install(self.notification_system, self._publish_message)
         self.current_time = self.time_manager.time()
         self.event_log = PublishingEventLog(self._publish_event)
+        self.event_queue = FastEventQueue()
         self.engine = Engine(self)
         self.event_listeners: list[EventListener] = []
         self.notification_listeners: list[NotificationListener] = []
@@ -121,6 +133,12 @@ class AsyncEnvironment(Environment):
             self.add_to_log(completed)
             return self.get_successors(event)
         return super().process_event(event)
+
+    def _log(self, message: str, level: str, color: str, attrs: list[str] | None = None) -> None:
+        # ARE formats a coloured, timestamped line for every debug call in `tick()` even when
+        # nothing will print it; only format what the logger will actually emit.
+        if _are_logger.isEnabledFor(_LEVELS.get(level, logging.INFO)):
+            super()._log(message, level, color, attrs)
 
     # -- lifecycle without a thread ----------------------------------------------------------
 

@@ -5,7 +5,8 @@ so any reader can resume from any `since` and get every later item exactly once,
 the in-process `Simulation.stream()`, a reconnecting WebSocket client, a dashboard.
 
 Appending never waits and never fails: readers that fall behind cost the writer nothing. Readers
-wait on a shared `anyio.Event` that is replaced at each append.
+wait on a shared `anyio.Event`, created only when someone waits (so a run with no live reader
+pays nothing per item) and set at the next append.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class StreamLog(Generic[T]):
     def __init__(self) -> None:
         self.items: list[T] = []
         self.closed = False
-        self._changed = anyio.Event()
+        self._changed: anyio.Event | None = None
         self.listeners: list[Callable[[int, T], None]] = []
 
     @property
@@ -49,8 +50,9 @@ class StreamLog(Generic[T]):
         self._notify()
 
     def _notify(self) -> None:
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
 
     def after(self, since: int) -> list[T]:
         if since < 0 or since > len(self.items):
@@ -63,6 +65,8 @@ class StreamLog(Generic[T]):
     async def wait_beyond(self, seq: int) -> None:
         """Return once the stream has an item after `seq`, or is closed."""
         while len(self.items) <= seq and not self.closed:
+            if self._changed is None:
+                self._changed = anyio.Event()
             await self._changed.wait()
 
     async def follow(self, since: int = 0) -> AsyncIterator[T]:

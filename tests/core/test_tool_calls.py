@@ -98,8 +98,6 @@ async def test_fast_mode_jumps_to_the_wait_timeout_when_the_agent_waits() -> Non
     sim = Simulation.load(timeline(duration=None), mode="fast")
     async with sim:
         sim.acquire("agent")
-        await sim.call_tool(
-            "SystemApp__wait_for_notification", {"timeout": 42}, holder="agent"
-        )
+        await sim.call_tool("SystemApp__wait_for_notification", {"timeout": 42}, holder="agent")
         assert sim.now == 42.0
         await sim.stop()

@@ -1,0 +1,77 @@
+"""ARE's event queue, with the same order and API but without its per-comparison overhead.
+
+ARE keeps future events in a `PriorityQueue` of `HeapItem`s whose `__lt__` builds two tuples
+with `getattr` in a Python list comprehension: about 3 us per comparison, ~2 log2(n) comparisons
+per pop, and `pop_events_to_process` pops then re-pushes the first event that is not due, on every
+tick. At 100,000 queued events that alone costs more than executing an event.
+
+`TimeOrderedHeap` orders by exactly ARE's key `(event_time, event_id)` but compares plain tuples
+in C, with an insertion counter as the final tie-break (where ARE's heap order is arbitrary), and
+`FastEventQueue.pop_events_to_process` peeks before popping.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+from are.simulation.types import Event, EventQueue, OracleEvent
+
+
+class TimeOrderedHeap:
+    """The subset of ARE's `PriorityQueue` API that ARE uses on the event queue."""
+
+    def __init__(self) -> None:
+        self.queue: list[tuple[float, str, int, Any]] = []
+        self._counter = itertools.count()
+
+    def put(self, item: Any) -> None:
+        heapq.heappush(
+            self.queue, (item.event_time, item.event_id or "", next(self._counter), item)
+        )
+
+    def get(self) -> Any:
+        return heapq.heappop(self.queue)[3]
+
+    def peek(self) -> Any:
+        return self.queue[0][3] if self.queue else None
+
+    def empty(self) -> bool:
+        return not self.queue
+
+    def qsize(self) -> int:
+        return len(self.queue)
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([entry[3] for entry in sorted(self.queue)])
+
+
+class FastEventQueue(EventQueue):
+    """ARE's `EventQueue` (same semantics, including `already_scheduled`) on a tuple heap."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.future_events = TimeOrderedHeap()
+
+    def put(self, events: Any) -> None:
+        for event in events if isinstance(events, list) else [events]:
+            # As ARE: an Event instance is scheduled once; condition checks may recur.
+            if isinstance(event, Event | OracleEvent) and event.event_id in self.already_scheduled:
+                continue
+            self.future_events.put(event)
+            self.already_scheduled.add(event.event_id)
+
+    def pop_events_to_process(self, timestamp: float) -> list[Any]:
+        heap = self.future_events.queue
+        due = []
+        while heap and heap[0][0] <= timestamp:
+            due.append(heapq.heappop(heap)[3])
+        return due
+
+    def __len__(self) -> int:
+        return len(self.future_events.queue)

@@ -1,0 +1,148 @@
+// The page's secondary views: toasts (errors, refusals), the detail pane of a timeline row, the
+// app-state inspector (get_state) and the end-of-session banner with its validation result.
+// They only render what they are given; app.js decides when.
+
+import { fmtAbsolute, fmtOffset, humanize, pretty } from "./format.js";
+import { NOTIFICATION } from "./store.js";
+
+const el = (tag, className, text) => {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+};
+
+// -- toasts ------------------------------------------------------------------------------------
+
+export function toast(container, { title, message = "", kind = "info", ms = 6000 }) {
+  const node = el("div", `toast ${kind}`);
+  node.setAttribute("role", kind === "error" ? "alert" : "status");
+  node.append(el("strong", "", title));
+  if (message) node.append(el("span", "", message));
+  node.addEventListener("click", () => node.remove());
+  container.append(node);
+  while (container.children.length > 4) container.firstChild.remove();
+  setTimeout(() => node.remove(), ms);
+  return node;
+}
+
+// -- detail pane -------------------------------------------------------------------------------
+
+function section(title, body, className = "") {
+  const wrap = el("section", `d-section ${className}`);
+  wrap.append(el("h4", "", title), body);
+  return wrap;
+}
+
+function codeBlock(value, className = "") {
+  return el("pre", `code ${className}`, typeof value === "string" ? value : pretty(value));
+}
+
+function facts(pairs) {
+  const dl = el("dl", "facts");
+  for (const [key, value] of pairs) {
+    if (value === undefined || value === null || value === "") continue;
+    dl.append(el("dt", "", key), el("dd", "", String(value)));
+  }
+  return dl;
+}
+
+/** Fill the detail pane with everything known about one row. */
+export function showDetail({ pane, badge, title, body }, row, startTime) {
+  const r = row.record;
+  pane.hidden = false;
+  badge.textContent = row.type === NOTIFICATION ? "NOTIF" : row.type;
+  badge.className = `badge t-${row.type}`;
+  const nodes = [];
+  if (row.kind === "event") {
+    title.textContent = row.app ? `${row.app}.${row.fn}` : row.fn || "event";
+    nodes.push(
+      facts([
+        ["seq", row.seq],
+        ["time", `${fmtOffset(row.time - startTime, 3)}  (${fmtAbsolute(row.time)})`],
+        ["event id", r.event_id],
+      ]),
+    );
+    const args = r.args && Object.keys(r.args).length ? r.args : null;
+    nodes.push(section("Arguments", args ? codeBlock(args) : el("p", "muted", "none")));
+    if (row.failed) nodes.push(section("Exception", codeBlock(String(r.exception), "error"), "bad"));
+    else nodes.push(section("Return value", codeBlock(r.return_value ?? null)));
+  } else {
+    title.textContent = humanize(r.message_type);
+    nodes.push(
+      facts([
+        ["seq", row.seq],
+        ["time", `${fmtOffset(row.time - startTime, 3)}  (${fmtAbsolute(row.time)})`],
+        ["type", r.message_type],
+      ]),
+    );
+    nodes.push(section("Message", codeBlock(String(r.message ?? ""), "prose")));
+  }
+  body.replaceChildren(...nodes);
+}
+
+// -- app state inspector -----------------------------------------------------------------------
+
+/** Render get_state's value: one collapsible section per app, JSON built only when opened. */
+export function showState(body, value) {
+  const apps = value && typeof value === "object" && !Array.isArray(value) ? value : { state: value };
+  const names = Object.keys(apps);
+  if (!names.length) {
+    body.replaceChildren(el("p", "muted", "No app state."));
+    return;
+  }
+  const nodes = names.map((name) => {
+    const details = el("details", "app-state");
+    const summary = el("summary");
+    const state = apps[name];
+    const size = state && typeof state === "object" ? Object.keys(state).length : 0;
+    summary.append(el("span", "app-name", name), el("span", "muted", `${size} fields`));
+    details.append(summary);
+    details.addEventListener(
+      "toggle",
+      () => {
+        if (details.open && details.childElementCount === 1) details.append(codeBlock(state));
+      },
+      { passive: true },
+    );
+    return details;
+  });
+  body.replaceChildren(...nodes);
+}
+
+// -- end of session ----------------------------------------------------------------------------
+
+/** The banner shown once the `ended` item arrives: final state and validation. */
+export function showEnded(banner, frame) {
+  const v = frame.validation;
+  let verdict = "not validated";
+  let kind = "neutral";
+  if (v && v.success === true) {
+    verdict = "validation passed";
+    kind = "good";
+  } else if (v && v.success === false) {
+    verdict = "validation failed";
+    kind = "bad";
+  } else if (v && v.exception) {
+    verdict = "validation error";
+    kind = "bad";
+  }
+  banner.hidden = false;
+  banner.className = `ended ${kind}`;
+  banner.dataset.verdict = kind;
+  const head = el("div", "ended-head");
+  head.append(
+    el("span", "ended-icon", kind === "good" ? "✓" : kind === "bad" ? "✕" : "■"),
+    el("strong", "", `Session ended (${frame.state})`),
+    el("span", "verdict", verdict),
+  );
+  const nodes = [head];
+  if (v && (v.rationale || v.exception)) {
+    const more = el("details");
+    more.append(el("summary", "", "Details"));
+    if (v.exception) more.append(codeBlock(String(v.exception), "error"));
+    if (v.rationale) more.append(codeBlock(String(v.rationale), "prose"));
+    nodes.push(more);
+  }
+  banner.replaceChildren(...nodes);
+}

@@ -9,7 +9,7 @@ from tests.scenarios import timeline
 
 
 def test_unknown_scenario_id_names_the_known_ones() -> None:
-    with pytest.raises(ScenarioError, match="unknown scenario id 'nope'.*scenario_tutorial"):
+    with pytest.raises(ScenarioError, match=r"unknown scenario id 'nope'.*scenario_tutorial"):
         Simulation.load("nope")
 
 

@@ -481,7 +481,7 @@ def normalize_events(
     raw = [_raw_entry(event, start_time, opts) for event in events]
     # Sort on content with ids masked *before* numbering ids, so numbering cannot depend on the
     # arbitrary order of ties; Python's sort is stable for entries that are identical even then.
-    raw.sort(key=lambda e: (e.time, _canonical(_mask_ids(e._replace(time=0.0)))))
+    raw.sort(key=lambda e: (e.time, _canonical(_mask_ids(list(e._replace(time=0.0))))))
     numbers: dict[str, str] = {}
 
     def number(match: re.Match[str]) -> str:

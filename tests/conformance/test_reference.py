@@ -241,6 +241,16 @@ def test_normal_form_does_not_depend_on_the_order_of_ties() -> None:
     assert normalize_events([first, second], 0.0) == normalize_events([second, first], 0.0)
 
 
+def test_normal_form_orders_ties_without_looking_at_id_values() -> None:
+    low, high = "0" * 32, "f" * 32
+
+    def log(first_id: str, second_id: str) -> list[LogEntry]:
+        tied = [_completed(5.0, {"id": first_id, "k": "b"}), _completed(5.0, {"id": second_id})]
+        return normalize_events(tied, 0.0)
+
+    assert log(low, high) == log(high, low)
+
+
 def test_normal_form_still_tells_tied_events_apart_by_their_results() -> None:
     log_ab = normalize_events([_completed(5.0, {"n": 1}, 1), _completed(5.0, {"n": 2}, 2)], 0.0)
     log_ba = normalize_events([_completed(5.0, {"n": 1}, 2), _completed(5.0, {"n": 2}, 1)], 0.0)

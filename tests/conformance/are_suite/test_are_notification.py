@@ -1,3 +1,7 @@
-"""ARE's `are.simulation.tests.notification_test`, unchanged, run against SyncEnvironment (see conftest)."""
+"""ARE's `are.simulation.tests.notification_test`, unchanged, on SyncEnvironment.
+
+The conftest swaps `Environment` for `SyncEnvironment` (and `time.sleep` for the virtual wall)
+in the ARE module's namespace for each test, and restores both afterwards.
+"""
 
 from are.simulation.tests.notification_test import *  # noqa: F403

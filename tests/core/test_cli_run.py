@@ -1,0 +1,63 @@
+"""`areasync run`: the event log as a table, the validation result, the exit status."""
+
+import io
+import subprocess
+import sys
+
+from areasync.cli import main, print_event_table
+from areasync.protocol.records import EventRecord
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "areasync.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_run_prints_the_event_log_and_passes_with_the_oracle() -> None:
+    done = run_cli("run", "scenario_tutorial", "--mode", "fast", "--oracle")
+    assert done.returncode == 0, done.stderr
+    assert "EmailClientApp.forward_email" in done.stdout
+    assert "validation: PASSED" in done.stdout
+
+
+def test_run_exits_nonzero_when_validation_fails() -> None:
+    # Without the oracle nobody forwards the email, so the tutorial's validation fails.
+    done = run_cli("run", "scenario_tutorial", "--mode", "fast")
+    assert done.returncode == 1
+    assert "validation: FAILED" in done.stdout
+
+
+def test_run_reports_an_unknown_scenario_clearly() -> None:
+    done = run_cli("run", "no_such_scenario")
+    assert done.returncode == 2
+    assert "unknown scenario id 'no_such_scenario'" in done.stderr
+
+
+def test_schema_command_prints_the_checked_in_schema(capsys: object) -> None:
+    from areasync.protocol.schema import SCHEMA_PATH
+
+    assert main(["schema"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert out == SCHEMA_PATH.read_text()
+
+
+def test_event_table_shows_time_since_start_type_and_result() -> None:
+    out = io.StringIO()
+    record = EventRecord(
+        event_id="e1",
+        event_type="ENV",
+        time=105.0,
+        app="MessagingApp",
+        function="add_message",
+        args={"content": "hi"},
+        return_value="msg-1",
+    )
+    print_event_table([record], start=100.0, out=out)
+    row = out.getvalue().splitlines()[-1]
+    assert row.split()[:3] == ["5.0", "ENV", "MessagingApp.add_message"]
+    assert '-> "msg-1"' in row

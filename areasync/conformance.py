@@ -60,7 +60,7 @@ Epsilon at the duration bound
     processing time, so after k sleeps `time_passed()` is k*increment plus a little, and a tick at
     exactly `start + duration` never runs: the bound is exclusive (DESIGN section 2). A fake clock
     without that epsilon would run one more tick. `FakeWallClock` therefore adds `sleep_overhead`
-    (default 1e-6 s) to every `sleep`: tiny next to ARE's own drift (~0.1-1 ms per tick), big
+    (default 1e-6 s) to every `sleep`: tiny next to ARE's own drift (~1 ms per tick here), big
     enough to survive float arithmetic, and it keeps the rule. The queue loop gets the same effect
     from the real clock (it checks `time_passed() > duration` right after jumping, and the jump
     lands a few microseconds late).
@@ -70,6 +70,19 @@ Termination with `duration=None` (scenario_find_image_file)
     at all then; only `exit_when_no_events=True` (ARE checks `get_event_queue_length() == 0` at the
     top of each iteration) ends it: ticks 0 and 1 run, the queue is empty, tick_count == 2. That is
     why `run_are_time_loop` defaults it to True, as ARE's `scenario_runner` does without an agent.
+
+Reference scenarios (`reference_scenario_ids`) and their tick counts (queue loop, time loop)
+    scenario_apps_tutorial (9, 10), scenario_events_tutorial (15, 16), scenario_find_image_file
+    (1, 2), scenario_tutorial (17, 18), scenario_validation_tutorial (7, 8), and two of this
+    module's own: `GAIA2_SHAPED_ID` (15, 16, see below) and `REMINDER_TICKS_ID` (12, 12: a
+    ReminderApp, so ticks show in the log, and an event exactly on the duration bound, which runs
+    in neither loop; the queue loop still reports tick 12, which never ran). Without per-tick
+    events the two loops log the same normal form; with a ReminderApp they differ (the time loop
+    checks reminders every second, the queue loop only at event times), which is why a realtime
+    run is compared with the time loop and a fast run with the queue loop. An ARE trap met on the
+    way: `App.__init__` seeds every app's rng with 0 and `Scenario.initialize()` re-seeds it with
+    `scenario.seed` (default 0), so ids drawn while populating apps are drawn again at run time
+    (a reminder added at population is silently replaced by the first one added during the run).
 
 Scenario JSON (`export_scenario_json`, `load_scenario_json`)
     ARE's own registered scenarios do not survive `JsonScenarioExporter` -> `JsonScenarioImporter`:

@@ -31,6 +31,7 @@ class Timing:
     seconds: float
     events: int
     env: Any  # the ARE Environment (or subclass) after the run
+    setup_seconds: float | None = None  # the part of `seconds` spent before the first event
 
     @property
     def events_per_s(self) -> float:

@@ -44,23 +44,33 @@ TARGET_SPEEDUP_VS_ARE = 100.0
 Runner = Callable[[Scenario], Timing]
 
 
+def load_areasync(scenario: Scenario) -> Any:
+    """`Simulation.load(scenario, mode="fast", oracle=True)`, imported only when called."""
+    from areasync import Simulation
+
+    return Simulation.load(scenario, mode="fast", oracle=True)
+
+
 def run_areasync(scenario: Scenario) -> Any:
     """Run `scenario` fast+oracle through areasync; returns the environment (an ARE subclass)."""
     import anyio
 
-    from areasync import Simulation
-
-    sim = Simulation.load(scenario, mode="fast", oracle=True)
+    sim = load_areasync(scenario)
     anyio.run(sim.run)
     return sim.env
 
 
 def timed_areasync(scenario: Scenario) -> Timing:
+    """`run_areasync`, timed from `Simulation.load` to the end of the run (load reported apart)."""
+    import anyio
+
     with quiet_gc():
         started = time.perf_counter()
-        env = run_areasync(scenario)
+        sim = load_areasync(scenario)
+        loaded = time.perf_counter()
+        anyio.run(sim.run)
         seconds = time.perf_counter() - started
-    return Timing(seconds, len(scenario.events), env)
+    return Timing(seconds, len(scenario.events), sim.env, setup_seconds=loaded - started)
 
 
 def areasync_unavailable() -> str | None:
@@ -84,12 +94,15 @@ def sample(runner: Runner, n: int) -> Timing:
 
 def summary(samples: list[Timing]) -> dict[str, Any]:
     best = min(samples, key=lambda t: t.seconds)
-    return {
+    cell = {
         "seconds": round(best.seconds, 6),
         "events_per_s": round(best.events_per_s, 1),
         "us_per_event": round(best.us_per_event, 3),
         "samples_s": [round(t.seconds, 6) for t in samples],
     }
+    if best.setup_seconds is not None:
+        cell["of_which_load_s"] = round(best.setup_seconds, 6)
+    return cell
 
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -98,29 +111,52 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return round(numerator / denominator, 3)
 
 
-def measure(sizes: list[int], repeats: int, are_loop_max: int, with_areasync: bool) -> list[Any]:
+def measure(
+    sizes: list[int], repeats: int, are_loop_max: int, notes: list[str]
+) -> list[dict[str, Any]]:
+    """Sample every runner at every size. A failing areasync run drops that column (with a note
+    in `notes`) instead of the whole benchmark: the core may be mid-change."""
     runners: dict[str, Runner] = {"floor": run_floor}
-    if with_areasync:
+    unavailable = areasync_unavailable()
+    if unavailable is None:
         runners["areasync"] = timed_areasync
-    for runner in runners.values():  # warm-up: imports, caches, first-call costs
-        sample(runner, 200)
+    else:
+        notes.append(unavailable + "; the areasync column is null")
+
+    def take(name: str, n: int) -> Timing | None:
+        try:
+            return sample(runners[name], n)
+        except Exception as exc:
+            if name != "areasync":
+                raise
+            notes.append(f"areasync failed at n={n} ({type(exc).__name__}: {exc}); column null")
+            del runners[name]
+            return None
+
+    for name in list(runners):  # warm-up: imports, caches, first-call costs
+        take(name, 200)
     rows = []
     for n in sizes:
-        samples: dict[str, list[Timing]] = {name: [] for name in runners}
+        samples: dict[str, list[Timing]] = {name: [] for name in ("floor", "areasync")}
         for _ in range(repeats if n < 100_000 else max(1, repeats - 1)):
-            for name, runner in runners.items():  # interleaved, so drift hits both alike
-                samples[name].append(sample(runner, n))
-                log(f"n={n} {name}: {samples[name][-1].seconds:.3f} s")
+            for name in list(runners):  # interleaved, so drift hits every runner alike
+                timing = take(name, n)
+                if timing is not None:
+                    samples[name].append(timing)
+                    log(f"n={n} {name}: {timing.seconds:.3f} s")
         row: dict[str, Any] = {
             "n": n,
             "floor": summary(samples["floor"]),
-            "areasync": summary(samples["areasync"]) if with_areasync else None,
+            "areasync": summary(samples["areasync"]) if "areasync" in runners else None,
             "are_queue_loop": None,
         }
         if n <= are_loop_max:
             row["are_queue_loop"] = summary([sample(run_are_queue_loop, n)])
             log(f"n={n} are_queue_loop: {row['are_queue_loop']['seconds']:.3f} s")
         rows.append(row)
+    if "areasync" not in runners:  # a failure part-way: no partial column
+        for row in rows:
+            row["areasync"] = None
     return rows
 
 
@@ -187,9 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted(int(size) for size in args.sizes.split(","))
     logging.disable(logging.WARNING)  # ARE logs every event at INFO; the JSON is the output
 
-    unavailable = areasync_unavailable()
+    notes: list[str] = []
     started = time.perf_counter()
-    rows = measure(sizes, max(1, args.repeats), args.are_loop_max, unavailable is None)
+    rows = measure(sizes, max(1, args.repeats), args.are_loop_max, notes)
     r = ratios(rows)
     report = {
         "benchmark": "areasync loop: synthetic ENV events, fast + oracle",
@@ -197,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         "method": (
             f"best of {args.repeats} fresh-scenario samples per N (one fewer at N >= 100000), "
             "runners interleaved, gc collected before and disabled during timed regions; "
-            "floor times execute+add_to_log only; areasync times Simulation.load + run; "
+            "floor times execute+add_to_log only; areasync times Simulation.load + run "
+            "(load, which schedules the N events, also shown apart); "
             "ARE's loop times Environment() + env.run"
         ),
         "machine": {
@@ -209,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": rows,
         "ratios": r,
         "targets_met": verdicts(r, rows),
-        "notes": [] if unavailable is None else [unavailable + "; areasync column is null"],
+        "notes": notes,
         "total_wall_s": round(time.perf_counter() - started, 1),
     }
     print(json.dumps(report, indent=2))

@@ -93,6 +93,7 @@ class AsyncEnvironment(Environment):
         # completion) unless an async driver installs its own non-blocking handler.
         self.wait_handler: Callable[[], None] = self.engine.wait_for_notification_blocking
         self._system_app: SystemApp | None = None
+        self._system_app_for = -1
 
     # -- hooks -------------------------------------------------------------------------------
 
@@ -199,13 +200,15 @@ class AsyncEnvironment(Environment):
 
     @property
     def system_app(self) -> SystemApp | None:
-        if self._system_app is None or self._system_app.name not in self.apps:
+        # Looked up on every engine step: cache it (None included) until the apps change.
+        if self._system_app_for != len(self.apps):
             self._system_app = self.get_app_with_class(SystemApp)
+            self._system_app_for = len(self.apps)
         return self._system_app
 
     def register_apps(self, apps: list[Any]) -> None:
         super().register_apps(apps)
-        self._system_app = None
+        self._system_app_for = -1
 
 
 class PublishingEventLog(EventLog):

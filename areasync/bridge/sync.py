@@ -109,7 +109,7 @@ class SyncEnvironment(AsyncEnvironment):
         """Wall time at which the loop next has work (None: only a state change can help)."""
         if not self.is_background_running():
             return None
-        if self.engine.stopping:
+        if self.engine.stopping and self._stops_at_once():
             return self.wall.now()
         if self.clock.paused:
             return None
@@ -123,7 +123,7 @@ class SyncEnvironment(AsyncEnvironment):
         engine = self.engine
         if not self.is_background_running():
             return
-        if engine.stopping:
+        if engine.stopping and self._stops_at_once():
             engine.finish()
             return
         if self.clock.paused:
@@ -138,6 +138,19 @@ class SyncEnvironment(AsyncEnvironment):
             # Each tick happens at its own time, as if the thread had woken on schedule.
             self.clock.anchor(engine.next_grid_us(), self.wall.now() - (delay or 0.0))
             engine.step_grid()
+
+    def _stops_at_once(self) -> bool:
+        """Whether a stop request ends the loop now, rather than at its next wake-up.
+
+        ARE's time-based thread spends its life in `time.sleep(1)` between ticks and checks the
+        stop flag only when it wakes: after `stop()` (or a StopEvent, or a failed validation
+        during a tick) its epilogue - final validation checks, the ENVIRONMENT_STOP message,
+        the final time - happens at the next grid time, without a tick there. `step_grid`
+        does exactly that when the wall reaches that time. The queue-based loop never sleeps,
+        so it stops at once; and a paused clock would leave ARE's thread spinning on the pause
+        flag forever, so there the stop takes effect at once rather than never.
+        """
+        return self.queue_based_loop or self.clock.paused
 
     def _run_queue_loop(self) -> None:
         # ARE's queue loop: until the queue is empty, whatever exit_when_no_events says.

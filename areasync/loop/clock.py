@@ -63,6 +63,7 @@ class VirtualClock:
         self._mode = ClockMode(mode)
         self._speed = float(speed)
         self._paused = False
+        self._held = 0
         # Total simulated time added by jumps (`set_us`), as opposed to time that flowed. The
         # time-based loop shifts its tick schedule by every jump, as ARE's does.
         self.jumped_us = 0
@@ -84,7 +85,7 @@ class VirtualClock:
     @property
     def flowing(self) -> bool:
         """True when simulated time advances with the wall clock."""
-        return self._mode is ClockMode.REALTIME and not self._paused
+        return self._mode is ClockMode.REALTIME and not self._paused and not self._held
 
     def now_us(self) -> int:
         if not self.flowing:
@@ -135,6 +136,18 @@ class VirtualClock:
         # Resuming never jumps: time continues from where it was paused.
         self._reanchor()
         self._paused = False
+
+    def hold(self) -> None:
+        """Stop the flow for the duration of one step (a tick takes no simulated time)."""
+        self._reanchor()
+        self._held += 1
+
+    def release(self) -> None:
+        """End a `hold()`: time flows again from where it stood, with no jump."""
+        if self._held <= 0:
+            raise ClockError("release() without a matching hold()")
+        self._held -= 1
+        self._r0 = self._wall()
 
     def set_speed(self, speed: float) -> None:
         _check_speed(speed)

@@ -114,7 +114,9 @@ class Engine:
         self.env.state = EnvironmentState.RUNNING
         self.env.prepare_events_for_start()
         self.env.current_time = self.env.time_manager.time()
-        self._grid_last_us = self.clock.now_us() - self.increment_us
+        # The first tick is at the start time: what flowed while ARE's `run()` registered apps
+        # and scheduled events is setup, not simulated time (ARE's thread ticks right away).
+        self._grid_last_us = self.start_us - self.increment_us
         self._grid_jumped_us = self.clock.jumped_us
 
     def finish(self) -> None:
@@ -148,6 +150,8 @@ class Engine:
         if due is None:
             return False
         if self.at_end(due):
+            # ARE's jump_to_next_event_time sets the tick index before the duration check.
+            self.env.tick_count = self.tick_index(due)
             self._finish_at_end()
             return False
         self.tick_at(due)

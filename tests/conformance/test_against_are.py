@@ -1,0 +1,69 @@
+"""areasync against ARE itself: the same scenarios give the same event logs and tick counts.
+
+For every registered scenario that needs no network (plus a Gaia2-shaped scenario and one with a
+ReminderApp, from `areasync.conformance`), in oracle mode:
+- a `fast` run equals ARE's queue-based loop (log and tick index);
+- a `realtime` run at high speed equals ARE's time-based loop (log and tick count);
+- a Gaia2-shaped scenario exported to ARE's JSON format loads and runs the same way.
+Logs are compared in `conformance.normalized_log`'s id-free normal form.
+"""
+
+import anyio
+import pytest
+
+from areasync import Simulation
+from areasync.conformance import (
+    GAIA2_SHAPED_ID,
+    export_scenario_json,
+    first_difference,
+    load_scenario,
+    normalized_log,
+    reference_scenario_ids,
+    run_are_queue_loop,
+    run_are_time_loop,
+)
+
+SCENARIOS = reference_scenario_ids()
+
+
+def run_areasync(scenario_id: str, mode: str, speed: float = 1.0) -> Simulation:
+    sim = Simulation.load(load_scenario(scenario_id), mode=mode, oracle=True, speed=speed)
+    anyio.run(sim.run)
+    return sim
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_fast_run_logs_what_ares_queue_loop_logs(scenario_id: str) -> None:
+    ours = normalized_log(run_areasync(scenario_id, "fast").env)
+    theirs = normalized_log(run_are_queue_loop(load_scenario(scenario_id)))
+    assert first_difference(ours, theirs) is None
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_fast_run_ends_on_ares_queue_loop_tick_index(scenario_id: str) -> None:
+    ours = run_areasync(scenario_id, "fast").env.tick_count
+    theirs = run_are_queue_loop(load_scenario(scenario_id)).tick_count
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_realtime_run_logs_what_ares_time_loop_logs(scenario_id: str) -> None:
+    ours = normalized_log(run_areasync(scenario_id, "realtime", speed=1000.0).env)
+    theirs = normalized_log(run_are_time_loop(load_scenario(scenario_id)))
+    assert first_difference(ours, theirs) is None
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_realtime_run_ticks_as_often_as_ares_time_loop(scenario_id: str) -> None:
+    ours = run_areasync(scenario_id, "realtime", speed=1000.0).env.tick_count
+    theirs = run_are_time_loop(load_scenario(scenario_id)).tick_count
+    assert ours == theirs
+
+
+def test_a_gaia2_shaped_json_export_runs_like_the_original() -> None:
+    text = export_scenario_json(GAIA2_SHAPED_ID)
+    from_json = Simulation.load(text, mode="fast", oracle=True)
+    anyio.run(from_json.run)
+    original = run_are_queue_loop(load_scenario(GAIA2_SHAPED_ID))
+    assert first_difference(normalized_log(from_json.env), normalized_log(original)) is None
+    assert from_json.validation is not None and from_json.validation["success"] is not False

@@ -100,5 +100,10 @@ class TimelineScenario(Scenario):
         ]
 
 
-def timeline(*times: float, duration: float | None = 30.0) -> TimelineScenario:
-    return TimelineScenario(list(times), duration=duration)
+def timeline(
+    *times: float, duration: float | None = 30.0, initialize: bool = False
+) -> TimelineScenario:
+    scenario = TimelineScenario(list(times), duration=duration)
+    if initialize:
+        scenario.initialize()
+    return scenario

@@ -267,10 +267,11 @@ class Engine:
                 if self.at_end(event_us):
                     self._finish_at_end()
                     return
-                self.tick_at(event_us)
+                # ARE's wait ticks without touching tick_count (validators count ticks).
+                self.tick_at(event_us, tick_count=self.env.tick_count)
         finally:
             if not self.finished:
-                self.tick_at(self.clock.now_us())
+                self.tick_at(self.clock.now_us(), tick_count=self.env.tick_count)
             self.env.waiting_for_notification = False
             system.reset_wait_for_notification_timeout()
 

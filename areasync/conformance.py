@@ -166,6 +166,9 @@ NETWORK_SCENARIOS: frozenset[str] = frozenset({"scenario_hf_demo_mcp", "scenario
 
 # Wall seconds a fake `sleep` costs on top of what it was asked for (see module docstring).
 FAKE_SLEEP_OVERHEAD = 1e-6
+# Per clock read in the fake queue loop: stands for the real clock's processing time, which is
+# what keeps an event at exactly start + duration from running (see "Epsilon" above).
+FAKE_READ_OVERHEAD = 1e-7
 
 GAIA2_SHAPED_ID = "areasync_gaia2_shaped"
 REMINDER_TICKS_ID = "areasync_reminder_ticks"
@@ -230,15 +233,25 @@ def _oracle_config(scenario: Scenario, *, queue_based_loop: bool) -> Environment
 # --------------------------------------------------------------------------- ARE's queue loop
 
 
-def run_are_queue_loop(scenario: Scenario | str) -> Environment:
+def run_are_queue_loop(scenario: Scenario | str, *, wall_clock: bool = False) -> Environment:
     """ARE's own oracle run: queue-based loop, oracle mode, exit when no events, on ARE's thread.
 
     Returns the finished environment; `env.tick_count` is the index of the last tick jumped to.
+    By default ARE's unmodified loop runs under `fake_wall_clock()` with a tiny cost per clock
+    read (`FAKE_READ_OVERHEAD`), standing for the processing time of the real clock: on a loaded
+    machine the real clock's drift can exceed the normal form's rounding (a `get_current_time`
+    result 60 ms late), which would make two ARE runs disagree. `wall_clock=True` runs it for real.
     """
     scenario = load_scenario(scenario)
-    env = Environment(_oracle_config(scenario, queue_based_loop=True))
-    env.exit_when_no_events = True  # as ARE's scenarios_test sets it
-    _run_reraising(env, scenario)  # env.run: starts ARE's thread and joins it
+    if wall_clock:
+        env = Environment(_oracle_config(scenario, queue_based_loop=True))
+        env.exit_when_no_events = True  # as ARE's scenarios_test sets it
+        _run_reraising(env, scenario)  # env.run: starts ARE's thread and joins it
+        return env
+    with fake_wall_clock(read_overhead=FAKE_READ_OVERHEAD):
+        env = Environment(_oracle_config(scenario, queue_based_loop=True))
+        env.exit_when_no_events = True
+        _run_reraising(env, scenario)
     return env
 
 
@@ -262,13 +275,16 @@ class FakeWallClock:
         start: float = 1_000_000.0,
         sleep_overhead: float = FAKE_SLEEP_OVERHEAD,
         max_sleeps: int | None = None,
+        read_overhead: float = 0.0,
     ) -> None:
         self.now = start
+        self.read_overhead = read_overhead
         self.sleep_overhead = sleep_overhead
         self.max_sleeps = max_sleeps
         self.sleeps = 0
 
     def time(self) -> float:
+        self.now += self.read_overhead
         return self.now
 
     def sleep(self, seconds: float) -> None:
@@ -285,7 +301,9 @@ _PATCH_LOCK = threading.RLock()
 
 @contextlib.contextmanager
 def fake_wall_clock(
-    sleep_overhead: float = FAKE_SLEEP_OVERHEAD, max_sleeps: int | None = None
+    sleep_overhead: float = FAKE_SLEEP_OVERHEAD,
+    max_sleeps: int | None = None,
+    read_overhead: float = 0.0,
 ) -> Iterator[FakeWallClock]:
     """Run ARE's unmodified loop code on a `FakeWallClock`, restoring the real clock on exit.
 
@@ -296,7 +314,9 @@ def fake_wall_clock(
     import are.simulation.environment as environment_module
     import are.simulation.time_manager as time_manager_module
 
-    clock = FakeWallClock(sleep_overhead=sleep_overhead, max_sleeps=max_sleeps)
+    clock = FakeWallClock(
+        sleep_overhead=sleep_overhead, max_sleeps=max_sleeps, read_overhead=read_overhead
+    )
     with _PATCH_LOCK:
         saved = environment_module.time, time_manager_module.time
         environment_module.time = clock

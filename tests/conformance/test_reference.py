@@ -36,6 +36,7 @@ from areasync.conformance import (
     export_scenario_json,
     fake_wall_clock,
     first_difference,
+    load_scenario,
     load_scenario_json,
     normalize_events,
     normalized_log,
@@ -350,3 +351,11 @@ def test_registered_scenarios_do_not_survive_are_json_import(scenario_id: str) -
     text = export_scenario_json(scenario_id)  # ARE exports them fine...
     with pytest.raises(ValueError, match="Env events must have only one predecessor"):
         load_scenario_json(text)  # ...but its importer enforces Gaia2's DAG rules
+
+
+@pytest.mark.parametrize("scenario_id", ["scenario_tutorial", "scenario_events_tutorial"])
+def test_fake_clock_queue_loop_equals_the_genuine_one(scenario_id: str) -> None:
+    fake = run_are_queue_loop(load_scenario(scenario_id))
+    genuine = run_are_queue_loop(load_scenario(scenario_id), wall_clock=True)
+    assert first_difference(normalized_log(fake), normalized_log(genuine)) is None
+    assert fake.tick_count == genuine.tick_count

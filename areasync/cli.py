@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 import anyio
 
+from areasync.agents.cli import add_agent_parser, run_agent
 from areasync.loop.clock import ClockMode
 
 
@@ -24,7 +25,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    handler = {"run": _cmd_run, "schema": _cmd_schema, "serve": _cmd_serve}[args.command]
+    handler = {
+        "run": _cmd_run,
+        "schema": _cmd_schema,
+        "serve": _cmd_serve,
+        "agent": run_agent,
+    }[args.command]
     return int(handler(args))
 
 
@@ -41,16 +47,52 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
 
     sub.add_parser("schema", help="print the areasync/1 protocol's JSON Schema")
+    add_agent_parser(sub)
 
-    serve = sub.add_parser("serve", help="serve sessions over WebSocket (and the dashboard)")
-    serve.add_argument("--scenario", action="append", default=None)
+    serve = sub.add_parser(
+        "serve",
+        help="serve sessions over WebSocket (and the dashboard)",
+        description="Serve one session per --scenario on ws://HOST:PORT/sessions/{id}, plus "
+        "HTTP /health, /api/sessions, /api/schema, /metrics and the dashboard at /.",
+    )
+    serve.add_argument(
+        "--scenario",
+        action="append",
+        default=None,
+        metavar="ID_OR_PATH",
+        help="a registered scenario id or an ARE JSON file (repeatable; default: "
+        "scenario_tutorial); the session id is the id or the file's stem",
+    )
     serve.add_argument("--mode", choices=[m.value for m in ClockMode], default="realtime")
-    serve.add_argument("--speed", type=float, default=1.0)
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument("--trace-dir", default="traces")
-    serve.add_argument("--token", default=None)
-    serve.add_argument("--oracle", action="store_true")
+    serve.add_argument("--speed", type=float, default=1.0, help="realtime speed (sim s per wall s)")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback)")
+    serve.add_argument("--port", type=int, default=8765, help="port (0: any free port)")
+    serve.add_argument(
+        "--trace-dir", default="traces", help="where ended sessions' ARE traces are written"
+    )
+    serve.add_argument(
+        "--token",
+        default=None,
+        help="the admin token, valid for every role of every session (default: "
+        "$AREASYNC_TOKEN, else random)",
+    )
+    serve.add_argument("--oracle", action="store_true", help="run the scenarios' oracle events")
+    serve.add_argument(
+        "--lease-timeout",
+        type=float,
+        default=300.0,
+        help="fast mode: wall seconds an agent may hold its turn (default 300)",
+    )
+    serve.add_argument(
+        "--lease-policy",
+        choices=["release", "end"],
+        default="release",
+        help="fast mode: what an expired agent lease does (default: release)",
+    )
+    serve.add_argument(
+        "--max-sessions", type=int, default=64, help="live sessions at most (default 64)"
+    )
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
 
@@ -62,8 +104,77 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    print("areasync serve: not yet - the WebSocket service is being built", file=sys.stderr)
-    return 2
+    import logging
+    import os
+    from pathlib import Path
+
+    from areasync.protocol.frames import Mode
+    from areasync.service import ServiceConfig, ServiceError
+    from areasync.simulation import LeasePolicy
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if args.log_level != "debug":
+        # ARE narrates scenario registration and every run at INFO: keep the banner readable.
+        logging.getLogger("are").setLevel(logging.WARNING)
+    try:
+        config = ServiceConfig(
+            host=args.host,
+            port=args.port,
+            admin_token=args.token or os.environ.get("AREASYNC_TOKEN") or None,
+            trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+            mode=Mode(args.mode),
+            speed=args.speed,
+            oracle=args.oracle,
+            lease_timeout=args.lease_timeout,
+            lease_policy=LeasePolicy(args.lease_policy),
+            max_sessions=args.max_sessions,
+        )
+    except ValueError as exc:
+        print(f"areasync serve: {exc}", file=sys.stderr)
+        return 2
+    failures: list[BaseException] = []
+    try:
+        anyio.run(_serve, config, args.scenario or ["scenario_tutorial"])
+    except* ServiceError as group:
+        # Task groups wrap what fails inside them (nested); report each ServiceError itself.
+        failures.extend(_leaves(group))
+    for failure in failures:
+        print(f"areasync serve: {failure}", file=sys.stderr)
+    return 2 if failures else 0
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+async def _serve(config: Any, scenarios: list[str]) -> None:
+    import gc
+    import signal
+
+    from areasync.service import Service
+
+    service = Service(config, scenarios)
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with anyio.create_task_group() as tg:
+            await tg.start(service.serve)
+            # ARE and the start-up sessions leave ~1M long-lived objects; every full collection
+            # would scan them all (pauses of 50-150 ms seen mid-stream). Freeze them out of it.
+            gc.collect()
+            gc.freeze()
+            print(service.banner(), flush=True)
+            async for signum in signals:
+                print(
+                    f"\nareasync: {signal.Signals(signum).name}: ending sessions, writing "
+                    "traces, closing connections...",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                service.shutdown()
+                break
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

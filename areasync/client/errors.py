@@ -38,9 +38,9 @@ __all__ = [
     "SessionEndedError",
     "SessionNotFoundError",
     "StreamResetError",
+    "TooLargeError",
     "ToolError",
     "ToolFailedError",
-    "TooLargeError",
     "UnauthorizedError",
     "UnknownToolError",
     "UnknownTypeError",
@@ -190,13 +190,15 @@ class StreamResetError(AreasyncError):
     The session's stream identity (epoch) changed, e.g. the server restarted, so the items the
     client had and the ones that follow are not one sequence: nothing was replayed. Iterators
     raise this at the point of the reset instead of silently mixing the two; ``welcome`` is the
-    new session's welcome. Call ``stream()`` (``events()``, ``notifications()``) again to follow
-    the new stream, and rebuild any cached state with ``get_state()``.
+    welcome that announced the reset (None if the server refused to replay with
+    ``replay_unavailable`` and the client started over). Call ``stream()`` (``events()``,
+    ``notifications()``) again to follow the new stream, and rebuild any cached state with
+    ``get_state()``.
     """
 
     code = "stream_reset"
 
-    def __init__(self, message: str, *, welcome: Welcome) -> None:
+    def __init__(self, message: str, *, welcome: Welcome | None) -> None:
         super().__init__(message)
         self.welcome = welcome
 

@@ -1,0 +1,141 @@
+"""`areasync agent ...`: reference agents run from a shell against a live session.
+
+    areasync agent oracle --url ws://127.0.0.1:8765 --session scenario_tutorial --token T
+
+The subcommand is added to the `areasync` parser by `add_agent_parser`; `run_agent` handles it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from areasync.protocol import Role
+
+if TYPE_CHECKING:
+    from areasync.client import Client
+
+
+def add_agent_parser(sub: Any) -> None:
+    """Add `agent` and its agents to the `areasync` command's subparsers."""
+    agent = sub.add_parser("agent", help="run a reference agent against a live session")
+    agents = agent.add_subparsers(dest="agent", required=True)
+    oracle = agents.add_parser(
+        "oracle",
+        help="perform the scenario's oracle actions as tool calls at their oracle times",
+        description=(
+            "Connect as an agent and make the scenario's oracle tool calls at their oracle "
+            "times, idling in between: the way a perfect agent would. Prints a JSON report; "
+            "exits 1 if a call failed that did not fail in ARE's own oracle run."
+        ),
+    )
+    oracle.add_argument(
+        "--url",
+        required=True,
+        help="the server (ws://HOST:PORT) or a session URL (ws://HOST:PORT/sessions/ID)",
+    )
+    oracle.add_argument("--session", default=None, help="session id (if --url is the server)")
+    oracle.add_argument("--token", required=True, help="the session's agent token, or admin")
+    oracle.add_argument(
+        "--scenario",
+        default=None,
+        help="the session's scenario (registered id, JSON file); default: the session's "
+        "scenario id as a registered scenario",
+    )
+    oracle.add_argument(
+        "--pace",
+        choices=["auto", "wait", "jump"],
+        default="auto",
+        help="jump: move the clock to each action's time as a controller (exact; needs a "
+        "controller or admin token); wait: SystemApp__wait_for_notification until then (the "
+        "agent-only way; ARE logs the waits); auto (default): jump if the token allows it",
+    )
+    oracle.add_argument("--encoding", choices=["json", "msgpack"], default="msgpack")
+    oracle.add_argument("-v", "--verbose", action="store_true", help="log each call to stderr")
+
+
+def session_url(url: str, session: str | None) -> str:
+    """A session's WebSocket URL from a server URL and a session id (or a full session URL)."""
+    base = url.rstrip("/")
+    if "/sessions/" in base:
+        if session is not None and not base.endswith(f"/sessions/{session}"):
+            raise ValueError(f"--url {url} names a session already; drop --session {session}")
+        return base
+    if session is None:
+        raise ValueError("--session is required when --url is the server's address")
+    return f"{base}/sessions/{session}"
+
+
+def run_agent(args: argparse.Namespace) -> int:
+    """Run the agent chosen on the command line; the process exit status."""
+    if args.verbose:
+        logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+        logging.getLogger("areasync.agents").setLevel(logging.INFO)
+    try:
+        url = session_url(args.url, args.session)
+    except ValueError as exc:
+        print(f"areasync agent: {exc}", file=sys.stderr)
+        return 2
+    result: int = anyio.run(_oracle, args, url)
+    return result
+
+
+async def _oracle(args: argparse.Namespace, url: str) -> int:
+    from areasync.agents.oracle import Pace, oracle_plan, run_oracle_agent
+    from areasync.bridge.scenarios import ScenarioError
+    from areasync.client import AreasyncError, connect
+
+    options: dict[str, Any] = {"token": args.token, "encoding": args.encoding}
+    try:
+        async with connect(url, role=Role.AGENT, **options) as sim:
+            try:
+                plan = await oracle_plan(args.scenario or sim.scenario_id)
+            except ScenarioError as exc:
+                print(
+                    f"areasync agent oracle: {exc}. Pass the session's scenario with --scenario "
+                    "(the JSON file it was started from).",
+                    file=sys.stderr,
+                )
+                return 2
+            # A controller moves the clock (pace jump); failing that, an observer may still
+            # read the apps' state, which helps the agent map ids (see oracle.py).
+            controller = observer = None
+            if args.pace != "wait":
+                controller = await _try_connect(url, Role.CONTROLLER, options)
+                if controller is None and args.pace == "jump":
+                    print(
+                        "areasync agent oracle: --pace jump needs a controller or admin token",
+                        file=sys.stderr,
+                    )
+                    return 2
+            if controller is None:
+                observer = await _try_connect(url, Role.OBSERVER, options)
+            try:
+                pace = Pace.JUMP if controller is not None else Pace.WAIT
+                report = await run_oracle_agent(
+                    sim, plan, pace=pace, controller=controller, observer=observer
+                )
+            finally:
+                for extra in (controller, observer):
+                    if extra is not None:
+                        await extra.aclose()
+    except (AreasyncError, ValueError) as exc:
+        print(f"areasync agent oracle: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report.to_json(), default=str))
+    return 0 if report.ok else 1
+
+
+async def _try_connect(url: str, role: Role, options: dict[str, Any]) -> Client | None:
+    """A client in ``role`` if the token is valid for it, else None."""
+    from areasync.client import UnauthorizedError, connect
+
+    try:
+        return await connect(url, role=role, **options)
+    except UnauthorizedError:
+        return None

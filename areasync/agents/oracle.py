@@ -1,0 +1,486 @@
+"""The oracle agent: a perfect agent that does what the scenario's oracle says, when it says.
+
+ARE scenarios carry their expected agent behaviour as ``OracleEvent``s whose times are relative
+to their dependencies; only running the scenario tells when each one happens. So the plan comes
+from ARE's own oracle run, done in-process on the virtual clock (``Simulation.load(...,
+oracle=True)``, the same engine as a fast session): every completed AGENT event whose id is an
+OracleEvent's is one action, with its time, tool and resolved arguments. The agent then connects
+to a live session (which runs the scenario *without* oracle mode) and makes those tool calls at
+those simulated times, idling in between.
+
+Two ways to get to an action's time (``pace``):
+
+- ``jump`` (the default when a controller is at hand): with a second connection as
+  ``controller``, ``jump`` the clock to the action's time while the agent holds its turn.
+  Exact, works in fast and manual sessions. Needs a token valid for the controller role (the
+  server's admin token is).
+- ``wait`` (the agent-only way): ARE's ``SystemApp__wait_for_notification(timeout)``, repeated
+  until the clock reaches the time (a notification may end a wait early). Exact to ARE's
+  one-second resolution of that timeout; needs the scenario to have a SystemApp. It cannot
+  place an action ahead of the other items of its tick (see ``_TICK_EVE``), so a Gaia2 turn
+  condition checked in the same tick as the end-of-turn message sees it one tick late.
+
+What differs from ARE's own oracle log, and why. When an *agent* calls a tool, ARE logs every
+app call the tool makes (``forward_email`` first logs the ``get_email_by_id`` it does), and it
+logs the agent's waits; when its *oracle run* executes the same action, it logs one event
+(``Event.execute`` disables the nested ones). The agent records the ids of both kinds of extra
+events as it goes (:attr:`OracleReport.extra_event_ids`); :func:`comparable_log` is the session's
+log without them, which must equal ARE's oracle log in the conformance normal form.
+
+Ids. A live session is a different instance of the scenario, so ids made with ``uuid4`` when the
+scenario was built (a task id, an email id) differ from those in the oracle run; a perfect agent
+would read them from the apps. The oracle agent learns the correspondence by aligning what it can
+see on both sides: the apps' initial state (``get_state``), every tool result against the oracle
+run's return value, and every scenario event on the stream against the same event of the oracle
+run; it then rewrites ids in each action's arguments before calling.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from areasync.client import WAIT_TOOL, Client, ForbiddenError, SessionEndedError, ToolError
+from areasync.protocol import EventItem, EventRecord
+
+__all__ = [
+    "IdMap",
+    "OracleAction",
+    "OraclePlan",
+    "OracleReport",
+    "Pace",
+    "comparable_log",
+    "oracle_plan",
+    "run_oracle_agent",
+]
+
+logger = logging.getLogger("areasync.agents.oracle")
+
+WAIT_FUNCTION: Final = ("SystemApp", "wait_for_notification")
+# Times are compared at this resolution: ARE's are floats built from integer offsets.
+_EPSILON: Final = 1e-6
+# In ARE's oracle run an oracle action is one of the items of its tick, ordered among them; an
+# agent acts between ticks, so a live tick at the action's time runs entirely before it. That
+# matters for Gaia2's turn trigger, a condition checked every tick that counts the agent's
+# `send_message_to_user`: in ARE's oracle run the message comes first in its tick and the check
+# sees it. So an end-of-turn message that ARE ran ahead of a condition check is made this much
+# before its tick (the virtual clock counts whole microseconds); its logged time is then 1 us
+# early, invisible at the conformance comparison's rounding, and it returns nothing that shows
+# the clock. Other actions are made at their exact time, after their tick.
+_TICK_EVE: Final = 1e-6
+END_OF_TURN: Final = ("AgentUserInterface", "send_message_to_user")
+
+
+class Pace(enum.StrEnum):
+    """How the oracle agent gets the clock to an action's time (see the module docstring)."""
+
+    WAIT = "wait"
+    JUMP = "jump"
+
+
+@dataclass(frozen=True)
+class OracleAction:
+    """One tool call of the oracle: at ``time`` seconds after the scenario's start."""
+
+    time: float
+    tool: str  # public name, as list_tools shows it
+    app: str  # the app and method behind it, as the event log shows them
+    function: str
+    args: dict[str, Any]
+    event_id: str
+    return_value: Any = None
+    failed: bool = False  # the call raised in the oracle run too
+    before_tick: bool = False  # make it just before the items due at its time (`_TICK_EVE`)
+
+
+@dataclass
+class OraclePlan:
+    """What ARE's oracle run of a scenario did, as seen from the agent's side."""
+
+    scenario_id: str
+    start_time: float
+    actions: list[OracleAction]
+    events: list[EventRecord]  # the oracle run's whole log, in execution order
+    initial_state: dict[str, Any]
+    end_time: float  # relative time of the oracle run's last event
+    simulation: Any = None  # the finished in-process oracle Simulation (for comparisons)
+
+
+@dataclass
+class CallOutcome:
+    action: OracleAction
+    args: dict[str, Any]  # as sent, ids translated
+    time: float  # session time (relative) when the call was made
+    result: Any = None
+    error: str | None = None
+
+
+@dataclass
+class OracleReport:
+    """What the oracle agent did: each call with its outcome, and the waits it needed."""
+
+    session_id: str
+    scenario_id: str
+    pace: Pace
+    calls: list[CallOutcome] = field(default_factory=list)
+    waits: int = 0
+    unexpected_failures: list[str] = field(default_factory=list)
+    # Events of the session's log that ARE's oracle run has no counterpart for: the agent's
+    # waits, and app calls nested inside its tool calls (see `comparable_log`).
+    extra_event_ids: set[str] = field(default_factory=set)
+
+    @property
+    def ok(self) -> bool:
+        return not self.unexpected_failures
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "scenario_id": self.scenario_id,
+            "pace": self.pace.value,
+            "ok": self.ok,
+            "waits": self.waits,
+            "unexpected_failures": self.unexpected_failures,
+            "calls": [
+                {
+                    "time": call.time,
+                    "tool": call.action.tool,
+                    "args": call.args,
+                    "result": call.result,
+                    "error": call.error,
+                }
+                for call in self.calls
+            ],
+        }
+
+
+# -- the plan -------------------------------------------------------------------------------
+
+
+async def oracle_plan(source: Any) -> OraclePlan:
+    """Run ``source`` (registered id, JSON path or text, or a fresh Scenario) in oracle mode,
+    in-process, and extract its oracle actions."""
+    # Imported here: the client side of areasync does not otherwise need ARE loaded.
+    from are.simulation.types import OracleEvent
+
+    from areasync.simulation import Simulation
+
+    simulation = Simulation.load(source, mode="fast", oracle=True)
+    scenario = simulation.scenario
+    oracle_ids = {event.event_id for event in scenario.events if isinstance(event, OracleEvent)}
+    initial_state = simulation.get_state()
+    public_names = {tool.name: str(tool._public_name) for tool in simulation.env.get_tools()}
+    await simulation.run()
+    start = float(simulation.env.start_time or 0.0)
+    completed = {str(event.event_id): event for event in simulation.env.event_log.list_view()}
+    records = simulation.events()
+    actions = []
+    busy_times: set[float] = set()  # times at which ARE had run something else already
+    for index, record in enumerate(records):
+        if record.event_type != "AGENT" or record.event_id not in oracle_ids:
+            busy_times.add(record.time)
+            continue
+        event = completed[record.event_id]
+        action = event.action
+        internal_name = f"{record.app}__{record.function}"
+        args = dict(action.resolved_args or action.args or {})
+        args.pop("self", None)
+        actions.append(
+            OracleAction(
+                time=record.time - start,
+                tool=public_names.get(internal_name, internal_name),
+                app=str(record.app),
+                function=str(record.function),
+                args=_plain(args),
+                event_id=record.event_id,
+                return_value=record.return_value,
+                failed=record.exception is not None,
+                before_tick=_ends_turn_before_check(record, records[index + 1 :], busy_times),
+            )
+        )
+    return OraclePlan(
+        scenario_id=str(scenario.scenario_id),
+        start_time=start,
+        actions=actions,
+        events=records,
+        initial_state=initial_state,
+        end_time=max((record.time - start for record in records), default=0.0),
+        simulation=simulation,
+    )
+
+
+def _ends_turn_before_check(
+    record: EventRecord, later: list[EventRecord], busy_times: set[float]
+) -> bool:
+    """True for the agent's end-of-turn message that ARE ran first in its tick, ahead of a
+    condition check at the same time (Gaia2's turn trigger counts these messages)."""
+    if (record.app, record.function) != END_OF_TURN or record.time in busy_times:
+        return False
+    for other in later:
+        if other.time != record.time:
+            return False
+        if other.event_type == "CONDITION":
+            return True
+    return False
+
+
+def _plain(value: Any) -> Any:
+    from areasync.bridge.records import to_plain
+
+    return to_plain(value)
+
+
+# -- ids ------------------------------------------------------------------------------------
+
+
+# The ids ARE generates: uuid4 (with dashes) or 32 hex digits (uuid4().hex, ARE's uuid_hex).
+_UUID: Final = re.compile(
+    r"(?<![0-9a-f])"
+    r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})"
+    r"(?![0-9a-f])"
+)
+
+
+class IdMap:
+    """Oracle-run id -> live-session id, learned by aligning values seen on both sides.
+
+    Only generated ids (uuid-shaped) are mapped, and only where two values agree everywhere
+    else: a file name or a user's text is never rewritten.
+    """
+
+    def __init__(self) -> None:
+        self.ids: dict[str, str] = {}
+
+    def learn(self, oracle: Any, live: Any) -> None:
+        """Walk two values of the same shape side by side; record ids that differ."""
+        if isinstance(oracle, str) and isinstance(live, str):
+            self._learn_string(oracle, live)
+        elif isinstance(oracle, dict) and isinstance(live, dict):
+            if oracle.keys() == live.keys():
+                for key, value in oracle.items():
+                    self.learn(value, live[key])
+            elif len(oracle) == len(live):
+                # Keyed by ids (tasks by task id, emails by email id): align in insertion order,
+                # which both sides built the same way.
+                pairs = zip(oracle.items(), live.items(), strict=True)
+                for (okey, ovalue), (lkey, lvalue) in pairs:
+                    self._learn_string(okey, lkey)
+                    self.learn(ovalue, lvalue)
+        elif isinstance(oracle, list) and isinstance(live, list) and len(oracle) == len(live):
+            for ovalue, lvalue in zip(oracle, live, strict=True):
+                self.learn(ovalue, lvalue)
+
+    def _learn_string(self, oracle: str, live: str) -> None:
+        if oracle == live:
+            return
+        found = _UUID.findall(oracle)
+        if not found or _UUID.sub("<id>", oracle) != _UUID.sub("<id>", live):
+            return
+        for old, new in zip(found, _UUID.findall(live), strict=True):
+            if old != new:
+                self.ids.setdefault(old, new)
+
+    def translate(self, value: Any) -> Any:
+        """``value`` with every known oracle id replaced by its live counterpart."""
+        if not self.ids:
+            return value
+        if isinstance(value, str):
+            return _UUID.sub(lambda match: self.ids.get(match[0], match[0]), value)
+        if isinstance(value, dict):
+            return {self.translate(k): self.translate(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.translate(v) for v in value]
+        return value
+
+
+class _EventAligner:
+    """Pairs the session's scenario events with the oracle run's, to learn ids from both."""
+
+    def __init__(self, plan: OraclePlan, ids: IdMap) -> None:
+        self._ids = ids
+        self._start = plan.start_time
+        self._unmatched: dict[tuple[Any, ...], list[EventRecord]] = defaultdict(list)
+        for record in plan.events:
+            if record.event_type != "AGENT":
+                self._unmatched[self._key(record, plan.start_time)].append(record)
+        self._position = 0
+
+    @staticmethod
+    def _key(record: EventRecord, start: float) -> tuple[Any, ...]:
+        return (record.event_type, round(record.time - start, 3), record.app, record.function)
+
+    def catch_up(self, client: Client) -> None:
+        history = client.history
+        live_start = client.clock.start_time
+        for item in history[self._position :]:
+            if isinstance(item, EventItem) and item.event.event_type != "AGENT":
+                candidates = self._unmatched.get(self._key(item.event, live_start))
+                if candidates:
+                    oracle = candidates.pop(0)
+                    self._ids.learn(oracle.args, item.event.args)
+                    self._ids.learn(oracle.return_value, item.event.return_value)
+        self._position = len(history)
+
+
+# -- running --------------------------------------------------------------------------------
+
+
+async def run_oracle_agent(
+    client: Client,
+    plan: OraclePlan,
+    *,
+    pace: Pace | str | None = None,
+    controller: Client | None = None,
+    observer: Client | None = None,
+    finish: bool = True,
+) -> OracleReport:
+    """Perform ``plan``'s actions on the session ``client`` is attached to (as an agent).
+
+    ``pace`` defaults to ``jump`` when a ``controller`` (a client of the same session in the
+    controller role) is given, else ``wait``. ``observer`` (or ``controller``) lets the agent
+    read the apps' initial state, to learn the ids a scenario generated when it was built; the
+    agent role itself may not read state. With ``finish``, after the last action the agent
+    lets the clock reach the end of the oracle run (so everything the oracle run logged has
+    happened), then idles.
+    """
+    pace = Pace(pace) if pace is not None else (Pace.JUMP if controller else Pace.WAIT)
+    if pace is Pace.JUMP and controller is None:
+        raise ValueError("pace='jump' needs a controller client of the same session")
+    # ARE's wait tool belongs to SystemApp, which not every scenario has.
+    can_wait = pace is Pace.WAIT and WAIT_TOOL in {tool.name for tool in await client.list_tools()}
+    if pace is Pace.WAIT and plan.actions and not can_wait:
+        raise ValueError(
+            f"the session has no {WAIT_TOOL} tool (its scenario has no SystemApp), so an "
+            "agent cannot wait for a time: use pace='jump' with a controller"
+        )
+    report = OracleReport(session_id=client.session_id, scenario_id=plan.scenario_id, pace=pace)
+    ids = IdMap()
+    # The agent role may not read the apps' state; an observer or controller may.
+    reader = observer or controller or client
+    try:
+        ids.learn(plan.initial_state, await reader.get_state())
+    except ForbiddenError:
+        logger.info("no role that may read the state: learning ids from events only")
+    aligner = _EventAligner(plan, ids)
+    start = client.clock.start_time
+
+    async def reach(relative: float, *, before_tick: bool = False) -> bool:
+        """Get the session's clock to ``relative`` (with ``before_tick``: to just before the
+        items due then, see `_TICK_EVE`); False if the session ended first."""
+        target = start + relative
+        if before_tick and pace is Pace.JUMP:
+            target -= _TICK_EVE
+        while client.now < target - _EPSILON / 2:
+            if client.ended is not None:
+                return False
+            if pace is Pace.JUMP:
+                assert controller is not None
+                clock = await controller.jump(to=target)
+                # Replies and stream items share one ordered connection: once the agent's own
+                # ping comes back, its stream holds everything the jump produced.
+                await client.ping()
+                if clock.time >= target - _EPSILON / 2:
+                    return client.ended is None
+            else:
+                timeout = math.floor(target - client.now + _EPSILON)
+                if timeout < 1:
+                    break  # ARE's wait has whole seconds: act now, less than a second early
+                before = client.seq
+                try:
+                    await client.wait_for_notification(timeout)
+                except SessionEndedError:
+                    return False
+                report.waits += 1
+                report.extra_event_ids.update(
+                    record.event_id
+                    for record in _agent_events(client, before)
+                    if (record.app, record.function) == WAIT_FUNCTION
+                )
+        return client.ended is None
+
+    for action in plan.actions:
+        if not await reach(action.time, before_tick=action.before_tick):
+            report.unexpected_failures.append(
+                f"the session ended at {client.now - start:g} s, before the oracle's "
+                f"{action.tool} at {action.time:g} s"
+            )
+            return report
+        aligner.catch_up(client)
+        args = ids.translate(action.args)
+        outcome = CallOutcome(action=action, args=args, time=client.now - start)
+        before = client.seq
+        try:
+            outcome.result = await client.call_tool(action.tool, args)
+        except ToolError as exc:
+            outcome.error = str(exc)
+            if not action.failed:
+                report.unexpected_failures.append(f"{action.tool} at {action.time:g} s: {exc}")
+        else:
+            if action.failed:
+                report.unexpected_failures.append(
+                    f"{action.tool} at {action.time:g} s succeeded; it failed in the oracle run"
+                )
+            ids.learn(action.return_value, outcome.result)
+        report.extra_event_ids.update(_nested(_agent_events(client, before), action))
+        report.calls.append(outcome)
+        logger.info("%7.1f s  %s -> %s", outcome.time, action.tool, outcome.error or "ok")
+    if finish:
+        if pace is Pace.JUMP or can_wait:
+            await reach(plan.end_time)
+        if client.ended is None:
+            await client.idle()
+    return report
+
+
+def _agent_events(client: Client, since: int) -> list[EventRecord]:
+    return [
+        item.event
+        for item in client.items_since(since)
+        if isinstance(item, EventItem) and item.event.event_type == "AGENT"
+    ]
+
+
+def _nested(records: list[EventRecord], action: OracleAction) -> list[str]:
+    """Ids of the events ARE logged for app calls nested inside the action's own tool call.
+
+    A tool call runs synchronously on the server, so its events are contiguous on the stream
+    and end with the call's own event; the ones just before it, at the same time, were made by
+    the tool itself (``forward_email`` reads the email with ``get_email_by_id`` first).
+    """
+    for index in range(len(records) - 1, -1, -1):
+        own = records[index]
+        if (own.app, own.function) == (action.app, action.function):
+            nested = []
+            for record in reversed(records[:index]):
+                if record.time != own.time:
+                    break
+                nested.append(record.event_id)
+            return nested
+    return []
+
+
+# -- comparing ------------------------------------------------------------------------------
+
+
+def comparable_log(env: Any, report: OracleReport, ndigits: int = 1) -> list[Any]:
+    """The session's event log in conformance normal form, without what only an agent's run
+    has: the agent's waits and the app calls nested inside its tool calls.
+
+    ARE logs both when an agent calls tools (``AppTool`` runs the app method with events on)
+    and neither when its oracle run executes the same actions (``Event.execute`` runs them
+    with events disabled: one event per action). Everything else must match ARE's oracle run
+    exactly: compare the result with ``conformance.normalized_log`` of ARE's run.
+    """
+    from areasync.conformance import normalize_events
+
+    events = [
+        event
+        for event in env.event_log.list_view()
+        if str(event.event_id) not in report.extra_event_ids
+    ]
+    return normalize_events(events, env.start_time or 0.0, ndigits)

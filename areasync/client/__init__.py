@@ -1,0 +1,73 @@
+"""Python client for areasync sessions: async (:func:`connect`) and blocking (:func:`connect_sync`).
+
+    from areasync.client import connect
+
+    url = "ws://127.0.0.1:8765/sessions/scenario_tutorial"
+    async with connect(url, role="agent", token=T) as sim:
+        tools = await sim.list_tools()
+        async for note in sim.notifications():
+            await sim.call_tool("AgentUserInterface__send_message_to_user", content="On it.")
+            await sim.wait_for_notification(timeout=60)
+
+Requests are matched to replies by id, failures raise the :class:`AreasyncError` subclass of the
+server's error code, and a broken connection is resumed transparently (see
+:mod:`areasync.client.core` for exactly what that guarantees).
+"""
+
+from areasync.client.core import WAIT_TOOL, Client, Connect, connect
+from areasync.client.errors import (
+    AreasyncError,
+    BadFrameError,
+    BadStateError,
+    CapacityError,
+    ConnectionClosedError,
+    ConnectionLostError,
+    ForbiddenError,
+    InternalError,
+    InvalidArgsError,
+    InvalidFieldError,
+    RateLimitedError,
+    ReplayUnavailableError,
+    SessionEndedError,
+    SessionNotFoundError,
+    StreamResetError,
+    TooLargeError,
+    ToolError,
+    ToolFailedError,
+    UnauthorizedError,
+    UnknownToolError,
+    UnknownTypeError,
+    error_class,
+)
+from areasync.client.sync import SyncClient, connect_sync
+
+__all__ = [
+    "WAIT_TOOL",
+    "AreasyncError",
+    "BadFrameError",
+    "BadStateError",
+    "CapacityError",
+    "Client",
+    "Connect",
+    "ConnectionClosedError",
+    "ConnectionLostError",
+    "ForbiddenError",
+    "InternalError",
+    "InvalidArgsError",
+    "InvalidFieldError",
+    "RateLimitedError",
+    "ReplayUnavailableError",
+    "SessionEndedError",
+    "SessionNotFoundError",
+    "StreamResetError",
+    "SyncClient",
+    "TooLargeError",
+    "ToolError",
+    "ToolFailedError",
+    "UnauthorizedError",
+    "UnknownToolError",
+    "UnknownTypeError",
+    "connect",
+    "connect_sync",
+    "error_class",
+]

@@ -3,21 +3,33 @@
 ARE's Environment runs on a background thread that ticks a wall clock once per real second;
 areasync runs it as an asyncio task on a virtual clock, streams what happens as msgspec frames,
 and takes tool calls and clock controls back.
+
+Names are imported lazily: `import areasync.client` or `areasync.protocol` (and the pytest plugin,
+loaded at every pytest start) must not pay for importing ARE (about a second).
 """
 
-from areasync.bridge.environment import AsyncEnvironment
-from areasync.bridge.scenarios import ScenarioError
-from areasync.bridge.sync import SyncEnvironment
-from areasync.bridge.tools import InvalidArgsError, ToolCallError, ToolFailedError, UnknownToolError
-from areasync.loop.clock import ClockMode, VirtualClock
-from areasync.simulation import (
-    BadStateError,
-    InvalidRequestError,
-    LagPolicy,
-    LeasePolicy,
-    Simulation,
-    SimulationError,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "AsyncEnvironment": "areasync.bridge.environment",
+    "ScenarioError": "areasync.bridge.scenarios",
+    "SyncEnvironment": "areasync.bridge.sync",
+    "InvalidArgsError": "areasync.bridge.tools",
+    "ToolCallError": "areasync.bridge.tools",
+    "ToolFailedError": "areasync.bridge.tools",
+    "UnknownToolError": "areasync.bridge.tools",
+    "ClockMode": "areasync.loop.clock",
+    "VirtualClock": "areasync.loop.clock",
+    "BadStateError": "areasync.simulation",
+    "InvalidRequestError": "areasync.simulation",
+    "LagPolicy": "areasync.simulation",
+    "LeasePolicy": "areasync.simulation",
+    "Simulation": "areasync.simulation",
+    "SimulationError": "areasync.simulation",
+}
 
 __all__ = [
     "AsyncEnvironment",
@@ -36,3 +48,32 @@ __all__ = [
     "UnknownToolError",
     "VirtualClock",
 ]
+
+if TYPE_CHECKING:
+    from areasync.bridge.environment import AsyncEnvironment
+    from areasync.bridge.scenarios import ScenarioError
+    from areasync.bridge.sync import SyncEnvironment
+    from areasync.bridge.tools import (
+        InvalidArgsError,
+        ToolCallError,
+        ToolFailedError,
+        UnknownToolError,
+    )
+    from areasync.loop.clock import ClockMode, VirtualClock
+    from areasync.simulation import (
+        BadStateError,
+        InvalidRequestError,
+        LagPolicy,
+        LeasePolicy,
+        Simulation,
+        SimulationError,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'areasync' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -263,8 +263,9 @@ class Welcome(_ServerFrame, tag="welcome", kw_only=True):
         Meta(
             description=(
                 "full: items after hello.since up to `seq` follow, then live ones; none: no "
-                "since was given, live items only; reset: hello.epoch is unknown, nothing is "
-                "replayed: drop cached stream state and rebuild from this welcome and get_state."
+                "since was given, live items only; reset: hello.epoch is not this stream's "
+                "(e.g. the server restarted): drop cached stream state; the whole stream "
+                "follows from seq 1 (as for since=0), then live items. Never a partial replay."
             )
         ),
     ] = Replay.NONE

@@ -1,1 +1,21 @@
-"""The WebSocket + HTTP service: sessions, stream fan-out, roles and tokens."""
+"""The WebSocket + HTTP service: sessions, stream fan-out, roles and tokens.
+
+Modules, each with one job:
+
+- :mod:`~areasync.service.config`: every knob and limit (:class:`ServiceConfig`);
+- :mod:`~areasync.service.auth`: per-session role tokens and the admin token;
+- :mod:`~areasync.service.roles`: which role may send which frame;
+- :mod:`~areasync.service.hub`: a session's stream, encoded once, fanned out to cursors;
+- :mod:`~areasync.service.session`: a session (Simulation + hub + tokens) and the registry;
+- :mod:`~areasync.service.connection`: one WebSocket client, from hello to close;
+- :mod:`~areasync.service.limits`: the per-connection request-rate bucket;
+- :mod:`~areasync.service.http`: plain HTTP GET on the same port (health, API, metrics, page);
+- :mod:`~areasync.service.metrics`: Prometheus counters;
+- :mod:`~areasync.service.traces`: the ARE-format trace of an ended session;
+- :mod:`~areasync.service.server`: :class:`Service`, which puts them together.
+"""
+
+from areasync.service.config import ServiceConfig
+from areasync.service.server import Service, ServiceError
+
+__all__ = ["Service", "ServiceConfig", "ServiceError"]

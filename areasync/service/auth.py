@@ -1,0 +1,99 @@
+"""Tokens: one per role of each session, plus the admin token that opens everything.
+
+A session's tokens are minted when it is created and handed out once (start-up banner, the
+`create_session` result); the admin token (`--token`, `AREASYNC_TOKEN`, or random) is accepted
+for every role of every session and is the only one that grants the `admin` role.
+
+Every comparison goes through `hmac.compare_digest` on UTF-8 bytes, and a check compares the
+candidate against every token it could match rather than stopping at the first hit, so the time
+a check takes says nothing about how much of a token was right or which token it was.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from urllib.parse import parse_qs
+
+from areasync.protocol.frames import Role
+
+SESSION_ROLES: tuple[Role, ...] = (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER)
+"""Roles with a per-session token; `admin` has only the server-wide admin token."""
+
+TOKEN_BYTES = 18  # 24 URL-safe characters, 144 bits
+
+
+def new_token() -> str:
+    """A fresh random token, URL-safe (it travels in `?token=` query strings)."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def _same(candidate: bytes, token: str) -> bool:
+    return hmac.compare_digest(candidate, token.encode())
+
+
+def _encode(candidate: str | None) -> bytes:
+    # A token that is not valid UTF-8 text (lone surrogates from a hostile JSON string) cannot
+    # equal any token we minted; map it to a value that matches nothing, at the same cost.
+    if candidate is None:
+        return b""
+    try:
+        return candidate.encode()
+    except UnicodeError:
+        return b"\x00"
+
+
+class Tokens:
+    """The admin token and, per session, one token per role."""
+
+    def __init__(self, admin_token: str | None = None) -> None:
+        self.admin = admin_token or new_token()
+        self._sessions: dict[str, dict[Role, str]] = {}
+
+    def mint(self, session_id: str) -> dict[Role, str]:
+        """Create the tokens of a new session (one per role in SESSION_ROLES)."""
+        tokens = {role: new_token() for role in SESSION_ROLES}
+        self._sessions[session_id] = tokens
+        return dict(tokens)
+
+    def forget(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+
+    def of(self, session_id: str) -> dict[Role, str]:
+        return dict(self._sessions.get(session_id, {}))
+
+    def allows(self, candidate: str | None, session_id: str, role: Role) -> bool:
+        """May `candidate` act as `role` in session `session_id`?"""
+        raw = _encode(candidate)
+        admin = _same(raw, self.admin)
+        session_token = self._sessions.get(session_id, {}).get(role)
+        # Compare against a dummy when there is no such token, so both paths cost the same.
+        own = _same(raw, session_token if session_token is not None else self.admin + "\x00")
+        if role is Role.ADMIN:
+            return admin
+        return admin or (own and session_token is not None)
+
+    def identify(self, candidate: str | None) -> tuple[Role, str | None] | None:
+        """Who holds `candidate`: (Role.ADMIN, None), (role, session_id), or None if nobody.
+
+        Used by the HTTP endpoints, which are not bound to a session: every token is compared.
+        """
+        raw = _encode(candidate)
+        found: tuple[Role, str | None] | None = None
+        if _same(raw, self.admin):
+            found = (Role.ADMIN, None)
+        for session_id, tokens in self._sessions.items():
+            for role, token in tokens.items():
+                if _same(raw, token) and found is None:
+                    found = (role, session_id)
+        return found
+
+
+def token_from_http(query: str, authorization: str | None) -> str | None:
+    """The token of an HTTP request: `Authorization: Bearer T`, else the `token` query field."""
+    if authorization:
+        scheme, _, credentials = authorization.partition(" ")
+        if scheme.lower() == "bearer" and credentials.strip():
+            return credentials.strip()
+    values = parse_qs(query).get("token")
+    return values[0] if values else None

@@ -1,0 +1,95 @@
+"""Every knob of the service in one frozen record, with the defaults `areasync serve` uses.
+
+The limits live here rather than as constants in the modules that enforce them so that a test
+can shrink a bound (a send backlog of 8 items, a burst of 5 requests) and watch it trip, and an
+operator can see every limit in one place. Each field says what it bounds and what happens when
+the bound is hit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from areasync.protocol.frames import Mode
+from areasync.simulation import LeasePolicy
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServiceConfig:
+    """How the service listens, runs its sessions and protects itself."""
+
+    # -- where ------------------------------------------------------------------------------
+    host: str = "127.0.0.1"  # loopback by default: exposing sessions is an explicit choice
+    port: int = 8765  # 0 picks a free port (tests); the bound port is Service.port
+    admin_token: str | None = None  # None: a random one is generated at start-up
+    trace_dir: Path | None = Path("traces")  # None: no trace files are written
+
+    # -- sessions created at start-up (and the defaults of create_session) -----------------
+    mode: Mode = Mode.REALTIME
+    speed: float = 1.0
+    oracle: bool = False
+    lease_timeout: float = 300.0  # wall seconds an agent may keep its turn (fast mode)
+    lease_policy: LeasePolicy = LeasePolicy.RELEASE  # what an expired lease does
+
+    # -- limits -----------------------------------------------------------------------------
+    max_sessions: int = 64  # live sessions; create_session beyond it answers `capacity`
+    keep_ended: int = 32  # ended sessions kept for replay; the oldest beyond it is discarded
+    max_connections: int = 1024  # open sockets server-wide; beyond it the handshake gets 503
+    max_connections_per_session: int = 256  # attached clients; beyond it: `capacity` + 4503
+    # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
+    # reads at most twice this much before refusing outright (1009, message too big).
+    max_frame_bytes: int = 16 * 1024 * 1024
+    # Requests per connection: a token bucket refilled at `rate` per second, holding `burst`.
+    # A request finding it empty is answered `rate_limited` and dropped; after `burst` such
+    # answers in a row the connection is closed with 4029.
+    rate: float | None = 2000.0  # None: no rate limit
+    burst: int = 4000
+    # Slow consumers: a subscriber more than `max_lag` live stream items behind the session is
+    # closed with 4008 (it resumes losslessly with `since`); so is one with more than
+    # `max_pending_replies` replies, or `max_pending_reply_bytes` of them, it has not read.
+    max_lag: int = 10_000
+    max_pending_replies: int = 1024
+    max_pending_reply_bytes: int = 16 * 1024 * 1024
+    hello_timeout: float = 10.0  # wall seconds to send `hello` after the handshake (else 4408)
+    close_timeout: float = 5.0  # wall seconds a close handshake may take before the TCP abort
+    shutdown_grace: float = 2.0  # wall seconds to flush `ended` to clients at shutdown
+    write_limit: int = 64 * 1024  # bytes websockets buffers before `send` waits for the peer
+    ping_interval: float | None = 20.0  # WebSocket keepalive (the client must answer pings)
+
+    def __post_init__(self) -> None:
+        # Accept plain strings where enums and paths are meant ("fast", "traces"), as the CLI
+        # and tests pass them; a frozen dataclass needs object.__setattr__ for that.
+        problems = []
+        try:
+            object.__setattr__(self, "mode", Mode(self.mode))
+        except ValueError:
+            problems.append(f"mode must be one of {', '.join(m.value for m in Mode)}")
+        try:
+            object.__setattr__(self, "lease_policy", LeasePolicy(self.lease_policy))
+        except ValueError:
+            problems.append(f"lease_policy must be one of {', '.join(p for p in LeasePolicy)}")
+        if self.trace_dir is not None and not isinstance(self.trace_dir, Path):
+            object.__setattr__(self, "trace_dir", Path(self.trace_dir))
+        if self.speed <= 0:
+            problems.append(f"speed must be > 0, got {self.speed}")
+        for name in (
+            "max_sessions",
+            "max_connections",
+            "max_connections_per_session",
+            "max_frame_bytes",
+            "burst",
+            "max_lag",
+            "max_pending_replies",
+            "max_pending_reply_bytes",
+        ):
+            if getattr(self, name) < 1:
+                problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.keep_ended < 0:
+            problems.append(f"keep_ended must be >= 0, got {self.keep_ended}")
+        if self.rate is not None and self.rate <= 0:
+            problems.append(f"rate must be > 0 requests per second (or None), got {self.rate}")
+        if self.admin_token is not None and not self.admin_token:
+            problems.append("admin_token must not be empty; omit it to generate a random one")
+        if problems:
+            raise ValueError("invalid service configuration: " + "; ".join(problems))

@@ -1,0 +1,148 @@
+"""Counters for `GET /metrics`, in the Prometheus text exposition format (version 0.0.4).
+
+Plain integers bumped on the hot path (a frame sent is one `+= 1`), rendered only when scraped;
+gauges (sessions, connections) are read from the live registry at render time rather than kept
+in step by hand. No client library: the format is a few lines of text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+from collections.abc import Iterable, Mapping
+
+# Tool calls run in microseconds when nothing is wrong; the upper buckets catch apps that do
+# real work (file systems, large mailboxes) and a loaded event loop.
+LATENCY_BUCKETS: tuple[float, ...] = (
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+)
+
+
+class Histogram:
+    """A cumulative Prometheus histogram over fixed buckets (seconds)."""
+
+    def __init__(self, buckets: Iterable[float] = LATENCY_BUCKETS) -> None:
+        self.bounds = tuple(sorted(buckets))
+        self.counts = [0] * (len(self.bounds) + 1)  # the last one is +Inf
+        self.total = 0.0
+        self.count = 0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.total += value
+        self.count += 1
+
+    def render(self, name: str, help_text: str) -> list[str]:
+        lines = [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
+        running = 0
+        for bound, count in zip(self.bounds, self.counts, strict=False):
+            running += count
+            lines.append(f'{name}_bucket{{le="{bound:g}"}} {running}')
+        lines.append(f'{name}_bucket{{le="+Inf"}} {self.count}')
+        lines.append(f"{name}_sum {self.total:.9g}")
+        lines.append(f"{name}_count {self.count}")
+        return lines
+
+
+class Metrics:
+    """What the service counts. Gauges are passed to `render` by the service."""
+
+    def __init__(self) -> None:
+        self.frames_sent = 0
+        self.frames_received = 0
+        self.stream_items = 0
+        self.sessions_created = 0
+        self.connections_opened = 0
+        self.slow_consumer_disconnects = 0
+        self.errors: collections.Counter[str] = collections.Counter()
+        self.closes: collections.Counter[int] = collections.Counter()
+        self.tool_call_seconds = Histogram()
+
+    def render(
+        self, *, sessions: Mapping[str, float], connections: Mapping[str, float], traces: int
+    ) -> str:
+        lines: list[str] = []
+
+        def metric(
+            name: str,
+            kind: str,
+            help_text: str,
+            samples: Mapping[str, float] | float,
+            label: str = "code",
+        ) -> None:
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} {kind}")
+            if isinstance(samples, Mapping):
+                for key, value in sorted(samples.items()):
+                    lines.append(f'{name}{{{label}="{key}"}} {value:g}')
+            else:
+                lines.append(f"{name} {samples:g}")
+
+        metric("areasync_sessions", "gauge", "Sessions by state.", sessions, "state")
+        metric("areasync_connections", "gauge", "Attached clients by role.", connections, "role")
+        metric(
+            "areasync_sessions_created_total", "counter", "Sessions created.", self.sessions_created
+        )
+        metric(
+            "areasync_connections_opened_total",
+            "counter",
+            "WebSocket connections accepted.",
+            self.connections_opened,
+        )
+        metric(
+            "areasync_frames_sent_total",
+            "counter",
+            "Frames written to WebSockets.",
+            self.frames_sent,
+        )
+        metric(
+            "areasync_frames_received_total",
+            "counter",
+            "Frames read from WebSockets.",
+            self.frames_received,
+        )
+        metric(
+            "areasync_stream_items_total",
+            "counter",
+            "Stream items produced by all sessions.",
+            self.stream_items,
+        )
+        metric(
+            "areasync_slow_consumer_disconnects_total",
+            "counter",
+            "Clients closed with 4008 because they read too slowly.",
+            self.slow_consumer_disconnects,
+        )
+        metric(
+            "areasync_errors_total",
+            "counter",
+            "Error frames sent, by code.",
+            {code: float(n) for code, n in self.errors.items()},
+        )
+        metric(
+            "areasync_closes_total",
+            "counter",
+            "Connections the server closed, by WebSocket close code.",
+            {str(code): float(n) for code, n in self.closes.items()},
+        )
+        metric("areasync_traces_written_total", "counter", "ARE trace files written.", traces)
+        lines.extend(
+            self.tool_call_seconds.render(
+                "areasync_tool_call_seconds",
+                "Time to run a tool call, from frame decoded to result queued (wait excluded).",
+            )
+        )
+        return "\n".join(lines) + "\n"

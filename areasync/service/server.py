@@ -1,0 +1,245 @@
+"""`Service`: the areasync server, sessions and clients on one port, started and stopped cleanly.
+
+    async with Service(ServiceConfig(port=0), scenarios=["scenario_tutorial"]) as service:
+        print(service.banner())
+        ...                       # clients connect to service.ws_url("scenario_tutorial")
+
+or, as `areasync serve` does, `await service.serve()` until `service.shutdown()` (the CLI calls
+it on SIGINT/SIGTERM). Shutting down ends every live session (its clients receive `ended`, its
+trace is written), then closes every socket with 1001 (going away) after a short grace to
+flush, then stops listening for good.
+
+The WebSocket server is `websockets.asyncio.server`, with permessage-deflate off: compressing
+would cost CPU per subscriber per frame and defeat encode-once fan-out, and frames are small.
+Sessions run in the service's anyio task group; each connection runs in its own (see
+`connection.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import anyio
+import anyio.abc
+from websockets.asyncio.server import Server, ServerConnection, serve
+
+from areasync.protocol.errors import CloseCode, ProtocolError
+from areasync.protocol.frames import Role
+from areasync.service.auth import Tokens
+from areasync.service.config import ServiceConfig
+from areasync.service.connection import Connection
+from areasync.service.http import HttpRoutes, session_id_of
+from areasync.service.metrics import Metrics
+from areasync.service.session import ScenarioSource, SessionRegistry
+
+logger = logging.getLogger("areasync.service")
+
+DEFAULT_SCENARIOS: tuple[str, ...] = ("scenario_tutorial",)
+
+# Frames a connection may have read but not yet handled. The reader handles each frame at once,
+# so a short queue is enough, and it bounds what one client can make the server buffer
+# (about _MAX_QUEUE x 2 x max_frame_bytes; websockets then stops reading the socket).
+_MAX_QUEUE = 4
+
+
+class ServiceError(Exception):
+    """The service could not start (a scenario failed to load, the port is taken...)."""
+
+
+def display_host(host: str) -> str:
+    """The host part of URLs shown to users (a wildcard bind is reached via loopback)."""
+    if host in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+class _Started:
+    """An anyio TaskStatus that resolves an asyncio future (see `Service.__aenter__`)."""
+
+    def __init__(self, future: asyncio.Future[None]) -> None:
+        self.future = future
+
+    def started(self, value: Any = None) -> None:
+        if not self.future.done():
+            self.future.set_result(None)
+
+
+class Service:
+    """The areasync WebSocket + HTTP service. See the module docstring."""
+
+    def __init__(
+        self,
+        config: ServiceConfig | None = None,
+        scenarios: Sequence[ScenarioSource] = DEFAULT_SCENARIOS,
+    ) -> None:
+        self.config = config or ServiceConfig()
+        self.tokens = Tokens(self.config.admin_token)
+        self.metrics = Metrics()
+        self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
+        self.connections: dict[Connection, None] = {}
+        self.http = HttpRoutes(self.registry, lambda: len(self.connections))
+        self.port: int | None = None
+        self._scenarios = list(scenarios)
+        self._stop: anyio.Event | None = None
+        self._closing = False
+        self._numbers = 0
+        self._runner: asyncio.Task[None] | None = None
+
+    # -- addresses ---------------------------------------------------------------------------
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{display_host(self.config.host)}:{self.port}"
+
+    def ws_url(self, session_id: str) -> str:
+        return self.registry.ws_url(quote(session_id, safe=""))
+
+    def dashboard_url(self, token: str | None = None) -> str:
+        return f"{self.http_url}/?token={quote(token or self.tokens.admin, safe='')}"
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start the sessions, listen, and serve until `shutdown()`; then shut down cleanly."""
+        self._stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            self.registry.bind(tg)
+            for source in self._scenarios:
+                try:
+                    self.registry.create(source)
+                except ProtocolError as exc:
+                    raise ServiceError(exc.message) from exc
+            try:
+                server = await self._listen()
+            except OSError as exc:
+                raise ServiceError(
+                    f"cannot listen on {self.config.host}:{self.config.port} ({exc}); "
+                    "pick another --port or stop the process using it"
+                ) from exc
+            try:
+                task_status.started(self)
+                await self._stop.wait()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._shutdown(server)
+                tg.cancel_scope.cancel()
+
+    async def _listen(self) -> Server:
+        config = self.config
+        server = await serve(
+            self._on_connection,
+            config.host,
+            config.port,
+            process_request=self.http,
+            compression=None,
+            max_size=2 * config.max_frame_bytes,
+            max_queue=_MAX_QUEUE,
+            write_limit=config.write_limit,
+            ping_interval=config.ping_interval,
+            ping_timeout=config.ping_interval,
+            close_timeout=config.close_timeout,
+        )
+        self.port = int(server.sockets[0].getsockname()[1])
+        self.registry.ws_base = f"ws://{display_host(config.host)}:{self.port}"
+        logger.info("areasync listening on %s", self.http_url)
+        return server
+
+    def shutdown(self) -> None:
+        """Ask the service to shut down (sessions end, traces written, sockets closed 1001)."""
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _shutdown(self, server: Server) -> None:
+        self._closing = True
+        server.close(close_connections=False)  # no new connections from here on
+        await self.registry.shutdown()  # every client gets `ended`; traces are written
+        for connection in list(self.connections):
+            connection.request_close(
+                CloseCode.GOING_AWAY,
+                "the server is shutting down; reconnect later with since",
+                flush=True,
+            )
+        config = self.config
+        with anyio.move_on_after(config.shutdown_grace + config.close_timeout + 1.0):
+            await server.wait_closed()
+            return
+        for connection in list(self.connections):  # pragma: no cover - a handler that hangs
+            connection.ws.transport.abort()
+
+    async def __aenter__(self) -> Service:
+        # The service runs in a task of its own, so that entering and leaving this context may
+        # happen in different tasks (pytest fixtures do that) without crossing cancel scopes.
+        loop = asyncio.get_running_loop()
+        started: asyncio.Future[None] = loop.create_future()
+
+        async def main() -> None:
+            try:
+                await self.serve(task_status=_Started(started))
+            except BaseException as exc:
+                if not started.done():
+                    started.set_exception(exc)
+                    return
+                raise
+
+        self._runner = loop.create_task(main(), name="areasync service")
+        try:
+            await started
+        except BaseException:
+            await asyncio.gather(self._runner, return_exceptions=True)
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.shutdown()
+        if self._runner is not None:
+            await self._runner
+
+    # -- connections -------------------------------------------------------------------------
+
+    async def _on_connection(self, ws: ServerConnection) -> None:
+        if self._closing:
+            await ws.close(CloseCode.GOING_AWAY, "the server is shutting down; retry later")
+            return
+        path = urlsplit(ws.request.path if ws.request is not None else "/").path
+        self._numbers += 1
+        connection = Connection(ws, self.registry, session_id_of(path) or "", self._numbers)
+        self.connections[connection] = None
+        self.metrics.connections_opened += 1
+        try:
+            await connection.run()
+        finally:
+            self.connections.pop(connection, None)
+
+    # -- start-up banner ---------------------------------------------------------------------
+
+    def banner(self) -> str:
+        """What `areasync serve` prints: URLs and tokens, as Jupyter does."""
+        config = self.config
+        lines = [
+            f"areasync serving on {self.http_url} (WebSocket protocol areasync/1)",
+            "",
+            f"  dashboard:   {self.dashboard_url()}",
+            f"  admin token: {self.tokens.admin}  (every role of every session; "
+            "fix it with --token or AREASYNC_TOKEN)",
+            "",
+        ]
+        for session in self.registry.sessions.values():
+            clock = session.sim.clock_state()
+            how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
+            extra = ", oracle" if session.oracle else ""
+            extra += ", waiting for an agent" if session.waiting_for_agent else ""
+            lines.append(f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})")
+            lines.append(f"  {self.ws_url(session.id)}")
+            for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
+                lines.append(f"  {role.value:<11} {session.tokens[role]}")
+            lines.append("")
+        traces = "not written" if config.trace_dir is None else str(config.trace_dir.resolve())
+        lines.append(f"traces: {traces}")
+        lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
+        return "\n".join(lines)

@@ -1,0 +1,368 @@
+"""Sessions: one `Simulation` each, with its stream hub, tokens, epoch and clients; the registry.
+
+A session is a thin shell around a `Simulation`: everything that changes the ARE environment
+goes through the simulation's own methods, on the event loop, between engine steps. There is no
+separate command queue: the event loop is the session's one ordered lane (each request runs to
+completion, synchronously, the moment its frame is decoded), so tool calls and controls apply in
+the order they arrive and never inside a tick.
+
+Fast-mode turn-taking (DESIGN section 2, leases). The server holds an agent's busy lease while it
+is the agent's turn: from its attach, from each notification put on the stream and from each
+tool result, until the agent sends `idle`, calls `SystemApp__wait_for_notification`, or
+disconnects. A fast session must not race to its end before its agent arrives, so it starts
+with a *waiting-for-agent* hold:
+
+- it is taken when a fast-mode session is created, unless it runs in oracle mode (the oracle is
+  its own agent, there is nobody to wait for);
+- it is released when the first agent attaches (the agent's own lease is taken first, so time
+  does not move in between), or when a controller (or admin) sends `resume`: that is how a
+  dashboard runs a fast session without an agent. `jump`, `next_event` and `tick` move time but
+  keep the hold, so a controller can step through a session before its agent arrives without
+  it then racing to the end;
+- it never expires: the session refreshes it before the lease deadline, however long it waits;
+- it is not taken again when agents leave (a session that has started keeps going).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import anyio
+import anyio.abc
+from are.simulation.scenarios.scenario import Scenario
+
+from areasync.bridge.scenarios import ScenarioError
+from areasync.loop.clock import ClockMode
+from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
+from areasync.protocol.frames import Mode, Role
+from areasync.service.auth import Tokens
+from areasync.service.config import ServiceConfig
+from areasync.service.hub import StreamHub
+from areasync.service.metrics import Metrics
+from areasync.service.traces import write_trace
+from areasync.simulation import Simulation, SimulationError
+
+if TYPE_CHECKING:
+    from areasync.service.connection import Connection
+
+logger = logging.getLogger("areasync.service")
+
+WAITING_HOLDER = "areasync:waiting-for-agent"
+"""Lease holder of the waiting-for-agent hold (agents hold leases under their connection id)."""
+
+ScenarioSource: TypeAlias = str | Path | Scenario
+"""A registered scenario id, a path to an ARE JSON scenario, JSON text, or a Scenario."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def session_id_for(source: ScenarioSource, scenario: Scenario) -> str:
+    """The natural id of a session: a JSON file's stem, else the scenario's id."""
+    if isinstance(source, Path) or (
+        isinstance(source, str) and source.endswith(".json") and not source.lstrip().startswith("{")
+    ):
+        base = Path(source).stem
+    else:
+        base = str(getattr(scenario, "scenario_id", None) or "session")
+    # Ids travel in URL paths: keep them to characters that need no escaping.
+    return _UNSAFE.sub("_", base).strip("._-") or "session"
+
+
+class Session:
+    """One running scenario and everything the service keeps about it."""
+
+    def __init__(
+        self,
+        session_id: str,
+        sim: Simulation,
+        *,
+        tokens: dict[Role, str],
+        oracle: bool,
+        config: ServiceConfig,
+        metrics: Metrics,
+    ) -> None:
+        self.id = session_id
+        self.sim = sim
+        self.tokens = tokens
+        self.oracle = oracle
+        self.config = config
+        self.metrics = metrics
+        # A new epoch per session instance: a client's `since` is only meaningful against the
+        # very stream it came from (a restarted server, or a recreated session, starts anew).
+        self.epoch = secrets.token_hex(8)
+        self.hub = StreamHub(sim.log, max_lag=config.max_lag, metrics=metrics)
+        self.connections: dict[Connection, None] = {}
+        self.created_at = time.time()
+        self.ended_at: float | None = None
+        self.trace_path: Path | None = None
+        self.trace_error: str | None = None
+        self.agents_seen = 0
+        self.done = anyio.Event()
+        self._agent_arrived = anyio.Event()
+        self.waiting_for_agent = self.fast and not oracle
+        if self.waiting_for_agent:
+            sim.acquire(WAITING_HOLDER)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def scenario_id(self) -> str:
+        return str(getattr(self.sim.scenario, "scenario_id", "") or "")
+
+    @property
+    def fast(self) -> bool:
+        return self.sim.clock.mode is ClockMode.FAST
+
+    @property
+    def ended(self) -> bool:
+        return self.sim.ended
+
+    def connection_counts(self) -> dict[str, int]:
+        counts = {role.value: 0 for role in Role}
+        for connection in self.connections:
+            if connection.role is not None:
+                counts[connection.role.value] += 1
+        return counts
+
+    def describe(self, ws_url: str) -> dict[str, Any]:
+        """The session as `/api/sessions` lists it (no tokens: they are handed out once)."""
+        return {
+            "id": self.id,
+            "scenario_id": self.scenario_id,
+            "url": ws_url,
+            "epoch": self.epoch,
+            "state": self.sim.state,
+            "ended": self.ended,
+            "oracle": self.oracle,
+            "waiting_for_agent": self.waiting_for_agent,
+            "clock": self.sim.clock_state(),
+            "seq": self.hub.seq,
+            "events": self.hub.events,
+            "connections": self.connection_counts(),
+            "validation": self.sim.validation,
+            "trace": None if self.trace_path is None else str(self.trace_path),
+            "trace_error": self.trace_error,
+            "created_at": self.created_at,
+            "ended_at": self.ended_at,
+        }
+
+    # -- clients -----------------------------------------------------------------------------
+
+    def attach(self, connection: Connection) -> None:
+        """A client said a valid hello: it follows the stream from now on."""
+        self.connections[connection] = None
+        self.hub.subscribe(connection)
+        if connection.role is Role.AGENT:
+            self.agents_seen += 1
+            connection.take_turn()  # before the hold goes: time must not move in between
+            self.start_without_hold()
+
+    def detach(self, connection: Connection) -> None:
+        self.connections.pop(connection, None)
+        self.hub.unsubscribe(connection)
+
+    def start_without_hold(self) -> None:
+        """Release the waiting-for-agent hold (an agent arrived, or a controller resumed)."""
+        if self.waiting_for_agent:
+            self.waiting_for_agent = False
+            self._agent_arrived.set()
+            self.sim.release(WAITING_HOLDER)
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(self, on_end: Callable[[Session], None]) -> None:
+        """Drive the simulation to its end, then write the trace. Never raises."""
+        try:
+            async with anyio.create_task_group() as tg:
+                if self.waiting_for_agent:
+                    tg.start_soon(self._hold_for_agent)
+                await self.sim.run()
+                tg.cancel_scope.cancel()
+        except Exception:
+            # A scenario whose events raise must not take the server down: end this session.
+            logger.exception("session %s failed; ending it", self.id)
+            if not self.sim.ended:
+                try:
+                    await self.sim.stop()
+                except Exception:
+                    logger.exception("session %s could not be stopped cleanly", self.id)
+        finally:
+            if self.sim.ended:
+                self.ended_at = time.time()
+                self._write_trace()
+            self.done.set()
+            on_end(self)
+
+    async def _hold_for_agent(self) -> None:
+        # Re-take the hold well before its wall-clock deadline: waiting for an agent is not an
+        # agent overstaying its turn, and the lease policy must never end or release it.
+        interval = max(self.sim.lease_timeout / 3, 0.001)
+        while self.waiting_for_agent and not self.sim.ended:
+            self.sim.acquire(WAITING_HOLDER)
+            with anyio.move_on_after(interval):
+                await self._agent_arrived.wait()
+
+    def _write_trace(self) -> None:
+        directory = self.config.trace_dir
+        if directory is None:
+            return
+        agent_id = "oracle" if self.oracle else ("websocket" if self.agents_seen else None)
+        try:
+            self.trace_path = write_trace(
+                directory,
+                f"{self.id}_{self.epoch}",
+                self.sim.env,
+                self.sim.scenario,
+                self.sim.validation,
+                agent_id=agent_id,
+            ).resolve()
+        except Exception as exc:
+            self.trace_error = f"{type(exc).__name__}: {exc}"
+            logger.exception("could not write the trace of session %s", self.id)
+        else:
+            logger.info("session %s ended (%s); trace %s", self.id, self.sim.state, self.trace_path)
+
+
+class SessionRegistry:
+    """Every session of the server, by id; creates, stops and forgets them."""
+
+    def __init__(self, config: ServiceConfig, tokens: Tokens, metrics: Metrics) -> None:
+        self.config = config
+        self.tokens = tokens
+        self.metrics = metrics
+        self.sessions: dict[str, Session] = {}
+        self.ws_base = f"ws://{config.host}:{config.port}"  # set to the bound address at start
+        self.traces_written = 0
+        self._ended_order: list[str] = []
+        self._task_group: anyio.abc.TaskGroup | None = None
+
+    def bind(self, task_group: anyio.abc.TaskGroup) -> None:
+        """Sessions created from now on run in `task_group`."""
+        self._task_group = task_group
+
+    def ws_url(self, session_id: str) -> str:
+        return f"{self.ws_base}/sessions/{session_id}"
+
+    def get(self, session_id: str) -> Session | None:
+        return self.sessions.get(session_id)
+
+    def live(self) -> list[Session]:
+        return [s for s in self.sessions.values() if not s.ended]
+
+    # -- creating ----------------------------------------------------------------------------
+
+    def create(
+        self,
+        source: ScenarioSource,
+        *,
+        mode: Mode | str | None = None,
+        speed: float | None = None,
+        oracle: bool | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Load a scenario and start its session. Raises ProtocolError (capacity, bad scenario)."""
+        if self._task_group is None:
+            raise RuntimeError("the registry is not bound to a task group: start the service")
+        live = len(self.live())
+        if live >= self.config.max_sessions:
+            raise ProtocolError(
+                ErrorCode.CAPACITY,
+                f"the server already runs {live} live sessions, its limit (max_sessions); "
+                "stop one with stop_session, or retry after one ends",
+            )
+        oracle = self.config.oracle if oracle is None else oracle
+        try:
+            sim = Simulation.load(
+                source,
+                mode=str(Mode(mode or self.config.mode).value),
+                speed=self.config.speed if speed is None else speed,
+                oracle=oracle,
+                lease_timeout=self.config.lease_timeout,
+                lease_policy=self.config.lease_policy,
+            )
+        except (ScenarioError, SimulationError, ValueError) as exc:
+            raise ProtocolError(
+                ErrorCode.INVALID_FIELD,
+                f"cannot create a session: {exc}",
+            ) from exc
+        wanted = session_id or session_id_for(source, sim.scenario)
+        sid = self._unique(wanted)
+        session = Session(
+            sid,
+            sim,
+            tokens=self.tokens.mint(sid),
+            oracle=oracle,
+            config=self.config,
+            metrics=self.metrics,
+        )
+        self.sessions[sid] = session
+        self.metrics.sessions_created += 1
+        self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
+        return session
+
+    def _unique(self, wanted: str) -> str:
+        if wanted not in self.sessions:
+            return wanted
+        n = 2
+        while f"{wanted}-{n}" in self.sessions:
+            n += 1
+        return f"{wanted}-{n}"
+
+    # -- ending ------------------------------------------------------------------------------
+
+    async def stop(self, session_id: str) -> Session:
+        """End a session now (its clients get `ended`); returns it once its trace is written."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise ProtocolError(
+                ErrorCode.SESSION_NOT_FOUND,
+                f"no session {session_id!r}: GET /api/sessions lists the sessions",
+            )
+        if session.ended:
+            raise ProtocolError(
+                ErrorCode.SESSION_ENDED,
+                f"session {session_id!r} has already ended ({session.sim.state})",
+            )
+        await session.sim.stop()
+        await session.done.wait()
+        return session
+
+    def _on_end(self, session: Session) -> None:
+        if session.trace_path is not None:
+            self.traces_written += 1
+        if session.id in self.sessions and session.sim.ended:
+            self._ended_order.append(session.id)
+            self._prune()
+
+    def _prune(self) -> None:
+        # Ended sessions stay for replay and inspection, up to keep_ended; the oldest go first.
+        while len(self._ended_order) > self.config.keep_ended:
+            self.discard(self._ended_order.pop(0))
+
+    def discard(self, session_id: str) -> None:
+        """Forget a session: its tokens stop working and its clients are closed (1000)."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return
+        self.tokens.forget(session_id)
+        for connection in list(session.connections):
+            connection.request_close(
+                CloseCode.NORMAL,
+                "the session ended and was discarded by the server; its trace is on disk",
+                flush=True,
+            )
+
+    async def shutdown(self) -> None:
+        """Stop every live session and wait until their traces are written."""
+        for session in self.live():
+            with contextlib.suppress(SimulationError):  # it may have ended on its own meanwhile
+                await session.sim.stop()
+        for session in list(self.sessions.values()):
+            await session.done.wait()

@@ -1,0 +1,244 @@
+"""Test helpers: a real service on a free loopback port and typed clients over real sockets.
+
+`serving(...)` starts a `Service` (manual mode by default, so nothing moves unless the test moves
+it) with the admin token `ADMIN`; `attach(service, role)` opens a `websockets` client connection,
+says hello and returns a `Peer` holding the welcome. A Peer records every frame it receives, in
+order, so tests can assert on interleaving; every wait is bounded (`anyio.fail_after`) so a bug
+fails the test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from areasync.protocol import (
+    ClientFrame,
+    Encoding,
+    EndedItem,
+    Error,
+    Hello,
+    Mode,
+    Pong,
+    Result,
+    Role,
+    ServerFrame,
+    StreamItem,
+    Welcome,
+    decode_server_frame,
+    encode_client_frame,
+)
+from areasync.protocol.frames import ClockItem, EventItem, NotificationItem
+from areasync.service import Service, ServiceConfig
+from areasync.service.session import ScenarioSource
+
+ADMIN = "test-admin-token"
+TUTORIAL = "scenario_tutorial"
+WAIT = 10.0  # wall seconds any single expected frame may take before the test fails
+
+STREAM_TYPES = (EventItem, NotificationItem, ClockItem, EndedItem)
+
+
+def config(**overrides: Any) -> ServiceConfig:
+    fields: dict[str, Any] = {
+        "port": 0,
+        "admin_token": ADMIN,
+        "mode": Mode.MANUAL,
+        "trace_dir": None,
+        "hello_timeout": 5.0,
+        "close_timeout": 2.0,
+        "shutdown_grace": 1.0,
+        "ping_interval": None,
+    }
+    fields.update(overrides)
+    return ServiceConfig(**fields)
+
+
+@asynccontextmanager
+async def serving(*scenarios: ScenarioSource, **overrides: Any) -> AsyncIterator[Service]:
+    """A running service with `scenarios` (default: scenario_tutorial), torn down after."""
+    async with Service(config(**overrides), scenarios or (TUTORIAL,)) as service:
+        yield service
+
+
+class Peer:
+    """One client connection with typed frames; see the module docstring."""
+
+    def __init__(self, ws: ClientConnection, encoding: Encoding) -> None:
+        self.ws = ws
+        self.encoding = encoding
+        self.frames: list[ServerFrame] = []
+        self.welcome: Welcome | None = None
+        self._ids = 0
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    async def send(self, frame: ClientFrame) -> None:
+        await self.ws.send(encode_client_frame(frame, self.encoding))
+
+    async def send_raw(self, data: str | bytes) -> None:
+        await self.ws.send(data)
+
+    async def request(self, kind: type[Any], **fields: Any) -> Result | Error | Pong:
+        """Send a `kind` frame with a fresh id and return its reply (frames in between kept)."""
+        frame = kind(id=self.next_id(), **fields)
+        await self.send(frame)
+        return await self.reply_to(frame.id)
+
+    async def call(self, kind: type[Any], **fields: Any) -> Any:
+        """`request`, expecting a result: its value."""
+        reply = await self.request(kind, **fields)
+        assert isinstance(reply, Result), f"expected a result, got {reply!r}"
+        return reply.value
+
+    async def fail(self, kind: type[Any], **fields: Any) -> Error:
+        """`request`, expecting an error."""
+        reply = await self.request(kind, **fields)
+        assert isinstance(reply, Error), f"expected an error, got {reply!r}"
+        return reply
+
+    # -- receiving -------------------------------------------------------------------------
+
+    async def recv(self, limit: float = WAIT) -> ServerFrame:
+        with anyio.fail_after(limit):
+            data = await self.ws.recv()
+        frame = decode_server_frame(data)
+        assert frame is not None, f"unknown frame type: {data!r}"
+        self.frames.append(frame)
+        return frame
+
+    async def until(
+        self, predicate: Callable[[ServerFrame], bool], limit: float = WAIT
+    ) -> ServerFrame:
+        """Read until a frame satisfies `predicate`; return it."""
+        with anyio.fail_after(limit):
+            while True:
+                frame = await self.recv(limit)
+                if predicate(frame):
+                    return frame
+
+    async def reply_to(self, request_id: int) -> Result | Error | Pong:
+        frame = await self.until(
+            lambda f: isinstance(f, Result | Error | Pong) and f.id == request_id
+        )
+        assert isinstance(frame, Result | Error | Pong)
+        return frame
+
+    async def until_seq(self, seq: int) -> None:
+        if self.items and self.items[-1].seq >= seq:
+            return
+        await self.until(lambda f: isinstance(f, STREAM_TYPES) and f.seq >= seq)
+
+    async def until_ended(self) -> EndedItem:
+        """The `ended` item (already received, or the next one to come)."""
+        for seen in self.frames:
+            if isinstance(seen, EndedItem):
+                return seen
+        frame = await self.until(lambda f: isinstance(f, EndedItem))
+        assert isinstance(frame, EndedItem)
+        return frame
+
+    async def closed(self, limit: float = WAIT) -> tuple[int | None, str]:
+        """Read (and keep) frames until the server closes; the close code and reason."""
+        with anyio.fail_after(limit):
+            try:
+                while True:
+                    await self.recv(limit)
+            except ConnectionClosed as exc:
+                if exc.rcvd is None:
+                    return None, ""
+                return exc.rcvd.code, exc.rcvd.reason
+
+    @property
+    def items(self) -> list[StreamItem]:
+        return [f for f in self.frames if isinstance(f, STREAM_TYPES)]
+
+    @property
+    def seqs(self) -> list[int]:
+        return [item.seq for item in self.items]
+
+
+@asynccontextmanager
+async def attach(
+    service: Service,
+    role: Role | str,
+    *,
+    session: str = TUTORIAL,
+    token: str = ADMIN,
+    since: int | None = None,
+    epoch: str | None = None,
+    encoding: Encoding = Encoding.JSON,
+    **connect_options: Any,
+) -> AsyncIterator[Peer]:
+    """A connected client that said hello and got its welcome (asserted)."""
+    async with connect(service.ws_url(session), **connect_options) as ws:
+        peer = Peer(ws, encoding)
+        await peer.send(Hello(id=0, role=Role(role), token=token, since=since, epoch=epoch))
+        welcome = await peer.recv()
+        assert isinstance(welcome, Welcome), f"expected a welcome, got {welcome!r}"
+        peer.welcome = welcome
+        yield peer
+
+
+@asynccontextmanager
+async def raw(service: Service, session: str = TUTORIAL) -> AsyncIterator[Peer]:
+    """A connected client that has sent nothing yet."""
+    async with connect(service.ws_url(session)) as ws:
+        yield Peer(ws, Encoding.JSON)
+
+
+def tokens(service: Service, session: str = TUTORIAL) -> dict[Role, str]:
+    found = service.registry.get(session)
+    assert found is not None
+    return found.tokens
+
+
+async def http_get(
+    service: Service, target: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """A plain HTTP/1.1 GET over a real socket: status, headers (lower-case names), body."""
+    lines = [f"GET {target} HTTP/1.1", f"Host: 127.0.0.1:{service.port}", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    with anyio.fail_after(WAIT):
+        async with await anyio.connect_tcp("127.0.0.1", service.port or 0) as stream:
+            await stream.send(request)
+            data = b""
+            try:
+                while True:
+                    data += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                pass
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parsed = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        parsed[name.strip().lower()] = value.strip()
+    return int(status_line.split()[1]), parsed, body
+
+
+def json_body(body: bytes) -> Any:
+    return json.loads(body)
+
+
+def json_files(directory: Path) -> list[str]:
+    """Names of the JSON files in `directory` (sync: tests call it outside the event loop's way)."""
+    return sorted(path.name for path in directory.glob("*.json"))
+
+
+def plain(value: Any) -> Any:
+    """A frame or record as builtins, for equality across encodings."""
+    return msgspec.to_builtins(value)

@@ -1,0 +1,108 @@
+"""Plain HTTP on the WebSocket port: health, sessions, schema, metrics, dashboard; tokens."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from areasync.protocol import CallTool, Role
+from areasync.protocol.schema import render_schema
+from tests.service.support import ADMIN, attach, http_get, json_body, serving, tokens
+
+
+async def test_health_needs_no_token() -> None:
+    async with serving() as service:
+        status, headers, body = await http_get(service, "/health")
+    assert status == 200 and json_body(body)["status"] == "ok"
+    assert headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize("path", ["/api/sessions", "/api/schema", "/metrics", "/"])
+async def test_protected_paths_refuse_a_missing_token(path: str) -> None:
+    async with serving() as service:
+        status, headers, body = await http_get(service, path)
+    assert status == 401 and "www-authenticate" in headers
+    assert json_body(body)["error"]["code"] == "unauthorized"
+
+
+@pytest.mark.parametrize("path", ["/api/sessions", "/api/schema", "/metrics", "/"])
+async def test_protected_paths_refuse_a_wrong_token(path: str) -> None:
+    async with serving() as service:
+        status, _, body = await http_get(service, f"{path}?token=wrong")
+    assert status == 401 and "not valid" in json_body(body)["error"]["message"]
+
+
+async def test_sessions_lists_every_session_for_the_admin_token() -> None:
+    async with serving("scenario_tutorial", "scenario_validation_tutorial") as service:
+        status, _, body = await http_get(service, f"/api/sessions?token={ADMIN}")
+    listing = json_body(body)
+    assert status == 200 and listing["access"] == {"role": "admin", "session_id": None}
+    ids = [s["id"] for s in listing["sessions"]]
+    assert ids == ["scenario_tutorial", "scenario_validation_tutorial"]
+    first = listing["sessions"][0]
+    assert (
+        first["url"] == service.ws_url("scenario_tutorial") and first["clock"]["mode"] == "manual"
+    )
+    assert "tokens" not in first
+
+
+async def test_sessions_shows_a_session_token_only_its_own_session() -> None:
+    async with serving("scenario_tutorial", "scenario_validation_tutorial") as service:
+        observer = tokens(service, "scenario_validation_tutorial")[Role.OBSERVER]
+        _, _, body = await http_get(
+            service, "/api/sessions", headers={"Authorization": f"Bearer {observer}"}
+        )
+    listing = json_body(body)
+    assert [s["id"] for s in listing["sessions"]] == ["scenario_validation_tutorial"]
+    assert listing["access"] == {"role": "observer", "session_id": "scenario_validation_tutorial"}
+
+
+async def test_sessions_counts_connected_clients_by_role() -> None:
+    async with serving() as service, attach(service, Role.AGENT), attach(service, Role.OBSERVER):
+        _, _, body = await http_get(service, f"/api/sessions?token={ADMIN}")
+    connections = json_body(body)["sessions"][0]["connections"]
+    assert (connections["agent"], connections["observer"], connections["controller"]) == (1, 1, 0)
+
+
+async def test_schema_is_the_published_protocol_schema() -> None:
+    async with serving() as service:
+        status, _, body = await http_get(service, f"/api/schema?token={ADMIN}")
+    assert status == 200 and json.loads(body) == json.loads(render_schema())
+
+
+async def test_metrics_are_prometheus_text_with_the_service_counters() -> None:
+    async with serving() as service, attach(service, Role.AGENT) as agent:
+        await agent.call(CallTool, tool="SystemApp__get_current_time")
+        status, headers, body = await http_get(service, f"/metrics?token={ADMIN}")
+    text = body.decode()
+    assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
+    samples = dict(
+        line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#")
+    )
+    assert samples['areasync_sessions{state="live"}'] == "1"
+    assert samples['areasync_connections{role="agent"}'] == "1"
+    assert samples["areasync_tool_call_seconds_count"] == "1"
+    assert int(samples["areasync_frames_sent_total"]) >= 2
+    assert samples["areasync_slow_consumer_disconnects_total"] == "0"
+
+
+async def test_the_dashboard_page_is_served_with_a_token() -> None:
+    async with serving() as service:
+        status, headers, body = await http_get(service, f"/?token={ADMIN}")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert b"<html" in body.lower() or b"<!doctype html" in body.lower()
+
+
+async def test_an_unknown_path_is_not_found() -> None:
+    async with serving() as service:
+        status, _, body = await http_get(service, f"/nothing/here?token={ADMIN}")
+    assert status == 404 and "/api/sessions" in json_body(body)["error"]["message"]
+
+
+async def test_the_dashboard_url_of_the_banner_opens_the_page() -> None:
+    async with serving() as service:
+        url = service.dashboard_url()
+        assert url in service.banner()
+        status, _, _ = await http_get(service, url.removeprefix(service.http_url))
+    assert status == 200

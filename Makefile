@@ -47,6 +47,7 @@ test: lint unit
 bench: $(STAMP) browser
 	$(PY) bench/loop.py
 	$(PY) bench/protocol.py
+	$(PY) bench/service.py
 
 serve: $(STAMP)
 	$(PY) server.py

@@ -22,7 +22,7 @@ install: $(STAMP)
 browser: $(CHROMIUM)
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
 # The Node.js example agent's one dependency (ws), pinned by its package-lock.json.
 js: $(JS_AGENT)/node_modules/.installed
@@ -48,6 +48,7 @@ bench: $(STAMP) browser
 	$(PY) bench/loop.py
 	$(PY) bench/protocol.py
 	$(PY) bench/service.py
+	$(PY) bench/dashboard.py
 
 serve: $(STAMP)
 	$(PY) server.py

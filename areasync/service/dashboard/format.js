@@ -3,10 +3,11 @@
 
 const pad2 = (n) => String(n).padStart(2, "0");
 
-/** Simulated seconds since the scenario start as "T+HH:MM:SS.s" (days prefixed when needed). */
-export function fmtOffset(seconds, decimals = 1) {
-  if (!Number.isFinite(seconds)) return "T+--:--:--";
-  const sign = seconds < 0 ? "-" : "+";
+/** Simulated seconds since the scenario start as "T+HH:MM:SS.s" (days prefixed when needed);
+ *  without `prefix`, just "HH:MM:SS.s" (timeline rows, where the column says what it is). */
+export function fmtOffset(seconds, decimals = 1, prefix = true) {
+  if (!Number.isFinite(seconds)) return prefix ? "T+--:--:--" : "--:--:--";
+  const sign = seconds < 0 ? "-" : prefix ? "+" : "";
   const scale = 10 ** decimals;
   let t = Math.floor(Math.abs(seconds) * scale + 1e-6) / scale;
   const days = Math.floor(t / 86400);
@@ -15,7 +16,7 @@ export function fmtOffset(seconds, decimals = 1) {
   const m = Math.floor((t % 3600) / 60);
   const s = t % 60;
   const sec = decimals > 0 ? s.toFixed(decimals).padStart(3 + decimals, "0") : pad2(Math.floor(s));
-  return `T${sign}${days ? `${days}d ` : ""}${pad2(h)}:${pad2(m)}:${sec}`;
+  return `${prefix ? "T" : ""}${sign}${days ? `${days}d ` : ""}${pad2(h)}:${pad2(m)}:${sec}`;
 }
 
 /** Absolute simulated time (seconds since the Unix epoch) as "YYYY-MM-DD HH:MM:SS UTC". */
@@ -29,6 +30,11 @@ export function fmtAbsolute(epochSeconds) {
 /** A number with thousands separators. */
 export function fmtCount(n) {
   return Number(n || 0).toLocaleString("en-US");
+}
+
+/** "1 event", "2,500 events". */
+export function plural(n, noun) {
+  return `${fmtCount(n)} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 function clip(text, max) {

@@ -47,6 +47,18 @@ function facts(pairs) {
   return dl;
 }
 
+/** Keyword arguments one per line: the name, then the value (text as text, the rest as JSON). */
+function argList(args) {
+  const list = el("dl", "args");
+  for (const [name, value] of Object.entries(args)) {
+    const text = typeof value === "string" ? value : pretty(value);
+    const dd = el("dd", typeof value === "string" ? "text" : "json", text);
+    if (value === null || value === undefined) dd.classList.add("muted");
+    list.append(el("dt", "", name), dd);
+  }
+  return list;
+}
+
 /** Fill the detail pane with everything known about one row. */
 export function showDetail({ pane, badge, title, body }, row, startTime) {
   const r = row.record;
@@ -64,7 +76,7 @@ export function showDetail({ pane, badge, title, body }, row, startTime) {
       ]),
     );
     const args = r.args && Object.keys(r.args).length ? r.args : null;
-    nodes.push(section("Arguments", args ? codeBlock(args) : el("p", "muted", "none")));
+    nodes.push(section("Arguments", args ? argList(args) : el("p", "muted", "none")));
     if (row.failed) nodes.push(section("Exception", codeBlock(String(r.exception), "error"), "bad"));
     else nodes.push(section("Return value", codeBlock(r.return_value ?? null)));
   } else {

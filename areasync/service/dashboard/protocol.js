@@ -3,6 +3,8 @@
 // It is the only place that knows about sequence numbers: stream items reach the app exactly
 // once and in order (duplicates dropped, a gap triggers a resume), whatever the network does.
 
+import { openTransport } from "./transport.js";
+
 const STREAM_TYPES = new Set(["event", "notification", "clock", "ended"]);
 // Close codes after which reconnecting cannot help (see areasync/protocol/errors.py).
 const FATAL_CLOSE = new Map([
@@ -14,6 +16,7 @@ const UNAUTHORIZED_CLOSE = 4001;
 const REQUEST_TIMEOUT_MS = 15000;
 const PING_EVERY_MS = 15000;
 const PONG_WITHIN_MS = 10000;
+const RESYNC_CHECK_MS = 2000;
 
 /** A failed request: `code` is the server's error code (or disconnected / timeout). */
 export class RequestError extends Error {
@@ -33,7 +36,7 @@ export class RequestError extends Error {
  *  error(frame)            an error frame that answers no request
  */
 export class Connection {
-  constructor({ url, token, roles, handlers = {}, offline = false }) {
+  constructor({ url, token, roles, handlers = {}, offline = false, batch = true }) {
     this.url = url;
     this.token = token;
     this.roles = roles;
@@ -48,11 +51,11 @@ export class Connection {
     this.nextId = 1;
     this.pending = new Map();
     this.attempt = 0;
-    this.resets = 0;
+    this.batch = batch;
     this.welcomed = false;
     this.stopped = false;
     this.ended = false;
-    this.stats = { connects: 0, duplicates: 0, gaps: 0, resets: 0 };
+    this.stats = { connects: 0, duplicates: 0, gaps: 0, resets: 0, maxBatchMs: 0 };
     this._timers = new Set();
   }
 
@@ -75,7 +78,7 @@ export class Connection {
 
   /** Send a request frame (without id); resolves with result.value, rejects with RequestError. */
   request(frame) {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN || !this.welcomed) {
+    if (!this.ws || !this.ws.open || !this.welcomed) {
       return Promise.reject(new RequestError("disconnected", "not connected to the session"));
     }
     const id = this.nextId++;
@@ -89,7 +92,7 @@ export class Connection {
     });
   }
 
-  /** Drop the socket as a network failure would (tests and the "reconnect" button use it). */
+  /** Drop the socket as a network failure would (tests use it); the connection then resumes. */
   drop() {
     if (this.ws) this._lost("connection dropped");
   }
@@ -99,10 +102,28 @@ export class Connection {
     if (!frame || typeof frame !== "object") return;
     const type = frame.type;
     if (STREAM_TYPES.has(type)) return this._streamItem(frame);
+    if (type === "batch") {
+      // Frames that were ready together (hello.batch): each as if it had arrived alone.
+      const ws = this.ws;
+      for (const inner of frame.frames || []) {
+        this.receive(inner);
+        if (this.ws !== ws) return; // abandoned on a gap: the rest belongs to the old socket
+      }
+      return;
+    }
     if (type === "welcome") return this._welcome(frame);
     if (type === "result" || type === "pong") return this._settle(frame.id, frame, null);
     if (type === "error") {
-      if (!this.welcomed && frame.code === "unauthorized") this._authFailed = true;
+      if (!this.welcomed) {
+        // A refused hello: the close that follows decides what to do (next role, start over).
+        if (frame.code === "unauthorized") this._authFailed = true;
+        if (frame.code === "invalid_field" && this.batch && /batch/.test(frame.message || "")) {
+          this._batchRefused = true; // a server older than hello.batch: ask again without it
+        }
+        if (frame.code === "replay_unavailable") this._replayFailed = true;
+        this._helloError = frame;
+        return;
+      }
       if (frame.id !== null && frame.id !== undefined && this.pending.has(frame.id)) {
         return this._settle(frame.id, null, frame);
       }
@@ -117,41 +138,49 @@ export class Connection {
     this._clearTimers();
     this.welcomed = false;
     this._authFailed = false;
+    this._replayFailed = false;
+    this._helloError = null;
+    this._batchRefused = false;
     this._status(this.stats.connects ? "reconnecting" : "connecting", this._attemptText());
-    let ws;
+    let transport;
     try {
-      ws = new WebSocket(this.url);
+      transport = openTransport(this.url, {
+        onopen: () => {
+          const hello = {
+            type: "hello",
+            id: this.nextId++,
+            role: this.roles[this.roleIndex],
+            token: this.token,
+            since: this.lastSeq,
+          };
+          if (this.epoch) hello.epoch = this.epoch;
+          if (this.batch) hello.batch = true; // bursts arrive as one message: far fewer to parse
+          transport.send(JSON.stringify(hello));
+        },
+        onmessages: (messages) => {
+          const started = performance.now();
+          for (const text of messages) {
+            let frame;
+            try {
+              frame = JSON.parse(text);
+            } catch {
+              continue;
+            }
+            this.receive(frame);
+            if (this.ws !== transport) return; // it was abandoned (a gap): drop the rest
+          }
+          const spent = performance.now() - started;
+          if (spent > this.stats.maxBatchMs) this.stats.maxBatchMs = spent;
+        },
+        onclose: (code, reason) => {
+          if (this.ws === transport) this._onClose(code, reason);
+        },
+      });
     } catch (err) {
       this._status("failed", String(err));
       return;
     }
-    this.ws = ws;
-    ws.onopen = () => {
-      const hello = {
-        type: "hello",
-        id: this.nextId++,
-        role: this.roles[this.roleIndex],
-        token: this.token,
-        since: this.lastSeq,
-      };
-      if (this.epoch) hello.epoch = this.epoch;
-      ws.send(JSON.stringify(hello));
-    };
-    ws.onmessage = (msg) => {
-      if (typeof msg.data !== "string") return; // we only speak JSON text frames
-      let frame;
-      try {
-        frame = JSON.parse(msg.data);
-      } catch {
-        return;
-      }
-      this.receive(frame);
-    };
-    ws.onclose = (ev) => {
-      if (this.ws !== ws) return;
-      this._onClose(ev.code, ev.reason);
-    };
-    ws.onerror = () => {}; // always followed by close
+    this.ws = transport;
   }
 
   _onClose(code, reason) {
@@ -168,8 +197,21 @@ export class Connection {
       const tried = this.roles.join(" or ");
       return this._status("failed", `the token is not valid for ${tried}`);
     }
+    if (this._batchRefused) {
+      this._batchRefused = false;
+      this.batch = false;
+      return this._connect();
+    }
+    if (this._replayFailed) {
+      // Our position is ahead of the server's stream: it is not the stream we were reading.
+      if (this.lastSeq > 0) this.handlers.reset?.(null);
+      this.lastSeq = 0;
+      this.epoch = null;
+      return this._reconnectSoon(0);
+    }
     if (FATAL_CLOSE.has(code)) {
-      return this._status("failed", `${FATAL_CLOSE.get(code)}${reason ? `: ${reason}` : ""}`);
+      const why = this._helloError?.message || reason;
+      return this._status("failed", `${FATAL_CLOSE.get(code)}${why ? `: ${why}` : ""}`);
     }
     this._reconnectSoon();
   }
@@ -197,36 +239,26 @@ export class Connection {
     this.ws = null;
     this.welcomed = false;
     if (!ws) return;
-    ws.onopen = ws.onmessage = ws.onclose = ws.onerror = null;
-    try {
-      ws.close(code >= 4000 || code === 1000 ? code : 4000, why.slice(0, 100));
-    } catch {
-      /* already closed */
-    }
+    ws.detach();
+    ws.close(code >= 4000 || code === 1000 ? code : 4000, why.slice(0, 100));
   }
 
   // -- frames ------------------------------------------------------------------------------
 
   _welcome(w) {
     if (w.replay === "reset") {
-      // The server cannot replay from our position (it restarted, or the epoch is unknown):
-      // drop everything and read the new stream from its start.
+      // Our epoch is not this stream's (the server restarted, the session was recreated): its
+      // seq numbers mean something else. Drop everything; areasync then replays the whole new
+      // stream. Should nothing arrive, ask for it explicitly (since 0 with the new epoch).
       this.stats.resets += 1;
       if (this.lastSeq > 0) this.handlers.reset?.(w);
-      this.epoch = w.epoch;
       this.lastSeq = 0;
-    }
-    if (w.replay !== "full" && w.seq > this.lastSeq) {
-      // Items up to w.seq will not follow on this socket: ask again from our position with the
-      // server's epoch, once; if that fails too, go live from here rather than loop.
-      this.epoch = w.epoch;
-      if (this.resets < 1) {
-        this.resets += 1;
-        return this._lost("resync");
+      if (w.seq > 0) {
+        this._later(RESYNC_CHECK_MS, () => {
+          if (this.welcomed && this.lastSeq === 0) this._lost("resync");
+        });
       }
-      this.lastSeq = w.seq;
     }
-    this.resets = 0;
     this.welcomed = true;
     this.attempt = 0;
     this.stats.connects += 1;
@@ -250,8 +282,12 @@ export class Connection {
       return;
     }
     this.lastSeq = seq;
-    if (frame.type === "ended") this.ended = true;
     this.handlers.item?.(frame);
+    if (frame.type === "ended") {
+      // The socket stays open for reads (get_state), but the stream is over.
+      this.ended = true;
+      this._status("ended", "");
+    }
   }
 
   _settle(id, frame, error) {

@@ -2,7 +2,7 @@
 // simulated time, events, connected clients). Separate from the session view because it works
 // without a WebSocket and must survive switching sessions.
 
-import { fmtCount, fmtOffset } from "./format.js";
+import { fmtOffset, plural } from "./format.js";
 
 const first = (...values) => values.find((v) => v !== undefined && v !== null);
 
@@ -27,6 +27,7 @@ export function normalizeSession(s) {
     elapsed: time === undefined ? Number.NaN : time - startTime,
     events: count(first(s.events, s.event_count, s.n_events, 0)),
     clients: count(first(s.clients, s.connections, s.subscribers, 0)),
+    waiting: !!s.waiting_for_agent && !s.ended,
   };
 }
 
@@ -40,13 +41,16 @@ export class SessionList {
     this.onOpen = onOpen;
     this.current = null;
     this.sessions = [];
+    this.access = null; // {role, session_id} of our token, as the server reports it
+    this.onChange = null;
     this.timer = null;
     this.stopped = false;
   }
 
+  /** Poll every `intervalMs`; resolves once the first answer (or failure) is in. */
   start(intervalMs = 2000) {
     this.intervalMs = intervalMs;
-    this.refresh();
+    return this.refresh();
   }
 
   setCurrent(id) {
@@ -68,8 +72,10 @@ export class SessionList {
       const body = await response.json();
       const raw = Array.isArray(body) ? body : body.sessions || [];
       this.sessions = raw.map(normalizeSession);
+      this.access = body.access || null;
       this._note("");
       this.render();
+      this.onChange?.(this);
     } catch (err) {
       this._note(`Cannot reach the server (${err.message}); retrying…`);
     }
@@ -89,20 +95,40 @@ export class SessionList {
         <span class="si-scenario"></span>
         <span class="si-stats"><span class="si-time"></span><span class="si-events"></span><span class="si-clients"></span></span>`;
       button.querySelector(".si-id").textContent = s.id;
-      const pill = button.querySelector(".state-pill");
-      pill.textContent = s.state;
-      pill.dataset.state = s.state;
       button.querySelector(".si-scenario").textContent =
         s.scenario && s.scenario !== s.id ? `${s.scenario}${s.mode ? ` · ${s.mode}` : ""}` : s.mode;
-      button.querySelector(".si-time").textContent = fmtOffset(s.elapsed, 0);
-      button.querySelector(".si-events").textContent = `${fmtCount(s.events)} events`;
-      button.querySelector(".si-clients").textContent =
-        `${fmtCount(s.clients)} client${s.clients === 1 ? "" : "s"}`;
+      button.querySelector(".si-clients").textContent = plural(s.clients, "client");
       button.addEventListener("click", () => this.onOpen(s.id));
       li.appendChild(button);
+      this._fill(li, s);
       return li;
     });
     this.list.replaceChildren(...items);
+  }
+
+  /** The open session's card follows the live stream between polls (state, time, events). */
+  patch(id, fields) {
+    const s = this.sessions.find((entry) => entry.id === id);
+    if (!s) return;
+    Object.assign(s, fields);
+    const li = [...this.list.children].find((node) => node.dataset.id === id);
+    if (li) this._fill(li, s);
+  }
+
+  _fill(li, s) {
+    const pill = li.querySelector(".state-pill");
+    const state = s.waiting ? "waiting" : s.state;
+    if (pill.dataset.state !== state) {
+      pill.textContent = state;
+      pill.dataset.state = state;
+      pill.title = s.waiting ? "Held until an agent connects (or a controller resumes it)" : "";
+    }
+    const time = fmtOffset(s.elapsed, 0);
+    const timeEl = li.querySelector(".si-time");
+    if (timeEl.textContent !== time) timeEl.textContent = time;
+    const events = plural(s.events, "event");
+    const eventsEl = li.querySelector(".si-events");
+    if (eventsEl.textContent !== events) eventsEl.textContent = events;
   }
 
   _note(text) {

@@ -20,10 +20,14 @@ function texts(row) {
   if (row.texts) return row.texts;
   const r = row.record;
   let call;
+  let app;
+  let fn;
   let detail;
   let outcome;
   if (row.kind === "event") {
     call = row.app ? `${row.app}.${row.fn || "?"}` : row.fn || "—";
+    app = row.app ? `${row.app}.` : "";
+    fn = row.fn || "—";
     detail = summarizeArgs(r.args);
     outcome = row.failed
       ? `✕ ${String(r.exception).split("\n")[0]}`
@@ -32,10 +36,12 @@ function texts(row) {
         : `→ ${summarizeValue(r.return_value, 60)}`;
   } else {
     call = humanize(r.message_type);
+    app = "";
+    fn = call;
     detail = String(r.message || "").replace(/\s+/g, " ");
     outcome = "";
   }
-  row.texts = { call, detail, outcome };
+  row.texts = { call, app, fn, detail, outcome };
   return row.texts;
 }
 
@@ -121,8 +127,10 @@ export class Timeline {
   _onScroll() {
     // A scroll we made ourselves lands at the end, so it keeps `follow` on; a user scrolling
     // up turns it off, scrolling back to the end turns it on again.
+    // Measured against our own row count, not scrollHeight, which can lag a filter change.
     const vp = this.viewport;
-    this.setFollow(vp.scrollTop + vp.clientHeight >= vp.scrollHeight - this.rowHeight / 2);
+    const end = this.count * this.rowHeight;
+    this.setFollow(vp.scrollTop + vp.clientHeight >= end - this.rowHeight / 2);
     this.dirty = true;
     this.requestRender?.();
   }
@@ -162,10 +170,14 @@ export class Timeline {
       time: cell("c-time"),
       type: cell("c-type badge"),
       call: cell("c-call"),
+      app: cell("app"),
+      fn: cell("fn"),
       detail: cell("c-detail"),
       outcome: cell("c-outcome"),
     };
-    for (const c of Object.values(el._cells)) el.appendChild(c);
+    const { app, fn, ...columns } = el._cells;
+    columns.call.append(app, fn);
+    for (const c of Object.values(columns)) el.appendChild(c);
     this.spacer.appendChild(el);
     return el;
   }
@@ -179,9 +191,10 @@ export class Timeline {
     el.dataset.type = row.type;
     el.className = `row t-${row.type}${row.failed ? " failed" : ""}${selected ? " selected" : ""}`;
     c.seq.textContent = row.seq;
-    c.time.textContent = fmtOffset(row.time - this.startTime, 3);
+    c.time.textContent = fmtOffset(row.time - this.startTime, 3, false);
     c.type.textContent = TYPE_LABELS[row.type] || row.type;
-    c.call.textContent = t.call;
+    c.app.textContent = t.app;
+    c.fn.textContent = t.fn;
     c.call.title = t.call;
     c.detail.textContent = t.detail;
     c.outcome.textContent = t.outcome;

@@ -1,0 +1,460 @@
+// The dashboard's entry point: reads ?token=&session=&role= from the URL, lists the sessions,
+// opens one over WebSocket and wires the stream to the views and the controls to the socket.
+// Incoming items are queued and applied once per animation frame, so a burst of thousands of
+// events costs one layout, and per-item work is O(1) (see store.js and timeline.js).
+
+import { Controls } from "./controls.js";
+import { fmtAbsolute, fmtCount, fmtOffset, plural } from "./format.js";
+import { showDetail, showEnded, toast } from "./panels.js";
+import { Connection } from "./protocol.js";
+import { SessionList } from "./sessions.js";
+import { EVENT_TYPES, NOTIFICATION, Store } from "./store.js";
+import { Timeline } from "./timeline.js";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const token = params.get("token") || "";
+const roleParam = params.get("role");
+const offline = params.has("offline"); // benches feed frames through __areasync.feed
+const base = new URL("/", location.href); // the service serves this page, its API and sockets
+
+const store = new Store();
+const view = {
+  id: null,
+  conn: null,
+  welcomeSeq: 0,
+  clock: null,
+  clockAt: 0,
+  shownTime: Number.NaN,
+  startTime: 0,
+  ended: null,
+  pending: [],
+  selectedSeq: null,
+  lastStatus: "",
+};
+
+// -- frame loop: everything visible is updated here, at most once per frame ------------------
+
+const MAX_APPLY_PER_FRAME = 4000;
+let frameRequested = false;
+let fallbackTimer = null;
+const debug = { renders: 0, lastRenderAt: 0, applied: 0, maxFrameMs: 0 };
+
+function schedule() {
+  if (frameRequested) return;
+  frameRequested = true;
+  requestAnimationFrame(frame);
+  // Hidden tabs get no animation frames: still drain the queue now and then.
+  clearTimeout(fallbackTimer);
+  fallbackTimer = setTimeout(() => frameRequested && frame(), 500);
+}
+
+/** Apply what arrived and redraw; from an animation frame, or directly after a user's action. */
+function frame() {
+  const started = performance.now();
+  frameRequested = false;
+  clearTimeout(fallbackTimer);
+  let countsChanged = false;
+  if (view.pending.length) {
+    // A huge backlog (a replay of tens of thousands) is spread over a few frames.
+    const batch = view.pending;
+    const take = Math.min(batch.length, MAX_APPLY_PER_FRAME);
+    for (let i = 0; i < take; i += 1) applyItem(batch[i]);
+    view.pending = take === batch.length ? [] : batch.slice(take);
+    debug.applied += take;
+    countsChanged = true;
+  }
+  timeline.startTime = view.startTime;
+  timeline.sync();
+  timeline.render();
+  if (countsChanged) renderCounts();
+  renderClock();
+  renderConnection();
+  if (view.clock && sessions) {
+    const t = Number($("clock-time").dataset.time);
+    const state = view.ended ? view.ended.state : view.clock.state;
+    sessions.patch(view.id, { state, elapsed: t - view.startTime, events: store.events });
+  }
+  $("tl-empty").hidden = store.visible.length > 0;
+  $("tl-empty").textContent = store.rows.length ? "No rows match the filters." : "Waiting for events…";
+  debug.renders += 1;
+  debug.lastRenderAt = performance.now();
+  debug.maxFrameMs = Math.max(debug.maxFrameMs, debug.lastRenderAt - started);
+  if (isFlowing() || view.pending.length) schedule(); // keep the realtime clock moving smoothly
+}
+
+function applyItem(frame) {
+  switch (frame.type) {
+    case "event":
+    case "notification":
+      store.add(frame);
+      break;
+    case "clock":
+      // Replayed clock items are history; welcome.clock is already the state at attach.
+      if (frame.seq > view.welcomeSeq) setClock(frame.clock);
+      break;
+    case "ended":
+      view.ended = frame;
+      showEnded($("ended"), frame);
+      if (view.clock) setClock({ ...view.clock, state: frame.state });
+      controls.render();
+      break;
+    default:
+      break;
+  }
+}
+
+// -- clock --------------------------------------------------------------------------------------
+
+function setClock(clock) {
+  if (!clock || typeof clock.time !== "number") return;
+  const wasState = view.clock?.state;
+  view.clock = clock;
+  view.clockAt = performance.now();
+  view.startTime = clock.start_time ?? view.startTime;
+  if (clock.state !== "running" || wasState !== "running" || !(clock.time <= view.shownTime)) {
+    view.shownTime = clock.time;
+  }
+  if (clock.speed && document.activeElement !== $("speed")) $("speed").value = clock.speed;
+  controls.render();
+  schedule();
+}
+
+function isFlowing() {
+  const c = view.clock;
+  return !!c && c.state === "running" && c.mode === "realtime" && !view.ended;
+}
+
+function currentTime() {
+  const c = view.clock;
+  if (!c) return Number.NaN;
+  if (!isFlowing()) return c.time;
+  // Between clock items (published ~4 per second) interpolate, never backwards, at most 1 s.
+  const elapsed = Math.min((performance.now() - view.clockAt) / 1000, 1);
+  const t = c.time + c.speed * elapsed;
+  view.shownTime = Number.isFinite(view.shownTime) ? Math.max(view.shownTime, t) : t;
+  return view.shownTime;
+}
+
+function renderClock() {
+  const c = view.clock;
+  const stateEl = $("state");
+  const state = view.ended ? view.ended.state : c ? c.state : "connecting";
+  if (stateEl.dataset.state !== state) {
+    stateEl.dataset.state = state;
+    stateEl.textContent = state;
+  }
+  if (!c) return;
+  const t = currentTime();
+  const text = fmtOffset(t - view.startTime);
+  const timeEl = $("clock-time");
+  if (timeEl.textContent !== text) {
+    timeEl.textContent = text;
+    timeEl.dataset.time = String(t);
+  }
+  const parts = [`tick ${fmtCount(c.tick)}`, c.mode === "realtime" ? `realtime ×${c.speed}` : c.mode];
+  if (c.lag > 0.5) parts.push(`lag ${c.lag.toFixed(1)} s`);
+  parts.push(fmtAbsolute(t));
+  const sub = parts.join(" · ");
+  if ($("clock-sub").textContent !== sub) $("clock-sub").textContent = sub;
+  const hasDuration = c.duration > 0;
+  $("progress").hidden = !hasDuration;
+  if (hasDuration) {
+    const fraction = Math.min(1, Math.max(0, (t - view.startTime) / c.duration));
+    $("progress-bar").style.width = `${(fraction * 100).toFixed(2)}%`;
+    $("progress").title = `${fmtOffset(t - view.startTime, 0)} of ${fmtOffset(c.duration, 0)}`;
+  }
+}
+
+// -- counts and filters ---------------------------------------------------------------------------
+
+const chips = new Map();
+
+function buildChips() {
+  const container = $("type-chips");
+  for (const type of [...EVENT_TYPES, NOTIFICATION]) {
+    const chip = document.createElement("button");
+    chip.type = "button";
+    chip.className = `chip t-${type}`;
+    chip.dataset.type = type;
+    chip.setAttribute("aria-pressed", "true");
+    chip.innerHTML = `<span class="swatch"></span><span class="label"></span><span class="n">0</span>`;
+    chip.querySelector(".label").textContent = type === NOTIFICATION ? "Notifications" : type;
+    chip.title = `Show or hide ${type === NOTIFICATION ? "notifications" : `${type} events`}`;
+    chip.addEventListener("click", () => {
+      const visible = chip.getAttribute("aria-pressed") !== "true";
+      chip.setAttribute("aria-pressed", String(visible));
+      store.setTypeVisible(type, visible);
+      refiltered();
+    });
+    chips.set(type, chip);
+    container.append(chip);
+  }
+  $("app-filter").addEventListener("change", (ev) => {
+    store.setApp(ev.target.value);
+    refiltered();
+  });
+}
+
+function refiltered() {
+  timeline.invalidate();
+  timeline.sync();
+  if (view.selectedSeq !== null) timeline.reveal(view.selectedSeq);
+  renderCounts();
+  frame(); // a user's click: show its effect in the very next paint, not one frame later
+}
+
+function renderCounts() {
+  for (const [type, chip] of chips) {
+    const n = store.typeCounts.get(type) || 0;
+    const text = fmtCount(n);
+    const label = chip.querySelector(".n");
+    if (label.textContent !== text) label.textContent = text;
+    chip.classList.toggle("zero", n === 0);
+  }
+  if (store.newApps) {
+    store.newApps = false;
+    const select = $("app-filter");
+    const current = select.value;
+    const options = [...store.appCounts.keys()].sort().map((app) => new Option(app, app));
+    select.replaceChildren(new Option("All apps", ""), ...options);
+    select.value = current;
+  }
+  const parts = [plural(store.events, "event"), plural(store.notifications, "notification")];
+  if (store.visible.length !== store.rows.length) parts.push(`showing ${fmtCount(store.visible.length)}`);
+  const stats = $("stats");
+  stats.textContent = parts.join(" · ");
+  if (store.failures) {
+    const bad = Object.assign(document.createElement("span"), { className: "bad" });
+    bad.textContent = `${fmtCount(store.failures)} failed`;
+    stats.append(" · ", bad);
+  }
+}
+
+// -- connection ---------------------------------------------------------------------------------
+
+const STATUS_TEXT = {
+  connecting: "connecting…",
+  live: "live",
+  reconnecting: "reconnecting…",
+  ended: "session ended",
+  failed: "disconnected",
+  closed: "not connected",
+};
+
+function renderConnection() {
+  const conn = view.conn;
+  const state = conn ? conn.state : "closed";
+  const detail = view.connDetail || "";
+  const seq = conn && conn.lastSeq ? ` · seq ${fmtCount(conn.lastSeq)}` : "";
+  const text = `${STATUS_TEXT[state] || state}${detail ? ` (${detail})` : ""}${state === "live" ? seq : ""}`;
+  if (text === view.lastStatus) return;
+  const wasLive = $("conn").dataset.state === "live";
+  view.lastStatus = text;
+  $("conn").dataset.state = state;
+  $("conn-label").textContent = text;
+  // Away from a live stream, say so where the user is looking, and hold the controls.
+  const stale = !!view.id && (state === "connecting" || state === "reconnecting" || state === "failed");
+  $("session").classList.toggle("stale", stale && !!view.clock);
+  const banner = $("conn-banner");
+  banner.hidden = !stale || !view.clock;
+  banner.dataset.state = state;
+  if (stale) {
+    const since = conn?.lastSeq ? ` The timeline resumes after item ${fmtCount(conn.lastSeq)}, with nothing missed.` : "";
+    banner.textContent =
+      state === "failed" ? `Disconnected: ${detail}` : `Connection lost, reconnecting${detail ? ` (${detail})` : ""}.${since}`;
+  }
+  if (wasLive !== (state === "live")) controls.render();
+}
+
+/** Roles to try in hello, best first: ?role= if given, else what the token can be. */
+function rolesFor(tokenRole) {
+  if (roleParam) return [roleParam];
+  if (tokenRole === "observer") return ["observer"];
+  return ["controller", "observer"];
+}
+
+function openSession(id) {
+  if (view.conn) view.conn.stop();
+  view.id = id;
+  view.welcomeSeq = 0;
+  view.clock = null;
+  view.shownTime = Number.NaN;
+  view.ended = null;
+  view.pending = [];
+  view.connDetail = "";
+  store.clear();
+  closeDetail();
+  timeline.invalidate();
+  $("ended").hidden = true;
+  $("empty").hidden = true;
+  $("session").hidden = false;
+  $("session-title").textContent = id;
+  $("session-scenario").textContent = "";
+  $("crumb").textContent = id;
+  document.title = `${id} · areasync`;
+  sessions?.setCurrent(id);
+  const url = new URL(location.href);
+  url.searchParams.set("session", id);
+  history.replaceState(null, "", url);
+
+  const wsUrl = new URL(`sessions/${encodeURIComponent(id)}`, base);
+  wsUrl.protocol = wsUrl.protocol === "https:" ? "wss:" : "ws:";
+  const roles = rolesFor(sessions?.access?.role);
+  const conn = new Connection({
+    url: wsUrl.href,
+    token,
+    roles,
+    offline,
+    batch: params.get("batch") !== "0", // ?batch=0: one message per frame (for comparisons)
+    handlers: {
+      status: (state, detail) => {
+        view.connDetail = detail;
+        if (state === "failed") toast($("toasts"), { title: "Disconnected", message: detail, kind: "error" });
+        schedule();
+      },
+      welcome: (w) => {
+        view.welcomeSeq = w.seq;
+        $("session-title").textContent = w.session_id || id;
+        $("session-scenario").textContent = w.scenario_id && w.scenario_id !== w.session_id ? w.scenario_id : "";
+        const role = $("role");
+        role.dataset.role = w.role;
+        role.textContent = w.role === "observer" ? "observer · read-only" : w.role;
+        $("controls").classList.toggle("readonly", w.role === "observer");
+        setClock(w.clock);
+      },
+      reset: () => {
+        view.pending = [];
+        view.ended = null;
+        $("ended").hidden = true;
+        store.clear();
+        closeDetail();
+        timeline.invalidate();
+        toast($("toasts"), { title: "Stream reset", message: "The server restarted the stream; rebuilding." });
+        schedule();
+      },
+      item: (frame) => {
+        view.pending.push(frame);
+        schedule();
+      },
+      error: (frame) => {
+        toast($("toasts"), { title: `Server error: ${frame.code}`, message: frame.message, kind: "error" });
+      },
+    },
+  });
+  view.conn = conn;
+  conn.start();
+  controls.render();
+  schedule();
+}
+
+// -- detail pane ----------------------------------------------------------------------------------
+
+function selectRow(row) {
+  view.selectedSeq = row.seq;
+  timeline.select(row.seq);
+  showDetail({ pane: $("detail"), badge: $("detail-type"), title: $("detail-title"), body: $("detail-body") }, row, view.startTime);
+  frame();
+}
+
+function closeDetail() {
+  view.selectedSeq = null;
+  timeline?.select(null);
+  $("detail").hidden = true;
+  schedule();
+}
+
+// -- start ----------------------------------------------------------------------------------------
+
+const timeline = new Timeline({
+  viewport: $("viewport"),
+  store,
+  onSelect: selectRow,
+  onFollowChange: (follow) => {
+    $("to-latest").hidden = follow;
+  },
+});
+timeline.requestRender = schedule;
+$("to-latest").addEventListener("click", () => {
+  timeline.setFollow(true);
+  schedule();
+});
+$("detail-close").addEventListener("click", closeDetail);
+document.addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape" && !$("detail").hidden && !$("state-dialog").open) closeDetail();
+});
+buildChips();
+// The controls report back through these: a control's result is the clock to show at once.
+const controls = new Controls({
+  view,
+  onClock: setClock,
+  redraw: frame,
+  elapsed: () => currentTime() - view.startTime,
+});
+
+const wanted = params.get("session");
+let sessions = null;
+let autoOpened = !!wanted;
+if (offline) {
+  document.querySelector(".sidebar").hidden = true;
+} else {
+  sessions = new SessionList({
+    list: $("sessions"),
+    note: $("sessions-note"),
+    counter: $("sessions-count"),
+    base,
+    token,
+    onOpen: openSession,
+  });
+  sessions.onChange = (list) => {
+    // The common case, one session (make serve, or a session token): open it without asking.
+    if (!autoOpened && !view.id && list.sessions.length === 1) openSession(list.sessions[0].id);
+    autoOpened = true;
+    const waiting = !!list.sessions.find((s) => s.id === view.id)?.waiting;
+    if (waiting !== !!view.waiting) {
+      view.waiting = waiting;
+      controls.render();
+    }
+  };
+}
+if (!token && !offline) {
+  $("empty-text").textContent = "This page needs a token: open the URL printed by `areasync serve`.";
+}
+if (sessions) {
+  // Open ?session= once the server said what our token is (observer tokens skip controller).
+  sessions.start(2000).then(() => wanted && !view.id && openSession(wanted));
+} else if (wanted) {
+  openSession(wanted);
+}
+
+// A small API for tests and benchmarks (and curious humans in the console).
+window.__areasync = {
+  store,
+  timeline,
+  debug,
+  get conn() {
+    return view.conn;
+  },
+  get clock() {
+    return view.clock;
+  },
+  openSession,
+  rows: () => store.rows.map((r) => ({ seq: r.seq, kind: r.kind, type: r.type, id: r.record.event_id ?? null })),
+  lastSeq: () => view.conn?.lastSeq ?? 0,
+  drop: () => view.conn?.drop(),
+  /** Hand server frames (objects or JSON strings) to the connection as if they came from the socket. */
+  feed: (frames) => {
+    for (const f of frames) view.conn.receive(typeof f === "string" ? JSON.parse(f) : f);
+  },
+  /** Resolves after the next frame that has applied everything received so far. */
+  settled: () =>
+    new Promise((resolve) => {
+      const start = debug.renders;
+      const check = () => {
+        if (view.pending.length || debug.renders === start) requestAnimationFrame(check);
+        else resolve(debug.lastRenderAt);
+      };
+      schedule();
+      requestAnimationFrame(check);
+    }),
+};

@@ -152,19 +152,16 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 
 async def _serve(config: Any, scenarios: list[str]) -> None:
-    import gc
     import signal
 
     from areasync.service import Service
+    from areasync.service.gc_policy import settle as settle_gc
 
     service = Service(config, scenarios)
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with anyio.create_task_group() as tg:
             await tg.start(service.serve)
-            # ARE and the start-up sessions leave ~1M long-lived objects; every full collection
-            # would scan them all (pauses of 50-150 ms seen mid-stream). Freeze them out of it.
-            gc.collect()
-            gc.freeze()
+            settle_gc()
             print(service.banner(), flush=True)
             async for signum in signals:
                 print(

@@ -7,13 +7,30 @@
 
 The call runs synchronously, between ticks, on the caller's thread (the event loop). It is never
 held across an await: ARE's EventRegisterer state is thread-local and shared by all tasks.
+
+This is the hot path of every agent's tool call, so what does not change between calls is worked
+out once per tool (`_Binding`): the signature the arguments are checked against, and whether the
+tool is ARE's plain `AppTool`. For those, `AppTool.__call__` is carried out here step by step
+(random failure injection, the call, the `llm_formatter`) minus its two debug log lines, which
+ARE formats eagerly (`colored(f"...")` and `str(result)`, ~15 us a call) even when nothing logs
+at DEBUG; with the `are.simulation.tool_utils` logger at DEBUG, ARE's own `__call__` runs.
+ARE's `event_registered` wrapper also computes `inspect.signature` of the app's function on every
+call (~10 us); the function's signature never changes, so it is stored on the function as
+`__signature__`, which `inspect.signature` returns as is (its documented protocol): the same
+`Signature`, computed once per process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
+import logging
+import types
+from random import Random
 from typing import Any
 
+from are.simulation import tool_utils
 from are.simulation.tool_utils import AppTool
 
 from areasync.bridge.records import to_plain, tool_info
@@ -42,12 +59,14 @@ class ToolBox:
     def __init__(self, env: Any) -> None:
         self._env = env
         self._tools: dict[str, AppTool] | None = None
+        self._bindings: dict[str, _Binding] = {}
         self._app_count = -1
 
     def _index(self) -> dict[str, AppTool]:
         # Apps can be registered after start (rarely): rebuild when the app set changes.
         if self._tools is None or self._app_count != len(self._env.apps):
             self._tools = {str(t._public_name): t for t in self._env.get_tools()}
+            self._bindings = {}
             self._app_count = len(self._env.apps)
         return self._tools
 
@@ -71,10 +90,13 @@ class ToolBox:
         tool = self.get(name)
         if not isinstance(args, dict):
             raise InvalidArgsError(f"arguments of {name} must be an object of named arguments")
-        _check_binding(name, tool, args)
+        binding = self._bindings.get(name)
+        if binding is None or binding.tool is not tool or binding.function is not tool.function:
+            binding = self._bindings[name] = _Binding(tool)
+        binding.check(name, args)
         before = len(self._env.event_log)
         try:
-            result = tool(**args)
+            result = binding.call(args)
         except TypeError as exc:
             if len(self._env.event_log) == before:
                 # ARE's type_check rejected the arguments before the app ran: nothing happened.
@@ -82,22 +104,73 @@ class ToolBox:
             raise ToolFailedError(f"{name} failed: {exc}") from exc
         except Exception as exc:
             raise ToolFailedError(f"{name} failed: {exc}") from exc
-        return to_plain(result)
+        plain = to_plain(result)
+        if isinstance(result, io.IOBase):
+            # ARE's file tools (`SandboxLocalFileSystem__open`) return an open handle: the caller
+            # gets its repr, and ARE's event log kept it open, one descriptor per call, for the
+            # session's life (an agent could exhaust the server's descriptors).
+            result.close()
+        return plain
 
 
-def _check_binding(name: str, tool: AppTool, args: dict[str, Any]) -> None:
-    function = tool.function
-    if function is None:
-        return
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        return
-    bound_self = () if tool.class_instance is None else (tool.class_instance,)
-    try:
-        signature.bind(*bound_self, **args)
-    except TypeError as exc:
-        expected = ", ".join(a.name for a in tool.args) or "no arguments"
-        raise InvalidArgsError(
-            f"invalid arguments for {name}: {exc}; expected: {expected}"
-        ) from exc
+_tool_logger = logging.getLogger(tool_utils.__name__)
+
+
+def _memoize_signature(function: Any) -> None:
+    """Store the signature of the innermost function behind `function`'s decorators on it, where
+    `inspect.signature` looks first: ARE's wrapper asks for it on every call."""
+    inner = inspect.unwrap(function)
+    if isinstance(inner, types.FunctionType) and getattr(inner, "__signature__", None) is None:
+        inner.__signature__ = inspect.signature(inner)  # type: ignore[attr-defined]
+
+
+class _Binding:
+    """What a tool call needs that does not change between calls: worked out once per tool."""
+
+    __slots__ = ("bound_self", "function", "plain", "signature", "tool")
+
+    def __init__(self, tool: AppTool) -> None:
+        self.tool = tool
+        self.function = tool.function
+        self.signature: inspect.Signature | None = None
+        if self.function is not None:
+            with contextlib.suppress(TypeError, ValueError):  # no signature: ARE's own checks
+                self.signature = inspect.signature(self.function)
+                _memoize_signature(self.function)
+        self.bound_self: tuple[Any, ...] = (
+            () if tool.class_instance is None else (tool.class_instance,)
+        )
+        # A subclass may do more in __call__: leave those to ARE.
+        self.plain = type(tool).__call__ is AppTool.__call__
+
+    def check(self, name: str, args: dict[str, Any]) -> None:
+        """Raise InvalidArgsError, touching nothing, if `args` do not bind to the function."""
+        if self.signature is None:
+            return
+        try:
+            self.signature.bind(*self.bound_self, **args)
+        except TypeError as exc:
+            expected = ", ".join(a.name for a in self.tool.args) or "no arguments"
+            raise InvalidArgsError(
+                f"invalid arguments for {name}: {exc}; expected: {expected}"
+            ) from exc
+
+    def call(self, args: dict[str, Any]) -> Any:
+        """`tool(**args)`, as ARE's `AppTool.__call__` (ARE 1.2.0) does it."""
+        tool = self.tool
+        function = tool.function
+        if not self.plain or function is None or _tool_logger.isEnabledFor(logging.DEBUG):
+            return tool(**args)
+        if tool.failure_probability is not None:
+            if tool.rng is None:
+                tool.rng = Random(tool.seed)
+            if tool.rng.random() < tool.failure_probability:
+                raise Exception(tool.failure_message_template.format(name=tool.name))
+        if tool.class_instance is not None:
+            result = function(tool.class_instance, **args)
+        else:
+            result = function(**args)
+        formatter = getattr(function, "llm_formatter", None)
+        if formatter is not None:
+            result = formatter(result)
+        return result

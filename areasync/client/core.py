@@ -54,6 +54,7 @@ from areasync.client.errors import (
     from_frame,
 )
 from areasync.protocol import (
+    Batch,
     CallTool,
     ClientFrame,
     ClockItem,
@@ -118,6 +119,10 @@ class _Fatal(Exception):
         self.error = error
 
 
+class _BatchRefused(Exception):
+    """The server rejected `hello.batch` (one older than the field): ask again without it."""
+
+
 class _Gap(Exception):
     """The server skipped seqs: the connection is not trustworthy, resume from the last one."""
 
@@ -132,6 +137,7 @@ class _Link:
     closed: anyio.Event
     close_code: int | None = None
     close_reason: str = ""
+    received: int = 0  # messages read after the welcome
 
 
 @dataclass(eq=False)
@@ -200,6 +206,7 @@ def connect(
     backoff_initial: float = 0.05,
     backoff_max: float = 2.0,
     open_timeout: float | None = 10.0,
+    batch: bool = True,
     ws_options: Mapping[str, Any] | None = None,
 ) -> Connect:
     """Connect to a session: ``async with connect(url, role=..., token=...) as client``.
@@ -216,6 +223,10 @@ def connect(
     - ``since``: replay the stream from this seq (0: from the start); by default the client
       follows the stream from the moment it attaches.
     - ``open_timeout``: wall seconds for the WebSocket handshake plus hello/welcome.
+    - ``batch``: ask the server to send frames that are ready together as one ``batch`` message
+      (``hello.batch``): one message to parse per burst of stream items, and a tool call's
+      event and result together. What the client hands you is the same either way. A server
+      older than the field refuses it; the client then asks again without it, at once.
     - ``ws_options``: extra keyword arguments for ``websockets.asyncio.client.connect``.
 
     Also usable without ``async with``: ``client = await connect(...)``, then
@@ -233,6 +244,7 @@ def connect(
             backoff_initial=backoff_initial,
             backoff_max=backoff_max,
             open_timeout=open_timeout,
+            batch=batch,
             ws_options=dict(ws_options or {}),
         )
     )
@@ -292,6 +304,7 @@ class Client:
         backoff_max: float,
         open_timeout: float | None,
         ws_options: dict[str, Any],
+        batch: bool = True,
     ) -> None:
         if since is not None and since < 0:
             raise ValueError(f"since must be a seq >= 0 (0: the whole stream), got {since}")
@@ -303,6 +316,11 @@ class Client:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.open_timeout = open_timeout
+        self.batch = batch
+        # After a connection that broke before any message got through (a link cut again and
+        # again within one batch's worth of bytes), the next one asks for single frames, which
+        # make progress frame by frame; batches resume on the one after.
+        self._batch_next = batch
         self._token = token
         self._since = since
         self._ws_options = {"max_size": 64 * 2**20, **ws_options}
@@ -734,6 +752,12 @@ class Client:
                 raise _Fatal(AreasyncError(f"invalid URL {self.url!r}: {exc}")) from exc
             try:
                 welcome = await self._hello(ws)
+            except _BatchRefused:
+                # A server older than hello.batch: single frames from now on, straight away.
+                self.batch = self._batch_next = False
+                with anyio.move_on_after(1, shield=True):
+                    await ws.close()
+                return await self._connect_once()
             except BaseException:
                 with anyio.move_on_after(1, shield=True):
                     await ws.close()
@@ -751,7 +775,14 @@ class Client:
             since, epoch = self._since, None
         else:
             since, epoch = self._gen.last_seq, self._epoch
-        hello = Hello(id=0, role=self.role, token=self._token, since=since, epoch=epoch)
+        hello = Hello(
+            id=0,
+            role=self.role,
+            token=self._token,
+            since=since,
+            epoch=epoch,
+            batch=self._batch_next,
+        )
         await ws.send(encode_client_frame(hello, self.encoding))
         while True:
             try:
@@ -774,6 +805,12 @@ class Client:
                 error = from_frame(frame)
                 if error.error_code in _RETRYABLE_HELLO_ERRORS:
                     raise error
+                if (
+                    hello.batch
+                    and error.error_code is ErrorCode.INVALID_FIELD
+                    and "batch" in error.message
+                ):
+                    raise _BatchRefused(error.message)
                 if error.error_code is ErrorCode.REPLAY_UNAVAILABLE and self._gen is not None:
                     # Our position is ahead of the server's stream: it is not the stream we
                     # followed. End this generation and start over without `since`.
@@ -840,8 +877,12 @@ class Client:
     async def _read(self, link: _Link) -> None:
         try:
             async for data in link.ws:
+                link.received += 1
                 frame = _decode(data)
-                if frame is not None:
+                if type(frame) is Batch:
+                    for each in frame.frames:
+                        self._dispatch(each)
+                elif frame is not None:
                     self._dispatch(frame)
         except ConnectionClosed:
             pass
@@ -850,6 +891,7 @@ class Client:
             with anyio.move_on_after(1, shield=True):
                 await link.ws.close(1002, "seq gap")
         finally:
+            self._batch_next = self.batch and link.received > 0
             link.close_code, link.close_reason = link.ws.close_code, link.ws.close_reason or ""
             link.closed.set()
             # Wake requests sent on this connection: their replies can no longer come.

@@ -33,6 +33,7 @@ from areasync.protocol.codec import (
     decode_client_frame,
     decode_server_frame,
     encode_client_frame,
+    encode_server_bytes,
     encode_server_frame,
     encoding_of,
 )
@@ -41,6 +42,8 @@ from areasync.protocol.frames import (
     CLIENT_FRAME_TYPES,
     PROTOCOL,
     SERVER_FRAME_TYPES,
+    Batch,
+    BatchedFrame,
     CallTool,
     ClientFrame,
     ClockItem,
@@ -83,6 +86,8 @@ __all__ = [
     "CLIENT_FRAME_TYPES",
     "PROTOCOL",
     "SERVER_FRAME_TYPES",
+    "Batch",
+    "BatchedFrame",
     "CallTool",
     "ClientFrame",
     "ClockItem",
@@ -125,6 +130,7 @@ __all__ = [
     "decode_client_frame",
     "decode_server_frame",
     "encode_client_frame",
+    "encode_server_bytes",
     "encode_server_frame",
     "encoding_of",
 ]

@@ -26,17 +26,22 @@ from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import (
     CLIENT_FRAME_TYPES,
     SERVER_FRAME_TYPES,
+    Batch,
+    BatchedFrame,
     ClientFrame,
     RequestId,
     ServerFrame,
+    Welcome,
 )
 
 __all__ = [
     "EncodedFrame",
     "Encoding",
+    "batch_parts",
     "decode_client_frame",
     "decode_server_frame",
     "encode_client_frame",
+    "encode_server_bytes",
     "encode_server_frame",
     "encoding_of",
 ]
@@ -132,6 +137,10 @@ def decode_server_frame(data: WireData, encoding: Encoding | None = None) -> Ser
         error, tag = _explain_invalid(exc, data, encoding, SERVER_FRAME_TYPES, "server")
         if error.code is ErrorCode.UNKNOWN_TYPE and tag is not None:
             return None  # a newer server's frame type: ignore it, as the protocol requires
+        if tag == "batch":
+            batch = _decode_batch_leniently(data, encoding)
+            if batch is not None:
+                return batch
         raise error from None
     except _INPUT_ERRORS as exc:
         raise _undecodable(exc, encoding) from None
@@ -160,6 +169,45 @@ def encode_server_frame(frame: ServerFrame, encoding: Encoding) -> str | bytes:
         return _msgpack_encode(frame)
     except Exception as exc:
         raise _unencodable(frame, encoding, exc) from exc
+
+
+def encode_server_bytes(frame: ServerFrame, encoding: Encoding) -> bytes:
+    """As :func:`encode_server_frame`, but JSON too as bytes (UTF-8): the payload as it goes on
+    the wire, without a detour through ``str``."""
+    try:
+        if encoding is _JSON:
+            return _json_encode(frame)
+        return _msgpack_encode(frame)
+    except Exception as exc:
+        raise _unencodable(frame, encoding, exc) from exc
+
+
+# A batch is the map {"type": "batch", "frames": [...]}; its frames are already-encoded frames,
+# spliced in as they are (each stream item is encoded once, whoever it is sent to).
+_JSON_BATCH_HEAD: Final = b'{"type":"batch","frames":['
+_JSON_BATCH_TAIL: Final = b"]}"
+_MSGPACK_BATCH_HEAD: Final = _msgpack_encode({"type": "batch", "frames": []})[:-1]
+
+
+def batch_parts(payloads: list[bytes | memoryview], encoding: Encoding) -> list[Any]:
+    """The pieces whose concatenation is the ``batch`` frame carrying ``payloads`` (each an
+    encoded server frame, in ``encoding``): join them, or hand them to a socket as they are."""
+    if encoding is _JSON:
+        parts: list[Any] = [_JSON_BATCH_HEAD]
+        for index, payload in enumerate(payloads):
+            if index:
+                parts.append(b",")
+            parts.append(payload)
+        parts.append(_JSON_BATCH_TAIL)
+        return parts
+    count = len(payloads)
+    if count < 16:
+        header = bytes((0x90 | count,))  # fixarray
+    elif count < 0x10000:
+        header = b"\xdc" + count.to_bytes(2, "big")  # array 16
+    else:
+        header = b"\xdd" + count.to_bytes(4, "big")  # array 32
+    return [_MSGPACK_BATCH_HEAD, header, *payloads]
 
 
 @overload
@@ -220,6 +268,35 @@ class EncodedFrame:
 
 
 # -- explaining failures (cold path) ---------------------------------------------------------
+
+
+_NOT_BATCHED: Final = (Welcome, Batch)
+
+
+class _RawBatch(msgspec.Struct, tag_field="type", tag="batch"):
+    frames: list[msgspec.Raw]
+
+
+def _decode_batch_leniently(data: WireData, encoding: Encoding) -> Batch | None:
+    """A batch holding a frame type this client does not know (from a newer server): the frames
+    it knows, each decoded alone, the unknown ones left out as they would be outside a batch.
+    None if the batch is invalid for another reason."""
+    try:
+        if encoding is _JSON:
+            raw: _RawBatch = msgspec.json.decode(data, type=_RawBatch)
+        else:
+            raw = msgspec.msgpack.decode(data, type=_RawBatch)  # type: ignore[arg-type]
+    except Exception:
+        return None
+    frames: list[BatchedFrame] = []
+    for item in raw.frames:
+        try:
+            frame = decode_server_frame(bytes(item), encoding)
+        except ProtocolError:
+            return None
+        if frame is not None and not isinstance(frame, _NOT_BATCHED):
+            frames.append(frame)
+    return Batch(frames=frames)
 
 
 def _envelope(data: WireData, encoding: Encoding) -> _Envelope | None:

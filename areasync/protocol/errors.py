@@ -42,7 +42,12 @@ code  name               meaning; reconnect
 1000  NORMAL             the session ended (after its ``ended`` item) or the client left;
                          no need to reconnect
 1001  GOING_AWAY         the server is shutting down; reconnect later with ``since``
-1011  INTERNAL_ERROR     a bug in areasync; reconnect with ``since``
+1007  INVALID_DATA       (WebSocket layer) a text frame that is not UTF-8; send UTF-8 text
+                         or msgpack in binary frames, then reconnect
+1009  MESSAGE_TOO_BIG    (WebSocket layer) a frame above twice ``max_frame_bytes`` was
+                         refused unread; send smaller frames
+1011  INTERNAL_ERROR     a bug in areasync, or (WebSocket layer) the client did not answer
+                         keepalive pings in time; reconnect with ``since``
 4000  BAD_HELLO          the first frame was not a valid ``hello``; fix it and reconnect
 4001  UNAUTHORIZED       token missing or wrong for the role; reconnect with a valid token
 4004  SESSION_NOT_FOUND  no session at this URL; do not reconnect to it
@@ -101,6 +106,8 @@ class CloseCode(enum.IntEnum):
 
     NORMAL = 1000
     GOING_AWAY = 1001
+    INVALID_DATA = 1007
+    MESSAGE_TOO_BIG = 1009
     INTERNAL_ERROR = 1011
     BAD_HELLO = 4000
     UNAUTHORIZED = 4001

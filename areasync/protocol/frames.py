@@ -14,6 +14,12 @@ Stream items (``event``, ``notification``, ``clock``, ``ended``) carry the sessi
 1, 2, 3, ... contiguous per session, the same for every subscriber, and the key for replay
 (``hello.since``). ``clock`` nests a :class:`ClockState` (rather than flattening its fields) so
 that ``welcome.clock`` and ``clock.clock`` are the same record and grow together.
+
+A client that says ``hello{batch: true}`` receives frames that are ready at the same moment
+(a burst of stream items, a tool call's event and its result) as one ``batch`` message, in
+order; it handles each as if it had arrived alone. The server never waits to fill a batch, so
+batching changes how many messages a client parses, never when a frame leaves. Clients that
+do not ask (the default) never receive one.
 """
 
 from __future__ import annotations
@@ -93,7 +99,9 @@ class _ClientFrame(msgspec.Struct, tag_field="type", forbid_unknown_fields=True,
     id: RequestId
 
 
-class Hello(_ClientFrame, tag="hello", kw_only=True):
+# Fields left at their default are not encoded (omit_defaults): a client that does not ask for
+# `batch` sends the same hello as before the field existed, so it works with older servers too.
+class Hello(_ClientFrame, tag="hello", kw_only=True, omit_defaults=True):
     """First frame on every connection: authenticate a role, optionally resume after `since`."""
 
     role: Role
@@ -106,6 +114,15 @@ class Hello(_ClientFrame, tag="hello", kw_only=True):
         str | None,
         Meta(description="The welcome.epoch `since` belongs to; if it is unknown: replay=reset."),
     ] = None
+    batch: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Receive frames that are ready together as one `batch` message (fewer messages "
+                "to parse: for busy streams). Off by default: each frame is its own message."
+            )
+        ),
+    ] = False
 
 
 class ListTools(_ClientFrame, tag="list_tools", kw_only=True):
@@ -348,8 +365,28 @@ class Pong(_ServerFrame, tag="pong", kw_only=True):
 StreamItem: TypeAlias = EventItem | NotificationItem | ClockItem | EndedItem
 """A frame of a session's stream: numbered by ``seq``, kept for replay, fanned out as is."""
 
+BatchedFrame: TypeAlias = (
+    Result | Error | EventItem | NotificationItem | ClockItem | EndedItem | Pong
+)
+"""A frame that may travel inside a ``batch``: every server frame but ``welcome`` and ``batch``."""
+
+
+class Batch(_ServerFrame, tag="batch", kw_only=True):
+    """Frames that were ready together, in order, in one message (only if hello.batch)."""
+
+    frames: Annotated[
+        list[BatchedFrame],
+        Meta(
+            description=(
+                "Handle each as if it had arrived alone, in this order. Never a welcome (it "
+                "always comes alone, first), never a batch."
+            )
+        ),
+    ]
+
+
 ServerFrame: TypeAlias = (
-    Welcome | Result | Error | EventItem | NotificationItem | ClockItem | EndedItem | Pong
+    Welcome | Result | Error | EventItem | NotificationItem | ClockItem | EndedItem | Pong | Batch
 )
 """Any frame the server may send."""
 

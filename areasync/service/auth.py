@@ -23,9 +23,16 @@ SESSION_ROLES: tuple[Role, ...] = (Role.AGENT, Role.USER, Role.OBSERVER, Role.CO
 TOKEN_BYTES = 18  # 24 URL-safe characters, 144 bits
 
 
-def new_token() -> str:
-    """A fresh random token, URL-safe (it travels in `?token=` query strings)."""
-    return secrets.token_urlsafe(TOKEN_BYTES)
+def new_token(nbytes: int = TOKEN_BYTES) -> str:
+    """A fresh random token, URL-safe (it travels in `?token=` query strings).
+
+    Never starting with "-": a token is passed on command lines (`--token T`), where argparse
+    takes "-x..." for an option and refuses it (one token in 64 would start so).
+    """
+    while True:
+        token = secrets.token_urlsafe(nbytes)
+        if not token.startswith("-"):
+            return token
 
 
 def _same(candidate: bytes, token: str) -> bool:

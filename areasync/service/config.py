@@ -40,6 +40,9 @@ class ServiceConfig:
     # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
     # reads at most twice this much before refusing outright (1009, message too big).
     max_frame_bytes: int = 16 * 1024 * 1024
+    # An inline scenario (`create_session.scenario_json`) above this many bytes of JSON text
+    # gets `too_large` before it is parsed; the connection stays open.
+    max_scenario_bytes: int = 8 * 1024 * 1024
     # Requests per connection: a token bucket refilled at `rate` per second, holding `burst`.
     # A request finding it empty is answered `rate_limited` and dropped; after `burst` such
     # answers in a row the connection is closed with 4029.
@@ -78,6 +81,7 @@ class ServiceConfig:
             "max_connections",
             "max_connections_per_session",
             "max_frame_bytes",
+            "max_scenario_bytes",
             "burst",
             "max_lag",
             "max_pending_replies",

@@ -11,7 +11,9 @@ A connection runs three tasks in an anyio task group:
   when it was made (the AGENT event of a tool call reaches the agent before its result). While
   the socket keeps up, the writing is done synchronously by `flush` (called by the hub after
   appends and after each reply: no task switch per frame); the writer task only takes over
-  when the socket is behind, and waits for it to drain;
+  when the socket is behind, and waits for it to drain. Whatever is due goes out in one write;
+  to a client that said `hello{batch: true}` it goes as one `batch` message (the welcome
+  always alone, first), so the client parses one message where it would parse many;
 - the *closer* waits for a reason to close (slow consumer, too large, rate limit, shutdown,
   session discarded) and closes the socket with the documented code, aborting the TCP
   connection if the peer does not finish the closing handshake in time. A peer that never
@@ -40,7 +42,12 @@ from websockets.protocol import State
 from areasync.bridge.scenarios import ScenarioError, registered_ids
 from areasync.bridge.tools import InvalidArgsError, ToolFailedError, UnknownToolError
 from areasync.loop.clock import ClockMode
-from areasync.protocol.codec import Encoding, decode_client_frame, encode_server_frame
+from areasync.protocol.codec import (
+    Encoding,
+    decode_client_frame,
+    encode_server_bytes,
+    encode_server_frame,
+)
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import (
     CallTool,
@@ -70,7 +77,7 @@ from areasync.protocol.frames import (
     Welcome,
 )
 from areasync.service import roles
-from areasync.service.hub import ws_frame
+from areasync.service.hub import BATCH_BYTES, WRITE_BYTES, close_group, ws_header
 from areasync.service.limits import TokenBucket
 from areasync.service.session import Session, SessionRegistry
 from areasync.simulation import WAIT_TOOL, Simulation, SimulationError
@@ -78,9 +85,6 @@ from areasync.simulation import WAIT_TOOL, Simulation, SimulationError
 logger = logging.getLogger("areasync.service")
 
 _Handler = Callable[[Any], Awaitable[Any]]
-
-# The writer hands the socket at most about this much at once (then waits for the buffer).
-_BATCH_BYTES = 256 * 1024
 
 # A close reason is at most 123 bytes of UTF-8 (RFC 6455: 125-byte control frame payload).
 _MAX_REASON = 123
@@ -112,13 +116,18 @@ class Connection:
         self.holder = f"agent:{self.id}"  # its fast-mode lease, when it is an agent
         self.session: Session | None = None
         self.role: Role | None = None
+        self._allowed: frozenset[type[Any]] = frozenset()  # what the role may send (roles.py)
         self.encoding = Encoding.JSON
+        self._text = True  # JSON: text frames
+        self.batch = False  # hello.batch: frames due together go as one `batch` message
+        self.wants_items = False  # an agent: the hub tells it of each item (see on_item)
         # Stream cursor (see hub.py): the last seq handed to the socket, and the stream's seq
         # when this connection attached (replayed items before it do not count as lag).
         self.position = 0
         self.live_from = 0
-        # Replies not yet written, each with the stream seq it must follow.
-        self._replies: collections.deque[tuple[int, bytes]] = collections.deque()
+        # Replies not yet written: the stream seq each must follow, its encoded payload, and
+        # whether it must go as a message of its own (the welcome).
+        self._replies: collections.deque[tuple[int, bytes, bool]] = collections.deque()
         self._reply_bytes = 0
         self._wake = anyio.Event()
         self._drained = anyio.Event()
@@ -237,6 +246,7 @@ class Connection:
             return False
         self.metrics.frames_received += 1
         self.encoding = Encoding.JSON if isinstance(data, str) else Encoding.MSGPACK
+        self._text = self.encoding is Encoding.JSON
         if len(data) > self.config.max_frame_bytes:
             await self._refuse(self._too_large(len(data)), CloseCode.TOO_LARGE)
             return False
@@ -301,6 +311,9 @@ class Connection:
             replay, start = Replay.FULL, frame.since
         self.session = session
         self.role = frame.role
+        self._allowed = roles.ALLOWED[frame.role]
+        self.batch = frame.batch
+        self.wants_items = frame.role is Role.AGENT
         self.position = start
         self.live_from = seq
         welcome = Welcome(
@@ -313,7 +326,7 @@ class Connection:
             clock=session.sim.clock_state(),
             replay=replay,
         )
-        self._queue(welcome, after=start)
+        self._queue(welcome, after=start, alone=True)
         session.attach(self)
         return True
 
@@ -399,7 +412,7 @@ class Connection:
                 "this connection already said hello; send hello only once, as the first frame "
                 "(open a new connection to change role)",
             )
-        if not roles.allowed(role, kind):
+        if kind not in self._allowed:
             raise ProtocolError(
                 ErrorCode.FORBIDDEN,
                 f"role {role.value!r} may not send `{_tag(frame)}` (it may send: "
@@ -485,12 +498,21 @@ class Connection:
             assert self._task_group is not None
             self._task_group.start_soon(self._wait_for_notification, frame)
             return _NO_REPLY
+        sim = self._sim
         started = time.perf_counter()
         try:
-            return await self._sim.call_tool(frame.tool, frame.args)
-        finally:
+            value = await sim.call_tool(frame.tool, frame.args)
+        except BaseException:
             self.metrics.tool_call_seconds.observe(time.perf_counter() - started)
-            self.take_turn()  # its result (or error) is the agent's next turn
+            self.take_turn()  # its error is the agent's next turn
+            raise
+        elapsed = time.perf_counter() - started
+        # The event, then the result: written now, the bookkeeping after (nothing awaits in
+        # between, so time cannot move before the agent's turn is taken).
+        self._queue(Result(id=frame.id, value=value))
+        self.metrics.tool_call_seconds.observe(elapsed)
+        self.take_turn()  # its result is the agent's next turn
+        return _NO_REPLY
 
     async def _wait_for_notification(self, frame: CallTool) -> None:
         holder = self.holder if self.role is Role.AGENT else None
@@ -584,23 +606,22 @@ class Connection:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def _queue(self, frame: ServerFrame, *, after: int | None = None) -> None:
-        """Queue a reply; it is written after every stream item up to `after` (default: now)."""
+    def _queue(self, frame: ServerFrame, *, after: int | None = None, alone: bool = False) -> None:
+        """Queue a reply; it is written after every stream item up to `after` (default: now).
+
+        `alone`: never inside a `batch` (the welcome: clients read it as the first message).
+        """
         session = self.session
         assert session is not None
         try:
-            data = encode_server_frame(frame, self.encoding)
+            data = encode_server_bytes(frame, self.encoding)
         except ProtocolError as exc:  # a value that cannot be encoded: answer with the error
             frame = exc.to_frame(getattr(frame, "id", None))
-            data = encode_server_frame(frame, self.encoding)
-        if isinstance(frame, Error):
+            data = encode_server_bytes(frame, self.encoding)
+        if type(frame) is Error:
             self.metrics.errors[frame.code] += 1
-        if isinstance(data, str):
-            framed = ws_frame(data.encode(), text=True)
-        else:
-            framed = ws_frame(data, text=False)
-        self._replies.append((session.hub.seq if after is None else after, framed))
-        self._reply_bytes += len(framed)
+        self._replies.append((len(session.hub.frames) if after is None else after, data, alone))
+        self._reply_bytes += len(data)
         self.flush()
         config = self.config
         if (
@@ -643,41 +664,83 @@ class Connection:
             self._wake.set()
 
     def _write_some(self) -> None:
-        """Write pending frames, in order, in one write of at most about _BATCH_BYTES.
+        """Write what is due, in order, in one write of at most about WRITE_BYTES.
 
         The order: a reply goes out once every stream item that existed when it was made has
         gone out (the AGENT event of a tool call precedes its result); stream items otherwise.
+        Everything is complete WebSocket messages (hub.py): websockets' own keepalive and close
+        frames interleave with them whole.
         """
-        assert self.session is not None
-        frames = self.session.hub.frames
+        session = self.session
+        assert session is not None
+        hub = session.hub
         replies = self._replies
-        text = self.encoding is Encoding.JSON
         position = self.position
-        batch: list[bytes] = []
+        seq = len(hub.frames)
+        if not replies:
+            # The common case (every observer, always): stream items only, and subscribers at
+            # the same position are handed the same bytes.
+            if position < seq:
+                end, _, data = hub.wire_run(
+                    position, seq, text=self._text, batch=self.batch, budget=WRITE_BYTES
+                )
+                self.position = end
+                self.ws.transport.write(data)
+                self.metrics.frames_sent += end - position
+            return
+        frames = hub.frames
+        text = self._text
+        batch = self.batch
+        out: list[bytes | memoryview] = []  # pieces of whole messages, in order
+        group: list[bytes | memoryview] = []  # payloads of the batch being gathered
+        group_size = 0
         size = 0
-        while size < _BATCH_BYTES:
+        sent = 0
+        while True:
             if replies and replies[0][0] <= position:
-                data = replies.popleft()[1]
-                self._reply_bytes -= len(data)
-                batch.append(data)
-                size += len(data)
-                continue
-            stop = min(len(frames), replies[0][0]) if replies else len(frames)
-            if position >= stop:
-                break
-            for wire in frames[position:stop]:
-                data = wire.text_frame if text else wire.binary_frame
-                batch.append(data)
-                size += len(data)
-                position += 1
-                if size >= _BATCH_BYTES:
+                payload: bytes | memoryview = replies[0][1]
+                if sent and size + len(payload) > WRITE_BYTES:
                     break
+                alone = replies.popleft()[2]
+                self._reply_bytes -= len(payload)
+            else:
+                stop = min(seq, replies[0][0]) if replies else seq
+                if position >= stop:
+                    break
+                wire = frames[position]
+                payload = wire.text_frame if text else wire.binary_frame
+                if sent and size + len(payload) > WRITE_BYTES:
+                    break
+                position += 1
+                alone = False
+                if not batch:
+                    size += len(payload)
+                    sent += 1
+                    out.append(payload)  # a whole frame already
+                    continue
+                payload = wire.payload(text)
+            size += len(payload)
+            sent += 1
+            if batch and not alone:
+                if group and group_size + len(payload) > BATCH_BYTES:
+                    close_group(out, group, text=text)
+                    group = []
+                    group_size = 0
+                group.append(payload)
+                group_size += len(payload)
+                continue
+            if group:
+                close_group(out, group, text=text)
+                group = []
+                group_size = 0
+            out.append(ws_header(len(payload), text=text))
+            out.append(payload)
+        if group:
+            close_group(out, group, text=text)
         self.position = position
-        if batch:
-            # Complete WebSocket frames already (hub.py): one system call for all of them.
-            # websockets' own keepalive and close frames interleave with these whole.
-            self.ws.transport.write(b"".join(batch))
-            self.metrics.frames_sent += len(batch)
+        if out:
+            self.ws.transport.write(b"".join(out))
+            self.metrics.frames_sent += sent
 
     async def _write_loop(self) -> None:
         """Write whatever `flush` left: when the socket is behind, wait for it, then go on."""
@@ -697,7 +760,10 @@ class Connection:
                     if ws.protocol.state is not State.OPEN:
                         return  # closing or closed: the reader and closer take it from here
                     self._write_some()
-            except ConnectionClosed:
+            except (ConnectionClosed, ConnectionError):
+                # A peer that resets the TCP connection makes `drain` raise the transport's
+                # ConnectionResetError (not websockets' ConnectionClosed): the reader sees the
+                # close and ends the connection; the writer just stops.
                 pass
             finally:
                 self._writer_done = True

@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 from are.simulation.scenarios.scenario import Scenario
 
-from areasync.bridge.scenarios import ScenarioError
+from areasync.bridge.scenarios import ScenarioError, release
 from areasync.loop.clock import ClockMode
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import Mode, Role
@@ -277,6 +277,15 @@ class SessionRegistry:
                 f"the server already runs {live} live sessions, its limit (max_sessions); "
                 "stop one with stop_session, or retry after one ends",
             )
+        if isinstance(source, str) and source.lstrip().startswith("{"):
+            size = len(source.encode(errors="surrogatepass"))
+            if size > self.config.max_scenario_bytes:
+                raise ProtocolError(
+                    ErrorCode.TOO_LARGE,
+                    f"the scenario is {size} bytes of JSON, above the server's "
+                    f"{self.config.max_scenario_bytes}-byte limit (max_scenario_bytes); nothing "
+                    "was loaded",
+                )
         oracle = self.config.oracle if oracle is None else oracle
         try:
             sim = Simulation.load(
@@ -291,6 +300,16 @@ class SessionRegistry:
             raise ProtocolError(
                 ErrorCode.INVALID_FIELD,
                 f"cannot create a session: {exc}",
+            ) from exc
+        except Exception as exc:
+            # Whatever else ARE raises while building an untrusted scenario (an assertion on
+            # its time increment, an overflow on its start time...) is the scenario's fault,
+            # not a server bug: refuse it as data, with the cause.
+            logger.info("create_session refused a scenario", exc_info=True)
+            raise ProtocolError(
+                ErrorCode.INVALID_FIELD,
+                f"cannot create a session: the scenario failed to load "
+                f"({type(exc).__name__}: {exc})",
             ) from exc
         wanted = session_id or session_id_for(source, sim.scenario)
         sid = self._unique(wanted)
@@ -352,6 +371,9 @@ class SessionRegistry:
         if session is None:
             return
         self.tokens.forget(session_id)
+        if session.ended:
+            # Whatever ARE left pointing at its apps must not keep its environment alive.
+            release(session.sim.scenario)
         for connection in list(session.connections):
             connection.request_close(
                 CloseCode.NORMAL,

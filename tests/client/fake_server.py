@@ -70,6 +70,7 @@ class FakeServer:
         self.received: list[ClientFrame] = []
         self.skip_seqs: set[int] = set()  # never sent live (to provoke a gap)
         self.before_welcome: Callable[[Hello], Awaitable[None]] | None = None
+        self.knows_batch = True  # False: refuse hello.batch, as a server older than the field
         self._server: Server | None = None
         self.port = 0
 
@@ -123,6 +124,15 @@ class FakeServer:
         self.hellos.append(hello)
         if self.before_welcome is not None:
             await self.before_welcome(hello)
+        if hello.batch and not self.knows_batch:
+            error = ProtocolError(
+                ErrorCode.INVALID_FIELD,
+                "invalid `hello` frame: Object contains unknown field `batch` - at `$`",
+                id=hello.id,
+            )
+            await ws.send(encode_server_frame(error.to_frame(), encoding))
+            await ws.close(4000, "bad hello")
+            return
         if hello.token != TOKEN:
             error = ProtocolError(ErrorCode.UNAUTHORIZED, "wrong token", id=hello.id)
             await ws.send(encode_server_frame(error.to_frame(), encoding))

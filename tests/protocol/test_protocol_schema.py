@@ -102,6 +102,7 @@ def test_raw_client_builds_every_client_frame_from_the_schema(tag: str, full: bo
 def server_examples() -> list[Any]:
     """One realistic frame of every server type, as the server encodes them (server's side)."""
     from areasync.protocol import (
+        Batch,
         ClockItem,
         ClockState,
         EndedItem,
@@ -152,6 +153,7 @@ def server_examples() -> list[Any]:
         ClockItem(seq=3, clock=clock),
         EndedItem(seq=4, state="stopped", validation={"success": True}),
         Pong(id=5),
+        Batch(frames=[EventItem(seq=5, event=event), Result(id=6, value="email-8")]),
     ]
 
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,6 +196,7 @@ def areasync_server_options(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 def _service_config(options: dict[str, Any], trace_dir: Path) -> tuple[Any, list[Any]]:
     from areasync.service import ServiceConfig
+    from areasync.service.auth import new_token
 
     options = dict(options)
     scenario = options.pop("scenario", None)
@@ -211,7 +211,7 @@ def _service_config(options: dict[str, Any], trace_dir: Path) -> tuple[Any, list
     ]
     fields: dict[str, Any] = {
         "port": 0,
-        "admin_token": options.pop("token", None) or secrets.token_urlsafe(16),
+        "admin_token": options.pop("token", None) or new_token(16),
         "trace_dir": trace_dir,
         "close_timeout": 2.0,
         "shutdown_grace": 1.0,

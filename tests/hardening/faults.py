@@ -1,0 +1,78 @@
+"""Catch what a server must never do under hostile input: log an error or lose a task's exception.
+
+Also `eventually`, for waiting on server-side bookkeeping without a wall-clock assertion.
+
+`watch_faults()` collects, while it is active, every log record at ERROR or above from any
+logger (areasync's own, websockets' "connection handler failed", asyncio's "Task exception was
+never retrieved") and every context handed to the event loop's exception handler. A hardening
+test runs its whole scenario inside it and asserts `faults.problems == []` at the end: a server
+that answered every bad frame correctly but logged a traceback on the way has still failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+
+class _Collector(logging.Handler):
+    def __init__(self, sink: list[str]) -> None:
+        super().__init__(level=logging.ERROR)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = f"{record.levelname} {record.name}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text += f" [{type(error).__name__}: {error}]"
+        self.sink.append(text)
+
+
+@dataclass
+class Faults:
+    """Error log records and loop exception contexts seen while watching."""
+
+    problems: list[str] = field(default_factory=list)
+
+    def on_loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = context.get("exception")
+        detail = f" [{type(error).__name__}: {error}]" if error is not None else ""
+        self.problems.append(f"loop exception: {context.get('message')}{detail}")
+
+
+@contextmanager
+def watch_faults(loop: asyncio.AbstractEventLoop | None = None) -> Iterator[Faults]:
+    """Collect server faults (see the module docstring) until the block exits."""
+    faults = Faults()
+    handler = _Collector(faults.problems)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    loop = loop or asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(faults.on_loop_exception)
+    try:
+        yield faults
+        gc.collect()  # "Task exception was never retrieved" is reported when a task is freed
+    finally:
+        loop.set_exception_handler(previous)
+        root.removeHandler(handler)
+
+
+async def eventually(condition: Callable[[], bool], limit: float = 10.0) -> None:
+    """Wait until `condition()` holds (checked every 10 ms); fail after `limit` wall seconds.
+
+    For server-side bookkeeping that has no event to wait on (a connection leaving the
+    registry once its close handshake or abort is done).
+    """
+    with anyio.fail_after(limit):
+        while True:
+            if condition():
+                return
+            await anyio.sleep(0.01)

@@ -9,6 +9,8 @@ observer (msgpack, reads everything at once), run twice in one process:
   `--never-reading` clients that say hello and never read a byte, `--mid-frame` clients that
   also stop in the middle of a frame, and `--slow` readers that read one message every 20 ms
   and, once evicted, reconnect with `since` and go on reading slowly (a persistent laggard).
+  The slow readers run in a second process: they do real client work (parsing what they read,
+  replays after each eviction), which in this process would be charged to the observer.
 
 Reported per run: the observer's latency (from the session's stream append, timed in the
 server, to the observer's `recv` returning, timed in the client: same process, same clock;
@@ -62,6 +64,7 @@ from bench.misbehaving import RawClient, hello_frame, partial_frame, small_socke
 
 TOKEN = "bench-admin"
 SESSION = "areasync_bench_padded"
+SCRIPT = str(Path(__file__).resolve())
 PER_SECOND = 10  # events per simulated second
 PAD = "x" * 2000
 
@@ -216,7 +219,6 @@ async def run_once(
         latencies: list[float] = []
         stuck: list[RawClient] = []
         peak, lag = [0], [0.0]
-        evicted_seen: list[int] = []
         stop = anyio.Event()
         for n in range(never_reading + mid_frame):
             client = await RawClient.open(service.port, SESSION)
@@ -224,6 +226,18 @@ async def run_once(
             if n >= never_reading:
                 await client.send(partial_frame())
             stuck.append(client)
+
+        laggards = None
+        if slow:
+            laggards = await asyncio.create_subprocess_exec(
+                sys.executable,
+                SCRIPT,
+                "--laggards",
+                str(slow),
+                "--port",
+                str(service.port),
+                stdout=asyncio.subprocess.DEVNULL,
+            )
 
         async def sample() -> None:
             while not stop.is_set():
@@ -234,11 +248,13 @@ async def run_once(
         started = time.perf_counter()
         async with anyio.create_task_group() as tg:
             tg.start_soon(sample)
-            for _ in range(slow):
-                tg.start_soon(laggard, service.port, url, 0.02, stop, evicted_seen)
             last = await observe(url, appended, latencies)
             wall = time.perf_counter() - started
             stop.set()
+        if laggards is not None:
+            laggards.terminate()  # they would read on, slowly, to `ended`
+            with anyio.fail_after(60):
+                await laggards.wait()
         largest = max(len(frame.text_frame) for frame in session.hub.frames)
         evictions = service.metrics.closes[CloseCode.SLOW_CONSUMER]
         for client in stuck:
@@ -285,6 +301,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+async def laggards_main(count: int, port: int) -> None:
+    """The slow readers' process: `count` laggards until the session ends."""
+    url = f"ws://127.0.0.1:{port}/sessions/{SESSION}"
+    never = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        for _ in range(count):
+            tg.start_soon(laggard, port, url, 0.02, never, [])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=6_000)
@@ -294,7 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mid-frame", type=int, default=25)
     parser.add_argument("--slow", type=int, default=25)
     parser.add_argument("--quick", action="store_true", help="3,000 events, 10+5+5 clients")
+    parser.add_argument("--laggards", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.laggards:
+        asyncio.run(laggards_main(args.laggards, args.port))
+        return 0
     if args.quick:
         args.events, args.never_reading, args.mid_frame, args.slow = 3_000, 10, 5, 5
     result = asyncio.run(main_async(args))

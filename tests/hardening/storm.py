@@ -20,6 +20,7 @@ evictions, items delivered) go to RELIABILITY.md.
 
 from __future__ import annotations
 
+import collections
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,9 @@ from tests.service.support import ADMIN, serving
 
 SESSION = SyntheticScenario.scenario_id
 STYLES = ("abort", "close", "stall")
+
+# Totals over the process, for the summary line (see conftest.py).
+TALLY: collections.Counter[str] = collections.Counter()
 
 
 @dataclass
@@ -219,6 +223,12 @@ async def run_storm(
                 await eventually(lambda: len(session.connections) >= clients + real_clients)
                 session.start_without_hold()
         final = session.hub.seq
+    TALLY["storms"] += 1
+    TALLY["clients"] += clients + real_clients
+    TALLY["cuts"] += sum(log.cuts for log in logs) + sum(reconnects)
+    TALLY["cuts_during_run"] += len(during)
+    TALLY["evictions"] += sum(log.evictions for log in logs)
+    TALLY["items"] += sum(len(log.seqs) for log in logs) + sum(map(len, histories))
     return StormReport(final, logs, histories, sum(reconnects), len(during))
 
 

@@ -3,8 +3,9 @@
 A realtime session streams ~2 kB events while clients misbehave: some say hello and never read
 a byte, some stop in the middle of a frame and never read, some read one message now and then.
 The session must run to its end, a well-behaved observer must receive everything in order, each
-misbehaving client must be closed with 4008 (slow consumer) - the slow readers see the code and
-resume losslessly with `since` - and no connection may ever buffer more than the bound:
+misbehaving client must be closed with 4008 (slow consumer) - a slow reader sees the code if it
+reads through its backlog to the close frame within close_timeout, else the server aborts it;
+either way it resumes losslessly with `since` - and no connection may ever buffer more than:
 
     write_limit + WRITE_BYTES + one frame  (the socket's user-space buffer)
     + max_pending_reply_bytes              (unread replies; none here: they send no requests)

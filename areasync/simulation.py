@@ -43,10 +43,14 @@ from areasync.bridge.tools import ToolBox
 from areasync.loop.clock import ClockError, ClockMode, to_s, to_us
 from areasync.loop.engine import EngineError
 from areasync.loop.stream import StreamLog
-from areasync.protocol.frames import ClockItem, EndedItem, EventItem, NotificationItem
+from areasync.protocol.frames import (
+    ClockItem,
+    EndedItem,
+    EventItem,
+    NotificationItem,
+    StreamItem,
+)
 from areasync.protocol.records import ClockState, EventRecord, NotificationRecord, ToolInfo
-
-StreamItem = EventItem | NotificationItem | ClockItem | EndedItem
 
 WAIT_TOOL = "SystemApp__wait_for_notification"
 
@@ -297,27 +301,30 @@ class Simulation:
         return None  # manual: only controls move time
 
     def _run_steps(self) -> None:
-        engine = self.engine
+        """Engine steps back to back until the budget is spent or the driver must re-plan."""
         deadline = time.perf_counter() + STEP_BUDGET_S
-        mode = self.clock.mode
         while True:
-            if engine.finished or engine.stopping:
-                engine.finish()
-                break
-            if mode is ClockMode.FAST:
-                if self._leases or self.clock.paused:
-                    break
-                if not engine.step_fast() and not engine.finished:
-                    if engine.next_due_us() is None:
-                        engine.run_out()
-                    break
-            else:
-                self._realtime_tick()
-                break
+            more = self._step()
             self._after_step()
-            if time.perf_counter() > deadline:
-                break
-        self._after_step()
+            if not more or time.perf_counter() > deadline:
+                return
+
+    def _step(self) -> bool:
+        """One engine step. False when the driver should plan again (wait, or done)."""
+        engine = self.engine
+        if engine.finished or engine.stopping:
+            engine.finish()
+            return False
+        if self.clock.mode is not ClockMode.FAST:
+            self._realtime_tick()  # one tick per wake-up: the next one is paced by the wall
+            return False
+        if self._leases or self.clock.paused:
+            return False
+        if engine.step_fast():
+            return True
+        if not engine.finished and engine.next_due_us() is None:
+            engine.run_out()
+        return False
 
     def _realtime_tick(self) -> None:
         target = self.engine.next_grid_us()

@@ -81,6 +81,7 @@ def serve_main(args: argparse.Namespace) -> int:
     """The soak's server: prints {"port"} when listening, its fault counts when it stops."""
     from areasync.protocol import Mode
     from areasync.service import Service, ServiceConfig
+    from areasync.service.gc_policy import settle as settle_gc
 
     logging.basicConfig(level=logging.WARNING, format="server %(levelname)s %(name)s: %(message)s")
     errors = _ErrorCounter()
@@ -105,8 +106,7 @@ def serve_main(args: argparse.Namespace) -> int:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with anyio.create_task_group() as tg:
                 await tg.start(service.serve)
-                gc.collect()
-                gc.freeze()  # as `areasync serve` does
+                settle_gc()  # the GC policy `areasync serve` applies after start-up
                 print(json.dumps({"port": service.port}), flush=True)
                 async for _ in signals:
                     service.shutdown()

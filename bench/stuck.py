@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import os
 import platform
@@ -59,6 +58,7 @@ from areasync.protocol import (
     encode_client_frame,
 )
 from areasync.service import Service, ServiceConfig
+from areasync.service.gc_policy import settle as settle_gc
 from areasync.service.hub import WRITE_BYTES
 from bench.misbehaving import RawClient, hello_frame, partial_frame, small_socket
 
@@ -206,8 +206,7 @@ async def run_once(
     scenario = padded_scenario(events)
     rss_before = rss_bytes()
     async with Service(config, [scenario]) as service:
-        gc.collect()
-        gc.freeze()  # as `areasync serve` does after start-up (see BENCHMARKS.md)
+        settle_gc()  # the GC policy `areasync serve` applies after start-up
         assert service.port is not None
         session = service.registry.get(SESSION)
         assert session is not None

@@ -19,7 +19,6 @@ Because the wall is virtual, `time.sleep` in code written for ARE must be routed
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 from weakref import WeakSet
 
 from are.simulation.environment import EnvironmentConfig
@@ -199,9 +198,3 @@ class SyncEnvironment(AsyncEnvironment):
             f"join() ran {MAX_JOIN_TICKS} ticks without the scenario ending: set a duration, "
             "exit_when_no_events=True, or call stop()"
         )
-
-    def stop(self, final_state: EnvironmentState = EnvironmentState.STOPPED) -> None:
-        super().stop(final_state)
-
-    def run(self, scenario: Any, wait_for_end: bool = True, schedule_events: bool = True) -> None:
-        super().run(scenario, wait_for_end=wait_for_end, schedule_events=schedule_events)

@@ -24,7 +24,6 @@ import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from are.simulation.apps.system import SystemApp
 from are.simulation.types import EnvironmentState
 
 from areasync.loop.clock import ClockError, to_us
@@ -92,8 +91,10 @@ class Engine:
 
     def next_due_us(self) -> int | None:
         """The earliest time at which something is scheduled to happen, if anything is."""
-        candidates = [t for t in (self.next_event_us(), self.wait_timeout_us()) if t is not None]
-        return min(candidates) if candidates else None
+        event, timeout = self.next_event_us(), self.wait_timeout_us()
+        if event is None or timeout is None:
+            return timeout if event is None else event
+        return min(event, timeout)
 
     def at_end(self, t_us: int) -> bool:
         end = self.end_us
@@ -286,7 +287,3 @@ class Engine:
         """
         stamp = datetime.fromtimestamp(self.clock.now(), tz=UTC)
         self.env.notification_system.message_queue.get_by_timestamp(stamp)
-
-
-def system_app_of(env: AsyncEnvironment) -> SystemApp | None:
-    return env.get_app_with_class(SystemApp)

@@ -177,6 +177,8 @@ async def test_stream_seen_by_the_page_matches_the_server(server: Server, page: 
         for _ in range(3):
             await controller.request({"type": "jump", "next_event": True})
         await page.wait_for_function(f"window.__areasync.lastSeq() >= {controller.last_seq}")
+        # Received is not yet shown: items wait in the page's queue for the next animation frame.
+        await page.evaluate("window.__areasync.settled()")
         shown = await page.evaluate("window.__areasync.rows().map(r => [r.seq, r.kind])")
         assert [tuple(row) for row in shown] == controller.rows()
 

@@ -36,6 +36,8 @@ async def caught_up(page: Page, client: Client) -> None:
     await page.wait_for_function(
         f"window.__areasync.lastSeq() >= {client.last_seq}", timeout=20_000
     )
+    # Received is not yet shown: items wait in the page's queue for the next animation frame.
+    await page.evaluate("window.__areasync.settled()")
 
 
 async def test_dropped_connection_is_repaired_without_gaps(

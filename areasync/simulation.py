@@ -484,11 +484,25 @@ class Simulation:
         self.env.resume()
         return self._after_control()
 
-    async def jump(self, *, to: float | None = None, by: float | None = None) -> ClockState:
-        """Move simulated time forward to `to` or by `by` seconds; due items fire on the way."""
+    async def jump(
+        self, *, to: float | None = None, by: float | None = None, inclusive: bool = True
+    ) -> ClockState:
+        """Move simulated time forward to `to` or by `by` seconds; due items fire on the way.
+
+        `inclusive=False` stops just before the target's own items: everything due strictly
+        before it fires, the clock rests at exactly the target, and what is due there (events,
+        a wait's timeout, the time-based loop's tick) runs at that time on the next step - in
+        fast mode once no agent is busy, in manual mode on the next `tick`/`jump`. A tool call
+        made in between is logged at the target, ahead of its items, as ARE's oracle run
+        orders an action first in its tick.
+        """
         self._require_live("jump")
         if (to is None) == (by is None):
             raise InvalidRequestError("jump needs exactly one of `to` (a time) or `by` (seconds)")
+        if not isinstance(inclusive, bool):
+            raise InvalidRequestError(
+                f"jump's `inclusive` must be true or false, got {inclusive!r}"
+            )
         value = to if to is not None else by
         if (
             not isinstance(value, int | float)
@@ -507,9 +521,9 @@ class Simulation:
                 f"cannot jump to {to_s(target)}: the clock is already at {to_s(now)}; "
                 "jumps only move time forward"
             )
-        self._record("jump", {"to": to, "by": by})
+        self._record("jump", {"to": to, "by": by, "inclusive": inclusive})
         try:
-            self.engine.advance_to(target)
+            self.engine.advance_to(target, inclusive=inclusive)
         except ClockError as exc:
             raise InvalidRequestError(str(exc)) from exc
         return self._after_control()

@@ -13,12 +13,25 @@ Two ways to get to an action's time (``pace``):
 - ``jump`` (the default when a controller is at hand): with a second connection as
   ``controller``, ``jump`` the clock to the action's time while the agent holds its turn.
   Exact, works in fast and manual sessions. Needs a token valid for the controller role (the
-  server's admin token is).
+  server's admin token is). In ARE's oracle run an oracle action is one of the items of its
+  tick, ordered among them; a live agent acts between ticks. So an action that ARE ran before
+  everything else due at its time (:attr:`OracleAction.before_tick`) is made after an
+  *exclusive* jump, ``jump{to, inclusive: false}``: the clock rests at exactly the action's
+  time with nothing due then run yet, the call is logged at that time, and the items of its
+  tick run after it. That is what Gaia2's end-of-turn ordering needs: the turn trigger is a
+  condition checked every tick that counts the agent's ``send_message_to_user``, and in ARE's
+  oracle run the message comes first in its tick, so the check sees it in that same tick. Any
+  other action is made after an ordinary (inclusive) jump, once its tick has run.
 - ``wait`` (the agent-only way): ARE's ``SystemApp__wait_for_notification(timeout)``, repeated
   until the clock reaches the time (a notification may end a wait early). Exact to ARE's
   one-second resolution of that timeout; needs the scenario to have a SystemApp. It cannot
-  place an action ahead of the other items of its tick (see ``_TICK_EVE``), so a Gaia2 turn
-  condition checked in the same tick as the end-of-turn message sees it one tick late.
+  place an action ahead of the other items of its tick: a wait ends only once the tick at its
+  timeout has run (ARE's ``wait_for_next_notification`` runs the events due at exactly the
+  timeout before it returns, and so does the session), and the agent role has no other way to
+  move time. So a Gaia2 turn condition checked in the same tick as the end-of-turn message
+  sees it one tick late, and the next turn starts one increment later than in ARE's oracle
+  run - as it would for any agent of ARE's own that waits. Only a controller's exclusive jump
+  (pace ``jump``) can do better.
 
 What differs from ARE's own oracle log, and why. When an *agent* calls a tool, ARE logs every
 app call the tool makes (``forward_email`` first logs the ``get_email_by_id`` it does), and it
@@ -64,16 +77,6 @@ logger = logging.getLogger("areasync.agents.oracle")
 WAIT_FUNCTION: Final = ("SystemApp", "wait_for_notification")
 # Times are compared at this resolution: ARE's are floats built from integer offsets.
 _EPSILON: Final = 1e-6
-# In ARE's oracle run an oracle action is one of the items of its tick, ordered among them; an
-# agent acts between ticks, so a live tick at the action's time runs entirely before it. That
-# matters for Gaia2's turn trigger, a condition checked every tick that counts the agent's
-# `send_message_to_user`: in ARE's oracle run the message comes first in its tick and the check
-# sees it. So an end-of-turn message that ARE ran ahead of a condition check is made this much
-# before its tick (the virtual clock counts whole microseconds); its logged time is then 1 us
-# early, invisible at the conformance comparison's rounding, and it returns nothing that shows
-# the clock. Other actions are made at their exact time, after their tick.
-_TICK_EVE: Final = 1e-6
-END_OF_TURN: Final = ("AgentUserInterface", "send_message_to_user")
 
 
 class Pace(enum.StrEnum):
@@ -95,7 +98,9 @@ class OracleAction:
     event_id: str
     return_value: Any = None
     failed: bool = False  # the call raised in the oracle run too
-    before_tick: bool = False  # make it just before the items due at its time (`_TICK_EVE`)
+    # ARE ran it before everything else due at its time: make it there, ahead of those items
+    # (pace jump: after an exclusive jump; see the module docstring).
+    before_tick: bool = False
 
 
 @dataclass
@@ -181,7 +186,7 @@ async def oracle_plan(source: Any) -> OraclePlan:
     records = simulation.events()
     actions = []
     busy_times: set[float] = set()  # times at which ARE had run something else already
-    for index, record in enumerate(records):
+    for record in records:
         if record.event_type != "AGENT" or record.event_id not in oracle_ids:
             busy_times.add(record.time)
             continue
@@ -200,7 +205,7 @@ async def oracle_plan(source: Any) -> OraclePlan:
                 event_id=record.event_id,
                 return_value=record.return_value,
                 failed=record.exception is not None,
-                before_tick=_ends_turn_before_check(record, records[index + 1 :], busy_times),
+                before_tick=record.time not in busy_times,
             )
         )
     return OraclePlan(
@@ -212,21 +217,6 @@ async def oracle_plan(source: Any) -> OraclePlan:
         end_time=max((record.time - start for record in records), default=0.0),
         simulation=simulation,
     )
-
-
-def _ends_turn_before_check(
-    record: EventRecord, later: list[EventRecord], busy_times: set[float]
-) -> bool:
-    """True for the agent's end-of-turn message that ARE ran first in its tick, ahead of a
-    condition check at the same time (Gaia2's turn trigger counts these messages)."""
-    if (record.app, record.function) != END_OF_TURN or record.time in busy_times:
-        return False
-    for other in later:
-        if other.time != record.time:
-            return False
-        if other.event_type == "CONDITION":
-            return True
-    return False
 
 
 def _plain(value: Any) -> Any:
@@ -368,19 +358,28 @@ async def run_oracle_agent(
         logger.info("no role that may read the state: learning ids from events only")
     aligner = _EventAligner(plan, ids)
     start = client.clock.start_time
+    # Where an exclusive jump left the clock, while the items due there have not run yet.
+    resting_before: float | None = None
 
     async def reach(relative: float, *, before_tick: bool = False) -> bool:
-        """Get the session's clock to ``relative`` (with ``before_tick``: to just before the
-        items due then, see `_TICK_EVE`); False if the session ended first."""
+        """Get the session's clock to ``relative``: after the items due then, or (pace jump,
+        ``before_tick``) just before them; False if the session ended first."""
+        nonlocal resting_before
         target = start + relative
-        if before_tick and pace is Pace.JUMP:
-            target -= _TICK_EVE
-        while client.now < target - _EPSILON / 2:
+        exclusive = before_tick and pace is Pace.JUMP
+        # Already there, but before the items of this very time, for an action ARE ran after
+        # them: run them first (an inclusive jump to where the clock is).
+        settle = (
+            not exclusive and resting_before is not None and target < resting_before + _EPSILON / 2
+        )
+        while settle or client.now < target - _EPSILON / 2:
             if client.ended is not None:
                 return False
             if pace is Pace.JUMP:
                 assert controller is not None
-                clock = await controller.jump(to=target)
+                clock = await controller.jump(to=max(target, client.now), inclusive=not exclusive)
+                resting_before = clock.time if exclusive else None
+                settle = False
                 # Replies and stream items share one ordered connection: once the agent's own
                 # ping comes back, its stream holds everything the jump produced.
                 await client.ping()

@@ -483,12 +483,21 @@ class Client:
         """Resume a paused clock from where it stopped (no jump)."""
         return _clock(await self._request(lambda id: Resume(id=id)))
 
-    async def jump(self, *, to: float | None = None, by: float | None = None) -> ClockState:
+    async def jump(
+        self, *, to: float | None = None, by: float | None = None, inclusive: bool = True
+    ) -> ClockState:
         """Move simulated time forward to ``to`` (absolute) or ``by`` seconds; due items fire
-        on the way, each at its own time."""
+        on the way, each at its own time.
+
+        ``inclusive=False`` stops just before the target's own items: the clock rests at
+        exactly the target with what is due there not yet run (it runs at the target on the
+        session's next step), so an agent's next tool call is logged at the target, ahead of
+        those items. Needs a server that knows the field (older ones refuse it by name)."""
         if (to is None) == (by is None):
             raise ValueError("jump needs exactly one of `to` (a time) or `by` (seconds)")
-        return _clock(await self._request(lambda id: Jump(id=id, to=to, by=by)))
+        return _clock(
+            await self._request(lambda id: Jump(id=id, to=to, by=by, inclusive=inclusive))
+        )
 
     async def next_event(self) -> ClockState:
         """Jump to the next due item and run it."""

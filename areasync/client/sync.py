@@ -158,9 +158,14 @@ class SyncClient:
         return self._call(self._client.resume, timeout)
 
     def jump(
-        self, *, to: float | None = None, by: float | None = None, timeout: float | None = None
+        self,
+        *,
+        to: float | None = None,
+        by: float | None = None,
+        inclusive: bool = True,
+        timeout: float | None = None,
     ) -> ClockState:
-        return self._call(lambda: self._client.jump(to=to, by=by), timeout)
+        return self._call(lambda: self._client.jump(to=to, by=by, inclusive=inclusive), timeout)
 
     def next_event(self, *, timeout: float | None = None) -> ClockState:
         return self._call(self._client.next_event, timeout)

@@ -13,6 +13,13 @@ time semantics:
 * `realtime`/`manual` ticks (ARE's time-based loop): tick on the grid `start + k * increment`;
   during tick k, `tick_count == k`, after it `k + 1`.
 * Jumps (`advance_to`): every due item fires at its own time, in `(time, seq)` order.
+* Exclusive jumps (`advance_to(t, inclusive=False)`): the same for every item due strictly
+  before `t`; the clock then rests at exactly `t` with nothing due at `t` fired, so what an
+  agent does next is logged at `t`, ahead of `t`'s items, as an action is ordered first in its
+  tick in ARE's oracle run. The tick at `t` is owed, and runs exactly once, at `t`: it is the
+  queue-based loop's next step (`step_fast` finds the items due at `t` and ticks there), and
+  the time-based loop's next grid tick (`step_grid` ticks at `t`, then one increment later).
+  Any other advance runs or passes it instead (see `advance_to`).
 * The duration bound is exclusive: nothing is processed at or after `start + duration`, because
   ARE's wall clock always carries an epsilon past the scheduled tick.
 * Time never moves backwards (ARE's jump rules can, when an old message sits undelivered).
@@ -48,6 +55,8 @@ class Engine:
         # the first tick, "the last tick" is one increment before the start.
         self._grid_last_us = self.start_us - self.increment_us
         self._grid_jumped_us = self.clock.jumped_us
+        # The tick an exclusive jump stopped before: (its time, the clock's jump total then).
+        self._owed: tuple[int, int] | None = None
 
     # -- geometry of time --------------------------------------------------------------------
 
@@ -74,11 +83,23 @@ class Engine:
 
         ARE's loop ticks once per wall second, `time_increment_in_seconds` apart in simulated
         time; a jump in between (wait_for_notification, SystemApp.wait, a jump control) shifts
-        the rest of the schedule by the same amount, as ARE's `add_offset` does.
+        the rest of the schedule by the same amount, as ARE's `add_offset` does. After an
+        exclusive jump to `t` the next tick is the one owed at `t` (shifted, like the rest of
+        the schedule, by any jump that does not run or pass it, such as ARE's `add_offset`).
         """
+        owed = self.owed_tick_us()
+        if owed is not None:
+            return owed
         return (
             self._grid_last_us + self.increment_us + (self.clock.jumped_us - self._grid_jumped_us)
         )
+
+    def owed_tick_us(self) -> int | None:
+        """The time of the tick an exclusive jump stopped before, while it is still owed."""
+        if self._owed is None:
+            return None
+        t_us, jumped_us = self._owed
+        return t_us + (self.clock.jumped_us - jumped_us)
 
     def next_event_us(self) -> int | None:
         head = self.env.event_queue.peek()
@@ -130,7 +151,12 @@ class Engine:
     # -- steps -------------------------------------------------------------------------------
 
     def tick_at(self, t_us: int, *, tick_count: int | None = None) -> None:
-        """Move the clock to `t_us` (never backwards) and run one ARE tick there."""
+        """Move the clock to `t_us` (never backwards) and run one ARE tick there.
+
+        Every tick happens at or after an owed tick's time (the clock never goes back), so it
+        is that tick: the debt is paid.
+        """
+        self._owed = None
         now = self.clock.now_us()
         if t_us > now:
             self.clock.set_us(t_us)
@@ -184,20 +210,32 @@ class Engine:
         self.env.tick_count = k + 1
         return True
 
-    def advance_to(self, t_us: int) -> None:
-        """Jump to `t_us`: every due item fires at its own time, then the clock rests at `t_us`."""
+    def advance_to(self, t_us: int, *, inclusive: bool = True) -> None:
+        """Jump to `t_us`: every due item fires at its own time, then the clock rests at `t_us`.
+
+        With `inclusive=False` only the items due strictly before `t_us` fire; those due at
+        `t_us` (events, a wait's timeout) stay pending and the tick at `t_us` is owed: the
+        next step runs it at `t_us`, once (see the module docstring). An exclusive jump to the
+        time the clock is already at changes nothing: a tick owed there stays owed, and
+        otherwise the tick at now has run or been passed already (and an ARE tick cannot run
+        an overdue item without running those due at now too). Either way the duration bound
+        is exclusive: a target at or past the end ends the run at the end, with every item due
+        before the end fired.
+        """
         now = self.clock.now_us()
         if t_us < now:
             raise ClockError(
                 f"cannot jump backwards: the clock is at {now / 1e6:.6f} s and the target is "
                 f"{t_us / 1e6:.6f} s; jump to a later time or by a positive amount"
             )
+        if not inclusive and t_us == now:
+            return
         while not self.finished:
             if self.stopping:
                 self.finish()
                 return
             due = self.next_due_us()
-            if due is None or due > t_us:
+            if due is None or due > t_us or (due == t_us and not inclusive):
                 break
             if self.at_end(due):
                 break
@@ -210,6 +248,8 @@ class Engine:
         if t_us > self.clock.now_us():
             self.clock.set_us(t_us)
         self.env.current_time = self.env.time_manager.time()
+        # An inclusive jump runs or passes any owed tick; an exclusive one owes the tick at t.
+        self._owed = None if inclusive else (t_us, self.clock.jumped_us)
 
     def advance_to_next_event(self) -> int:
         """Jump to the next due item and fire it. Returns its time."""

@@ -18,7 +18,11 @@ Modules:
 Compatibility rules (what may change within ``areasync/1``):
 
 1. Fields are only ever *added*, and only with a default. Existing fields keep their name, type
-   and meaning. Anything else is a new protocol version, announced in ``welcome.protocol``.
+   and meaning. Anything else is a new protocol version, announced in ``welcome.protocol``. A
+   field added to a client frame is left off the wire while it has its default (the frame is
+   ``omit_defaults``: ``hello.batch``, ``jump.inclusive``), so a client that does not use it
+   still works with servers older than the field, and one that does gets a clear
+   ``invalid_field`` from them (rule 3) rather than a silently different behaviour.
 2. Clients ignore unknown fields in server frames and ignore server frames whose ``type`` they
    do not know (:func:`decode_server_frame` returns None for those). A client treats an error
    ``code`` it does not know like ``internal`` and decides on ``retryable``.

@@ -10,6 +10,11 @@ client-chosen ``id`` that the server echoes in its reply (``result``, ``error``,
 ``welcome``). Server frames accept unknown fields so that old clients keep working when a newer
 server adds fields (with defaults, see the compatibility rules in :mod:`areasync.protocol`).
 
+Clock controls (controller role): ``pause``, ``resume``, ``jump``, ``tick``, ``set_speed``,
+``stop``. A ``jump`` fires every item due on the way at its own time; ``jump{to | by,
+inclusive: false}`` stops just before the target's own items, which then run at the target on
+the session's next step (see the comment above ``Jump``).
+
 Stream items (``event``, ``notification``, ``clock``, ``ended``) carry the session's ``seq``:
 1, 2, 3, ... contiguous per session, the same for every subscriber, and the key for replay
 (``hello.since``). ``clock`` nests a :class:`ClockState` (rather than flattening its fields) so
@@ -162,7 +167,16 @@ class Resume(_ClientFrame, tag="resume", kw_only=True):
     """Resume a paused clock from where it stopped, without a jump (controller role)."""
 
 
-class Jump(_ClientFrame, tag="jump", kw_only=True):
+# Every item due on the way fires at its own time. With `inclusive: false` (for `to` or `by`)
+# the clock stops just before the target's own items: those due strictly before it fire, the
+# clock rests at exactly the target, and what is due there (events, a wait's timeout, the
+# time-based loop's tick) runs at the target on the session's next step - in a fast session as
+# soon as no agent is busy, in a manual one on the next tick or jump. A tool call made in
+# between is logged at the target, ahead of those items (ARE's oracle run orders an action
+# first in its tick this way). omit_defaults: a jump that leaves `inclusive` at its default is
+# encoded as before the field existed, so it works with older servers too (they refuse
+# `inclusive` by name, as an unknown field).
+class Jump(_ClientFrame, tag="jump", kw_only=True, omit_defaults=True):
     """Move the clock forward: to an absolute time, by a delta, or to the next event; set one."""
 
     to: Annotated[
@@ -174,6 +188,17 @@ class Jump(_ClientFrame, tag="jump", kw_only=True):
         Meta(description="Simulated seconds to move forward."),
     ] = None
     next_event: Annotated[bool, Meta(description="Jump to the next due event and run it.")] = False
+    inclusive: Annotated[
+        bool,
+        Meta(
+            description=(
+                "With `to` or `by`: true (default) also runs what is due at the target; false "
+                "stops just before it: the clock rests at exactly the target, the next tool "
+                "call is logged there ahead of the target's items, and those run at the target "
+                "on the session's next step. Not with `next_event` (it always runs the event)."
+            )
+        ),
+    ] = True
 
     def __post_init__(self) -> None:
         chosen = (self.to is not None) + (self.by is not None) + self.next_event
@@ -182,6 +207,12 @@ class Jump(_ClientFrame, tag="jump", kw_only=True):
                 "`jump` needs exactly one of `to` (absolute simulated time), `by` (seconds "
                 f"forward) or `next_event: true`; got to={self.to!r}, by={self.by!r}, "
                 f"next_event={self.next_event!r}"
+            )
+        if self.next_event and not self.inclusive:
+            raise ValueError(
+                "`inclusive: false` applies to `to` and `by` only - at `$.inclusive`; "
+                "`next_event` always runs the next event: to stop just before an event due "
+                "at T, send `to: T, inclusive: false` instead"
             )
         _require_finite("jump", to=self.to, by=self.by)
 
@@ -408,7 +439,10 @@ JSON_SCHEMA_EXTRA: Final[dict[type[msgspec.Struct], dict[str, Any]]] = {
         "oneOf": [
             {"required": ["to"], "properties": {"to": {"type": "number"}}},
             {"required": ["by"], "properties": {"by": {"type": "number"}}},
-            {"required": ["next_event"], "properties": {"next_event": {"const": True}}},
+            {
+                "required": ["next_event"],
+                "properties": {"next_event": {"const": True}, "inclusive": {"const": True}},
+            },
         ]
     },
     CreateSession: {

@@ -550,9 +550,10 @@ class Connection:
     async def _jump(self, frame: Jump) -> Any:
         if frame.next_event:
             return await self._sim.next_event()
+        # The frame itself refuses `inclusive: false` with `next_event`.
         if frame.to is not None:
-            return await self._sim.jump(to=frame.to)
-        return await self._sim.jump(by=frame.by)
+            return await self._sim.jump(to=frame.to, inclusive=frame.inclusive)
+        return await self._sim.jump(by=frame.by, inclusive=frame.inclusive)
 
     async def _tick(self, frame: Tick) -> Any:
         return await self._sim.tick(frame.n)

@@ -111,6 +111,25 @@ async def test_controls_return_typed_clock_states(areasync_server: AreasyncServe
     assert isinstance(ended, EndedItem)
 
 
+async def test_an_exclusive_jump_lets_the_agent_act_at_the_target_before_its_events(
+    areasync_server: AreasyncServer,
+) -> None:
+    session_id = areasync_server.create_session("scenario_tutorial", mode="manual")
+    url = areasync_server.session_url(session_id)
+    async with (
+        connect(url, role="controller", token=areasync_server.token) as controller,
+        connect(url, role="agent", token=areasync_server.token) as agent,
+    ):
+        with anyio.fail_after(WAIT):
+            target = controller.clock.start_time + 5.0  # scenario_tutorial's first event
+            jumped = await controller.jump(to=target, inclusive=False)
+            await agent.call_tool("SystemApp__get_current_time")
+            await controller.tick()
+    events = areasync_server.simulation(session_id).events()
+    assert jumped.time == target
+    assert [(e.time, e.event_type) for e in events] == [(target, "AGENT"), (target, "ENV")]
+
+
 async def test_a_user_message_reaches_the_agent_as_a_notification(
     areasync_server: AreasyncServer, areasync_client: ClientFactory
 ) -> None:

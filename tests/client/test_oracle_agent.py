@@ -7,6 +7,13 @@ ARE's own oracle run (its queue-based loop, in oracle mode) in the conformance n
 `comparable_log` leaves out exactly what only an agent's run has (its waits, and the app calls
 nested in its tool calls, which ARE logs for agents and not for oracle events); the agent
 identifies those by event id as it makes its calls.
+
+Two comparisons: with ARE's own oracle run in the conformance normal form (times rounded to
+0.1 s, because ARE's clock carries processing time even on the reference's fake clock), and,
+to the microsecond, with the same oracle run on areasync's exact virtual clock (the one the
+agent's plan comes from, itself equal to ARE's in normal form, see tests/conformance): every
+action is made at exactly its oracle time, ahead of or after the other items of its tick as in
+ARE's oracle run.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import pytest
 from are.simulation.environment import Environment
 
 from areasync.agents.oracle import (
+    OracleAction,
+    OraclePlan,
     OracleReport,
     Pace,
     comparable_log,
@@ -37,15 +46,17 @@ from areasync.conformance import (
     offline_scenario_ids,
     run_are_queue_loop,
 )
-from areasync.protocol import Role
+from areasync.protocol import EventRecord, Role
 from areasync.testing import AreasyncServer
+from tests.scenarios import timeline
 
 WAIT = 60  # wall seconds for a whole oracle run; these take well under a second
+END_OF_TURN = "AgentUserInterface__send_message_to_user"
 
 
 async def run_agent(
     server: AreasyncServer, session_id: str, plan_source: object, pace: Pace
-) -> OracleReport:
+) -> tuple[OracleReport, OraclePlan]:
     """The oracle agent on `session_id`; the session is stopped once the agent is done."""
     url = server.session_url(session_id)
     plan = await oracle_plan(plan_source)
@@ -60,16 +71,24 @@ async def run_agent(
             with contextlib.suppress(SessionEndedError):  # it may have run out meanwhile
                 await controller.stop()
             await agent.wait_ended()
-    return report
+    return report, plan
 
 
 def assert_same_log(
-    server: AreasyncServer, session_id: str, report: OracleReport, are: Environment
+    server: AreasyncServer,
+    session_id: str,
+    report: OracleReport,
+    plan: OraclePlan,
+    are: Environment,
 ) -> None:
     assert report.ok, report.unexpected_failures
-    live = comparable_log(server.simulation(session_id).env, report)
+    env = server.simulation(session_id).env
+    live = comparable_log(env, report)
     reference = normalized_log(are)
     assert live == reference, first_difference(live, reference)
+    exact = comparable_log(env, report, ndigits=6)
+    oracle = normalized_log(plan.simulation.env, ndigits=6)
+    assert exact == oracle, first_difference(exact, oracle)
 
 
 @pytest.mark.parametrize("scenario_id", offline_scenario_ids())
@@ -77,17 +96,18 @@ async def test_the_oracle_agent_reproduces_ares_oracle_run(
     areasync_server: AreasyncServer, scenario_id: str
 ) -> None:
     session_id = areasync_server.create_session(scenario_id, mode="fast")
-    report = await run_agent(areasync_server, session_id, scenario_id, Pace.JUMP)
-    assert_same_log(areasync_server, session_id, report, run_are_queue_loop(scenario_id))
+    report, plan = await run_agent(areasync_server, session_id, scenario_id, Pace.JUMP)
+    assert_same_log(areasync_server, session_id, report, plan, run_are_queue_loop(scenario_id))
 
 
 async def test_the_oracle_agent_waiting_with_ares_wait_tool_reproduces_ares_oracle_run(
     areasync_server: AreasyncServer,
 ) -> None:
     session_id = areasync_server.create_session("scenario_tutorial", mode="fast")
-    report = await run_agent(areasync_server, session_id, "scenario_tutorial", Pace.WAIT)
+    report, plan = await run_agent(areasync_server, session_id, "scenario_tutorial", Pace.WAIT)
     assert report.waits > 0
-    assert_same_log(areasync_server, session_id, report, run_are_queue_loop("scenario_tutorial"))
+    are = run_are_queue_loop("scenario_tutorial")
+    assert_same_log(areasync_server, session_id, report, plan, are)
 
 
 def gaia2_json(*, single_turn: bool = False) -> str:
@@ -118,10 +138,9 @@ async def test_the_oracle_agent_reproduces_ares_oracle_run_of_a_json_scenario_fi
     path = tmp_path / "gaia2_single_turn.json"
     path.write_text(text)
     session_id = areasync_server.create_session(str(path), mode="fast")
-    report = await run_agent(areasync_server, session_id, str(path), pace)
-    assert_same_log(
-        areasync_server, session_id, report, run_are_queue_loop(load_scenario_json(text))
-    )
+    report, plan = await run_agent(areasync_server, session_id, str(path), pace)
+    are = run_are_queue_loop(load_scenario_json(text))
+    assert_same_log(areasync_server, session_id, report, plan, are)
 
 
 async def test_the_oracle_agent_reproduces_ares_oracle_run_of_a_gaia2_benchmark_scenario(
@@ -133,14 +152,102 @@ async def test_the_oracle_agent_reproduces_ares_oracle_run_of_a_gaia2_benchmark_
     session_id = areasync_server.create_session(
         load_scenario_json(text, benchmark=True), mode="fast"
     )
-    report = await run_agent(
+    report, plan = await run_agent(
         areasync_server, session_id, load_scenario_json(text, benchmark=True), Pace.JUMP
     )
-    assert [call.action.tool for call in report.calls].count(
-        "AgentUserInterface__send_message_to_user"
-    ) == 2
+    assert [call.action.tool for call in report.calls].count(END_OF_TURN) == 2
     are = run_are_queue_loop(load_scenario_json(text, benchmark=True))
-    assert_same_log(areasync_server, session_id, report, are)
+    assert_same_log(areasync_server, session_id, report, plan, are)
+
+
+async def test_the_oracle_agents_end_of_turn_messages_are_logged_at_exactly_the_oracle_time(
+    areasync_server: AreasyncServer,
+) -> None:
+    # ARE's oracle run makes each message first in its tick, ahead of the turn condition
+    # checked in the same tick; the agent gets there with an exclusive jump, not 1 us early.
+    text = gaia2_json()
+    session_id = areasync_server.create_session(
+        load_scenario_json(text, benchmark=True), mode="fast"
+    )
+    report, plan = await run_agent(
+        areasync_server, session_id, load_scenario_json(text, benchmark=True), Pace.JUMP
+    )
+    start = areasync_server.simulation(session_id).env.start_time or 0.0
+    logged = [
+        event.time - start
+        for event in areasync_server.simulation(session_id).events()
+        if event.event_type == "AGENT" and event.function == "send_message_to_user"
+    ]
+    planned = [action.time for action in plan.actions if action.tool == END_OF_TURN]
+    assert planned == [11.0, 15.0]
+    assert logged == planned
+    assert all(call.action.before_tick for call in report.calls if call.action.tool == END_OF_TURN)
+
+
+async def test_the_waiting_oracle_agent_ends_a_gaia2_turn_one_tick_later_than_ares_oracle(
+    areasync_server: AreasyncServer,
+) -> None:
+    # What pace `wait` cannot do (see areasync.agents.oracle): ARE's wait returns only after
+    # the tick at its timeout, so the end-of-turn message at 11 s is made after that tick's
+    # turn condition, which sees it one tick later than in ARE's oracle run.
+    text = gaia2_json()
+    session_id = areasync_server.create_session(
+        load_scenario_json(text, benchmark=True), mode="fast"
+    )
+    report, plan = await run_agent(
+        areasync_server, session_id, load_scenario_json(text, benchmark=True), Pace.WAIT
+    )
+    assert report.ok, report.unexpected_failures
+
+    def turn_checks(events: list[EventRecord], start: float) -> list[tuple[float, object]]:
+        checks = [(e.time - start, e.return_value) for e in events if e.event_type == "CONDITION"]
+        return checks[-2:]
+
+    simulation = areasync_server.simulation(session_id)
+    assert turn_checks(plan.events, plan.start_time) == [(10.0, False), (11.0, True)]
+    assert turn_checks(simulation.events(), simulation.env.start_time or 0.0) == [
+        (11.0, False),
+        (12.0, True),
+    ]
+    assert next(call.time for call in report.calls if call.action.tool == END_OF_TURN) == 11.0
+
+
+async def test_the_oracle_agent_orders_its_actions_around_the_items_of_their_tick_as_planned(
+    areasync_server: AreasyncServer,
+) -> None:
+    # A hand-made plan: one action ARE would have run first at 5 s, one after the event at 5 s.
+    session_id = areasync_server.create_session(timeline(5, duration=10), mode="fast")
+
+    def mark(label: str, *, before_tick: bool) -> OracleAction:
+        return OracleAction(
+            time=5.0,
+            tool="TimelineApp__mark",
+            app="TimelineApp",
+            function="mark",
+            args={"label": label},
+            event_id=f"oracle-{label}",
+            return_value=None,
+            before_tick=before_tick,
+        )
+
+    plan = OraclePlan(
+        scenario_id="areasync_test_timeline",
+        start_time=0.0,
+        actions=[mark("first", before_tick=True), mark("after", before_tick=False)],
+        events=[],
+        initial_state={},
+        end_time=5.0,
+    )
+    url = areasync_server.session_url(session_id)
+    async with (
+        connect(url, role="agent", token=areasync_server.token) as agent,
+        connect(url, role="controller", token=areasync_server.token) as controller,
+    ):
+        with anyio.fail_after(WAIT):
+            report = await run_oracle_agent(agent, plan, controller=controller, finish=False)
+    assert report.ok, report.unexpected_failures
+    marks = areasync_server.simulation(session_id).env.get_app("TimelineApp").marks
+    assert marks == ["first", "t=5", "after"]
 
 
 @pytest.mark.parametrize(("token_role", "pace"), [("admin", "jump"), ("agent", "wait")])

@@ -9,7 +9,7 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 
 from areasync.client import UnknownToolError, connect_sync
-from areasync.protocol import CallTool, ClientFrame, ErrorCode, ProtocolError
+from areasync.protocol import CallTool, ClientFrame, ClockState, ErrorCode, Jump, ProtocolError
 from areasync.testing import AreasyncServer
 from tests.client.fake_server import TOKEN, FakeServer, event
 
@@ -42,6 +42,24 @@ def test_sync_client_calls_tools_and_iterates_the_stream() -> None:
                 assert sim.ping(timeout=5) >= 0
         finally:
             serving.__exit__(None, None, None)
+
+
+def test_sync_client_sends_an_exclusive_jump() -> None:
+    async def clock(frame: ClientFrame) -> object:
+        assert isinstance(frame, Jump)
+        return ClockState(state="running", time=frame.to or 0.0, tick=0, mode="fast", speed=1.0)
+
+    with start_blocking_portal("asyncio") as portal:
+        serving = portal.wrap_async_context_manager(FakeServer())
+        fake = serving.__enter__()
+        fake.handlers["jump"] = clock
+        try:
+            with connect_sync(fake.url, role="controller", token=TOKEN) as sim:
+                state = sim.jump(to=5.0, inclusive=False, timeout=5)
+        finally:
+            serving.__exit__(None, None, None)
+    [jump] = [frame for frame in fake.received if isinstance(frame, Jump)]
+    assert (jump.to, jump.inclusive, state.time) == (5.0, False, 5.0)
 
 
 def test_sync_client_raises_timeout_for_a_wall_timeout() -> None:

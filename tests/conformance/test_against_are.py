@@ -4,6 +4,8 @@ For every registered scenario that needs no network (plus a Gaia2-shaped scenari
 ReminderApp, from `areasync.conformance`), in oracle mode:
 - a `fast` run equals ARE's queue-based loop (log and tick index);
 - a `realtime` run at high speed equals ARE's time-based loop (log and tick count);
+- either loop stepped by exclusive jumps (`advance_to(t, inclusive=False)`) to each time it is
+  about to tick at, then one step, is still that ARE loop: the tick at t runs exactly once;
 - a Gaia2-shaped scenario exported to ARE's JSON format loads and runs the same way.
 Logs are compared in `conformance.normalized_log`'s id-free normal form.
 """
@@ -32,6 +34,33 @@ def run_areasync(scenario_id: str, mode: str, speed: float = 1.0) -> Simulation:
     return sim
 
 
+def run_fast_by_exclusive_jumps(scenario_id: str) -> Simulation:
+    """ARE's queue-based loop, each step preceded by an exclusive jump to the step's time."""
+    sim = Simulation.load(load_scenario(scenario_id), mode="fast", oracle=True)
+    engine = sim.engine
+    while not engine.finished:
+        due = engine.next_due_us()
+        if due is not None and not engine.at_end(due):
+            engine.advance_to(due, inclusive=False)
+            assert engine.next_due_us() == due  # stopped just before it
+        if not engine.step_fast():
+            if not engine.finished:
+                engine.run_out()
+            break
+    return sim
+
+
+def run_ticks_by_exclusive_jumps(scenario_id: str) -> Simulation:
+    """ARE's time-based loop (manual ticks), each tick preceded by an exclusive jump to its time."""
+    sim = Simulation.load(load_scenario(scenario_id), mode="manual", oracle=True)
+    engine = sim.engine
+    while not engine.finished:
+        engine.advance_to(engine.next_grid_us(), inclusive=False)
+        if not engine.step_grid():
+            break
+    return sim
+
+
 @pytest.mark.parametrize("scenario_id", SCENARIOS)
 def test_fast_run_logs_what_ares_queue_loop_logs(scenario_id: str) -> None:
     ours = normalized_log(run_areasync(scenario_id, "fast").env)
@@ -56,6 +85,36 @@ def test_realtime_run_logs_what_ares_time_loop_logs(scenario_id: str) -> None:
 @pytest.mark.parametrize("scenario_id", SCENARIOS)
 def test_realtime_run_ticks_as_often_as_ares_time_loop(scenario_id: str) -> None:
     ours = run_areasync(scenario_id, "realtime", speed=1000.0).env.tick_count
+    theirs = run_are_time_loop(load_scenario(scenario_id)).tick_count
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_fast_steps_after_exclusive_jumps_log_what_ares_queue_loop_logs(scenario_id: str) -> None:
+    ours = normalized_log(run_fast_by_exclusive_jumps(scenario_id).env)
+    theirs = normalized_log(run_are_queue_loop(load_scenario(scenario_id)))
+    assert first_difference(ours, theirs) is None
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_fast_steps_after_exclusive_jumps_end_on_ares_queue_loop_tick_index(
+    scenario_id: str,
+) -> None:
+    ours = run_fast_by_exclusive_jumps(scenario_id).env.tick_count
+    theirs = run_are_queue_loop(load_scenario(scenario_id)).tick_count
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_ticks_after_exclusive_jumps_log_what_ares_time_loop_logs(scenario_id: str) -> None:
+    ours = normalized_log(run_ticks_by_exclusive_jumps(scenario_id).env)
+    theirs = normalized_log(run_are_time_loop(load_scenario(scenario_id)))
+    assert first_difference(ours, theirs) is None
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_ticks_after_exclusive_jumps_are_as_many_as_ares_time_loops(scenario_id: str) -> None:
+    ours = run_ticks_by_exclusive_jumps(scenario_id).env.tick_count
     theirs = run_are_time_loop(load_scenario(scenario_id)).tick_count
     assert ours == theirs
 

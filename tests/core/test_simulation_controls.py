@@ -133,3 +133,77 @@ async def test_every_external_input_is_logged_for_replay() -> None:
         await sim.jump(by=2)
         await sim.call_tool("TimelineApp__count")
         assert [(i.source, i.time) for i in sim.inputs] == [("jump", 0.0), ("call_tool", 2.0)]
+
+
+# -- exclusive jumps (`inclusive=False`): stop just before the target's own items ------------
+
+
+async def test_exclusive_jump_rests_at_the_target_before_its_items() -> None:
+    async with manual(1, 5, 9) as sim:
+        clock = await sim.jump(to=5, inclusive=False)
+        assert clock.time == 5.0
+        assert [e.time for e in sim.events()] == [1.0]
+
+
+async def test_exclusive_jump_by_an_amount_stops_before_the_items_there() -> None:
+    async with manual(2, 5) as sim:
+        await sim.jump(by=2)
+        await sim.jump(by=3, inclusive=False)
+        assert sim.now == 5.0
+        assert [e.time for e in sim.events()] == [2.0]
+
+
+async def test_a_tool_call_after_an_exclusive_jump_lands_at_the_target_ahead_of_its_items() -> None:
+    async with manual(5) as sim:
+        await sim.jump(to=5, inclusive=False)
+        await sim.call_tool("TimelineApp__mark", {"label": "agent"})
+        await sim.tick()
+        assert [(e.time, e.function) for e in sim.events()] == [(5.0, "mark"), (5.0, "fire")]
+
+
+async def test_a_fast_session_runs_the_targets_items_at_the_target_once_the_agent_is_idle() -> None:
+    sim = Simulation.load(timeline(5, 9, duration=30), mode="fast")
+    sim.acquire("agent")
+    async with sim:
+        await sim.jump(to=5, inclusive=False)
+        await sim.call_tool("TimelineApp__mark", {"label": "agent"})
+        assert [e.time for e in sim.events()] == [5.0]  # the agent's call only
+        sim.release("agent")
+        await sim.run()
+    assert [(e.time, e.function) for e in sim.events()] == [
+        (5.0, "mark"),
+        (5.0, "fire"),
+        (9.0, "fire"),
+    ]
+
+
+async def test_a_paused_realtime_session_runs_the_targets_tick_at_the_target_on_resume() -> None:
+    sim = Simulation.load(timeline(5, duration=7), mode="realtime", speed=1000.0, oracle=True)
+    async with sim:
+        await sim.pause()
+        await sim.jump(to=5, inclusive=False)
+        await sim.call_tool("TimelineApp__mark", {"label": "agent"})
+        await sim.resume()
+        await sim.run()
+    assert [(e.time, e.function) for e in sim.events()] == [(5.0, "mark"), (5.0, "fire")]
+
+
+async def test_an_exclusive_jump_to_the_duration_ends_the_session_there() -> None:
+    async with manual(5, 10, duration=10) as sim:
+        await sim.jump(to=10, inclusive=False)
+        assert sim.ended and sim.now == 10.0
+        assert [e.time for e in sim.events()] == [5.0]
+
+
+@pytest.mark.parametrize("bad", [None, 0, "false"])
+async def test_jumps_inclusive_must_be_true_or_false(bad: object) -> None:
+    async with manual(5) as sim:
+        with pytest.raises(InvalidRequestError, match="`inclusive` must be true or false"):
+            await sim.jump(to=5, inclusive=bad)  # type: ignore[arg-type]
+        assert sim.now == 0.0
+
+
+async def test_an_exclusive_jump_is_logged_as_such_for_replay() -> None:
+    async with manual(5) as sim:
+        await sim.jump(to=5, inclusive=False)
+        assert sim.inputs[-1].payload == {"to": 5, "by": None, "inclusive": False}

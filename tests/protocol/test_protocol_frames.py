@@ -111,7 +111,8 @@ def builds(cls: type[msgspec.Struct], **overrides: st.SearchStrategy[Any]) -> st
 finite = st.floats(allow_nan=False, allow_infinity=False)
 text = st.text(max_size=30)
 
-# Frames with cross-field rules (checked in __post_init__) need the rule built in.
+# Frames with cross-field rules (checked in __post_init__) need the rule built in. Fields not
+# named here (Jump's `inclusive` with `to` or `by`) are drawn from their msgspec type.
 OVERRIDES: dict[type[msgspec.Struct], st.SearchStrategy[Any]] = {
     Jump: st.one_of(
         builds(Jump, to=finite, by=st.none(), next_event=st.just(False)),
@@ -121,7 +122,7 @@ OVERRIDES: dict[type[msgspec.Struct], st.SearchStrategy[Any]] = {
             by=st.floats(min_value=0, allow_infinity=False),
             next_event=st.just(False),
         ),
-        builds(Jump, to=st.none(), by=st.none(), next_event=st.just(True)),
+        builds(Jump, to=st.none(), by=st.none(), next_event=st.just(True), inclusive=st.just(True)),
     ),
     CreateSession: st.one_of(
         builds(CreateSession, scenario=text, scenario_json=st.none()),
@@ -271,6 +272,43 @@ def test_jump_requires_exactly_one_target(fields: dict[str, Any]) -> None:
     assert caught.value.code is ErrorCode.INVALID_FIELD
     assert caught.value.id == 4
     assert "exactly one of `to`" in caught.value.message
+
+
+def test_jump_refuses_inclusive_false_with_next_event() -> None:
+    with pytest.raises(ProtocolError) as caught:
+        decode_client_frame(
+            json.dumps({"type": "jump", "id": 5, "next_event": True, "inclusive": False})
+        )
+    assert caught.value.code is ErrorCode.INVALID_FIELD
+    assert caught.value.id == 5
+    assert "- at `$.inclusive`" in caught.value.message
+    assert "`to: T, inclusive: false`" in caught.value.message  # what to do instead
+
+
+@pytest.mark.parametrize("target", [{"to": 5.0}, {"by": 2.0}], ids=["to", "by"])
+def test_jump_takes_inclusive_false_with_to_or_by(target: dict[str, float]) -> None:
+    frame = decode_client_frame(json.dumps({"type": "jump", "id": 1, **target, "inclusive": False}))
+    assert isinstance(frame, Jump) and frame.inclusive is False
+
+
+def test_the_schema_refuses_inclusive_false_with_next_event_too() -> None:
+    frame = {"type": "jump", "id": 5, "next_event": True, "inclusive": False}
+    assert not CLIENT_VALIDATOR.is_valid(frame)
+    assert CLIENT_VALIDATOR.is_valid({"type": "jump", "id": 5, "to": 5.0, "inclusive": False})
+
+
+def test_a_jump_without_inclusive_is_inclusive() -> None:
+    # Old clients never send the field.
+    frame = decode_client_frame(json.dumps({"type": "jump", "id": 1, "to": 5.0}))
+    assert isinstance(frame, Jump) and frame.inclusive is True
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS, ids=lambda e: e.value)
+def test_a_default_jump_is_encoded_without_inclusive(encoding: Encoding) -> None:
+    # So that it still works with servers older than the field (they refuse unknown fields).
+    wire = encode_client_frame(Jump(id=1, to=5.0), encoding)
+    decoded = json.loads(wire) if encoding is Encoding.JSON else msgspec.msgpack.decode(wire)
+    assert decoded == {"type": "jump", "id": 1, "to": 5.0}
 
 
 def test_create_session_requires_a_scenario_or_inline_json() -> None:

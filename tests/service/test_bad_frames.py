@@ -15,6 +15,7 @@ BAD_FRAMES: list[tuple[str | bytes, ErrorCode]] = [
     ('{"type": "teleport", "id": 2}', ErrorCode.UNKNOWN_TYPE),
     ('{"type": "jump", "id": 3}', ErrorCode.INVALID_FIELD),
     ('{"type": "jump", "id": 4, "by": -1}', ErrorCode.INVALID_FIELD),
+    ('{"type": "jump", "id": 7, "next_event": true, "inclusive": false}', ErrorCode.INVALID_FIELD),
     ('{"type": "tick", "id": 5, "n": 2, "typo": true}', ErrorCode.INVALID_FIELD),
     (b"\x93\x01", ErrorCode.BAD_FRAME),  # msgpack, truncated
     (msgspec.msgpack.encode({"type": "call_tool", "id": 6}), ErrorCode.INVALID_FIELD),

@@ -6,7 +6,7 @@ from typing import Any
 
 import anyio
 
-from areasync.protocol import CallTool, GetState, Idle, Jump, Resume, Role
+from areasync.protocol import CallTool, EventItem, GetState, Idle, Jump, Resume, Role
 from areasync.service.session import WAITING_HOLDER
 from tests.service.support import Peer, attach, serving
 
@@ -65,6 +65,21 @@ async def test_jumps_move_a_waiting_session_but_keep_it_waiting() -> None:
         await anyio.wait_all_tasks_blocked()
         sim = service.registry.get("scenario_tutorial").sim  # type: ignore[union-attr]
         assert state["time"] == 5.0 and sim.now == 5.0 and not sim.ended
+
+
+async def test_after_an_exclusive_jump_the_targets_events_fire_there_once_the_agent_idles() -> None:
+    async with (
+        serving(mode="fast") as service,
+        attach(service, Role.AGENT) as agent,
+        attach(service, Role.CONTROLLER) as controller,
+    ):
+        state = await controller.call(Jump, to=5.0, inclusive=False)
+        assert await _now(agent) == 5.0  # the agent's turn, at 5 s, before the event at 5 s
+        await agent.call(Idle)
+        await agent.until(lambda f: f.__struct_config__.tag == "notification")  # 6 s
+    events = [(i.event.time, i.event.event_type) for i in agent.items if isinstance(i, EventItem)]
+    assert state["time"] == 5.0
+    assert events[:2] == [(5.0, "AGENT"), (5.0, "ENV")]
 
 
 async def test_an_oracle_fast_session_runs_without_waiting_for_an_agent() -> None:

@@ -93,6 +93,16 @@ async def test_every_frame_is_allowed_or_forbidden_for_the_role(role: Role) -> N
                     assert isinstance(reply, Error) and role.value in reply.message
 
 
+@pytest.mark.parametrize("role", list(Role))
+async def test_an_exclusive_jump_is_allowed_exactly_where_a_jump_is(role: Role) -> None:
+    async with serving() as service:
+        token = service.tokens.admin if role is Role.ADMIN else tokens(service)[role]
+        async with attach(service, role, token=token) as peer:
+            reply = await peer.request(Jump, to=1.0, inclusive=False)
+    forbidden = isinstance(reply, Error) and reply.code == ErrorCode.FORBIDDEN
+    assert forbidden == ("jump" not in EXPECTED[role]), (role, reply)
+
+
 async def test_a_forbidden_frame_changes_nothing() -> None:
     async with serving() as service, attach(service, Role.OBSERVER) as peer:
         before = service.registry.get("scenario_tutorial").sim.clock_state()  # type: ignore[union-attr]

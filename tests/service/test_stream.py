@@ -74,6 +74,22 @@ async def test_jump_to_the_next_event_fires_it() -> None:
     assert [i.event.time for i in controller.items if isinstance(i, EventItem)] == [5.0]
 
 
+async def test_an_exclusive_jump_stops_before_the_targets_events_and_the_agent_acts_there() -> None:
+    # scenario_tutorial has events at 5 s and 6 s; a manual session runs them on its next tick.
+    async with (
+        serving() as service,
+        attach(service, Role.CONTROLLER) as controller,
+        attach(service, Role.AGENT) as agent,
+    ):
+        state = await controller.call(Jump, to=5.0, inclusive=False)
+        now = await agent.call(CallTool, tool="SystemApp__get_current_time")
+        await controller.call(Tick)
+        await agent.call(ListTools)  # the tick's events are on the agent's stream before this
+    assert (state["time"], now["current_timestamp"]) == (5.0, 5.0)
+    events = [(i.event.time, i.event.event_type) for i in agent.items if isinstance(i, EventItem)]
+    assert events == [(5.0, "AGENT"), (5.0, "ENV")]
+
+
 async def test_a_backward_jump_is_refused_and_changes_nothing() -> None:
     async with serving() as service, attach(service, Role.CONTROLLER) as controller:
         await controller.call(Jump, by=3.0)

@@ -17,6 +17,14 @@ import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
 from areasync.loop.clock import ClockMode
+from areasync.protocol.frames import ImportMode
+
+IMPORT_MODE_HELP = (
+    "how a JSON scenario is imported: benchmark = as Gaia2's runner does (ARE's "
+    "import_from_json_to_benchmark + preprocess_scenario, no judge: a live agent reaches every "
+    "turn), plain = ARE's plain import, auto (default) = benchmark for a multi-turn Gaia2 "
+    "scenario run without --oracle, else plain"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,6 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=[m.value for m in ClockMode], default="fast")
     run.add_argument("--speed", type=float, default=1.0, help="realtime speed (sim s per wall s)")
     run.add_argument("--oracle", action="store_true", help="run the scenario's oracle events")
+    run.add_argument(
+        "--import-mode",
+        choices=[m.value for m in ImportMode],
+        default="auto",
+        help=IMPORT_MODE_HELP,
+    )
     run.add_argument("--json", action="store_true", help="print the event log as JSON lines")
     run.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
 
@@ -77,6 +91,12 @@ def _parser() -> argparse.ArgumentParser:
         "$AREASYNC_TOKEN, else random)",
     )
     serve.add_argument("--oracle", action="store_true", help="run the scenarios' oracle events")
+    serve.add_argument(
+        "--import-mode",
+        choices=[m.value for m in ImportMode],
+        default="auto",
+        help=IMPORT_MODE_HELP + "; also the default of create_session",
+    )
     serve.add_argument(
         "--lease-timeout",
         type=float,
@@ -127,6 +147,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             mode=Mode(args.mode),
             speed=args.speed,
             oracle=args.oracle,
+            import_mode=ImportMode(args.import_mode),
             lease_timeout=args.lease_timeout,
             lease_policy=LeasePolicy(args.lease_policy),
             max_sessions=args.max_sessions,
@@ -179,7 +200,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from areasync.simulation import Simulation
 
     try:
-        sim = Simulation.load(args.scenario, mode=args.mode, oracle=args.oracle, speed=args.speed)
+        sim = Simulation.load(
+            args.scenario,
+            mode=args.mode,
+            oracle=args.oracle,
+            speed=args.speed,
+            import_mode=args.import_mode,
+        )
     except ScenarioError as exc:
         print(f"areasync: {exc}", file=sys.stderr)
         return 2
@@ -194,16 +221,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         print_event_table(sim.events(), start=float(sim.env.start_time or 0.0), out=out)
     success = bool(validation and validation.get("success"))
+    # ARE's "no validation" (success None): a benchmark import without a judge, as Gaia2's.
+    unjudged = validation is not None and validation.get("success") is None
+    verdict = "PASSED" if success else "NOT JUDGED (no judge)" if unjudged else "FAILED"
     print(
         f"\nstate: {sim.state}   ticks: {sim.env.tick_count}   events: {len(sim.events())}   "
-        f"validation: {'PASSED' if success else 'FAILED'}",
+        f"validation: {verdict}",
         file=out,
     )
     if validation and validation.get("exception"):
         print(f"validation exception: {validation['exception']}", file=out)
     if validation and validation.get("rationale"):
         print(f"rationale: {validation['rationale']}", file=out)
-    return 0 if success else 1
+    return 0 if success else 1  # non-zero unless validation passed
 
 
 async def _run_with_progress(sim: Any, show: bool) -> Any:

@@ -152,14 +152,18 @@ class Simulation:
         speed: float = 1.0,
         exit_when_no_events: bool | None = None,
         wall: Callable[[], float] = time.monotonic,
+        import_mode: scenarios.ImportMode | str = scenarios.ImportMode.AUTO,
         **options: Any,
     ) -> Simulation:
         """Load a scenario (registered id, JSON path, JSON text or Scenario) ready to run.
 
         `oracle=True` runs the scenario's oracle events as the agent's actions (ARE's oracle
         mode); by default the run then ends when no event is left, as ARE's does.
+        `import_mode` says how a JSON scenario is imported: `auto` (default), `benchmark`
+        (Gaia2's runner: turns rewired so that a live agent reaches each one) or `plain`
+        (ARE's plain import); see `areasync.bridge.scenarios`.
         """
-        scenario = scenarios.load(source)
+        scenario = scenarios.load(source, import_mode=import_mode, oracle=oracle)
         config = EnvironmentConfig(
             oracle_mode=oracle,
             time_increment_in_seconds=scenario.time_increment_in_seconds,

@@ -166,10 +166,18 @@ class AreasyncServer:
         speed: float | None = None,
         oracle: bool | None = None,
         session_id: str | None = None,
+        import_mode: str | None = None,
     ) -> str:
-        """Start another session (any scenario source, including an ARE Scenario); its id."""
+        """Start another session (any scenario source, including an ARE Scenario); its id.
+
+        `import_mode` (auto, benchmark, plain) says how a JSON scenario is imported."""
         session = self.service.registry.create(
-            source, mode=mode, speed=speed, oracle=oracle, session_id=session_id
+            source,
+            mode=mode,
+            speed=speed,
+            oracle=oracle,
+            session_id=session_id,
+            import_mode=import_mode,
         )
         self.session_ids.append(session.id)
         return session.id

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from areasync.protocol import Role
+from areasync.protocol import ImportMode, Role
 
 if TYPE_CHECKING:
     from areasync.client import Client
@@ -46,6 +46,13 @@ def add_agent_parser(sub: Any) -> None:
         default=None,
         help="the session's scenario (registered id, JSON file); default: the session's "
         "scenario id as a registered scenario",
+    )
+    oracle.add_argument(
+        "--import-mode",
+        choices=[mode.value for mode in ImportMode],
+        default="auto",
+        help="how --scenario's JSON is imported, to plan as the session runs: the session's "
+        "own import mode (the server's --import-mode or create_session's; auto by default)",
     )
     oracle.add_argument(
         "--pace",
@@ -94,7 +101,9 @@ async def _oracle(args: argparse.Namespace, url: str) -> int:
     try:
         async with connect(url, role=Role.AGENT, **options) as sim:
             try:
-                plan = await oracle_plan(args.scenario or sim.scenario_id)
+                plan = await oracle_plan(
+                    args.scenario or sim.scenario_id, import_mode=args.import_mode
+                )
             except ScenarioError as exc:
                 print(
                     f"areasync agent oracle: {exc}. Pass the session's scenario with --scenario "

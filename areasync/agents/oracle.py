@@ -167,15 +167,22 @@ class OracleReport:
 # -- the plan -------------------------------------------------------------------------------
 
 
-async def oracle_plan(source: Any) -> OraclePlan:
+async def oracle_plan(source: Any, *, import_mode: str = "auto") -> OraclePlan:
     """Run ``source`` (registered id, JSON path or text, or a fresh Scenario) in oracle mode,
-    in-process, and extract its oracle actions."""
+    in-process, and extract its oracle actions.
+
+    A JSON scenario is imported as the live session imports it for an agent (``import_mode``
+    as the session's, resolved for a run without the oracle): a Gaia2 benchmark import's turn
+    conditions decide when the agent must end a turn (see ``_TICK_EVE``).
+    """
     # Imported here: the client side of areasync does not otherwise need ARE loaded.
     from are.simulation.types import OracleEvent
 
+    from areasync.bridge import scenarios
     from areasync.simulation import Simulation
 
-    simulation = Simulation.load(source, mode="fast", oracle=True)
+    scenario = scenarios.load(source, import_mode=import_mode, oracle=False)
+    simulation = Simulation.load(scenario, mode="fast", oracle=True)
     scenario = simulation.scenario
     oracle_ids = {event.event_id for event in scenario.events if isinstance(event, OracleEvent)}
     initial_state = simulation.get_state()

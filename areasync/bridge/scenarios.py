@@ -4,13 +4,42 @@ Whatever the source, the result is an initialised ARE `Scenario`, ready for
 `Environment.run`. Failures raise `ScenarioError` with a message that says what was wrong and
 what to do; nothing is half-built.
 
+Two ways to import JSON (`ImportMode`)
+    ARE's export format is also the format of Gaia2's scenarios, and ARE imports it two ways:
+    `plain` (`JsonScenarioImporter.import_from_json`: ARE's `are-run --json_file`, its GUI) and
+    `benchmark`, the way Gaia2's runner does (`are-benchmark`: `import_from_json_to_benchmark`,
+    then `preprocess_scenario`, here with `judge_config=None`). In a plain import the user
+    message that opens a later turn hangs off the oracle's end-of-turn `send_message_to_user`
+    (an OracleEvent), which only oracle mode runs: a live agent never gets turn 2. The benchmark
+    import rewires each turn through a `condition_turn_N` ConditionCheckEvent checked every tick,
+    which opens the turn once the *agent* has sent N messages to the user; with no judge,
+    validation returns `success=None` (ARE's "no validation"), as Gaia2's runner does without an
+    LLM judge. It also adds a SystemApp when the JSON declares none.
+
+    ARE chooses by command, not by file: nothing in the JSON says "Gaia2". So `auto` (the
+    default) looks at what decides whether a live agent can play the plain import, the event
+    graph: it picks `benchmark` when a USER or ENV event depends on an oracle (AGENT)
+    `AgentUserInterface.send_message_to_user` event - a later turn waiting on the oracle's end
+    of turn, exactly what `preprocess_scenario` rewires - unless the run is in oracle mode;
+    otherwise `plain`. In oracle mode the oracle sends those messages itself, so the plain
+    import reaches every turn, and Gaia2's runner does not rewire an oracle run's turns either
+    (`preprocess_scenario_from_config`). So `auto` keeps the plain import for everything a live
+    agent can play through it (single-turn scenarios, exports whose later turns do not wait on
+    the oracle, any oracle run) and switches only where the plain import would leave the agent
+    in turn 1 for ever; should ARE's `preprocess_scenario` refuse the turns of a scenario `auto`
+    picked it for, `auto` imports it plain, as before, with a warning. An explicit `benchmark`
+    or `plain` wins, in any mode (a refused benchmark import is then an error). `import_mode`
+    has no effect on registered ids and Scenario objects (they are not imported from JSON).
+
 JSON scenarios are untrusted input (an admin may upload one over the socket), so they are vetted
-(`vet_json`) before ARE's importer sees them: size, nesting depth, clock numbers, and what they
-may name. ARE's importer only instantiates classes from its own `ALL_APPS` (an unknown class is
-skipped with a log line, never imported), but an event's `function` is resolved with a bare
-`getattr(app, function)`: any attribute, private or dunder (`__init__`, `load_state`,
-`_validate_path`). So an event may name only a public method ARE marked as a tool or as
-event-registered, of an app the scenario declares with one of ARE's own app classes.
+(`vet_json`) before ARE's importer sees them, whichever the import: size, nesting depth, clock
+numbers, and what they may name. ARE's importer only instantiates classes from its own
+`ALL_APPS` (an unknown class is skipped with a log line, never imported), but an event's
+`function` is resolved with a bare `getattr(app, function)`: any attribute, private or dunder
+(`__init__`, `load_state`, `_validate_path`). So an event may name only a public method ARE
+marked as a tool or as event-registered, of an app the scenario declares with one of ARE's own
+app classes. The benchmark import is also refused a JSON without apps that names a Hugging Face
+dataset (`metadata.definition.hf_metadata`): ARE's benchmark importer would download its apps.
 
 File-system apps (`SandboxLocalFileSystem`, `Files`) are confined after initialisation
 (`confine_file_systems`): ARE checks a path with a plain string prefix test
@@ -31,6 +60,8 @@ cache likewise kept every sandbox file system's `FallbackFileSystem`; `release` 
 
 from __future__ import annotations
 
+import enum
+import logging
 import math
 import os
 from collections.abc import Callable
@@ -39,6 +70,8 @@ from typing import Any
 
 import msgspec
 from are.simulation.scenarios.scenario import Scenario
+
+logger = logging.getLogger(__name__)
 
 # Gaia2 scenario files are a few MB at most; anything far larger is refused before parsing.
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -63,6 +96,42 @@ class ScenarioError(ValueError):
     """The scenario could not be loaded; nothing was created."""
 
 
+class ImportMode(enum.StrEnum):
+    """How a JSON scenario is imported (see the module docstring)."""
+
+    AUTO = "auto"  # benchmark for a multi-turn Gaia2 scenario played by an agent, else plain
+    BENCHMARK = "benchmark"  # Gaia2's runner: import_from_json_to_benchmark + preprocess_scenario
+    PLAIN = "plain"  # JsonScenarioImporter.import_from_json
+
+
+def parse_import_mode(value: ImportMode | str) -> ImportMode:
+    """`value` as an ImportMode; ScenarioError naming the choices if it is none of them."""
+    try:
+        return ImportMode(value)
+    except ValueError:
+        choices = ", ".join(repr(mode.value) for mode in ImportMode)
+        raise ScenarioError(
+            f"unknown import mode {value!r}: use one of {choices} ('auto' picks 'benchmark' "
+            "for a multi-turn Gaia2 scenario, else 'plain')"
+        ) from None
+
+
+def import_mode_of(scenario: Scenario) -> ImportMode | None:
+    """How `scenario` was imported from JSON (benchmark or plain), None if it was not."""
+    from are.simulation.scenarios.scenario_imported_from_json.benchmark_scenario import (
+        BenchmarkScenarioImportedFromJson,
+    )
+    from are.simulation.scenarios.scenario_imported_from_json.scenario import (
+        ScenarioImportedFromJson,
+    )
+
+    if isinstance(scenario, BenchmarkScenarioImportedFromJson):
+        return ImportMode.BENCHMARK
+    if isinstance(scenario, ScenarioImportedFromJson):
+        return ImportMode.PLAIN
+    return None
+
+
 def registered_ids() -> list[str]:
     from are.simulation.scenarios.utils.registry import registry
 
@@ -83,29 +152,155 @@ def from_registry(scenario_id: str) -> Scenario:
     return cls()
 
 
-def from_json(text: str | bytes, *, origin: str = "inline JSON") -> Scenario:
-    """An ARE/Gaia2 JSON scenario (the format of ARE's `JsonScenarioExporter`)."""
+def from_json(
+    text: str | bytes,
+    *,
+    origin: str = "inline JSON",
+    import_mode: ImportMode | str = ImportMode.AUTO,
+    oracle: bool = False,
+) -> Scenario:
+    """An ARE/Gaia2 JSON scenario (the format of ARE's `JsonScenarioExporter`), vetted first.
+
+    `plain` returns the imported scenario, not yet initialised; `benchmark` returns it
+    preprocessed as Gaia2's runner does (initialised, turns rewired). `auto` picks one for a
+    run in oracle mode or not (`oracle`), see the module docstring.
+    """
+    mode = parse_import_mode(import_mode)
+    data = _vetted(text, origin)
+    chosen = mode
+    if mode is ImportMode.AUTO:
+        chosen = detect_import_mode(data, oracle=oracle, origin=origin)
+    if chosen is ImportMode.BENCHMARK:
+        try:
+            return _benchmark(text, data, origin)
+        except _TurnsRefusedError as exc:
+            if mode is not ImportMode.AUTO:
+                raise
+            # What `auto` may pick must import at least as it did before: fall back to plain.
+            logger.warning("%s; auto imports it plain", exc)
     from are.simulation.data_handler.importer import JsonScenarioImporter
 
-    vet_json(text, origin=origin)
     try:
         scenario, _events, _logs = JsonScenarioImporter().import_from_json(
             text, load_completed_events=False
         )
     except Exception as exc:
+        raise ScenarioError(_not_a_scenario(origin, exc)) from exc
+    return scenario
+
+
+def detect_import_mode(
+    data: str | bytes | dict[str, Any], *, oracle: bool = False, origin: str = "inline JSON"
+) -> ImportMode:
+    """What `auto` picks for a JSON scenario (text, vetted first, or decoded): BENCHMARK or
+    PLAIN (see the module docstring).
+
+    BENCHMARK when a USER or ENV event depends on an oracle (AGENT)
+    `AgentUserInterface.send_message_to_user` event, i.e. a later turn waits on the oracle's end
+    of turn, and the run is not in oracle mode.
+    """
+    if isinstance(data, str | bytes):
+        data = _vetted(data, origin)
+    if oracle:
+        return ImportMode.PLAIN
+    events = data.get("events") if isinstance(data, dict) else None
+    if not isinstance(events, list):
+        return ImportMode.PLAIN
+    events = [event for event in events if isinstance(event, dict)]
+    ends_of_turn = {
+        event["event_id"]
+        for event in events
+        if isinstance(event.get("event_id"), str)
+        and event.get("event_type") == "AGENT"
+        and _calls(event, _END_OF_TURN)
+    }
+    for event in events:
+        dependencies = event.get("dependencies")
+        if (
+            event.get("event_type") in ("USER", "ENV")
+            and isinstance(dependencies, list)
+            and any(isinstance(d, str) and d in ends_of_turn for d in dependencies)
+        ):
+            return ImportMode.BENCHMARK
+    return ImportMode.PLAIN
+
+
+_END_OF_TURN = ("AgentUserInterface", "send_message_to_user")
+
+
+def _calls(event: dict[str, Any], target: tuple[str, str]) -> bool:
+    action = event.get("action")
+    return isinstance(action, dict) and (action.get("app"), action.get("function")) == target
+
+
+def _benchmark(text: str | bytes, data: dict[str, Any], origin: str) -> Scenario:
+    """Gaia2's runner path without a judge: import_from_json_to_benchmark + preprocess_scenario."""
+    from are.simulation.data_handler.importer import JsonScenarioImporter
+    from are.simulation.scenarios.scenario_imported_from_json.utils import preprocess_scenario
+
+    metadata = data.get("metadata")
+    definition = metadata.get("definition") if isinstance(metadata, dict) else None
+    if not data.get("apps") and isinstance(definition, dict) and definition.get("hf_metadata"):
         raise ScenarioError(
-            f"{origin} is not an ARE scenario in JSON form ({_first_line(exc)}); "
-            "export one with ARE's JsonScenarioExporter"
+            f"{origin} has no apps and names a Hugging Face dataset to fetch them from "
+            "(metadata.definition.hf_metadata); areasync downloads nothing: use the scenario's "
+            "complete JSON, apps included"
+        )
+    try:
+        scenario, _events, _logs = JsonScenarioImporter().import_from_json_to_benchmark(
+            text, load_completed_events=False
+        )
+    except Exception as exc:
+        raise ScenarioError(_not_a_scenario(origin, exc)) from exc
+    try:
+        preprocess_scenario(scenario, judge_config=None)  # initialises it, then wires turns
+    except Exception as exc:
+        if not scenario._initialized:
+            raise ScenarioError(_failed_to_initialise(scenario, exc)) from exc
+        raise _TurnsRefusedError(
+            f"{origin} cannot be run as a Gaia2 benchmark scenario: ARE's preprocess_scenario "
+            f"refused its turns ({_first_line(exc)}); in Gaia2 a turn's user and env events "
+            "wait on no oracle event but the previous turn's end (the oracle's "
+            "AgentUserInterface.send_message_to_user). Load it with import_mode 'plain' to run "
+            "it as exported (a live agent then never gets past that turn)"
         ) from exc
     return scenario
 
 
-def load(source: str | os.PathLike[str] | Scenario, **init_kwargs: Any) -> Scenario:
+class _TurnsRefusedError(ScenarioError):
+    """ARE's preprocess_scenario initialised the scenario but refused to rewire its turns."""
+
+
+def _not_a_scenario(origin: str, exc: BaseException) -> str:
+    return (
+        f"{origin} is not an ARE scenario in JSON form ({_first_line(exc)}); "
+        "export one with ARE's JsonScenarioExporter"
+    )
+
+
+def _failed_to_initialise(scenario: Scenario, exc: BaseException) -> str:
+    return (
+        f"scenario {getattr(scenario, 'scenario_id', '?')!r} failed to initialise: "
+        f"{_first_line(exc)}"
+    )
+
+
+def load(
+    source: str | os.PathLike[str] | Scenario,
+    *,
+    import_mode: ImportMode | str = ImportMode.AUTO,
+    oracle: bool = False,
+    **init_kwargs: Any,
+) -> Scenario:
     """Resolve `source` to an initialised Scenario.
 
     `source` is a Scenario (used as is), a path to a JSON file, JSON text (starts with `{`), or
-    a registered scenario id.
+    a registered scenario id. `import_mode` says how JSON is imported (`auto`, `benchmark`,
+    `plain`; see the module docstring); `oracle` tells `auto` whether the scenario will run in
+    ARE's oracle mode. `init_kwargs` go to `Scenario.initialize` (not with a benchmark import:
+    ARE's preprocess_scenario initialises the scenario itself).
     """
+    mode = parse_import_mode(import_mode)
     if isinstance(source, Scenario):
         scenario = source
     elif isinstance(source, os.PathLike) or (
@@ -116,9 +311,14 @@ def load(source: str | os.PathLike[str] | Scenario, **init_kwargs: Any) -> Scena
             raise ScenarioError(f"scenario file {str(path)!r} does not exist; check the path")
         if path.stat().st_size > MAX_JSON_BYTES:
             raise ScenarioError(f"scenario file {str(path)!r} is above {MAX_JSON_BYTES} bytes")
-        scenario = from_json(path.read_bytes(), origin=f"scenario file {str(path)!r}")
+        scenario = from_json(
+            path.read_bytes(),
+            origin=f"scenario file {str(path)!r}",
+            import_mode=mode,
+            oracle=oracle,
+        )
     elif isinstance(source, str) and source.lstrip().startswith("{"):
-        scenario = from_json(source)
+        scenario = from_json(source, import_mode=mode, oracle=oracle)
     elif isinstance(source, str):
         scenario = from_registry(source)
     else:
@@ -130,10 +330,12 @@ def load(source: str | os.PathLike[str] | Scenario, **init_kwargs: Any) -> Scena
         try:
             scenario.initialize(**init_kwargs)
         except Exception as exc:
-            raise ScenarioError(
-                f"scenario {getattr(scenario, 'scenario_id', '?')!r} failed to initialise: "
-                f"{_first_line(exc)}"
-            ) from exc
+            raise ScenarioError(_failed_to_initialise(scenario, exc)) from exc
+    elif init_kwargs and scenario is not source:  # a benchmark import, initialised already
+        raise ValueError(
+            "initialisation arguments cannot be passed with a benchmark import: ARE's "
+            "preprocess_scenario initialises the scenario itself"
+        )
     confine_file_systems(scenario)
     return scenario
 
@@ -148,6 +350,11 @@ def vet_json(text: str | bytes, *, origin: str = "inline JSON") -> None:
     its definition, the class of each app and the method each event calls. Cheap: one C
     parse and one walk, no ARE object is built. Raises ScenarioError saying what to fix.
     """
+    _vetted(text, origin)
+
+
+def _vetted(text: str | bytes, origin: str) -> dict[str, Any]:
+    """`vet_json`, returning the decoded document."""
     if len(text) > MAX_JSON_BYTES:
         raise ScenarioError(
             f"{origin} is {len(text)} bytes, above the {MAX_JSON_BYTES}-byte limit for scenarios"
@@ -168,6 +375,7 @@ def vet_json(text: str | bytes, *, origin: str = "inline JSON") -> None:
     _vet_definition(data, origin)
     classes = _vet_apps(data.get("apps"), origin)
     _vet_events(data.get("events"), classes, origin)
+    return data
 
 
 def _too_deep(origin: str) -> str:

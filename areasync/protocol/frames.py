@@ -61,6 +61,15 @@ class Mode(enum.StrEnum):
     MANUAL = "manual"
 
 
+class ImportMode(enum.StrEnum):
+    """How a JSON scenario is imported: auto, benchmark (Gaia2's runner: a live agent reaches
+    every turn) or plain (ARE's plain import)."""
+
+    AUTO = "auto"
+    BENCHMARK = "benchmark"
+    PLAIN = "plain"
+
+
 class Replay(enum.StrEnum):
     """What happened to hello.since: full (replayed), none (not asked), reset (unknown epoch)."""
 
@@ -240,7 +249,9 @@ class Ping(_ClientFrame, tag="ping", kw_only=True):
     """Ask for a `pong` with the same id (liveness and round-trip time)."""
 
 
-class CreateSession(_ClientFrame, tag="create_session", kw_only=True):
+# omit_defaults: a client that leaves `import_mode` out sends the same frame as before the
+# field existed, so it works with older servers too (they refuse unknown fields).
+class CreateSession(_ClientFrame, tag="create_session", kw_only=True, omit_defaults=True):
     """Create a session from a registered scenario id or inline ARE/Gaia2 JSON (admin role)."""
 
     scenario: str | None = None
@@ -248,6 +259,17 @@ class CreateSession(_ClientFrame, tag="create_session", kw_only=True):
     mode: Mode = Mode.REALTIME
     speed: Annotated[float, Meta(gt=0)] = 1.0
     oracle: bool = False
+    import_mode: Annotated[
+        ImportMode | None,
+        Meta(
+            description=(
+                "How `scenario_json` is imported: `benchmark` as Gaia2's runner does (each "
+                "later turn opens once the agent has ended the previous one), `plain` with "
+                "ARE's plain import, `auto` picks benchmark for a multi-turn Gaia2 scenario run "
+                "without the oracle. Absent: the server's default (auto unless configured)."
+            )
+        ),
+    ] = None
 
     def __post_init__(self) -> None:
         if (self.scenario is None) == (self.scenario_json is None):

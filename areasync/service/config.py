@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from areasync.protocol.frames import Mode
+from areasync.protocol.frames import ImportMode, Mode
 from areasync.simulation import LeasePolicy
 
 
@@ -29,6 +29,9 @@ class ServiceConfig:
     mode: Mode = Mode.REALTIME
     speed: float = 1.0
     oracle: bool = False
+    # How JSON scenarios are imported (`create_session` may say otherwise): auto picks Gaia2's
+    # benchmark import for a multi-turn Gaia2 scenario run without the oracle, else plain.
+    import_mode: ImportMode = ImportMode.AUTO
     lease_timeout: float = 300.0  # wall seconds an agent may keep its turn (fast mode)
     lease_policy: LeasePolicy = LeasePolicy.RELEASE  # what an expired lease does
 
@@ -68,6 +71,13 @@ class ServiceConfig:
             object.__setattr__(self, "mode", Mode(self.mode))
         except ValueError:
             problems.append(f"mode must be one of {', '.join(m.value for m in Mode)}")
+        try:
+            object.__setattr__(self, "import_mode", ImportMode(self.import_mode))
+        except ValueError:
+            problems.append(
+                f"import_mode must be one of {', '.join(m.value for m in ImportMode)}, "
+                f"got {self.import_mode!r}"
+            )
         try:
             object.__setattr__(self, "lease_policy", LeasePolicy(self.lease_policy))
         except ValueError:

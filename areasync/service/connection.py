@@ -585,11 +585,16 @@ class Connection:
                 )
             source = frame.scenario_json
         session = self.registry.create(
-            source, mode=frame.mode, speed=frame.speed, oracle=frame.oracle
+            source,
+            mode=frame.mode,
+            speed=frame.speed,
+            oracle=frame.oracle,
+            import_mode=frame.import_mode,
         )
         return {
             "session_id": session.id,
             "scenario_id": session.scenario_id,
+            "import_mode": session.import_mode,
             "url": self.registry.ws_url(session.id),
             "epoch": session.epoch,
             "mode": session.sim.clock.mode.value,

@@ -233,6 +233,7 @@ class Service:
             clock = session.sim.clock_state()
             how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
             extra = ", oracle" if session.oracle else ""
+            extra += f", {session.import_mode} import" if session.import_mode else ""
             extra += ", waiting for an agent" if session.waiting_for_agent else ""
             lines.append(f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})")
             lines.append(f"  {self.ws_url(session.id)}")

@@ -38,10 +38,10 @@ import anyio
 import anyio.abc
 from are.simulation.scenarios.scenario import Scenario
 
-from areasync.bridge.scenarios import ScenarioError, release
+from areasync.bridge.scenarios import ScenarioError, import_mode_of, release
 from areasync.loop.clock import ClockMode
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
-from areasync.protocol.frames import Mode, Role
+from areasync.protocol.frames import ImportMode, Mode, Role
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.hub import StreamHub
@@ -117,6 +117,12 @@ class Session:
         return str(getattr(self.sim.scenario, "scenario_id", "") or "")
 
     @property
+    def import_mode(self) -> str | None:
+        """How the scenario was imported from JSON (benchmark or plain); None if it was not."""
+        mode = import_mode_of(self.sim.scenario)
+        return None if mode is None else mode.value
+
+    @property
     def fast(self) -> bool:
         return self.sim.clock.mode is ClockMode.FAST
 
@@ -141,6 +147,7 @@ class Session:
             "state": self.sim.state,
             "ended": self.ended,
             "oracle": self.oracle,
+            "import_mode": self.import_mode,
             "waiting_for_agent": self.waiting_for_agent,
             "clock": self.sim.clock_state(),
             "seq": self.hub.seq,
@@ -266,8 +273,11 @@ class SessionRegistry:
         speed: float | None = None,
         oracle: bool | None = None,
         session_id: str | None = None,
+        import_mode: ImportMode | str | None = None,
     ) -> Session:
-        """Load a scenario and start its session. Raises ProtocolError (capacity, bad scenario)."""
+        """Load a scenario and start its session. Raises ProtocolError (capacity, bad scenario).
+
+        Left out, `mode`, `speed`, `oracle` and `import_mode` are the configuration's."""
         if self._task_group is None:
             raise RuntimeError("the registry is not bound to a task group: start the service")
         live = len(self.live())
@@ -293,6 +303,7 @@ class SessionRegistry:
                 mode=str(Mode(mode or self.config.mode).value),
                 speed=self.config.speed if speed is None else speed,
                 oracle=oracle,
+                import_mode=str(import_mode or self.config.import_mode),
                 lease_timeout=self.config.lease_timeout,
                 lease_policy=self.config.lease_policy,
             )

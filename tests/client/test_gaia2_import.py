@@ -69,10 +69,10 @@ async def test_a_gaia2_file_served_at_start_up_gives_ares_benchmark_oracle_log(
     session_id = areasync_server.session_id
     assert session_id == gaia2_file.stem
     assert areasync_server.session().describe(areasync_server.url)["import_mode"] == "benchmark"
-    report = await run_agent(areasync_server, session_id, str(gaia2_file), Pace.JUMP)
+    report, plan = await run_agent(areasync_server, session_id, str(gaia2_file), Pace.JUMP)
     assert [call.action.tool for call in report.calls].count(END_OF_TURN) == 2
     assert second_turn_started(areasync_server, session_id)
-    assert_same_log(areasync_server, session_id, report, benchmark_reference())
+    assert_same_log(areasync_server, session_id, report, plan, benchmark_reference())
 
 
 async def test_an_agent_waiting_with_ares_wait_tool_reaches_the_second_turn(
@@ -81,7 +81,7 @@ async def test_an_agent_waiting_with_ares_wait_tool_reaches_the_second_turn(
     # Agent-only pacing lands the end-of-turn message after its tick's turn check, so turn 2
     # opens a tick later than in ARE's oracle run (see areasync.agents.oracle): no log equality.
     session_id = areasync_server.session_id
-    report = await run_agent(areasync_server, session_id, str(gaia2_file), Pace.WAIT)
+    report, _plan = await run_agent(areasync_server, session_id, str(gaia2_file), Pace.WAIT)
     assert report.ok, report.unexpected_failures
     assert report.waits > 0
     assert [call.action.tool for call in report.calls].count(END_OF_TURN) == 2
@@ -99,9 +99,9 @@ async def test_a_gaia2_scenario_uploaded_with_create_session_gives_ares_benchmar
     assert created["import_mode"] == "benchmark"
     session_id = created["session_id"]
     areasync_server.session_ids.append(session_id)
-    report = await run_agent(areasync_server, session_id, text, Pace.JUMP)
+    report, plan = await run_agent(areasync_server, session_id, text, Pace.JUMP)
     assert [call.action.tool for call in report.calls].count(END_OF_TURN) == 2
-    assert_same_log(areasync_server, session_id, report, benchmark_reference())
+    assert_same_log(areasync_server, session_id, report, plan, benchmark_reference())
 
 
 async def test_a_gaia2_session_ends_with_ares_validation_without_a_judge(

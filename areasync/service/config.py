@@ -51,8 +51,9 @@ class ServiceConfig:
     # answers in a row the connection is closed with 4029.
     rate: float | None = 2000.0  # None: no rate limit
     burst: int = 4000
-    # Slow consumers: a subscriber more than `max_lag` live stream items behind the session is
-    # closed with 4008 (it resumes losslessly with `since`); so is one with more than
+    # Slow consumers: a subscriber whose socket stays full while `max_lag` stream items are
+    # appended (it has stopped draining; see hub.py) is closed with 4008 (it resumes losslessly
+    # with `since`); so is one with more than
     # `max_pending_replies` replies, or `max_pending_reply_bytes` of them, it has not read.
     max_lag: int = 10_000
     max_pending_replies: int = 1024

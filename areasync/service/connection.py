@@ -122,9 +122,9 @@ class Connection:
         self.batch = False  # hello.batch: frames due together go as one `batch` message
         self.wants_items = False  # an agent: the hub tells it of each item (see on_item)
         # Stream cursor (see hub.py): the last seq handed to the socket, and the stream's seq
-        # when this connection attached (replayed items before it do not count as lag).
+        # when its socket last drained (lag counts only the items appended since).
         self.position = 0
-        self.live_from = 0
+        self.drained_at = 0
         # Replies not yet written: the stream seq each must follow, its encoded payload, and
         # whether it must go as a message of its own (the welcome).
         self._replies: collections.deque[tuple[int, bytes, bool]] = collections.deque()
@@ -223,7 +223,8 @@ class Connection:
             self.session.sim.release(self.holder)
         self.request_close(
             CloseCode.SLOW_CONSUMER,
-            f"slow consumer: {lag} stream items behind (limit {self.config.max_lag}); "
+            f"slow consumer: {lag} stream items appended while your socket did not drain "
+            f"(limit {self.config.max_lag}); "
             "reconnect with since=<last seq received>",
             flush=False,
         )
@@ -315,7 +316,7 @@ class Connection:
         self.batch = frame.batch
         self.wants_items = frame.role is Role.AGENT
         self.position = start
-        self.live_from = seq
+        self.drained_at = seq  # replaying the items before it is a backlog, not lag
         welcome = Welcome(
             id=frame.id,
             session_id=session.id,
@@ -665,6 +666,7 @@ class Connection:
             return
         transport = ws.transport
         if transport.get_write_buffer_size() == 0:
+            self.drained_at = len(self.session.hub.frames)
             self._write_some()
         if self._pending() or transport.get_write_buffer_size() > 0:
             self._wake.set()
@@ -765,6 +767,9 @@ class Connection:
                     await ws.drain()
                     if ws.protocol.state is not State.OPEN:
                         return  # closing or closed: the reader and closer take it from here
+                    session = self.session
+                    assert session is not None
+                    self.drained_at = len(session.hub.frames)  # it reads: what is new is no lag
                     self._write_some()
             except (ConnectionClosed, ConnectionError):
                 # A peer that resets the TCP connection makes `drain` raise the transport's

@@ -20,14 +20,20 @@ builds the bytes of a run once (a join of frames, or `batch` messages of up to B
 clients that asked for batches, see `protocol/frames.py`) and every other subscriber at that
 position gets that very object.
 
-Slow consumers: a subscriber more than `max_lag` items behind the live stream is told to go
-(`overflow`, which closes it with 4008); it reconnects with `since` and loses nothing, because
-the log still has everything. Items replayed after a reconnect are not lag: the bound counts
-from the seq at which the subscriber attached, so a dashboard can replay a 50,000-item session
-without being evicted, while one that stops reading is gone after `max_lag` new items (checked
-at the end of each synchronous stretch of appends). Memory per subscriber is therefore its
-cursor, its reply queue (bounded separately) and what the socket's user-space buffer holds
-(`write_limit` plus one write of at most `WRITE_BYTES`), whatever the client does.
+Slow consumers: lag is what the stream outran. A subscriber's *lag* is the number of items
+appended since its socket last drained (its user-space buffer at or under websockets'
+`write_limit`, seen by `flush` or by its writer) that it has not been handed; more than
+`max_lag` and it is told to go (`overflow`, which closes it with 4008). It reconnects with
+`since` and loses nothing, because the log still has everything. So a subscriber that stops
+reading is gone after `max_lag` new items once its buffers are full, while one that reads keeps
+its place however far behind a burst leaves it: a jump that fires 50,000 items in one stretch, or
+a replay after a reconnect, is a backlog to work through, not lag (each time its socket drains,
+the count starts again). Being behind costs the server nothing per subscriber - the log keeps
+every item anyway - so only a socket that stops draining is a reason to close. The check runs
+at the end of each synchronous stretch of appends, after the subscriber was given the chance to
+write. Memory per subscriber is its cursor, its reply queue (bounded separately) and what the
+socket's user-space buffer holds (`write_limit` plus one write of at most `WRITE_BYTES`),
+whatever the client does.
 """
 
 from __future__ import annotations
@@ -140,17 +146,18 @@ class Subscriber(Protocol):
     """What the hub needs from a connection."""
 
     position: int  # the last seq handed to the socket
-    live_from: int  # the stream's seq when it attached; replay before it is not lag
+    drained_at: int  # the stream's seq when its socket last drained (or when it attached)
     wants_items: bool  # call on_item for every new item (agents: their turn comes with it)
 
     def on_item(self, seq: int, item: StreamItem) -> None:
         """A new item is in the log (called synchronously, inside the append)."""
 
     def overflow(self, lag: int) -> None:
-        """The subscriber is `lag` items behind, above the bound: it must go."""
+        """The stream outran the subscriber by `lag` items, above the bound: it must go."""
 
     def flush(self) -> None:
-        """Write what is pending, now, if the socket keeps up (never waits)."""
+        """Write what is pending, now, if the socket keeps up (never waits); a socket found
+        drained moves `drained_at` to the stream's end."""
 
 
 class StreamHub:
@@ -209,17 +216,16 @@ class StreamHub:
         seq = len(self.frames)
         limit = self.max_lag
         for subscriber in tuple(self._subscribers):
-            position = subscriber.position
-            live_from = subscriber.live_from
-            lag = seq - (position if position > live_from else live_from)
-            if lag > limit:
-                self.unsubscribe(subscriber)
-                subscriber.overflow(lag)
-                continue
             try:
                 subscriber.flush()
             except Exception:  # one broken subscriber must not hold up the others
                 logger.exception("writing to %r failed", subscriber)
+            position = subscriber.position
+            drained_at = subscriber.drained_at
+            lag = seq - (position if position > drained_at else drained_at)
+            if lag > limit:
+                self.unsubscribe(subscriber)
+                subscriber.overflow(lag)
         # The shared runs served this round; the next starts where it ended. Holding them
         # longer would only keep up to WRITE_BYTES per run alive for nobody.
         self._runs.clear()

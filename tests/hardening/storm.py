@@ -7,7 +7,10 @@ observers (half JSON, half msgpack) with `since=0`, and only then lets the sessi
 cut points (stream seqs); on reaching one it drops its connection in one of three ways - a TCP
 abort (the network drops), a clean close, or a stall (it stops reading for a moment, then
 aborts) - and reconnects with `hello{since: last seq received, epoch}`. A server-side eviction
-(4008, too far behind) is handled the same way.
+(4008: its socket stopped draining while the stream ran on) is handled the same way. With
+`freezes`, observers instead stop reading at each cut point on a small receive buffer (the
+transport paused: nothing leaves the kernel) for a moment, then read on, on the same
+connection, unless the server evicted them meanwhile.
 
 Observers here are raw WebSocket clients that record every seq exactly as it arrives, so a
 duplicate or a gap on the server's side would show (areasync's own Client deduplicates, which
@@ -20,10 +23,13 @@ evictions, items delivered) go to RELIABILITY.md.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import random
+import socket
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from websockets.asyncio.client import ClientConnection, connect
@@ -75,12 +81,19 @@ class StormReport:
 
 
 async def _connect(
-    url: str, encoding: Encoding, since: int, epoch: str | None
+    url: str, encoding: Encoding, since: int, epoch: str | None, *, small_buffer: bool = False
 ) -> tuple[ClientConnection, Welcome]:
     # An unbounded receive queue: websockets' client cannot finish a clean close while its
     # queue is full and the server is still streaming (it stops reading, so it never sees the
     # server's close frame, and gives up after close_timeout with 1006).
-    ws = await connect(url, max_size=None, max_queue=None, ping_interval=None)
+    sock: socket.socket | None = None
+    if small_buffer:  # a frozen reader fills the server's buffers after kilobytes, not megabytes
+        parts = urlsplit(url)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, (parts.hostname, parts.port))
+    ws = await connect(url, sock=sock, max_size=None, max_queue=None, ping_interval=None)
     hello = Hello(id=1, role=Role.OBSERVER, token=ADMIN, since=since, epoch=epoch)
     await ws.send(encode_client_frame(hello, encoding))
     welcome = decode_server_frame(await ws.recv())
@@ -96,13 +109,15 @@ async def _observe(
     rng: random.Random,
     ended: Any,
     during: list[int],
+    freezes: bool,
 ) -> None:
-    """Follow the stream to `ended`, dropping the connection at each seq of `cut_at`."""
+    """Follow the stream to `ended`, dropping the connection at each seq of `cut_at` (with
+    `freezes`: not reading for a moment there instead)."""
     epoch: str | None = None
     cuts = sorted(cut_at)
     while True:
         since = log.seqs[-1] if log.seqs else 0
-        ws, welcome = await _connect(url, encoding, since, epoch)
+        ws, welcome = await _connect(url, encoding, since, epoch, small_buffer=freezes)
         log.connections += 1
         log.replays.append(welcome.replay.value)
         epoch = welcome.epoch
@@ -119,6 +134,11 @@ async def _observe(
                     return
                 if cuts and seq >= cuts[0]:
                     cuts.pop(0)
+                    if freezes:
+                        ws.transport.pause_reading()
+                        await anyio.sleep(rng.uniform(0.2, 0.5))
+                        ws.transport.resume_reading()
+                        continue
                     style = rng.choice(STYLES)
                     break
         except ConnectionClosed as exc:
@@ -176,6 +196,7 @@ async def run_storm(
     real_clients: int = 2,
     seed: int = 0,
     max_lag: int = 10_000,
+    freezes: bool = False,
 ) -> StormReport:
     """One storm (see the module docstring); raises if it does not finish in time."""
     rng = random.Random(seed)
@@ -194,9 +215,12 @@ async def run_storm(
 
         with anyio.fail_after(120 + events / 100):
             async with anyio.create_task_group() as tg:
+                # A freeze late in the run would find too little stream left to fill the
+                # kernel's buffers (megabytes on loopback): freeze in its first third.
+                cut_range = range(1, expected_items // 3 if freezes else expected_items)
                 for n, log in enumerate(logs):
                     encoding = Encoding.JSON if n % 2 == 0 else Encoding.MSGPACK
-                    cut_at = rng.sample(range(1, expected_items), cuts_per_client)
+                    cut_at = rng.sample(cut_range, cuts_per_client)
                     tg.start_soon(
                         _observe,
                         url,
@@ -206,6 +230,7 @@ async def run_storm(
                         random.Random(rng.random()),
                         ended,
                         during,
+                        freezes,
                     )
                 for _ in range(real_clients):
                     cut_at = rng.sample(range(1, expected_items), cuts_per_client)

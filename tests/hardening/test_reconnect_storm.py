@@ -44,8 +44,11 @@ async def test_every_observer_receives_the_whole_stream_through_a_reconnect_stor
 
 
 async def test_evicted_slow_observers_also_resume_losslessly() -> None:
-    # A tiny lag bound: observers are evicted (4008) over and over as the run outpaces them.
-    report = await run_storm(events=5_000, clients=4, cuts_per_client=2, seed=SEED, max_lag=50)
+    # Observers that stop reading for a moment, and a tiny lag bound: they are evicted (4008)
+    # over and over as the run outpaces their full sockets.
+    report = await run_storm(
+        events=20_000, clients=4, cuts_per_client=4, seed=SEED, max_lag=50, freezes=True
+    )
     assert_lossless(report)
     assert sum(log.evictions for log in report.observers) > 0
 

@@ -10,8 +10,21 @@ from contextlib import asynccontextmanager
 import anyio
 from websockets.asyncio.client import connect
 
-from areasync.protocol import CallTool, CloseCode, Encoding, GetState, Hello, Ping, Role, Welcome
+from areasync.protocol import (
+    CallTool,
+    CloseCode,
+    Encoding,
+    GetState,
+    Hello,
+    Jump,
+    Mode,
+    Ping,
+    Result,
+    Role,
+    Welcome,
+)
 from areasync.service import Service
+from bench.synthetic import SyntheticScenario, synthetic_scenario
 from tests.scenarios import timeline
 from tests.service.support import ADMIN, Peer, attach, serving
 
@@ -83,3 +96,21 @@ async def test_a_client_that_never_reads_its_replies_is_closed() -> None:
                 await witness.request(Ping)  # the server has had its turn with the frames
         code, _ = await stuck.closed()
     assert code == CloseCode.SLOW_CONSUMER
+
+
+async def test_a_reader_is_not_evicted_by_a_burst_larger_than_the_lag_bound() -> None:
+    # One jump fires 3,000 events in one synchronous stretch, 30 times the lag bound: a backlog
+    # for a subscriber whose socket drains, not lag. It reads through it on the same socket.
+    session = SyntheticScenario.scenario_id
+    async with (
+        serving(synthetic_scenario(3_000), mode=Mode.MANUAL, max_lag=100) as service,
+        attach(service, Role.OBSERVER, session=session) as reader,
+        attach(service, Role.CONTROLLER, session=session) as controller,
+    ):
+        reply = await controller.request(Jump, by=10_000.0)
+        assert isinstance(reply, Result)
+        last = service.registry.get(session).hub.seq  # type: ignore[union-attr]
+        assert last > 3_000
+        await reader.until_seq(last)
+        assert service.metrics.slow_consumer_disconnects == 0
+    assert reader.seqs == list(range(reader.welcome.seq + 1, last + 1))  # type: ignore[union-attr]

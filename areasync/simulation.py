@@ -126,6 +126,8 @@ class Simulation:
         self.log: StreamLog[StreamItem] = StreamLog()
         self.inputs: list[InputRecord] = []
         self.validation: dict[str, Any] | None = None
+        # Why the run ended early (a stop, a lease policy, a failure); None when it ran out.
+        self.end_reason: str | None = None
         self.lag = 0.0
         self._leases: dict[str, float] = {}
         self._wake_event = anyio.Event()
@@ -580,11 +582,12 @@ class Simulation:
         self._record("set_mode", {"mode": new_mode.value})
         return self._after_control()
 
-    async def stop(self) -> dict[str, Any] | None:
-        """End the session now (ARE's `stop`); returns the validation result."""
+    async def stop(self, reason: str = "stopped by request") -> dict[str, Any] | None:
+        """End the session now (ARE's `stop`); returns the validation result. `reason` goes
+        on the `ended` item."""
         self._require_live("stop")
         self._record("stop", {})
-        self._stop_now("stopped by request")
+        self._stop_now(reason)
         return self.validation
 
     # -- internals ---------------------------------------------------------------------------
@@ -606,9 +609,16 @@ class Simulation:
         self._wake()
         return self.clock_state()
 
+    def fail(self, reason: str) -> None:
+        """End the run now in ARE's FAILED state, e.g. because the scenario's own code raised
+        out of a tick (ARE's thread would die there and leave the environment RUNNING)."""
+        self._stop_now(reason, failed=True)
+
     def _stop_now(self, reason: str, *, failed: bool = False) -> None:
         if self._concluded:
             return
+        if self.end_reason is None:
+            self.end_reason = reason
         final = EnvironmentState.FAILED if failed else EnvironmentState.STOPPED
         if not self.engine.finished:
             self.env.stop(final_state=final)
@@ -641,7 +651,10 @@ class Simulation:
         self._publish_clock()
         state = self.state
         validation = self.validation
-        self.log.append(lambda seq: EndedItem(seq=seq, state=state, validation=validation))
+        reason = self.end_reason
+        self.log.append(
+            lambda seq: EndedItem(seq=seq, state=state, validation=validation, reason=reason)
+        )
         self.log.close()
         self._ended.set()
         self._wake()

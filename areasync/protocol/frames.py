@@ -407,6 +407,13 @@ class EndedItem(_StreamItem, tag="ended", kw_only=True):
         dict[str, Any] | None,
         Meta(description="The scenario's validation result, if it was validated."),
     ] = None
+    reason: Annotated[
+        str | None,
+        Meta(
+            description="Why the session ended before running out (a stop, a lease policy, "
+            "a failure); null when it ran to its end."
+        ),
+    ] = None
 
 
 class Pong(_ServerFrame, tag="pong", kw_only=True):

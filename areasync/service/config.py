@@ -58,7 +58,10 @@ class ServiceConfig:
     max_lag: int = 10_000
     max_pending_replies: int = 1024
     max_pending_reply_bytes: int = 16 * 1024 * 1024
-    hello_timeout: float = 10.0  # wall seconds to send `hello` after the handshake (else 4408)
+    # Wall seconds to complete the WebSocket opening handshake after connecting (else the
+    # socket is dropped), then to send `hello` (else close 4408).
+    handshake_timeout: float = 10.0
+    hello_timeout: float = 10.0
     close_timeout: float = 5.0  # wall seconds a close handshake may take before the TCP abort
     shutdown_grace: float = 2.0  # wall seconds to flush `ended` to clients at shutdown
     write_limit: int = 64 * 1024  # bytes websockets buffers before `send` waits for the peer
@@ -102,6 +105,9 @@ class ServiceConfig:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.keep_ended < 0:
             problems.append(f"keep_ended must be >= 0, got {self.keep_ended}")
+        for name in ("handshake_timeout", "hello_timeout", "close_timeout"):
+            if not getattr(self, name) > 0:
+                problems.append(f"{name} must be > 0 seconds, got {getattr(self, name)}")
         if self.rate is not None and self.rate <= 0:
             problems.append(f"rate must be > 0 requests per second (or None), got {self.rate}")
         if self.admin_token is not None and not self.admin_token:

@@ -563,7 +563,7 @@ class Connection:
         return self._sim.set_speed(frame.speed)
 
     async def _stop(self, frame: Stop) -> Any:
-        return await self._sim.stop()
+        return await self._sim.stop(f"stopped by a {self.role.value if self.role else 'client'}")
 
     async def _create_session(self, frame: CreateSession) -> Any:
         source: str

@@ -11,7 +11,8 @@ path                token    answer
 /api/sessions       yes      200 {"access": {...}, "sessions": [...]}: every session for the
                              admin token, only its own session for a session token
 /api/schema         yes      200 the protocol's JSON Schema
-/metrics            yes      200 Prometheus text format
+/metrics            admin    200 Prometheus text format (server-wide counters: the admin token
+                             only; a session token gets 403)
 / , /index.html     yes      200 the dashboard page (a placeholder if it is not installed)
 /<asset>            no       200 a dashboard file (JS, CSS): static code, no data, and the page's
                              relative links carry no token
@@ -149,6 +150,14 @@ class HttpRoutes:
         if path == "/api/schema":
             return _response(200, self._schema, "application/schema+json")
         if path == "/metrics":
+            if session_id is not None:
+                return error_response(
+                    403,
+                    ErrorCode.FORBIDDEN,
+                    "/metrics counts every session on the server: it needs the admin token "
+                    "(printed by `areasync serve`, or fixed with --token / AREASYNC_TOKEN), "
+                    "not a session's",
+                )
             return _response(
                 200, self.metrics_text().encode(), "text/plain; version=0.0.4; charset=utf-8"
             )

@@ -144,6 +144,7 @@ class Service:
             ping_interval=config.ping_interval,
             ping_timeout=config.ping_interval,
             close_timeout=config.close_timeout,
+            open_timeout=config.handshake_timeout,
         )
         self.port = int(server.sockets[0].getsockname()[1])
         self.registry.ws_base = f"ws://{display_host(config.host)}:{self.port}"

@@ -192,12 +192,17 @@ class Session:
                     tg.start_soon(self._hold_for_agent)
                 await self.sim.run()
                 tg.cancel_scope.cancel()
-        except Exception:
-            # A scenario whose events raise must not take the server down: end this session.
+        except Exception as exc:
+            # A scenario whose events raise must not take the server down: end this session,
+            # failed, saying why (the traceback goes to the server log).
             logger.exception("session %s failed; ending it", self.id)
             if not self.sim.ended:
                 try:
-                    await self.sim.stop()
+                    cause = _first_leaf(exc)
+                    self.sim.fail(
+                        f"the scenario raised {type(cause).__name__}: {cause}; the traceback is "
+                        "in the server log"
+                    )
                 except Exception:
                     logger.exception("session %s could not be stopped cleanly", self.id)
         finally:
@@ -360,7 +365,7 @@ class SessionRegistry:
                 ErrorCode.SESSION_ENDED,
                 f"session {session_id!r} has already ended ({session.sim.state})",
             )
-        await session.sim.stop()
+        await session.sim.stop("stopped by an admin (stop_session)")
         await session.done.wait()
         return session
 
@@ -396,6 +401,13 @@ class SessionRegistry:
         """Stop every live session and wait until their traces are written."""
         for session in self.live():
             with contextlib.suppress(SimulationError):  # it may have ended on its own meanwhile
-                await session.sim.stop()
+                await session.sim.stop("the server shut down")
         for session in list(self.sessions.values()):
             await session.done.wait()
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    """The first exception inside (possibly nested) exception groups: what actually raised."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc

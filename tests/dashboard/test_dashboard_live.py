@@ -165,6 +165,7 @@ async def test_stop_shows_the_validation_result(server: Server, page: Page) -> N
     ended = page.locator("#ended")
     await expect(ended).to_be_visible()
     await expect(ended).to_contain_text("Session ended (stopped)")
+    await expect(ended).to_contain_text("stopped by a controller")  # why, from ended.reason
     # Nobody forwarded the email: the tutorial's validation fails, and the page says so.
     await expect(ended).to_contain_text("validation failed")
     await expect(page.locator("#conn")).to_have_attribute("data-state", "ended")

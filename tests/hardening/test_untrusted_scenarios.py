@@ -372,8 +372,9 @@ async def test_a_scenario_that_raises_inside_ares_tick_ends_alone() -> None:
         async with attach(service, Role.OBSERVER, session=again["session_id"], since=0) as other:
             other_ended = await other.until_ended()
         status, _, _ = await http_get(service, "/health")
-    assert isinstance(ended, EndedItem) and ended.state in {"stopped", "failed"}
-    assert other_ended.state == "stopped" and status == 200
+    assert isinstance(ended, EndedItem) and ended.state == "failed"
+    assert ended.reason is not None and "KeyError" in ended.reason
+    assert other_ended.state == "stopped" and other_ended.reason is None and status == 200
 
 
 async def test_a_scenario_whose_validation_raises_ends_with_the_exception() -> None:

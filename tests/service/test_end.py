@@ -26,6 +26,7 @@ async def test_an_ending_session_sends_ended_with_validation_and_writes_an_are_t
         await session.done.wait()
         trace = session.trace_path
     assert ended.validation == {"success": True, "exception": None, "rationale": None}
+    assert ended.reason is None  # it ran to its end
     assert trace is not None and trace.name in json_files(tmp_path)
     text = await anyio.Path(trace).read_text()
     scenario, completed, _ = JsonScenarioImporter().import_from_json(text)
@@ -39,6 +40,7 @@ async def test_stop_session_ends_it_and_returns_its_trace(tmp_path: Path) -> Non
         result = await admin.call(StopSession, session_id="scenario_tutorial")
         ended = await admin.until_ended()
     assert result["state"] == "stopped" and ended.state == "stopped"
+    assert ended.reason is not None and "stop" in ended.reason
     text = await anyio.Path(result["trace"]).read_text()
     scenario, _, _ = JsonScenarioImporter().import_from_json(
         text,

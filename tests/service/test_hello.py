@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from areasync.protocol import (
@@ -15,6 +16,7 @@ from areasync.protocol import (
     Role,
     Welcome,
 )
+from areasync.service import ServiceConfig
 from tests.service.support import ADMIN, TUTORIAL, attach, raw, serving, tokens
 
 SESSION_ROLES = [Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER]
@@ -124,6 +126,24 @@ async def test_a_second_hello_is_bad_state_and_keeps_the_connection() -> None:
         error = await peer.fail(Hello, role=Role.OBSERVER, token=ADMIN)
         assert error.code == ErrorCode.BAD_STATE
         assert await peer.request(Ping)  # still open
+
+
+async def test_a_connection_that_never_finishes_its_handshake_is_dropped() -> None:
+    async with serving(handshake_timeout=0.05) as service:
+        stream = await anyio.connect_tcp("127.0.0.1", service.port or 0)
+        async with stream:
+            await stream.send(b"GET /sessions/scenario_tutorial HTTP/1.1\r\n")  # and no more
+            with anyio.fail_after(5):
+                try:
+                    leftover = await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    leftover = b""
+    assert b"101 Switching Protocols" not in leftover
+
+
+def test_a_non_positive_timeout_is_refused_with_its_name() -> None:
+    with pytest.raises(ValueError, match="handshake_timeout must be > 0"):
+        ServiceConfig(handshake_timeout=0)
 
 
 async def test_no_hello_in_time_closes_with_hello_timeout() -> None:

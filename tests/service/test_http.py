@@ -71,6 +71,14 @@ async def test_schema_is_the_published_protocol_schema() -> None:
     assert status == 200 and json.loads(body) == json.loads(render_schema())
 
 
+async def test_metrics_refuse_a_session_token() -> None:
+    async with serving() as service:
+        observer = tokens(service, "scenario_tutorial")[Role.OBSERVER]
+        status, _, body = await http_get(service, f"/metrics?token={observer}")
+    error = json_body(body)["error"]
+    assert status == 403 and error["code"] == "forbidden" and "admin token" in error["message"]
+
+
 async def test_metrics_are_prometheus_text_with_the_service_counters() -> None:
     async with serving() as service, attach(service, Role.AGENT) as agent:
         await agent.call(CallTool, tool="SystemApp__get_current_time")

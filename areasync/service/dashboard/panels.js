@@ -149,6 +149,7 @@ export function showEnded(banner, frame) {
     el("span", "verdict", verdict),
   );
   const nodes = [head];
+  if (frame.reason) nodes.push(el("div", "ended-reason", frame.reason)); // why it ended early
   if (v && (v.rationale || v.exception)) {
     const more = el("details");
     more.append(el("summary", "", "Details"));

@@ -311,6 +311,7 @@ class SessionRegistry:
                 import_mode=str(import_mode or self.config.import_mode),
                 lease_timeout=self.config.lease_timeout,
                 lease_policy=self.config.lease_policy,
+                step_budget=self.config.step_budget,
             )
         except (ScenarioError, SimulationError, ValueError) as exc:
             raise ProtocolError(

@@ -111,3 +111,26 @@ async def test_fast_run_without_oracle_runs_out_to_the_duration() -> None:
     await sim.run()
     assert sim.now == 20.0
     assert len(sim.events()) == 2
+
+
+def test_a_non_positive_step_budget_is_refused() -> None:
+    from areasync.simulation import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match="step_budget must be > 0"):
+        Simulation.load(timeline(1.0), mode="fast", step_budget=0.0)
+
+
+async def test_a_short_step_budget_gives_the_same_run() -> None:
+    # The budget only decides how often the driver yields to the event loop, never what runs.
+    logs = []
+    for budget in (0.002, 0.00001):
+        async with Simulation.load(timeline(1, 2, 2, 3), mode="fast", step_budget=budget) as sim:
+            await sim.run()
+            logs.append(
+                [
+                    (i.event.time, i.event.function)
+                    for i in sim.log.items
+                    if isinstance(i, EventItem)
+                ]
+            )
+    assert logs[0] == logs[1] and len(logs[0]) >= 4

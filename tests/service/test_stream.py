@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from areasync.protocol import (
     CallTool,
     ClockItem,
@@ -18,6 +20,7 @@ from areasync.protocol import (
     Stop,
     Tick,
 )
+from areasync.service import ServiceConfig
 from tests.service.support import attach, plain, serving, tokens
 
 
@@ -145,3 +148,15 @@ async def test_the_user_message_reaches_the_agent_as_a_notification() -> None:
             note = await agent.until(lambda f: isinstance(f, NotificationItem))
     assert isinstance(note, NotificationItem)
     assert "please send the pdf" in note.notification.message
+
+
+async def test_sessions_run_fast_mode_in_the_configured_step_budget() -> None:
+    async with serving(step_budget=0.0005) as service:
+        session = service.registry.get("scenario_tutorial")
+        assert session is not None
+        assert session.sim.step_budget == 0.0005
+
+
+def test_a_non_positive_step_budget_is_refused_with_its_name() -> None:
+    with pytest.raises(ValueError, match="step_budget must be > 0"):
+        ServiceConfig(step_budget=0)

@@ -242,10 +242,14 @@ class PublishingEventLog(EventLog):
     def __init__(self, hook: Callable[[CompletedEvent], None]) -> None:
         super().__init__()
         self._hook = hook
+        # Events taken in so far: what a tool call compares to see whether ARE logged it
+        # (`len` would take the queue's lock twice per call).
+        self.logged = 0
 
     def put(self, event: CompletedEvent | list[CompletedEvent]) -> None:
         for one in event if isinstance(event, list) else [event]:
             super().put(one)
+            self.logged += 1
             self._hook(one)
 
 

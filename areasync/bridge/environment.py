@@ -11,6 +11,8 @@ Everything ARE users know keeps working (`event_log`, `apps`, `tick`, `process_e
   converted to a plain record and handed to listeners the moment ARE produces it;
 * events that cannot produce a notification skip ARE's template search, in the notification
   system and in the world log of `add_to_log` (`notifications`: exactly ARE's answer);
+* a session's tools are built from docstrings and signatures parsed once per app class
+  function, not once per session (`tool_cache`: the same AppTools);
 * ARE's scaling traps are avoided: the queue length is `len(queue)`, not a sorted copy; the
   sorted log view is built only for events whose arguments hold a `{{placeholder}}`; the event
   queue compares plain tuples (`queues.FastEventQueue`); log lines are formatted only when
@@ -29,6 +31,7 @@ from are.simulation import environment as are_environment
 from are.simulation.apps.system import SystemApp
 from are.simulation.environment import Environment, EnvironmentConfig
 from are.simulation.notification_system import BaseNotificationSystem, Message
+from are.simulation.tool_utils import AppTool
 from are.simulation.types import (
     AbstractEvent,
     CompletedEvent,
@@ -41,7 +44,7 @@ from are.simulation.types import (
     StopEvent,
 )
 
-from areasync.bridge import notifications
+from areasync.bridge import notifications, tool_cache
 from areasync.bridge.queues import FastEventQueue
 from areasync.bridge.records import event_record, notification_record
 from areasync.bridge.time_manager import VirtualTimeManager
@@ -218,6 +221,13 @@ class AsyncEnvironment(Environment):
         self.wait_handler()
 
     # -- conveniences --------------------------------------------------------------------------
+
+    def get_tools_by_app(self) -> dict[str, list[AppTool]]:
+        # ARE's own; the apps that have not built their tools yet build them from parts parsed
+        # once per app class function (`tool_cache`: the same AppTools, nothing of a session
+        # cached).
+        with tool_cache.building():
+            return super().get_tools_by_app()
 
     @property
     def system_app(self) -> SystemApp | None:

@@ -62,7 +62,7 @@ def are_app_classes() -> list[type[App]]:
             yield from subclasses(sub)
 
     return sorted(
-        {c for c in subclasses(App) if c.__module__.startswith("are.")},
+        {c for c in subclasses(App) if c.__module__.startswith(are_apps.__name__ + ".")},
         key=lambda c: (c.__module__, c.__qualname__),
     )
 

@@ -45,7 +45,7 @@ from are.simulation.types import (
 )
 
 from areasync.bridge import notifications, tool_cache
-from areasync.bridge.queues import FastEventQueue
+from areasync.bridge.queues import EventLogQueue, FastEventQueue
 from areasync.bridge.records import event_record, notification_record
 from areasync.bridge.time_manager import VirtualTimeManager
 from areasync.loop.clock import ClockMode, VirtualClock
@@ -251,6 +251,7 @@ class PublishingEventLog(EventLog):
 
     def __init__(self, hook: Callable[[CompletedEvent], None]) -> None:
         super().__init__()
+        self.past_events = EventLogQueue()  # ARE's heap, cheaper comparisons (`queues`)
         self._hook = hook
         # Events taken in so far: what a tool call compares to see whether ARE logged it
         # (`len` would take the queue's lock twice per call).

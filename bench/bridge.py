@@ -1,7 +1,7 @@
 """Bridge micro-benchmark: what one tool call, one ENV event and a session's first tool call cost.
 
     python bench/bridge.py                      # prints JSON; ~20 s
-    python bench/bridge.py --only hot,first     # or events (comma-separated)
+    python bench/bridge.py --only hot,first     # or events, split (comma-separated)
     python bench/bridge.py --calls 2000 --only hot --no-timing   # a fixed workload (callgrind)
 
 In-process, no socket: this is the simulation's share of a round trip (`Simulation.call_tool`),
@@ -13,6 +13,12 @@ not the service's (see `bench/service.py`).
   on the session's stream).
 - `events`: `bench.synthetic` with `--events` ENV events run in fast oracle mode to the end; us
   per event, median of `--repeats` runs. Its app's events match no notification template.
+- `split`: where the hot loop's time goes, each figure the median of `--repeats` loops of
+  `--calls`: `Simulation.call_tool`; ARE's call alone (`SystemApp.get_current_time()` on the
+  session's app: ARE's `event_registered` wrapper, the app, `add_to_log`, the notification
+  system, and areasync's hooks in them); the same without the session's stream listener (no
+  stream record); the same call on ARE's own `Environment` (no areasync at all); the app's
+  function alone (`disable_events()`: no event).
 - `first`: the agent's first tool call of a fresh session, where ARE builds the tool registry of
   every app (`App.get_tools()`): CPU (`time.process_time`), then, in as many other sessions,
   the Python allocations it leaves behind (tracemalloc, `current` after minus before; `peak`
@@ -72,6 +78,44 @@ async def hot(calls: int, repeats: int, timing: bool) -> dict[str, Any]:
         "us_per_call": round(statistics.median(each), 2),
         "each": [round(x, 2) for x in each],
     }
+
+
+def _median_us(function: Any, calls: int, repeats: int) -> float:
+    each = []
+    for _ in range(repeats):
+        gc.collect()
+        gc.freeze()
+        start = time.perf_counter()
+        for _ in range(calls):
+            function()
+        each.append((time.perf_counter() - start) / calls * 1e6)
+    gc.unfreeze()
+    return round(statistics.median(each), 2)
+
+
+async def split(calls: int, repeats: int) -> dict[str, Any]:
+    from are.simulation.apps.system import SystemApp
+    from are.simulation.environment import Environment, EnvironmentConfig
+    from are.simulation.notification_system import VerboseNotificationSystem
+    from are.simulation.types import disable_events
+
+    from areasync.conformance import load_scenario
+
+    out: dict[str, Any] = {"call_tool": (await hot(calls, repeats, True))["us_per_call"]}
+    sim = Simulation.load("scenario_tutorial", mode="manual")
+    app = sim.env.get_app_with_class(SystemApp)
+    out["are_call_in_areasync"] = _median_us(app.get_current_time, calls, repeats)
+    sim.env.event_listeners.clear()
+    out["are_call_in_areasync_no_stream"] = _median_us(app.get_current_time, calls, repeats)
+    env = Environment(
+        EnvironmentConfig(oracle_mode=False), notification_system=VerboseNotificationSystem()
+    )
+    env.register_apps(load_scenario("scenario_tutorial").apps or [])
+    are_app = env.get_app_with_class(SystemApp)
+    out["are_call_in_are_environment"] = _median_us(are_app.get_current_time, calls, repeats)
+    with disable_events():
+        out["app_function_alone"] = _median_us(are_app.get_current_time, calls, repeats)
+    return out
 
 
 async def events(n: int, repeats: int) -> dict[str, Any]:
@@ -134,6 +178,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         out["hot"] = await hot(args.calls, args.repeats, args.timing)
     if "events" in parts:
         out["events"] = await events(args.events, args.repeats)
+    if "split" in parts:
+        out["split"] = await split(args.calls, args.repeats)
     if "first" in parts:
         out["first"] = await first(args.sessions)
     return out

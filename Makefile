@@ -46,6 +46,7 @@ test: lint unit
 
 bench: $(STAMP) browser
 	$(PY) bench/loop.py
+	$(PY) bench/bridge.py
 	$(PY) bench/protocol.py
 	$(PY) bench/service.py
 	$(PY) bench/dashboard.py

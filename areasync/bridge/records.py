@@ -3,6 +3,12 @@
 Conversion happens inside ARE's hooks (`add_to_log`, `MessageQueue.put`) because ARE mutates its
 objects later (Gaia2's turn logic rewrites event ids in the log): what we publish is what ARE
 logged at that instant. The output holds JSON types only, so it can be sent over the wire unchanged.
+
+Every tool call converts its arguments (the input log), its result and the logged event, so
+`to_plain` first handles what those nearly always are - exactly a JSON type, or a plain `dict`
+or `list` of them - by type identity, before the general chain of `isinstance` tests (the
+`Mapping` test is an ABC check): the same output (`tests/core/test_records_fast_path.py`
+compares it with the general chain's on generated values).
 """
 
 from __future__ import annotations
@@ -22,11 +28,32 @@ from are.simulation.types import CompletedEvent
 from areasync.protocol.records import EventRecord, NotificationRecord, ToolArg, ToolInfo
 
 _PRIMITIVES = (str, int, float, bool, type(None))
+_EXACT_PRIMITIVES = frozenset(_PRIMITIVES)
 _MAX_DEPTH = 64
 
 
 def to_plain(value: Any, _depth: int = 0) -> Any:
     """A JSON-typed copy of `value` (dataclasses, enums, bytes, datetimes, sets, objects)."""
+    # Fast path, same result: values of exactly a JSON type and plain dicts and lists of them
+    # (a tool's arguments, most results) skip the general chain's isinstance tests (Mapping's
+    # is an ABC check).
+    kind = type(value)
+    if kind in _EXACT_PRIMITIVES:
+        return value
+    if (kind is dict or kind is list) and _depth <= _MAX_DEPTH:
+        depth = _depth + 1
+        if kind is dict:
+            return {
+                k if type(k) is str else str(k): v
+                if type(v) in _EXACT_PRIMITIVES
+                else to_plain(v, depth)
+                for k, v in value.items()
+            }
+        return [v if type(v) in _EXACT_PRIMITIVES else to_plain(v, depth) for v in value]
+    return _to_plain(value, _depth)
+
+
+def _to_plain(value: Any, _depth: int) -> Any:
     if isinstance(value, _PRIMITIVES):
         return value
     if _depth > _MAX_DEPTH:

@@ -18,6 +18,22 @@ ARE's `event_registered` wrapper also computes `inspect.signature` of the app's 
 call (~10 us); the function's signature never changes, so it is stored on the function as
 `__signature__`, which `inspect.signature` returns as is (its documented protocol): the same
 `Signature`, computed once per process.
+
+The arguments are bound once, not twice. Our up-front check (`_Binding.check`: refuse arguments
+that do not bind, touching nothing) binds them to the same signature that ARE's wrappers bind
+them to, ~2 us a call. Where `call` hands them straight to one of ARE's wrappers that binds
+before it does anything else - `type_check`, or `event_registered` while events are active
+(with `disable_events()` it makes the bare call) - recognised by the wrapper's code object, the
+check is left to ARE: its `TypeError` arrives with nothing logged, and the error then carries
+the up-front check's message (the check runs on that path only). The check stays up front
+where something would happen first: a random failure to draw (`failure_probability`, whose
+draw must not be consumed by a refused call), ARE's own `AppTool.__call__` (a subclass, or its
+logger at DEBUG: it logs the call first), any other function. Whether a call logged anything
+is read from the event log's counter of events taken in (`PublishingEventLog.logged`), not from
+its `len` (which takes the queue's lock).
+`tests/core/test_tool_call_shortcuts.py` checks, for every tool of every offline registered
+scenario, that arguments that do not bind get the up-front check's message, log and publish
+nothing.
 """
 
 from __future__ import annotations
@@ -27,11 +43,14 @@ import inspect
 import io
 import logging
 import types
+from collections.abc import Callable
 from random import Random
 from typing import Any
 
 from are.simulation import tool_utils
 from are.simulation.tool_utils import AppTool
+from are.simulation.types import EventRegisterer
+from are.simulation.utils import type_check
 
 from areasync.bridge.records import to_plain, tool_info
 from areasync.protocol.records import ToolInfo
@@ -94,12 +113,16 @@ class ToolBox:
         if binding is None or binding.tool is not tool or binding.function is not tool.function:
             binding = self._bindings[name] = _Binding(tool)
         binding.check(name, args)
-        before = len(self._env.event_log)
+        log = self._env.event_log
+        before = _logged(log)
         try:
             result = binding.call(args)
         except TypeError as exc:
-            if len(self._env.event_log) == before:
-                # ARE's type_check rejected the arguments before the app ran: nothing happened.
+            if _logged(log) == before:
+                # ARE's binding or type_check rejected the arguments before the app ran:
+                # nothing happened. Arguments that do not bind get the message they got when
+                # checked up front.
+                binding.check(name, args, always=True)
                 raise InvalidArgsError(f"invalid arguments for {name}: {exc}") from exc
             raise ToolFailedError(f"{name} failed: {exc}") from exc
         except Exception as exc:
@@ -116,6 +139,44 @@ class ToolBox:
 _tool_logger = logging.getLogger(tool_utils.__name__)
 
 
+def _logged(log: Any) -> int:
+    """How many events `log` has taken in (ARE's `len` sorts nothing but takes a lock)."""
+    count = getattr(log, "logged", None)
+    return len(log) if count is None else int(count)
+
+
+def _reference_code(decorator: Callable[[Callable[..., Any]], Any]) -> types.CodeType:
+    def function(self: Any) -> None:
+        return None
+
+    return decorator(function).__code__
+
+
+# The code of ARE's two wrappers that bind a tool's arguments to the app's signature before they
+# do anything else: every function they wrap shares it.
+_EVENT_REGISTERED_CODE = _reference_code(EventRegisterer.event_registered())
+_TYPE_CHECK_CODE = _reference_code(type_check)
+
+
+def _always() -> bool:
+    return True
+
+
+def _binds_first(function: Any) -> Callable[[], bool] | None:
+    """If `function` is one of ARE's wrappers that binds its arguments (raising TypeError)
+    before it does anything else, a test of whether it does so now; else None."""
+    code = getattr(function, "__code__", None)
+    if code is _TYPE_CHECK_CODE:
+        return _always  # `type_check`: signature, bind, type checks, then the call
+    if code is _EVENT_REGISTERED_CODE:
+        # `event_registered`: when events are active, a uuid, then signature and bind, then the
+        # rest; when they are not (`disable_events()`), the bare call.
+        cells = dict(zip(code.co_freevars, function.__closure__ or (), strict=True))
+        registerer = cells["cls"].cell_contents
+        return registerer.is_active
+    return None
+
+
 def _memoize_signature(function: Any) -> None:
     """Store the signature of the innermost function behind `function`'s decorators on it, where
     `inspect.signature` looks first: ARE's wrapper asks for it on every call."""
@@ -127,7 +188,7 @@ def _memoize_signature(function: Any) -> None:
 class _Binding:
     """What a tool call needs that does not change between calls: worked out once per tool."""
 
-    __slots__ = ("bound_self", "function", "plain", "signature", "tool")
+    __slots__ = ("are_binds", "bound_self", "function", "plain", "signature", "tool")
 
     def __init__(self, tool: AppTool) -> None:
         self.tool = tool
@@ -142,10 +203,16 @@ class _Binding:
         )
         # A subclass may do more in __call__: leave those to ARE.
         self.plain = type(tool).__call__ is AppTool.__call__
+        self.are_binds = _binds_first(self.function) if self.plain else None
 
-    def check(self, name: str, args: dict[str, Any]) -> None:
-        """Raise InvalidArgsError, touching nothing, if `args` do not bind to the function."""
+    def check(self, name: str, args: dict[str, Any], *, always: bool = False) -> None:
+        """Raise InvalidArgsError, touching nothing, if `args` do not bind to the function.
+
+        Skipped (unless `always`) where `call` will hand the arguments straight to an ARE
+        wrapper that binds them to the same signature before anything else happens."""
         if self.signature is None:
+            return
+        if not always and self.are_binds is not None and self._fast() and self.are_binds():
             return
         try:
             self.signature.bind(*self.bound_self, **args)
@@ -154,6 +221,12 @@ class _Binding:
             raise InvalidArgsError(
                 f"invalid arguments for {name}: {exc}; expected: {expected}"
             ) from exc
+
+    def _fast(self) -> bool:
+        """Whether `call` goes straight to the function: no random failure to draw first."""
+        return self.tool.failure_probability is None and not _tool_logger.isEnabledFor(
+            logging.DEBUG
+        )
 
     def call(self, args: dict[str, Any]) -> Any:
         """`tool(**args)`, as ARE's `AppTool.__call__` (ARE 1.2.0) does it."""

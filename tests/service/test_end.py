@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
 from are.simulation.data_handler.importer import JsonScenarioImporter
 
-from areasync.protocol import CloseCode, EventItem, Role, StopSession
+from areasync.protocol import CloseCode, CreateSession, EventItem, Role, StopSession
 from tests.service.support import attach, json_files, serving
 
 VALIDATION_TUTORIAL = "scenario_validation_tutorial"  # every app it uses re-imports in ARE
@@ -63,3 +64,23 @@ async def test_shutdown_ends_sessions_writes_traces_and_closes_with_going_away(
     assert ended.state == "stopped" and code == CloseCode.GOING_AWAY
     assert session.trace_path is not None
     assert json_files(tmp_path) == [session.trace_path.name]
+
+
+async def test_the_trace_of_a_gaia2_benchmark_session_reimports_into_are(tmp_path: Path) -> None:
+    from tests.client.test_oracle_agent import gaia2_json
+
+    async with serving(trace_dir=tmp_path) as service, attach(service, Role.ADMIN) as admin:
+        created = await admin.call(
+            CreateSession, scenario_json=gaia2_json(), mode="manual", import_mode="benchmark"
+        )
+        assert created["import_mode"] == "benchmark"
+        result = await admin.call(StopSession, session_id=created["session_id"])
+    text = await anyio.Path(result["trace"]).read_text()
+    importer = JsonScenarioImporter()
+    plain, _, _ = importer.import_from_json(text, load_completed_events=False)
+    benchmark, _, _ = importer.import_from_json_to_benchmark(text, load_completed_events=False)
+    assert (
+        plain.scenario_id
+        == benchmark.scenario_id
+        == json.loads(gaia2_json())["metadata"]["definition"]["scenario_id"]
+    )

@@ -143,20 +143,28 @@ async def test_the_oracle_agent_reproduces_ares_oracle_run_of_a_json_scenario_fi
     assert_same_log(areasync_server, session_id, report, plan, are)
 
 
+async def run_gaia2_benchmark(
+    server: AreasyncServer, pace: Pace
+) -> tuple[str, OracleReport, OraclePlan]:
+    """The two-turn Gaia2 scenario through Gaia2's runner path (`import_from_json_to_benchmark`
+    + `preprocess_scenario`, turns chained by a per-tick condition), played by the oracle agent.
+    ARE scenarios are single-use: the session and the agent's plan get one each."""
+    text = gaia2_json()
+    session_id = server.create_session(load_scenario_json(text, benchmark=True), mode="fast")
+    report, plan = await run_agent(
+        server, session_id, load_scenario_json(text, benchmark=True), pace
+    )
+    return session_id, report, plan
+
+
 async def test_the_oracle_agent_reproduces_ares_oracle_run_of_a_gaia2_benchmark_scenario(
     areasync_server: AreasyncServer,
 ) -> None:
     # Gaia2's runner path: import_from_json_to_benchmark + preprocess_scenario, which chains
     # the turns through a per-tick turn condition. ARE scenarios are single-use: one each.
-    text = gaia2_json()
-    session_id = areasync_server.create_session(
-        load_scenario_json(text, benchmark=True), mode="fast"
-    )
-    report, plan = await run_agent(
-        areasync_server, session_id, load_scenario_json(text, benchmark=True), Pace.JUMP
-    )
+    session_id, report, plan = await run_gaia2_benchmark(areasync_server, Pace.JUMP)
     assert [call.action.tool for call in report.calls].count(END_OF_TURN) == 2
-    are = run_are_queue_loop(load_scenario_json(text, benchmark=True))
+    are = run_are_queue_loop(load_scenario_json(gaia2_json(), benchmark=True))
     assert_same_log(areasync_server, session_id, report, plan, are)
 
 
@@ -165,13 +173,7 @@ async def test_the_oracle_agents_end_of_turn_messages_are_logged_at_exactly_the_
 ) -> None:
     # ARE's oracle run makes each message first in its tick, ahead of the turn condition
     # checked in the same tick; the agent gets there with an exclusive jump, not 1 us early.
-    text = gaia2_json()
-    session_id = areasync_server.create_session(
-        load_scenario_json(text, benchmark=True), mode="fast"
-    )
-    report, plan = await run_agent(
-        areasync_server, session_id, load_scenario_json(text, benchmark=True), Pace.JUMP
-    )
+    session_id, report, plan = await run_gaia2_benchmark(areasync_server, Pace.JUMP)
     start = areasync_server.simulation(session_id).env.start_time or 0.0
     logged = [
         event.time - start
@@ -190,13 +192,7 @@ async def test_the_waiting_oracle_agent_ends_a_gaia2_turn_one_tick_later_than_ar
     # What pace `wait` cannot do (see areasync.agents.oracle): ARE's wait returns only after
     # the tick at its timeout, so the end-of-turn message at 11 s is made after that tick's
     # turn condition, which sees it one tick later than in ARE's oracle run.
-    text = gaia2_json()
-    session_id = areasync_server.create_session(
-        load_scenario_json(text, benchmark=True), mode="fast"
-    )
-    report, plan = await run_agent(
-        areasync_server, session_id, load_scenario_json(text, benchmark=True), Pace.WAIT
-    )
+    session_id, report, plan = await run_gaia2_benchmark(areasync_server, Pace.WAIT)
     assert report.ok, report.unexpected_failures
 
     def turn_checks(events: list[EventRecord], start: float) -> list[tuple[float, object]]:

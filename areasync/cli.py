@@ -113,7 +113,40 @@ def _parser() -> argparse.ArgumentParser:
         "--max-sessions", type=int, default=64, help="live sessions at most (default 64)"
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    limits = serve.add_argument_group(
+        "limits and tuning", "ServiceConfig fields (defaults in parentheses; see RELIABILITY.md)"
+    )
+    for name, kind, meaning in SERVE_TUNABLES:
+        default = getattr(_service_defaults(), name)
+        limits.add_argument(
+            "--" + name.replace("_", "-"),
+            type=kind,
+            default=None,
+            metavar="N",
+            help=f"{meaning} ({default})",
+        )
     return parser
+
+
+# ServiceConfig fields `areasync serve` exposes as --kebab-case options: (field, type, meaning).
+SERVE_TUNABLES: list[tuple[str, type, str]] = [
+    ("max_connections", int, "open sockets server-wide; beyond it the handshake gets 503"),
+    ("max_connections_per_session", int, "clients attached to one session"),
+    ("max_frame_bytes", int, "largest client frame, in bytes"),
+    ("max_scenario_bytes", int, "largest inline create_session scenario, in bytes of JSON"),
+    ("rate", float, "requests per second per connection (token bucket refill)"),
+    ("burst", int, "requests a connection may make at once (token bucket size)"),
+    ("max_lag", int, "stream items appended while a client's socket does not drain, then 4008"),
+    ("handshake_timeout", float, "wall seconds to finish the WebSocket handshake"),
+    ("hello_timeout", float, "wall seconds to send hello after the handshake"),
+    ("step_budget", float, "wall seconds of fast-mode steps between hand-outs to subscribers"),
+]
+
+
+def _service_defaults() -> Any:
+    from areasync.service import ServiceConfig
+
+    return ServiceConfig()
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -151,6 +184,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             lease_timeout=args.lease_timeout,
             lease_policy=LeasePolicy(args.lease_policy),
             max_sessions=args.max_sessions,
+            **{
+                name: getattr(args, name)
+                for name, _, _ in SERVE_TUNABLES
+                if getattr(args, name) is not None
+            },
         )
     except ValueError as exc:
         print(f"areasync serve: {exc}", file=sys.stderr)

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
+from areasync.protocol import CloseCode
 from tests.service.support import json_files
 
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--mode", "manual"]
@@ -48,3 +53,31 @@ async def test_serve_refuses_an_unknown_scenario_with_a_clear_message() -> None:
     result = await anyio.run_process([*SERVE, "--scenario", "no_such_scenario"], check=False)
     assert result.returncode == 2
     assert b"unknown scenario id 'no_such_scenario'" in result.stderr
+
+
+async def test_serve_refuses_a_bad_limit_with_its_name() -> None:
+    result = await anyio.run_process([*SERVE, "--max-lag", "0"], check=False)
+    assert result.returncode == 2
+    assert b"max_lag must be >= 1" in result.stderr
+
+
+async def test_serve_applies_a_limit_given_on_the_command_line() -> None:
+    command = [*SERVE, "--token", "cli-admin", "--max-connections-per-session", "1"]
+    async with await anyio.open_process(command) as process:
+        banner = await _banner(process)
+        match = re.search(r"ws://127\.0\.0\.1:\d+/sessions/scenario_tutorial", banner)
+        assert match is not None
+        hello = json.dumps({"type": "hello", "id": 1, "role": "observer", "token": "cli-admin"})
+        async with connect(match[0]) as first:
+            await first.send(hello)
+            assert json.loads(await first.recv())["type"] == "welcome"
+            async with connect(match[0]) as second:
+                await second.send(hello)
+                refused = json.loads(await second.recv())
+                with pytest.raises(ConnectionClosed) as closed:
+                    await second.recv()
+        process.send_signal(signal.SIGINT)
+        with anyio.fail_after(30):
+            await process.wait()
+    assert refused["type"] == "error" and refused["code"] == "capacity"
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == CloseCode.CAPACITY

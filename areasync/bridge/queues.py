@@ -81,9 +81,14 @@ class FastEventQueue(EventQueue):
             self.already_scheduled.add(event.event_id)
 
     def pop_events_to_process(self, timestamp: float) -> list[Any]:
+        # Due-ness in whole microseconds, as the engine schedules (`to_us`): an event at a float
+        # a hair above its microsecond (0.35000000000000003 s) is due at that microsecond. With
+        # ARE's float comparison the engine's tick at 350,000 us would find it not yet due, and
+        # the queue-based loop, whose next tick is at that same microsecond, would never move.
         heap = self.future_events.queue
         due = []
-        while heap and heap[0][0] <= timestamp:
+        now_us = round(timestamp * 1_000_000)
+        while heap and round(heap[0][0] * 1_000_000) <= now_us:
             due.append(heapq.heappop(heap)[3])
         return due
 

@@ -12,6 +12,7 @@ Logs are compared in `conformance.normalized_log`'s id-free normal form.
 
 import anyio
 import pytest
+from are.simulation.scenarios.scenario import Scenario
 
 from areasync import Simulation
 from areasync.conformance import (
@@ -24,6 +25,8 @@ from areasync.conformance import (
     run_are_queue_loop,
     run_are_time_loop,
 )
+from areasync.protocol import EventItem
+from tests.scenarios import timeline
 
 SCENARIOS = reference_scenario_ids()
 
@@ -126,3 +129,43 @@ def test_a_gaia2_shaped_json_export_runs_like_the_original() -> None:
     original = run_are_queue_loop(load_scenario(GAIA2_SHAPED_ID))
     assert first_difference(normalized_log(from_json.env), normalized_log(original)) is None
     assert from_json.validation is not None and from_json.validation["success"] is not False
+
+
+# Times a hair off their microsecond in binary (i * 0.01 gives 0.35000000000000003, 0.1 + 0.2
+# gives 0.30000000000000004): the engine schedules in whole microseconds, and such an event must
+# still fire at its microsecond, not stall the loop that ticks there.
+FRACTIONAL_TIMES = [i * 0.01 for i in range(60)] + [0.1 + 0.2, 1 / 3, 2.675, 7.000001]
+
+
+def fractional_timeline() -> Scenario:
+    scenario = timeline(*FRACTIONAL_TIMES, duration=12.0)
+    scenario.initialize()
+    return scenario
+
+
+async def test_events_at_fractional_times_log_in_fast_mode_what_ares_queue_loop_logs() -> None:
+    sim = Simulation.load(fractional_timeline(), mode="fast", oracle=True)
+    with anyio.fail_after(30):  # the loop used to stall at the first such event
+        await sim.run()
+    ours = normalized_log(sim.env, ndigits=6)
+    theirs = normalized_log(run_are_queue_loop(fractional_timeline()), ndigits=6)
+    assert len(ours) >= len(FRACTIONAL_TIMES)
+    assert first_difference(ours, theirs) is None
+
+
+async def test_events_at_fractional_times_log_in_realtime_what_ares_time_loop_logs() -> None:
+    sim = Simulation.load(fractional_timeline(), mode="realtime", oracle=True, speed=1000.0)
+    with anyio.fail_after(30):
+        await sim.run()
+    ours = normalized_log(sim.env)
+    theirs = normalized_log(run_are_time_loop(fractional_timeline()))
+    assert len(ours) >= len(FRACTIONAL_TIMES)
+    assert first_difference(ours, theirs) is None
+
+
+async def test_a_jump_over_events_at_fractional_times_fires_each_once() -> None:
+    async with Simulation.load(fractional_timeline(), mode="manual") as sim:
+        with anyio.fail_after(30):
+            await sim.jump(by=10.0)
+        fired = [i.event for i in sim.log.items if isinstance(i, EventItem)]
+    assert len([e for e in fired if e.function == "fire"]) == len(FRACTIONAL_TIMES)

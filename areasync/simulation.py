@@ -676,8 +676,7 @@ class Simulation:
             self._require_live("jump to the next event")
             if self.engine.next_due_us() is None:
                 raise BadStateError(
-                    "no event is scheduled, so there is no next event to jump to; "
-                    "jump by an amount"
+                    "no event is scheduled, so there is no next event to jump to; jump by an amount"
                 )
             self.clock.hold()
             try:

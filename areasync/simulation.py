@@ -2,10 +2,24 @@
 
 This is the async driver over the sans-I/O `Engine`. It owns the session's stream (every
 completed event, notification and clock change, numbered by `seq`), the agents' busy leases
-(fast mode), and the controls. All mutation of the ARE environment happens synchronously on the
-event loop, between engine steps: a control or tool call runs to completion before the next
-tick, so commands apply atomically and in the order they arrive (the event loop is the
-session's one ordered command lane; nothing else can touch the environment, there is no thread).
+(fast mode), and the controls. All mutation of the ARE environment happens on the event loop
+(there is no thread), under the session's one ordered command lane, `Simulation.lane`: a
+FIFO lock that every mutating method (tool calls, user messages, controls) and each batch of
+the driver's steps holds while it runs. Commands therefore apply atomically and in the order
+they arrive, never inside a tick or inside one another, even when one of them yields:
+
+- a long `jump`, `next_event` or `tick(n)` fires its items in pieces of `step_budget` wall
+  seconds and yields to the event loop between them (other sessions, sockets and keepalives
+  go on; subscribers get the burst as it is made), but it keeps the lane throughout, so
+  another command of this session, or the driver, runs after it, at the time it left. Once
+  started, such a control runs to its end even if its caller is cancelled (a half-done jump
+  is no state to leave a session in), and it holds the realtime clock, so that the wall time
+  its yields take does not flow into simulated time: it fires exactly what one uninterrupted
+  jump would;
+- the uncontended case costs no task switch: the lane is taken without a checkpoint when it
+  is free (`CommandLane`), and a control that finishes within its budget never yields;
+- `SystemApp__wait_for_notification` holds the lane for its synchronous part only, never
+  while it waits.
 
     sim = Simulation.load("scenario_tutorial", mode="fast", oracle=True)
     await sim.run()
@@ -18,6 +32,7 @@ session's one ordered command lane; nothing else can touch the environment, ther
 
 from __future__ import annotations
 
+import collections
 import enum
 import math
 import os
@@ -101,6 +116,61 @@ class InputRecord(msgspec.Struct, frozen=True):
     payload: dict[str, Any]
 
 
+class CommandLane:
+    """A FIFO lock for one session's commands: `async with lane:` runs a command in turn.
+
+    Free, it is taken with no await at all (no checkpoint, no task switch): the common case of
+    one command at a time costs a flag. Held, a taker waits in line; a release hands the lane
+    straight to the longest waiter, so nobody can overtake in between and commands run in the
+    order they asked. (anyio's `Lock(fast_acquire=True)` behaves the same, FIFO with hand-off,
+    but costs several times more per uncontended round trip: it tracks the owner task and
+    checks for cancellation.) Not re-entrant: a command must not await another command.
+    """
+
+    __slots__ = ("_busy", "_waiters")
+
+    def __init__(self) -> None:
+        self._busy = False
+        self._waiters: collections.deque[anyio.Event] = collections.deque()
+
+    def locked(self) -> bool:
+        return self._busy
+
+    @property
+    def waiting(self) -> int:
+        """How many commands wait for the lane."""
+        return len(self._waiters)
+
+    async def __aenter__(self) -> None:
+        if not self._busy:
+            self._busy = True
+            return
+        turn = anyio.Event()
+        self._waiters.append(turn)
+        try:
+            await turn.wait()
+        except BaseException:
+            if turn.is_set():
+                self._release()  # handed the lane, but cancelled before running: pass it on
+            else:
+                self._waiters.remove(turn)
+            raise
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._waiters:
+            self._waiters.popleft().set()  # still busy: it is the next command's now
+        else:
+            self._busy = False
+
+
 class Simulation:
     """An ARE scenario on a virtual clock, driven by an asyncio task. See the module docstring."""
 
@@ -146,6 +216,8 @@ class Simulation:
         self._waiting_for_notification = 0
         self._last_clock_publish = -math.inf
         self._task_group: anyio.abc.TaskGroup | None = None
+        # The session's ordered command lane (see the module docstring).
+        self._lane = CommandLane()
         env.event_listeners.append(self._on_event)
         env.notification_listeners.append(self._on_notification)
         env.wake = self._wake
@@ -214,6 +286,12 @@ class Simulation:
     @property
     def now(self) -> float:
         return self.clock.now()
+
+    @property
+    def lane(self) -> CommandLane:
+        """The session's ordered command lane: hold it (`async with sim.lane:`) to run
+        synchronous methods such as `set_speed` in turn with the session's other commands."""
+        return self._lane
 
     def clock_state(self) -> ClockState:
         return ClockState(
@@ -287,11 +365,16 @@ class Simulation:
             self.clock.anchor(self.engine.next_grid_us(), self.clock.wall())
         try:
             while not self._concluded:
-                delay = self._plan()
+                # Planning may end the session (a lease policy): it is a command like any other.
+                async with self._lane:
+                    if self._concluded:
+                        break
+                    delay = self._plan()
+                    if delay is not None and delay <= 0:
+                        self._run_steps()
                 if delay is None or delay > 0:
                     await self._sleep(delay)
                     continue
-                self._run_steps()
                 await anyio.lowlevel.checkpoint()
         finally:
             self._driving = False
@@ -323,6 +406,27 @@ class Simulation:
             self._after_step()
             if not more or time.perf_counter() > deadline:
                 return
+
+    def _out_of_time(self) -> Callable[[], bool]:
+        """A fresh `step_budget` of wall time, as the engine's `out_of_time` callable."""
+        deadline = time.perf_counter() + self.step_budget
+        return lambda: time.perf_counter() > deadline
+
+    async def _advance(self, target: int, inclusive: bool) -> None:
+        """The engine's jump to `target`, in pieces of `step_budget`, yielding in between.
+
+        The caller holds the lane and the clock. The first piece raises if the jump cannot be
+        made (nothing changed then); once items have fired, the rest runs to its end, shielded
+        from cancellation: the jump is one command, applied whole.
+        """
+        engine = self.engine
+        if engine.advance_to(target, inclusive=inclusive, out_of_time=self._out_of_time()):
+            return
+        with anyio.CancelScope(shield=True):
+            while True:
+                await anyio.lowlevel.checkpoint()
+                if engine.advance_to(target, inclusive=inclusive, out_of_time=self._out_of_time()):
+                    return
 
     def _step(self) -> bool:
         """One engine step. False when the driver should plan again (wait, or done)."""
@@ -433,20 +537,30 @@ class Simulation:
         passes in simulated time; meanwhile the stream keeps flowing and, in fast mode, the
         caller's lease (if `holder` is given) is released.
         """
-        self._require_live("call a tool")
-        arguments = dict(args or {})
-        self._record("call_tool", {"tool": name, "args": to_plain(arguments)})
         if name != WAIT_TOOL:
-            result = self.tools.call(name, arguments)
-            self._after_command()
-            return result
-        seq = self.log.seq
-        self._waiting_for_notification += 1
+            async with self._lane:
+                self._require_live("call a tool")
+                arguments = dict(args or {})
+                self._record("call_tool", {"tool": name, "args": to_plain(arguments)})
+                result = self.tools.call(name, arguments)
+                self._after_command()
+                return result
+        # The lane for the call itself only: the wait is not a command, others go on.
+        async with self._lane:
+            self._require_live("call a tool")
+            arguments = dict(args or {})
+            self._record("call_tool", {"tool": name, "args": to_plain(arguments)})
+            seq = self.log.seq
+            self._waiting_for_notification += 1
+            try:
+                result = self.tools.call(name, arguments)
+                if holder is not None:
+                    self.release(holder)
+                self._after_command()
+            except BaseException:
+                self._waiting_for_notification -= 1
+                raise
         try:
-            result = self.tools.call(name, arguments)
-            if holder is not None:
-                self.release(holder)
-            self._after_command()
             await self._wait_for_notification_after(seq)
         finally:
             self._waiting_for_notification -= 1
@@ -468,36 +582,39 @@ class Simulation:
 
     async def send_user_message(self, content: str) -> Any:
         """The user writes to the agent (ARE's `AgentUserInterface.send_message_to_agent`)."""
-        self._require_live("send a user message")
-        aui = self.env.get_app_with_class(AgentUserInterface)
-        if aui is None:
-            raise BadStateError(
-                "this scenario has no AgentUserInterface app, so there is no user to speak as"
-            )
-        self._record("send_user_message", {"content": content})
-        result = aui.send_message_to_agent(content=content)
-        self._after_command()
-        return to_plain(result)
+        async with self._lane:
+            self._require_live("send a user message")
+            aui = self.env.get_app_with_class(AgentUserInterface)
+            if aui is None:
+                raise BadStateError(
+                    "this scenario has no AgentUserInterface app, so there is no user to speak as"
+                )
+            self._record("send_user_message", {"content": content})
+            result = aui.send_message_to_agent(content=content)
+            self._after_command()
+            return to_plain(result)
 
     # -- controls ----------------------------------------------------------------------------
 
     async def pause(self) -> ClockState:
-        self._require_live("pause")
-        if self.env.state != EnvironmentState.RUNNING:
-            raise BadStateError(f"cannot pause: the simulation is {self.state}, not running")
-        self._record("pause", {})
-        self.env.pause()
-        return self._after_control()
+        async with self._lane:
+            self._require_live("pause")
+            if self.env.state != EnvironmentState.RUNNING:
+                raise BadStateError(f"cannot pause: the simulation is {self.state}, not running")
+            self._record("pause", {})
+            self.env.pause()
+            return self._after_control()
 
     async def resume(self) -> ClockState:
-        self._require_live("resume")
-        if self.env.state != EnvironmentState.PAUSED:
-            raise BadStateError(
-                f"cannot resume: the simulation is {self.state}, not paused; pause it first"
-            )
-        self._record("resume", {})
-        self.env.resume()
-        return self._after_control()
+        async with self._lane:
+            self._require_live("resume")
+            if self.env.state != EnvironmentState.PAUSED:
+                raise BadStateError(
+                    f"cannot resume: the simulation is {self.state}, not paused; pause it first"
+                )
+            self._record("resume", {})
+            self.env.resume()
+            return self._after_control()
 
     async def jump(
         self, *, to: float | None = None, by: float | None = None, inclusive: bool = True
@@ -510,8 +627,10 @@ class Simulation:
         fast mode once no agent is busy, in manual mode on the next `tick`/`jump`. A tool call
         made in between is logged at the target, ahead of its items, as ARE's oracle run
         orders an action first in its tick.
+
+        A long jump yields to the event loop every `step_budget` but holds the lane: the
+        session's other commands run after it (see the module docstring).
         """
-        self._require_live("jump")
         if (to is None) == (by is None):
             raise InvalidRequestError("jump needs exactly one of `to` (a time) or `by` (seconds)")
         if not isinstance(inclusive, bool):
@@ -529,48 +648,83 @@ class Simulation:
             raise InvalidRequestError(
                 f"cannot jump by {by} s: jumps only move time forward; use a positive amount"
             )
-        now = self.clock.now_us()
-        target = now + to_us(by) if by is not None else to_us(float(value))
-        if target < now:
-            raise InvalidRequestError(
-                f"cannot jump to {to_s(target)}: the clock is already at {to_s(now)}; "
-                "jumps only move time forward"
-            )
-        self._record("jump", {"to": to, "by": by, "inclusive": inclusive})
-        try:
-            self.engine.advance_to(target, inclusive=inclusive)
-        except ClockError as exc:
-            raise InvalidRequestError(str(exc)) from exc
-        return self._after_control()
+        async with self._lane:
+            self._require_live("jump")
+            # Held for the whole jump: in realtime, the wall time its pieces and yields take
+            # must not flow into simulated time (nor a `by` target move while it runs).
+            self.clock.hold()
+            try:
+                now = self.clock.now_us()
+                target = now + to_us(by) if by is not None else to_us(float(value))
+                if target < now:
+                    raise InvalidRequestError(
+                        f"cannot jump to {to_s(target)}: the clock is already at {to_s(now)}; "
+                        "jumps only move time forward"
+                    )
+                self._record("jump", {"to": to, "by": by, "inclusive": inclusive})
+                try:
+                    await self._advance(target, inclusive)
+                except ClockError as exc:
+                    raise InvalidRequestError(str(exc)) from exc
+            finally:
+                self.clock.release()
+            return self._after_control()
 
     async def next_event(self) -> ClockState:
         """Jump to the next due item (event or wait timeout) and fire it."""
-        self._require_live("jump to the next event")
-        if self.engine.next_due_us() is None:
-            raise BadStateError(
-                "no event is scheduled, so there is no next event to jump to; jump by an amount"
-            )
-        self._record("jump", {"next_event": True})
-        try:
-            self.engine.advance_to_next_event()
-        except EngineError as exc:
-            raise BadStateError(str(exc)) from exc
-        return self._after_control()
+        async with self._lane:
+            self._require_live("jump to the next event")
+            if self.engine.next_due_us() is None:
+                raise BadStateError(
+                    "no event is scheduled, so there is no next event to jump to; jump by an amount"
+                )
+            self.clock.hold()
+            try:
+                try:
+                    target = self.engine.next_event_target_us()
+                except EngineError as exc:
+                    raise BadStateError(str(exc)) from exc
+                self._record("jump", {"next_event": True})
+                await self._advance(target, True)
+            finally:
+                self.clock.release()
+            return self._after_control()
 
     async def tick(self, n: int = 1) -> ClockState:
-        """Run `n` ticks of ARE's time-based loop (one every `time_increment_in_seconds`)."""
-        self._require_live("tick")
+        """Run `n` ticks of ARE's time-based loop (one every `time_increment_in_seconds`).
+
+        Many ticks yield to the event loop every `step_budget`, holding the lane, as a jump."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise InvalidRequestError(f"tick needs a whole number of ticks >= 1, got {n!r}")
-        self._record("tick", {"n": n})
-        for _ in range(n):
+        async with self._lane:
+            self._require_live("tick")
+            self._record("tick", {"n": n})
+            self.clock.hold()
+            try:
+                done = self._ticks(n, self._out_of_time())
+                if done < n and not self.engine.finished:
+                    with anyio.CancelScope(shield=True):
+                        while done < n and not self.engine.finished:
+                            await anyio.lowlevel.checkpoint()
+                            done += self._ticks(n - done, self._out_of_time())
+            finally:
+                self.clock.release()
+            return self._after_control()
+
+    def _ticks(self, n: int, out_of_time: Callable[[], bool]) -> int:
+        """Up to `n` grid ticks, fewer when out of time; how many ran (n when the run ended)."""
+        for i in range(n):
             if not self.engine.step_grid():
-                break
+                return n
             self._after_step()
-        return self._after_control()
+            if out_of_time():
+                return i + 1
+        return n
 
     def set_speed(self, speed: float) -> ClockState:
-        """Change the realtime speed (simulated seconds per wall second); never a jump."""
+        """Change the realtime speed (simulated seconds per wall second); never a jump.
+
+        Synchronous: call it holding `lane` to order it among the session's commands."""
         self._require_live("set the speed")
         try:
             self.clock.set_speed(speed)
@@ -580,6 +734,7 @@ class Simulation:
         return self._after_control()
 
     def set_mode(self, mode: ClockMode | str) -> ClockState:
+        """Change the clock's mode. Synchronous, as `set_speed`."""
         self._require_live("change the mode")
         try:
             new_mode = ClockMode(mode)
@@ -593,11 +748,12 @@ class Simulation:
 
     async def stop(self, reason: str = "stopped by request") -> dict[str, Any] | None:
         """End the session now (ARE's `stop`); returns the validation result. `reason` goes
-        on the `ended` item."""
-        self._require_live("stop")
-        self._record("stop", {})
-        self._stop_now(reason)
-        return self.validation
+        on the `ended` item. It waits its turn in the lane, as every command does."""
+        async with self._lane:
+            self._require_live("stop")
+            self._record("stop", {})
+            self._stop_now(reason)
+            return self.validation
 
     # -- internals ---------------------------------------------------------------------------
 

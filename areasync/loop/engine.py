@@ -12,7 +12,11 @@ time semantics:
   that time (`ceil((t - start) / increment)`), exactly as `jump_to_next_event_time` sets it.
 * `realtime`/`manual` ticks (ARE's time-based loop): tick on the grid `start + k * increment`;
   during tick k, `tick_count == k`, after it `k + 1`.
-* Jumps (`advance_to`): every due item fires at its own time, in `(time, seq)` order.
+* Jumps (`advance_to`): every due item fires at its own time, in `(time, seq)` order. A long
+  jump can be run in pieces: given an `out_of_time` callable, `advance_to` stops after the item
+  during which it turned true and says it is not done; called again with the same target, it
+  goes on where it stopped. The pieces fire exactly what one call would, in the same order: the
+  caller only has to let nothing else touch the environment in between.
 * Exclusive jumps (`advance_to(t, inclusive=False)`): the same for every item due strictly
   before `t`; the clock then rests at exactly `t` with nothing due at `t` fired, so what an
   agent does next is logged at `t`, ahead of `t`'s items, as an action is ordered first in its
@@ -28,6 +32,7 @@ time semantics:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -210,7 +215,13 @@ class Engine:
         self.env.tick_count = k + 1
         return True
 
-    def advance_to(self, t_us: int, *, inclusive: bool = True) -> None:
+    def advance_to(
+        self,
+        t_us: int,
+        *,
+        inclusive: bool = True,
+        out_of_time: Callable[[], bool] | None = None,
+    ) -> bool:
         """Jump to `t_us`: every due item fires at its own time, then the clock rests at `t_us`.
 
         With `inclusive=False` only the items due strictly before `t_us` fire; those due at
@@ -221,6 +232,13 @@ class Engine:
         an overdue item without running those due at now too). Either way the duration bound
         is exclusive: a target at or past the end ends the run at the end, with every item due
         before the end fired.
+
+        `out_of_time`, when given, is asked after each item fired (one ARE tick); once it
+        answers True the jump stops there, with the clock at that item's time, and returns
+        False: call again with the same target and `inclusive` to go on (nothing else may
+        touch the environment in between). Only the call that returns True finishes the jump
+        (the clock resting at `t_us`, the owed tick, the end of the run). The engine reads no
+        clock of its own for this: the caller's callable decides.
         """
         now = self.clock.now_us()
         if t_us < now:
@@ -229,37 +247,45 @@ class Engine:
                 f"{t_us / 1e6:.6f} s; jump to a later time or by a positive amount"
             )
         if not inclusive and t_us == now:
-            return
+            return True
         while not self.finished:
             if self.stopping:
                 self.finish()
-                return
+                return True
             due = self.next_due_us()
             if due is None or due > t_us or (due == t_us and not inclusive):
                 break
             if self.at_end(due):
                 break
             self.tick_at(due)
+            if out_of_time is not None and out_of_time():
+                return False
         if self.finished:
-            return
+            return True
         if self.at_end(t_us):
             self._finish_at_end()
-            return
+            return True
         if t_us > self.clock.now_us():
             self.clock.set_us(t_us)
         self.env.current_time = self.env.time_manager.time()
         # An inclusive jump runs or passes any owed tick; an exclusive one owes the tick at t.
         self._owed = None if inclusive else (t_us, self.clock.jumped_us)
+        return True
 
-    def advance_to_next_event(self) -> int:
-        """Jump to the next due item and fire it. Returns its time."""
+    def next_event_target_us(self) -> int:
+        """Where `advance_to_next_event` jumps: the next due item's time (never backwards)."""
         due = self.next_due_us()
         if due is None:
             raise EngineError(
                 "no event is scheduled: there is nothing to jump to; use jump by/to or tick instead"
             )
-        self.advance_to(max(due, self.clock.now_us()))
-        return due
+        return max(due, self.clock.now_us())
+
+    def advance_to_next_event(self) -> int:
+        """Jump to the next due item and fire it. Returns its time."""
+        target = self.next_event_target_us()
+        self.advance_to(target)
+        return target
 
     def _finish_at_end(self) -> None:
         end = self.end_us

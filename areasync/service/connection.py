@@ -2,10 +2,11 @@
 
 A connection runs three tasks in an anyio task group:
 
-- the *reader* decodes each frame and carries the request out at once, on the event loop (the
-  session's ordered lane, see `session.py`); only `SystemApp__wait_for_notification`, which
-  returns when a notification arrives, runs as its own task so that later frames are not held
-  up behind it;
+- the *reader* decodes each frame and carries the request out at once, on the event loop, in
+  the session's ordered command lane (see `session.py`): a request waits there only while
+  another command of the session runs (a long jump that yields, say), and this connection's
+  later frames wait behind it; only `SystemApp__wait_for_notification`, which returns when a
+  notification arrives, runs as its own task so that later frames are not held up behind it;
 - the *writer* walks the session's stream from the connection's cursor and interleaves the
   connection's replies, in causal order: a reply is sent after every stream item that existed
   when it was made (the AGENT event of a tool call reaches the agent before its result). While
@@ -560,7 +561,9 @@ class Connection:
         return await self._sim.tick(frame.n)
 
     async def _set_speed(self, frame: SetSpeed) -> Any:
-        return self._sim.set_speed(frame.speed)
+        sim = self._sim
+        async with sim.lane:  # in turn: after a long jump that is under way, say
+            return sim.set_speed(frame.speed)
 
     async def _stop(self, frame: Stop) -> Any:
         return await self._sim.stop(f"stopped by a {self.role.value if self.role else 'client'}")

@@ -1,10 +1,14 @@
 """Sessions: one `Simulation` each, with its stream hub, tokens, epoch and clients; the registry.
 
 A session is a thin shell around a `Simulation`: everything that changes the ARE environment
-goes through the simulation's own methods, on the event loop, between engine steps. There is no
-separate command queue: the event loop is the session's one ordered lane (each request runs to
-completion, synchronously, the moment its frame is decoded), so tool calls and controls apply in
-the order they arrive and never inside a tick.
+goes through the simulation's own methods, on the event loop, between engine steps. The
+session's one ordered lane is the simulation's `lane` (a FIFO lock, see `simulation.py`): each
+request takes it the moment its frame is decoded and runs to completion holding it, so tool
+calls and controls apply in the order they arrive, never inside a tick and never inside one
+another. Most requests never yield; a long `jump`/`next_event`/`tick` does, every
+`step_budget` (`ServiceConfig.step_budget`), so that other sessions, sockets and the stream's
+subscribers keep going meanwhile - and a request of this session that arrives then waits in
+the lane and runs after it, at the time the jump left.
 
 Fast-mode turn-taking (DESIGN section 2, leases). The server holds an agent's busy lease while it
 is the agent's turn: from its attach, from each notification put on the stream and from each

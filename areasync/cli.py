@@ -140,6 +140,7 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     ("handshake_timeout", float, "wall seconds to finish the WebSocket handshake"),
     ("hello_timeout", float, "wall seconds to send hello after the handshake"),
     ("step_budget", float, "wall seconds of fast-mode steps between hand-outs to subscribers"),
+    ("control_budget", float, "wall seconds a long jump/tick runs between yields"),
 ]
 
 

@@ -8,7 +8,7 @@ FIFO lock that every mutating method (tool calls, user messages, controls) and e
 the driver's steps holds while it runs. Commands therefore apply atomically and in the order
 they arrive, never inside a tick or inside one another, even when one of them yields:
 
-- a long `jump`, `next_event` or `tick(n)` fires its items in pieces of `step_budget` wall
+- a long `jump`, `next_event` or `tick(n)` fires its items in pieces of `control_budget` wall
   seconds and yields to the event loop between them (other sessions, sockets and keepalives
   go on; subscribers get the burst as it is made), but it keeps the lane throughout, so
   another command of this session, or the driver, runs after it, at the time it left. Once
@@ -74,6 +74,12 @@ WAIT_TOOL = "SystemApp__wait_for_notification"
 # in one stretch reach subscribers together at its end, so the service, which has subscribers,
 # uses a shorter stretch (ServiceConfig.step_budget); a longer one gives more events per second.
 STEP_BUDGET_S = 0.002
+# A long control (jump, next_event, tick{n}) fires its items in pieces of this many wall
+# seconds. It is one command whose reply waits for its end, so its pieces are longer than fast
+# mode's steps (a piece's overhead - a hand-out to every subscriber - would otherwise slow the
+# control down: a 20,000-event jump took 1.4-1.5 s in pieces of 1 ms, 1.04-1.07 s in pieces of
+# 20 ms, 1.04 s in one piece); 20 ms is the longest another session or socket then waits.
+CONTROL_BUDGET_S = 0.02
 # Realtime mode publishes the clock at most this often (wall seconds) while it flows.
 CLOCK_PUBLISH_INTERVAL_S = 0.25
 
@@ -185,12 +191,14 @@ class Simulation:
         lease_policy: LeasePolicy | str = LeasePolicy.RELEASE,
         drain_notifications: bool = True,
         step_budget: float = STEP_BUDGET_S,
+        control_budget: float = CONTROL_BUDGET_S,
     ) -> None:
-        if not step_budget > 0:
-            raise InvalidRequestError(
-                f"step_budget must be > 0 wall seconds (how long fast mode runs between yields "
-                f"to the event loop), got {step_budget!r}"
-            )
+        for name, budget in (("step_budget", step_budget), ("control_budget", control_budget)):
+            if not budget > 0:
+                raise InvalidRequestError(
+                    f"{name} must be > 0 wall seconds (how long fast mode, or a long control, "
+                    f"runs between yields to the event loop), got {budget!r}"
+                )
         self.scenario = scenario
         self.env = env
         self.engine = env.engine
@@ -202,6 +210,7 @@ class Simulation:
         self.lease_policy = LeasePolicy(lease_policy)
         self.drain = drain_notifications
         self.step_budget = step_budget
+        self.control_budget = control_budget
         self.log: StreamLog[StreamItem] = StreamLog()
         self.inputs: list[InputRecord] = []
         self.validation: dict[str, Any] | None = None
@@ -408,8 +417,8 @@ class Simulation:
                 return
 
     def _out_of_time(self) -> Callable[[], bool]:
-        """A fresh `step_budget` of wall time, as the engine's `out_of_time` callable."""
-        deadline = time.perf_counter() + self.step_budget
+        """A fresh `control_budget` of wall time, as the engine's `out_of_time` callable."""
+        deadline = time.perf_counter() + self.control_budget
         return lambda: time.perf_counter() > deadline
 
     async def _advance(self, target: int, inclusive: bool) -> None:

@@ -62,6 +62,9 @@ class ServiceConfig:
     # the event loop, which then hands subscribers what was logged: the stream's latency under
     # a flat-out run (the library's default is 2 ms, tuned for events per second).
     step_budget: float = 0.001
+    # A long control (jump, next_event, tick{n}) yields to the event loop after this many wall
+    # seconds of firing items: the longest other sessions and sockets wait for it.
+    control_budget: float = 0.02
     # Wall seconds to complete the WebSocket opening handshake after connecting (else the
     # socket is dropped), then to send `hello` (else close 4408).
     handshake_timeout: float = 10.0
@@ -109,7 +112,13 @@ class ServiceConfig:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.keep_ended < 0:
             problems.append(f"keep_ended must be >= 0, got {self.keep_ended}")
-        for name in ("handshake_timeout", "hello_timeout", "close_timeout", "step_budget"):
+        for name in (
+            "handshake_timeout",
+            "hello_timeout",
+            "close_timeout",
+            "step_budget",
+            "control_budget",
+        ):
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0 seconds, got {getattr(self, name)}")
         if self.rate is not None and self.rate <= 0:

@@ -316,6 +316,7 @@ class SessionRegistry:
                 lease_timeout=self.config.lease_timeout,
                 lease_policy=self.config.lease_policy,
                 step_budget=self.config.step_budget,
+                control_budget=self.config.control_budget,
             )
         except (ScenarioError, SimulationError, ValueError) as exc:
             raise ProtocolError(

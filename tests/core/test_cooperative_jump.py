@@ -1,7 +1,8 @@
-"""Long jumps and ticks yield to the event loop every `step_budget`, yet stay atomic.
+"""Long jumps and ticks yield to the event loop every `control_budget`, yet stay atomic.
 
-A tiny `step_budget` makes every fired item a yield point, so "it yielded" does not depend on
-how fast the machine is; a huge one makes the same control a single uninterrupted stretch.
+A tiny budget (`control_budget` for controls, `step_budget` for the fast driver) makes every
+fired item a yield point, so "it yielded" does not depend on how fast the machine is; a huge one
+makes the same control a single uninterrupted stretch.
 """
 
 from __future__ import annotations
@@ -25,14 +26,18 @@ MANY = [i * 0.25 for i in range(1, 2001)]  # 2,000 events, 0.25 s apart, 0.25 ..
 TARGET = 525.0
 
 
-def many(step_budget: float, mode: str = "manual", **options: Any) -> Simulation:
+def many(budget: float, mode: str = "manual", **options: Any) -> Simulation:
     return Simulation.load(
-        timeline(*MANY, duration=600.0), mode=mode, step_budget=step_budget, **options
+        timeline(*MANY, duration=600.0),
+        mode=mode,
+        step_budget=budget,
+        control_budget=budget,
+        **options,
     )
 
 
 async def test_a_long_jump_lets_other_tasks_run_before_it_returns() -> None:
-    sim = Simulation.load(synthetic_scenario(5000), mode="manual", step_budget=TINY)
+    sim = Simulation.load(synthetic_scenario(5000), mode="manual", control_budget=TINY)
     seen_meanwhile: list[int] = []
     finished = False
 

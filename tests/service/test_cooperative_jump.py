@@ -10,7 +10,7 @@ JUMPING = "areasync_bench_synthetic"  # the first synthetic session's id (its sc
 
 
 async def test_a_long_jump_in_one_session_does_not_stall_another_sessions_stream() -> None:
-    async with serving(synthetic_scenario(3000), step_budget=1e-9) as service:
+    async with serving(synthetic_scenario(3000), control_budget=1e-9) as service:
         other = service.registry.create(synthetic_scenario(200), mode="fast")
         jumping = service.registry.get(JUMPING)
         assert jumping is not None and other.id != JUMPING

@@ -116,8 +116,9 @@ def _parser() -> argparse.ArgumentParser:
     limits = serve.add_argument_group(
         "limits and tuning", "ServiceConfig fields (defaults in parentheses; see RELIABILITY.md)"
     )
+    defaults = _service_defaults()
     for name, kind, meaning in SERVE_TUNABLES:
-        default = getattr(_service_defaults(), name)
+        default = getattr(defaults, name)
         limits.add_argument(
             "--" + name.replace("_", "-"),
             type=kind,

@@ -409,20 +409,19 @@ class Simulation:
 
     def _run_steps(self) -> None:
         """Engine steps back to back until the budget is spent or the driver must re-plan."""
-        deadline = time.perf_counter() + self.step_budget
+        out_of_time = _out_of_time(self.step_budget)
         while True:
             more = self._step()
             self._after_step()
-            if not more or time.perf_counter() > deadline:
+            if not more or out_of_time():
                 return
 
     def _out_of_time(self) -> Callable[[], bool]:
         """A fresh `control_budget` of wall time, as the engine's `out_of_time` callable."""
-        deadline = time.perf_counter() + self.control_budget
-        return lambda: time.perf_counter() > deadline
+        return _out_of_time(self.control_budget)
 
     async def _advance(self, target: int, inclusive: bool) -> None:
-        """The engine's jump to `target`, in pieces of `step_budget`, yielding in between.
+        """The engine's jump to `target`, in pieces of `control_budget`, yielding in between.
 
         The caller holds the lane and the clock. The first piece raises if the jump cannot be
         made (nothing changed then); once items have fired, the rest runs to its end, shielded
@@ -637,7 +636,7 @@ class Simulation:
         made in between is logged at the target, ahead of its items, as ARE's oracle run
         orders an action first in its tick.
 
-        A long jump yields to the event loop every `step_budget` but holds the lane: the
+        A long jump yields to the event loop every `control_budget` but holds the lane: the
         session's other commands run after it (see the module docstring).
         """
         if (to is None) == (by is None):
@@ -702,7 +701,7 @@ class Simulation:
     async def tick(self, n: int = 1) -> ClockState:
         """Run `n` ticks of ARE's time-based loop (one every `time_increment_in_seconds`).
 
-        Many ticks yield to the event loop every `step_budget`, holding the lane, as a jump."""
+        Many ticks yield to the event loop every `control_budget`, holding the lane, as a jump."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise InvalidRequestError(f"tick needs a whole number of ticks >= 1, got {n!r}")
         async with self._lane:
@@ -844,3 +843,9 @@ class Simulation:
             "exception": None if exception is None else f"{type(exception).__name__}: {exception}",
             "rationale": getattr(result, "rationale", None),
         }
+
+
+def _out_of_time(budget: float) -> Callable[[], bool]:
+    """True once `budget` wall seconds from now have passed."""
+    deadline = time.perf_counter() + budget
+    return lambda: time.perf_counter() > deadline

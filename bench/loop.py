@@ -33,6 +33,7 @@ if __package__ in (None, ""):  # run as a script (`python bench/loop.py`): make 
 
 from are.simulation.scenarios.scenario import Scenario
 
+from bench.common import log
 from bench.floor import Timing, quiet_gc, run_are_queue_loop, run_floor
 from bench.synthetic import bench_total, synthetic_scenario
 
@@ -208,10 +209,6 @@ def verdicts(r: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, bool | 
         if speedup is None
         else speedup >= TARGET_SPEEDUP_VS_ARE,
     }
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -66,22 +66,12 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
 import anyio
 import msgspec
 
+from bench.common import log, percentile, rss_bytes
+
 TOKEN = "bench-admin"
 SCRIPT = str(Path(__file__).resolve())
 PING_TOOL = "SystemApp__get_current_time"
 WAIT_TOOL = "SystemApp__wait_for_notification"
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def summary(values: list[float]) -> dict[str, Any]:
@@ -91,14 +81,6 @@ def summary(values: list[float]) -> dict[str, Any]:
         "p99_us": round(percentile(values, 99), 1),
         "mean_us": round(statistics.fmean(values), 1),
     }
-
-
-def rss_bytes() -> int:
-    """Resident set size of this process (Linux /proc)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 # -- client side (separate processes) ------------------------------------------------------

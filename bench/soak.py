@@ -53,13 +53,11 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
 
 import anyio
 
+from bench.common import log
+
 TOKEN = "soak-admin"
 SCENARIO = "scenario_tutorial"
 SCRIPT = str(Path(__file__).resolve())
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # -- the server process ---------------------------------------------------------------------

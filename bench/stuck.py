@@ -60,6 +60,7 @@ from areasync.protocol import (
 from areasync.service import Service, ServiceConfig
 from areasync.service.gc_policy import settle as settle_gc
 from areasync.service.hub import WRITE_BYTES
+from bench.common import log, percentile, rss_bytes
 from bench.misbehaving import RawClient, hello_frame, partial_frame, small_socket
 
 TOKEN = "bench-admin"
@@ -118,33 +119,9 @@ def padded_scenario(n_events: int) -> PaddedScenario:
     return scenario
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))]
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def buffered(service: Service) -> int:
     """The most any one connection holds now: its socket's buffer plus its unread replies."""
-    most = 0
-    for connection in list(service.connections):
-        transport = connection.ws.transport
-        size = 0 if transport is None else transport.get_write_buffer_size()
-        most = max(most, size + int(getattr(connection, "_reply_bytes", 0)))
-    return most
+    return max((connection.buffered_bytes for connection in service.connections), default=0)
 
 
 async def observe(url: str, appended: dict[int, float], latencies: list[float]) -> int:

@@ -33,6 +33,8 @@ from typing import Any
 from are.simulation.priority_queue import HeapItem, PriorityQueue
 from are.simulation.types import Event, EventQueue, OracleEvent
 
+from areasync.loop.clock import to_us
+
 
 class TimeOrderedHeap:
     """The subset of ARE's `PriorityQueue` API that ARE uses on the event queue."""
@@ -81,14 +83,14 @@ class FastEventQueue(EventQueue):
             self.already_scheduled.add(event.event_id)
 
     def pop_events_to_process(self, timestamp: float) -> list[Any]:
-        # Due-ness in whole microseconds, as the engine schedules (`to_us`): an event at a float
+        # Due-ness in whole microseconds, as the engine schedules: an event at a float
         # a hair above its microsecond (0.35000000000000003 s) is due at that microsecond. With
         # ARE's float comparison the engine's tick at 350,000 us would find it not yet due, and
         # the queue-based loop, whose next tick is at that same microsecond, would never move.
         heap = self.future_events.queue
         due = []
-        now_us = round(timestamp * 1_000_000)
-        while heap and round(heap[0][0] * 1_000_000) <= now_us:
+        now_us = to_us(timestamp)
+        while heap and to_us(heap[0][0]) <= now_us:
             due.append(heapq.heappop(heap)[3])
         return due
 

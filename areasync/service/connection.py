@@ -651,6 +651,13 @@ class Connection:
             return
         self._queue(error.to_frame())
 
+    @property
+    def buffered_bytes(self) -> int:
+        """What this connection holds for its client now: the socket's user-space buffer plus
+        the replies not yet written (the bound in RELIABILITY.md, "Slow consumers")."""
+        transport = self.ws.transport
+        return (0 if transport is None else transport.get_write_buffer_size()) + self._reply_bytes
+
     def _pending(self) -> bool:
         session = self.session
         return bool(self._replies) or (session is not None and self.position < session.hub.seq)

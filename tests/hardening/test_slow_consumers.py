@@ -84,13 +84,8 @@ def port(service: Service) -> int:
 
 
 def buffered(service: Service) -> int:
-    """The most any one connection holds right now: socket buffer plus unread replies."""
-    most = 0
-    for connection in list(service.connections):
-        transport = connection.ws.transport
-        size = 0 if transport is None else transport.get_write_buffer_size()
-        most = max(most, size + int(getattr(connection, "_reply_bytes", 0)))
-    return most
+    """The most any one connection holds now: its socket's buffer plus its unread replies."""
+    return max((connection.buffered_bytes for connection in service.connections), default=0)
 
 
 @asynccontextmanager

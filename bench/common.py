@@ -1,0 +1,27 @@
+"""Small helpers every benchmark script shares: progress lines, percentiles, resident memory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def log(message: str) -> None:
+    """A progress line on stderr (stdout is the benchmark's JSON)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def percentile(values: list[float], p: float) -> float:
+    """The nearest-rank `p`th percentile of `values` (NaN when empty)."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))]
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process (Linux /proc)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0

@@ -131,15 +131,22 @@ def _parser() -> argparse.ArgumentParser:
 
 # ServiceConfig fields `areasync serve` exposes as --kebab-case options: (field, type, meaning).
 SERVE_TUNABLES: list[tuple[str, type, str]] = [
-    ("max_connections", int, "open sockets server-wide; beyond it the handshake gets 503"),
+    ("max_connections", int, "authenticated clients server-wide; beyond it the handshake gets 503"),
+    (
+        "max_pending_hellos",
+        int,
+        "sockets not yet past hello; beyond it the oldest is closed 4408",
+    ),
     ("max_connections_per_session", int, "clients attached to one session"),
     ("max_frame_bytes", int, "largest client frame, in bytes"),
     ("max_scenario_bytes", int, "largest inline create_session scenario, in bytes of JSON"),
     ("rate", float, "requests per second per connection (token bucket refill)"),
     ("burst", int, "requests a connection may make at once (token bucket size)"),
+    ("rate_strikes", int, "rate_limited refusals (forgiven at rate/10 per s), then 4029"),
     ("max_lag", int, "stream items appended while a client's socket does not drain, then 4008"),
     ("handshake_timeout", float, "wall seconds to finish the WebSocket handshake"),
     ("hello_timeout", float, "wall seconds to send hello after the handshake"),
+    ("write_timeout", float, "wall seconds a socket may take no bytes, then 4008"),
     ("step_budget", float, "wall seconds of fast-mode steps between hand-outs to subscribers"),
     ("control_budget", float, "wall seconds a long jump/tick runs between yields"),
 ]
@@ -213,10 +220,28 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 
 async def _serve(config: Any, scenarios: list[str]) -> None:
+    import logging
     import signal
 
     from areasync.service import Service
+    from areasync.service.fdlimit import raise_open_files_limit
     from areasync.service.gc_policy import settle as settle_gc
+
+    # Every socket is a file descriptor: raise the soft limit to the hard one, and say so.
+    log = logging.getLogger("areasync.service")
+    limit = raise_open_files_limit()
+    if limit is not None:
+        before, after = limit
+        if after > before:
+            log.info("open files limit raised from %d to %d (the hard limit)", before, after)
+        sockets = config.max_connections + config.max_pending_hellos
+        if after < sockets + 64:
+            log.warning(
+                "the open files limit (%d) is below max_connections + max_pending_hellos (%d) "
+                "+ 64: accept() may fail before those limits are reached; raise `ulimit -n`",
+                after,
+                sockets,
+            )
 
     service = Service(config, scenarios)
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -38,7 +38,14 @@ class ServiceConfig:
     # -- limits -----------------------------------------------------------------------------
     max_sessions: int = 64  # live sessions; create_session beyond it answers `capacity`
     keep_ended: int = 32  # ended sessions kept for replay; the oldest beyond it is discarded
-    max_connections: int = 1024  # open sockets server-wide; beyond it the handshake gets 503
+    # Authenticated connections (those whose hello was accepted) server-wide; beyond it the
+    # handshake gets 503 (and a hello that races past it, `capacity` + 4503).
+    max_connections: int = 1024
+    # Sockets that have not said hello yet (in their WebSocket handshake, or waiting to send
+    # hello), counted apart from max_connections (admission.py). When all are taken, a new
+    # socket is admitted by evicting the oldest: closed with 4408 (dropped, if it is still in
+    # its handshake).
+    max_pending_hellos: int = 256
     max_connections_per_session: int = 256  # attached clients; beyond it: `capacity` + 4503
     # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
     # reads at most twice this much before refusing outright (1009, message too big).
@@ -47,10 +54,13 @@ class ServiceConfig:
     # gets `too_large` before it is parsed; the connection stays open.
     max_scenario_bytes: int = 8 * 1024 * 1024
     # Requests per connection: a token bucket refilled at `rate` per second, holding `burst`.
-    # A request finding it empty is answered `rate_limited` and dropped; after `burst` such
-    # answers in a row the connection is closed with 4029.
+    # A request finding it empty is answered `rate_limited` and dropped, and costs a strike:
+    # `rate_strikes` of them, forgiven at a tenth of `rate` per second (limits.py); a request
+    # refused with no strike left closes the connection with 4029 (it and later frames go
+    # unanswered).
     rate: float | None = 2000.0  # None: no rate limit
     burst: int = 4000
+    rate_strikes: int = 1000
     # Slow consumers: a subscriber whose socket stays full while `max_lag` stream items are
     # appended (it has stopped draining; see hub.py) is closed with 4008 (it resumes losslessly
     # with `since`); so is one with more than
@@ -67,12 +77,17 @@ class ServiceConfig:
     control_budget: float = 0.02
     # Wall seconds to complete the WebSocket opening handshake after connecting (else the
     # socket is dropped), then to send `hello` (else close 4408).
-    handshake_timeout: float = 10.0
-    hello_timeout: float = 10.0
+    handshake_timeout: float = 5.0
+    hello_timeout: float = 5.0
     close_timeout: float = 5.0  # wall seconds a close handshake may take before the TCP abort
     shutdown_grace: float = 2.0  # wall seconds to flush `ended` to clients at shutdown
     write_limit: int = 64 * 1024  # bytes websockets buffers before `send` waits for the peer
-    ping_interval: float | None = 20.0  # WebSocket keepalive (the client must answer pings)
+    ping_interval: float | None = 10.0  # WebSocket keepalive (the client must answer pings)
+    # A socket that takes no bytes for this many wall seconds is closed with 4008: its
+    # user-space buffer made no progress, or a keepalive ping waited this long for its pong
+    # (stalls.py; a client that stops reading on a quiet session goes within ping_interval +
+    # write_timeout).
+    write_timeout: float = 20.0
 
     def __post_init__(self) -> None:
         # Accept plain strings where enums and paths are meant ("fast", "traces"), as the CLI
@@ -104,6 +119,8 @@ class ServiceConfig:
             "max_frame_bytes",
             "max_scenario_bytes",
             "burst",
+            "rate_strikes",
+            "max_pending_hellos",
             "max_lag",
             "max_pending_replies",
             "max_pending_reply_bytes",
@@ -116,6 +133,7 @@ class ServiceConfig:
             "handshake_timeout",
             "hello_timeout",
             "close_timeout",
+            "write_timeout",
             "step_budget",
             "control_budget",
         ):

@@ -32,7 +32,7 @@ import collections
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -79,11 +79,19 @@ from areasync.protocol.frames import (
 )
 from areasync.service import roles
 from areasync.service.hub import BATCH_BYTES, WRITE_BYTES, close_group, ws_header
-from areasync.service.limits import TokenBucket
+from areasync.service.limits import TokenBucket, strike_bucket
 from areasync.service.session import Session, SessionRegistry
 from areasync.simulation import WAIT_TOOL, Simulation, SimulationError
 
+if TYPE_CHECKING:
+    from areasync.service.admission import Admission
+
 logger = logging.getLogger("areasync.service")
+
+# A pending socket evicted from a full pre-hello pool (admission.py) gets this long to finish
+# the closing handshake before its TCP connection is aborted: it has sent nothing, so there is
+# nothing to flush, and the pool it left is for sockets that want in.
+_EVICTED_CLOSE_TIMEOUT = 1.0
 
 _Handler = Callable[[Any], Awaitable[Any]]
 
@@ -106,9 +114,22 @@ class Connection:
     """A client of a session, from its `hello` to its close."""
 
     def __init__(
-        self, ws: ServerConnection, registry: SessionRegistry, session_id: str, number: int
+        self,
+        ws: ServerConnection,
+        registry: SessionRegistry,
+        session_id: str,
+        number: int,
+        *,
+        admission: Admission | None = None,
     ) -> None:
         self.ws = ws
+        self.admission = admission
+        self._admitted = False  # counted as authenticated by `admission`
+        self._evicted = False  # evicted from the pre-hello pool to admit a newer socket
+        self._hello_scope = anyio.CancelScope()
+        # Bytes handed to the socket's transport by the writer, for the write-stall sweep
+        # (stalls.py): what the client took is this minus what the transport still buffers.
+        self.bytes_written = 0
         self.registry = registry
         self.config = registry.config
         self.metrics = registry.metrics
@@ -142,7 +163,12 @@ class Connection:
             if self.config.rate is not None
             else None
         )
-        self._refused_in_a_row = 0
+        # Refusals a connection may collect while rate limited (limits.py); none left: 4029.
+        self._strikes = (
+            strike_bucket(self.config.rate, self.config.rate_strikes)
+            if self.config.rate is not None
+            else None
+        )
         self._handlers: dict[type[Any], _Handler] = {
             Ping: self._ping,
             ListTools: self._list_tools,
@@ -181,6 +207,13 @@ class Connection:
                 # else: the closer is finishing the close; it cancels the group when done.
         finally:
             self._detach()
+            if self._admitted and self.admission is not None:
+                self.admission.release()
+
+    def evict(self) -> None:
+        """Stop waiting for this socket's hello (the pre-hello pool is full): close it, 4408."""
+        self._evicted = True
+        self._hello_scope.cancel()
 
     def request_close(self, code: int, reason: str, *, flush: bool) -> None:
         """Close the connection soon with `code`; `flush` first sends what is queued."""
@@ -230,16 +263,43 @@ class Connection:
             flush=False,
         )
 
+    def write_stalled(self, why: str) -> None:
+        """The write-stall sweep (stalls.py) found the socket taking no bytes: close it, 4008."""
+        if self._close is not None:
+            return
+        self.metrics.write_timeout_disconnects += 1
+        self.metrics.slow_consumer_disconnects += 1
+        logger.info("closing stalled consumer %r: %s", self, why)
+        if self.role is Role.AGENT and self.session is not None:
+            self.session.sim.release(self.holder)
+        self.request_close(
+            CloseCode.SLOW_CONSUMER,
+            f"slow consumer: {why} (write_timeout {self.config.write_timeout:g} s); "
+            "reconnect with since=<last seq received>",
+            flush=False,
+        )
+
     # -- hello -------------------------------------------------------------------------------
 
     async def _hello(self) -> bool:
         """Read and check the first frame; on success the connection is attached."""
         data: str | bytes | None = None
-        with anyio.move_on_after(self.config.hello_timeout):
+        if self.admission is not None:
+            self.admission.on_evict(self.ws, self.evict)
+        with self._hello_scope, anyio.move_on_after(self.config.hello_timeout):
             try:
                 data = await self.ws.recv()
             except ConnectionClosed:
                 return False
+        if data is None and self._evicted:
+            self.metrics.pending_evictions += 1
+            await self._close_socket(
+                CloseCode.HELLO_TIMEOUT,
+                f"evicted: the server's {self.config.max_pending_hellos} places for connections "
+                "that have not said hello are taken by newer ones; reconnect and send hello first",
+                within=_EVICTED_CLOSE_TIMEOUT,
+            )
+            return False
         if data is None:
             await self._close_socket(
                 CloseCode.HELLO_TIMEOUT,
@@ -294,6 +354,17 @@ class Connection:
             )
             await self._refuse(error, CloseCode.CAPACITY)
             return False
+        if self.admission is not None:
+            if not self.admission.admit(self.ws):
+                error = ProtocolError(
+                    ErrorCode.CAPACITY,
+                    f"the server has {self.admission.authenticated} clients, its limit "
+                    "(max_connections); retry later",
+                    id=frame.id,
+                )
+                await self._refuse(error, CloseCode.CAPACITY)
+                return False
+            self._admitted = True
         seq = session.hub.seq
         if frame.since is None:
             replay, start = Replay.NONE, seq
@@ -343,9 +414,12 @@ class Connection:
                 return
         await self._close_socket(code, f"{error.code.value}: {error.message}")
 
-    async def _close_socket(self, code: int, reason: str) -> None:
+    async def _close_socket(self, code: int, reason: str, *, within: float | None = None) -> None:
         self.metrics.closes[code] += 1
-        with anyio.move_on_after(self.config.close_timeout):
+        limit = self.config.close_timeout
+        if within is not None:
+            limit = min(limit, within)
+        with anyio.move_on_after(limit):
             await self.ws.close(code, _reason(reason))
             return
         # The peer did not complete the closing handshake (it is not reading): drop it.
@@ -380,7 +454,18 @@ class Connection:
             self._error(exc)
             return
         if self._bucket is not None and not self._bucket.take():
-            self._refused_in_a_row += 1
+            assert self._strikes is not None
+            if not self._strikes.take():
+                # Out of strikes: this and every later frame is dropped unanswered (the reader
+                # skips frames once a close is asked), so a flood costs no more replies.
+                self.metrics.rate_limit_disconnects += 1
+                self.request_close(
+                    CloseCode.RATE_LIMITED,
+                    f"kept sending while rate limited (more than {self.config.rate_strikes} "
+                    "refusals); back off, then reconnect with since",
+                    flush=True,
+                )
+                return
             self._error(
                 ProtocolError(
                     ErrorCode.RATE_LIMITED,
@@ -390,14 +475,7 @@ class Connection:
                     id=frame.id,
                 )
             )
-            if self._refused_in_a_row >= self.config.burst:
-                self.request_close(
-                    CloseCode.RATE_LIMITED,
-                    "kept sending while rate limited; back off, then reconnect with since",
-                    flush=True,
-                )
             return
-        self._refused_in_a_row = 0
         try:
             await self._dispatch(frame)
         except Exception as exc:
@@ -704,6 +782,7 @@ class Connection:
                 )
                 self.position = end
                 self.ws.transport.write(data)
+                self.bytes_written += len(data)
                 self.metrics.frames_sent += end - position
             return
         frames = hub.frames
@@ -757,7 +836,9 @@ class Connection:
             close_group(out, group, text=text)
         self.position = position
         if out:
-            self.ws.transport.write(b"".join(out))
+            data = b"".join(out)
+            self.ws.transport.write(data)
+            self.bytes_written += len(data)
             self.metrics.frames_sent += sent
 
     async def _write_loop(self) -> None:

@@ -66,7 +66,10 @@ class Metrics:
         self.stream_items = 0
         self.sessions_created = 0
         self.connections_opened = 0
-        self.slow_consumer_disconnects = 0
+        self.slow_consumer_disconnects = 0  # every 4008, write timeouts included
+        self.write_timeout_disconnects = 0  # 4008 from the write-stall sweep (stalls.py)
+        self.rate_limit_disconnects = 0  # 4029: out of rate-limit strikes (limits.py)
+        self.pending_evictions = 0  # pre-hello sockets closed 4408 to admit newer ones
         self.errors: collections.Counter[str] = collections.Counter()
         self.closes: collections.Counter[int] = collections.Counter()
         self.tool_call_seconds = Histogram()
@@ -125,6 +128,24 @@ class Metrics:
             "counter",
             "Clients closed with 4008 because they read too slowly.",
             self.slow_consumer_disconnects,
+        )
+        metric(
+            "areasync_write_timeout_disconnects_total",
+            "counter",
+            "Clients closed with 4008 because their socket took no bytes for write_timeout.",
+            self.write_timeout_disconnects,
+        )
+        metric(
+            "areasync_rate_limit_disconnects_total",
+            "counter",
+            "Clients closed with 4029 because they kept sending while rate limited.",
+            self.rate_limit_disconnects,
+        )
+        metric(
+            "areasync_pending_evictions_total",
+            "counter",
+            "Connections closed with 4408 before hello to make room for newer ones.",
+            self.pending_evictions,
         )
         metric(
             "areasync_errors_total",

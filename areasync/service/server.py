@@ -29,12 +29,14 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 
 from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import Role
+from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.connection import Connection
 from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.metrics import Metrics
 from areasync.service.session import ScenarioSource, SessionRegistry
+from areasync.service.stalls import StallSweep
 
 logger = logging.getLogger("areasync.service")
 
@@ -83,7 +85,10 @@ class Service:
         self.metrics = Metrics()
         self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
         self.connections: dict[Connection, None] = {}
-        self.http = HttpRoutes(self.registry, lambda: len(self.connections))
+        # Sockets before hello (a pool of their own) and authenticated connections (what
+        # max_connections counts, at the handshake's 503): see admission.py.
+        self.admission = Admission(self.config.max_pending_hellos, self.config.max_connections)
+        self.http = HttpRoutes(self.registry, lambda: self.admission.authenticated)
         self.port: int | None = None
         self._scenarios = list(scenarios)
         self._stop: anyio.Event | None = None
@@ -122,6 +127,7 @@ class Service:
                     f"cannot listen on {self.config.host}:{self.config.port} ({exc}); "
                     "pick another --port or stop the process using it"
                 ) from exc
+            tg.start_soon(StallSweep(self.connections, self.config.write_timeout).run)
             try:
                 task_status.started(self)
                 await self._stop.wait()
@@ -142,9 +148,11 @@ class Service:
             max_queue=_MAX_QUEUE,
             write_limit=config.write_limit,
             ping_interval=config.ping_interval,
-            ping_timeout=config.ping_interval,
+            # No pong in time is a write stall, closed 4008 by the sweep (stalls.py), not 1011.
+            ping_timeout=None,
             close_timeout=config.close_timeout,
             open_timeout=config.handshake_timeout,
+            create_connection=connection_class(self.admission),
         )
         self.port = int(server.sockets[0].getsockname()[1])
         self.registry.ws_base = f"ws://{display_host(config.host)}:{self.port}"
@@ -209,7 +217,9 @@ class Service:
             return
         path = urlsplit(ws.request.path if ws.request is not None else "/").path
         self._numbers += 1
-        connection = Connection(ws, self.registry, session_id_of(path) or "", self._numbers)
+        connection = Connection(
+            ws, self.registry, session_id_of(path) or "", self._numbers, admission=self.admission
+        )
         self.connections[connection] = None
         self.metrics.connections_opened += 1
         try:

@@ -36,13 +36,17 @@ async def test_requests_beyond_the_rate_are_rate_limited_and_the_connection_stay
     assert isinstance(error, Error) and error.code == ErrorCode.RATE_LIMITED and error.retryable
 
 
-async def test_a_client_that_keeps_sending_while_limited_is_closed() -> None:
-    async with serving(rate=0.001, burst=2) as service, attach(service, Role.OBSERVER) as peer:
-        for n in range(5):
+async def test_a_client_that_keeps_sending_while_limited_is_closed_once_out_of_strikes() -> None:
+    limits = {"rate": 0.001, "burst": 2, "rate_strikes": 2}
+    async with serving(**limits) as service, attach(service, Role.OBSERVER) as peer:
+        for n in range(6):
             await peer.send(Ping(id=n))
         code, _ = await peer.closed()
     assert code == CloseCode.RATE_LIMITED
+    # Two pass (the burst), two are refused (the strikes), the fifth closes: it and the sixth
+    # go unanswered.
     assert [f.code for f in peer.frames if isinstance(f, Error)] == ["rate_limited"] * 2
+    assert [f.id for f in peer.frames if isinstance(f, Error)] == [2, 3]
 
 
 async def test_clients_beyond_a_sessions_limit_get_capacity() -> None:

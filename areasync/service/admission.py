@@ -24,13 +24,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
+from typing import Final
 
 from websockets.asyncio.server import ServerConnection
+from websockets.protocol import State
 
 logger = logging.getLogger("areasync.service")
 
 Evict = Callable[[], None]
+
+# A pending socket is not evicted before it has been this long in its state (connected,
+# handshake done): a client that says hello at once needs one round trip, and the pool turns
+# over at most `max_pending_hellos / EVICTION_GRACE` times a second, however fast an attacker
+# reconnects.
+EVICTION_GRACE: Final = 0.5
 
 
 def _abort(ws: ServerConnection) -> Evict:
@@ -42,34 +51,141 @@ def _abort(ws: ServerConnection) -> Evict:
     return evict
 
 
-class Admission:
-    """The pending pool (oldest first) and the count of authenticated connections."""
+class _Entry:
+    __slots__ = ("evict", "since")
 
-    def __init__(self, max_pending: int, max_connections: int) -> None:
+    def __init__(self, evict: Evict, since: float) -> None:
+        self.evict = evict
+        self.since = since
+
+
+class Admission:
+    """The pending pool, its queue, and the count of authenticated connections (see the module
+    docstring).
+
+    Pending sockets are in four groups: *idle* (handshake done, not a byte since), *silent*
+    (connected, not a byte yet), *handshaking* (part of a request received), *speaking* (a first
+    frame on its way: the hello being read or checked). To make room, the socket evicted is the
+    one that has been longest in the first of idle, silent, handshaking whose oldest has been
+    there `grace` seconds; speaking sockets are never evicted (their hello is being handled).
+    When none is evictable yet, a new socket is *parked*: accepted, but not read (no handshake
+    work) until a place frees up, in arrival order; at most `max_waiting` are parked (beyond,
+    a new socket is dropped).
+    """
+
+    def __init__(
+        self,
+        max_pending: int,
+        max_connections: int,
+        *,
+        grace: float = EVICTION_GRACE,
+        max_waiting: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.max_pending = max_pending
         self.max_connections = max_connections
-        # Insertion order is arrival order: the first entry is the oldest pending socket.
-        self._pending: dict[ServerConnection, Evict] = {}
+        self.grace = grace
+        self.max_waiting = 4 * max_pending if max_waiting is None else max_waiting
+        self._clock = clock
+        # Each dict's insertion order is the order its sockets entered the group.
+        self._idle: dict[ServerConnection, _Entry] = {}
+        self._silent: dict[ServerConnection, _Entry] = {}
+        self._handshaking: dict[ServerConnection, _Entry] = {}
+        self._speaking: dict[ServerConnection, _Entry] = {}
+        self._groups = (self._idle, self._silent, self._handshaking, self._speaking)
+        self._evictable = (self._idle, self._silent, self._handshaking)
+        self._waiting: dict[ServerConnection, None] = {}  # parked, in arrival order
+        self._timer: asyncio.TimerHandle | None = None
         self.authenticated = 0
         self.evicted = 0  # pending sockets evicted to admit newer ones, since start
+        self.parked = 0  # sockets that had to wait for a place, since start
+        self.dropped = 0  # sockets dropped because the queue was full, since start
 
     @property
     def pending(self) -> int:
-        return len(self._pending)
+        return sum(len(group) for group in self._groups)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    # -- arrivals and places -----------------------------------------------------------------
 
     def arrive(self, ws: ServerConnection) -> None:
-        """A socket was accepted: pending, evicting the oldest pending ones beyond the pool."""
-        self._pending[ws] = _abort(ws)
-        while len(self._pending) > self.max_pending:
-            oldest = next(iter(self._pending))
-            evict = self._pending.pop(oldest)
-            self.evicted += 1
-            evict()
+        """A socket was accepted: pending if there is (or can be made) a place, else parked."""
+        if not self._waiting and (self.pending < self.max_pending or self._evict_one()):
+            self._silent[ws] = _Entry(_abort(ws), self._clock())
+            return
+        if len(self._waiting) >= self.max_waiting:
+            self.dropped += 1
+            _abort(ws)()
+            return
+        self.parked += 1
+        self._waiting[ws] = None
+        ws.transport.pause_reading()
+        self._schedule()
+
+    def _evict_one(self) -> bool:
+        now = self._clock()
+        for group in self._evictable:
+            if group:
+                oldest = next(iter(group))
+                entry = group[oldest]
+                if now - entry.since >= self.grace:
+                    del group[oldest]
+                    self.evicted += 1
+                    entry.evict()
+                    return True
+        return False
+
+    def _pump(self) -> None:
+        """Let parked sockets in, oldest first, while there are places (or evictions)."""
+        self._timer = None
+        while self._waiting and (self.pending < self.max_pending or self._evict_one()):
+            ws = next(iter(self._waiting))
+            del self._waiting[ws]
+            self._silent[ws] = _Entry(_abort(ws), self._clock())
+            transport = ws.transport
+            if transport is not None and not transport.is_closing():
+                transport.resume_reading()
+        self._schedule()
+
+    def _schedule(self) -> None:
+        """While sockets are parked, wake when the next pending one becomes evictable."""
+        if not self._waiting or self._timer is not None:
+            return
+        firsts = [next(iter(group.values())).since for group in self._evictable if group]
+        delay = max(0.0, min(firsts) + self.grace - self._clock()) if firsts else self.grace
+        self._timer = asyncio.get_running_loop().call_later(delay, self._pump)
+
+    # -- a pending socket's progress ---------------------------------------------------------
+
+    def _move(self, ws: ServerConnection, to: dict[ServerConnection, _Entry]) -> None:
+        for group in self._groups:
+            entry = group.pop(ws, None)
+            if entry is not None:
+                entry.since = self._clock()
+                to[ws] = entry
+                return
+
+    def received(self, ws: ServerConnection, *, open: bool) -> None:
+        """`ws` received bytes: of its request (`open` False) or of a frame (True)."""
+        if open:
+            if ws in self._idle:
+                self._move(ws, self._speaking)
+        elif ws in self._silent:
+            self._move(ws, self._handshaking)
 
     def on_evict(self, ws: ServerConnection, evict: Evict) -> None:
-        """How to evict `ws` from now on (its handshake is done: close it with 4408)."""
-        if ws in self._pending:
-            self._pending[ws] = evict
+        """`ws` finished its handshake: from now on, evicting it is `evict` (close it, 4408).
+        It waits for its hello among the idle, unless its first frame already came."""
+        if ws in self._speaking:
+            self._speaking[ws].evict = evict
+        elif any(ws in group for group in self._evictable):
+            self._move(ws, self._idle)
+            self._idle[ws].evict = evict
+
+    # -- leaving -----------------------------------------------------------------------------
 
     def full(self) -> bool:
         """True when authenticated connections are at `max_connections`."""
@@ -80,7 +196,7 @@ class Admission:
         server is at `max_connections` (False: refuse it)."""
         if self.full():
             return False
-        self._pending.pop(ws, None)
+        self.leave(ws)
         self.authenticated += 1
         return True
 
@@ -89,8 +205,15 @@ class Admission:
         self.authenticated -= 1
 
     def leave(self, ws: ServerConnection) -> None:
-        """`ws` is gone (or was admitted): no longer pending."""
-        self._pending.pop(ws, None)
+        """`ws` is gone (or was admitted): no longer pending; a parked socket may come in."""
+        if ws in self._waiting:
+            del self._waiting[ws]
+            return
+        for group in self._groups:
+            if group.pop(ws, None) is not None:
+                if self._waiting:
+                    self._pump()
+                return
 
 
 def connection_class(admission: Admission) -> type[ServerConnection]:
@@ -100,6 +223,10 @@ def connection_class(admission: Admission) -> type[ServerConnection]:
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
             admission.arrive(self)
+
+        def data_received(self, data: bytes) -> None:
+            admission.received(self, open=self.protocol.state is State.OPEN)
+            super().data_received(data)
 
         def connection_lost(self, exc: Exception | None) -> None:
             admission.leave(self)

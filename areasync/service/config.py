@@ -44,8 +44,8 @@ class ServiceConfig:
     # Sockets that have not said hello yet (in their WebSocket handshake, or waiting to send
     # hello), counted apart from max_connections (admission.py). When all are taken, a new
     # socket is admitted by evicting the oldest: closed with 4408 (dropped, if it is still in
-    # its handshake).
-    max_pending_hellos: int = 256
+    # its handshake), or parks it until a place frees up (admission.py).
+    max_pending_hellos: int = 512
     max_connections_per_session: int = 256  # attached clients; beyond it: `capacity` + 4503
     # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
     # reads at most twice this much before refusing outright (1009, message too big).

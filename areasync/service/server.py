@@ -46,6 +46,7 @@ DEFAULT_SCENARIOS: tuple[str, ...] = ("scenario_tutorial",)
 # so a short queue is enough, and it bounds what one client can make the server buffer
 # (about _MAX_QUEUE x 2 x max_frame_bytes; websockets then stops reading the socket).
 _MAX_QUEUE = 4
+_BACKLOG = 1024
 
 
 class ServiceError(Exception):
@@ -153,6 +154,10 @@ class Service:
             close_timeout=config.close_timeout,
             open_timeout=config.handshake_timeout,
             create_connection=connection_class(self.admission),
+            # The kernel's queue of connections not yet accepted (capped by somaxconn): asyncio's
+            # default of 100 overflows under a burst of connects, and an overflowing queue drops
+            # SYNs, which a client retries only after a second.
+            backlog=_BACKLOG,
         )
         self.port = int(server.sockets[0].getsockname()[1])
         self.registry.ws_base = f"ws://{display_host(config.host)}:{self.port}"

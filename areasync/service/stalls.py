@@ -2,39 +2,58 @@
 
 One task for the whole server (`StallSweep.run`) looks at every attached connection every
 `sweep_interval(write_timeout)` (1 s with the defaults), rather than a timer per connection or
-per write: the cost is one pass over the connections per second, none on the write path but an
-addition (`Connection.bytes_written`).
+per write: the cost is one pass over the connections per second (an `ioctl` each), and none on
+the write path but an addition (`Connection.bytes_written`).
 
-"Takes no bytes" is one of two things, whichever comes first:
+**Taken** is what the client's TCP stack has accepted of the data the server wrote to it: the
+bytes the connection handed its transport, minus what the transport still buffers (user space)
+and what the kernel has not sent or has not had acknowledged (`SIOCOUTQ`; on systems without
+it, only the user-space buffer counts). The client's receive window closes when its
+application stops reading, and then taken stops growing. A connection is **stalled**, and
+closed with 4008 (`Connection.write_stalled`), when taken has not grown for `write_timeout` and
+either
 
-- **the user-space write buffer made no progress**: the socket's transport still buffers bytes
-  for the client, and neither has it emptied nor has the client taken a byte of it (bytes
-  written since the last look, minus the growth of the buffer) for `write_timeout`. A busy
-  session fills the buffer of a client that stops reading within a few hundred kB; this closes
-  it even when `max_lag` items take longer than that to come;
-- **a keepalive ping went unanswered**: the oldest ping websockets sent (every `ping_interval`)
-  has waited `write_timeout` for its pong. On a quiet session the kernel's buffers absorb the
-  few bytes of pings, so the user-space buffer stays empty; the unanswered ping is what shows
-  that the client stopped reading. Such a client is closed within `ping_interval` +
-  `write_timeout` (+ one sweep) of its last read. websockets' own ping timeout (1011) is off:
-  this check replaces it, with the code that says what to do (4008: resume with `since`).
+- data is waiting for it (user space or kernel; more than `CONTROL_SLACK` bytes, which a few
+  control frames in flight never make): a busy session's client that stopped
+  reading - closed even when `max_lag` items take longer than that to come; or
+- a keepalive ping has waited `write_timeout` for its pong: a quiet session's client that
+  stopped reading (the kernel's buffers absorb the few bytes of pings, so no data waits; the
+  unanswered ping is what shows it). It is closed within `ping_interval` + `write_timeout`
+  (+ one sweep) of its last read. websockets' own ping timeout (1011) is off: this replaces
+  it, with the code that says what to do (4008: resume with `since`).
 
-A client that reads, however slowly, takes bytes and answers pings behind what it is reading:
-it is closed only if a ping waits `write_timeout` behind its backlog (as websockets' keepalive
-would have closed it, with 1011). Closing is `Connection.write_stalled`: 4008 without
-flushing, then the usual close (aborted after `close_timeout` if the peer does not finish it).
+While nothing is owed (no data waiting, no ping unanswered) the clock does not run. A client
+that reads, however slowly, takes bytes: it is never closed by this, even when its pongs come
+late behind a backlog in the kernel's buffers (websockets' keepalive would have closed it with
+1011). Pings and pongs are not counted as data: only data the client took is progress.
 """
 
 from __future__ import annotations
 
 import asyncio
+import struct
+import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
 if TYPE_CHECKING:
     from areasync.service.connection import Connection
+
+if sys.platform == "linux":
+    import fcntl
+    import termios
+
+    _SIOCOUTQ: int | None = termios.TIOCOUTQ  # the same ioctl as SIOCOUTQ on Linux
+else:  # pragma: no cover - elsewhere only the user-space buffer counts
+    fcntl = None
+    _SIOCOUTQ = None
+
+
+# Bytes waiting that may be control frames alone (a ping, a pong, a close: at most 131 bytes
+# each) rather than data: not a reason to close by themselves.
+CONTROL_SLACK: Final = 512
 
 
 def sweep_interval(write_timeout: float) -> float:
@@ -43,11 +62,10 @@ def sweep_interval(write_timeout: float) -> float:
 
 
 class _Sample:
-    __slots__ = ("buffered", "progress_at", "written")
+    __slots__ = ("progress_at", "taken")
 
-    def __init__(self, written: int, buffered: int, now: float) -> None:
-        self.written = written
-        self.buffered = buffered
+    def __init__(self, taken: int, now: float) -> None:
+        self.taken = taken
         self.progress_at = now
 
 
@@ -79,29 +97,40 @@ class StallSweep:
             transport = ws.transport
             if transport is None or transport.is_closing():
                 continue
-            buffered = transport.get_write_buffer_size()
-            written = connection.bytes_written
+            unsent = transport.get_write_buffer_size() + kernel_unsent(transport)
+            taken = connection.bytes_written - unsent
+            ping_age = _oldest_ping_age(ws, now)
             sample = previous.get(connection)
             if sample is None:
-                sample = _Sample(written, buffered, now)
-            else:
-                taken = (written - sample.written) - (buffered - sample.buffered)
-                if buffered == 0 or taken > 0:
-                    sample.progress_at = now
-                sample.written = written
-                sample.buffered = buffered
+                sample = _Sample(taken, now)
+            elif taken > sample.taken or (unsent <= CONTROL_SLACK and ping_age is None):
+                sample.taken = max(taken, sample.taken)
+                sample.progress_at = now  # it took data, or nothing is owed
             samples[connection] = sample
             stalled_for = now - sample.progress_at
-            if buffered and stalled_for >= timeout:
+            if stalled_for < timeout:
+                continue
+            if ping_age is not None and ping_age >= timeout:
+                connection.write_stalled(f"a keepalive ping waited {ping_age:.1f} s for its pong")
+            elif unsent > CONTROL_SLACK:
                 connection.write_stalled(
-                    f"your socket took none of the {buffered} bytes waiting for it in "
+                    f"your socket took none of the {unsent} bytes waiting for it in "
                     f"{stalled_for:.1f} s"
                 )
-                continue
-            waited = _oldest_ping_age(ws, now)
-            if waited is not None and waited >= timeout:
-                connection.write_stalled(f"a keepalive ping waited {waited:.1f} s for its pong")
         self._samples = samples
+
+
+def kernel_unsent(transport: asyncio.BaseTransport) -> int:
+    """Bytes in the socket's kernel send queue, not yet acknowledged by the peer (Linux
+    `SIOCOUTQ`); 0 where that cannot be read."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or _SIOCOUTQ is None:
+        return 0
+    try:
+        data = fcntl.ioctl(sock.fileno(), _SIOCOUTQ, b"\0\0\0\0")
+    except OSError:
+        return 0
+    return int(struct.unpack("i", data)[0])
 
 
 def _oldest_ping_age(ws: Any, now: float) -> float | None:

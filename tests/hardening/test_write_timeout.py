@@ -1,0 +1,129 @@
+"""Write stalls: a socket that takes no bytes for `write_timeout` is closed with 4008.
+
+`service/stalls.py` looks at every attached connection once a second (more often for the small
+timeouts here): its user-space write buffer made no progress for `write_timeout`, or a
+keepalive ping waited `write_timeout` for its pong. A client that stops reading is closed
+whatever the session does - on a quiet session only pings are written and the kernel's buffers
+absorb them, so the unanswered ping is what shows it; on a busy one its buffer stops draining
+well before `max_lag` items (set out of reach here) have come. A client that reads, however
+slowly, is not closed. Give-up bounds only, no wall-clock assertion.
+"""
+
+from __future__ import annotations
+
+import anyio
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from areasync.protocol import (
+    CloseCode,
+    Encoding,
+    EndedItem,
+    Hello,
+    Mode,
+    Role,
+    Welcome,
+    decode_server_frame,
+    encode_client_frame,
+)
+from areasync.service import Service
+from areasync.service.stalls import kernel_unsent
+from bench.misbehaving import RawClient, close_code, hello_frame, small_socket
+from tests.hardening.faults import eventually, watch_faults
+from tests.hardening.test_slow_consumers import SESSION, PaddedTimeline
+from tests.service.support import ADMIN, TUTORIAL, serving
+
+BUSY: dict[str, object] = {
+    "mode": Mode.REALTIME,
+    "speed": 40.0,  # 400 events of ~2 kB a second
+    "max_lag": 10**9,  # out of reach: only the write timeout may close anyone
+    "write_limit": 16 * 1024,
+    "close_timeout": 0.5,  # a peer that does not read cannot finish a close: abort it soon
+}
+
+
+def _unsent(service: Service) -> int:
+    """The most bytes any connection has waiting for its client (user space and kernel)."""
+    return max(
+        (
+            c.ws.transport.get_write_buffer_size() + kernel_unsent(c.ws.transport)
+            for c in service.connections
+        ),
+        default=0,
+    )
+
+
+async def test_a_client_that_stops_reading_on_a_quiet_session_is_closed_with_4008() -> None:
+    # A manual session: nothing happens, only keepalive pings are written.
+    with watch_faults() as faults:
+        async with serving(ping_interval=0.1, write_timeout=0.5, close_timeout=0.5) as service:
+            client = await RawClient.open(service.port or 0, TUTORIAL)
+            try:
+                await client.send(hello_frame(ADMIN))  # then never reads a byte
+                await eventually(lambda: service.metrics.write_timeout_disconnects == 1)
+                received = await client.read_until_closed()
+            finally:
+                client.close()
+    assert close_code(received) == CloseCode.SLOW_CONSUMER
+    assert b"keepalive ping" in received
+    assert faults.problems == []
+
+
+async def test_a_client_that_stops_reading_on_a_busy_session_is_closed_with_4008() -> None:
+    limits = {**BUSY, "ping_interval": None, "write_timeout": 0.5}  # the buffer alone shows it
+    with watch_faults() as faults:
+        async with serving(PaddedTimeline(2000), **limits) as service:
+            client = await RawClient.open(service.port or 0, SESSION)
+            try:
+                await client.send(hello_frame(ADMIN))  # then never reads a byte
+                await eventually(lambda: service.metrics.write_timeout_disconnects == 1, 30)
+                received = await client.read_until_closed()
+            finally:
+                client.close()
+            assert service.metrics.closes[CloseCode.SLOW_CONSUMER] == 1
+    assert close_code(received) == CloseCode.SLOW_CONSUMER
+    assert faults.problems == []
+
+
+async def test_a_slow_reader_is_not_closed_by_the_write_timeout() -> None:
+    limits = {**BUSY, "ping_interval": 0.2, "write_timeout": 3.0}
+    with watch_faults() as faults:
+        async with serving(PaddedTimeline(600), **limits) as service:
+            behind = 0
+            seqs = []
+            sock = await small_socket(service.port or 0)
+            async with connect(service.ws_url(SESSION), sock=sock, max_queue=1) as ws:
+                hello = Hello(id=0, role=Role.OBSERVER, token=ADMIN)
+                await ws.send(encode_client_frame(hello, Encoding.JSON))
+                welcome = decode_server_frame(await ws.recv())
+                assert isinstance(welcome, Welcome)
+                with anyio.fail_after(60):
+                    while True:
+                        frame = decode_server_frame(await ws.recv())
+                        seqs.append(getattr(frame, "seq", None))
+                        behind = max(behind, _unsent(service))
+                        if isinstance(frame, EndedItem):
+                            break
+                        await anyio.sleep(0.005)  # slower than the session writes
+            assert service.metrics.write_timeout_disconnects == 0
+            assert service.metrics.closes[CloseCode.SLOW_CONSUMER] == 0
+    assert behind > 0  # it was behind: bytes waited for it
+    assert seqs == list(range(welcome.seq + 1, seqs[-1] + 1))  # everything, to `ended`
+    assert faults.problems == []
+
+
+async def test_a_client_that_answers_pings_on_a_quiet_session_stays() -> None:
+    async with (
+        serving(ping_interval=0.1, write_timeout=0.5) as service,
+        connect(service.ws_url(TUTORIAL)) as ws,
+    ):
+        await ws.send(
+            encode_client_frame(Hello(id=0, role=Role.OBSERVER, token=ADMIN), Encoding.JSON)
+        )
+        await ws.recv()
+        try:
+            with anyio.move_on_after(2.0):  # four timeouts of pings answered by websockets
+                await ws.recv()
+        except ConnectionClosed as exc:  # pragma: no cover - the failure this test catches
+            raise AssertionError(f"closed: {exc}") from exc
+        assert service.metrics.write_timeout_disconnects == 0

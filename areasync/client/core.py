@@ -103,6 +103,13 @@ WAIT_TOOL: Final = "SystemApp__wait_for_notification"
 _FATAL_CLOSE_CODES: Final = frozenset(
     {CloseCode.BAD_HELLO, CloseCode.UNAUTHORIZED, CloseCode.SESSION_NOT_FOUND, CloseCode.TOO_LARGE}
 )
+# Close codes after which the client waits (its longest backoff, with jitter) before it
+# reconnects: the server asked it to back off (4029), is full (4503), or evicted it from a
+# pre-hello pool full of other sockets (4408); reconnecting at once would only add to that.
+_BACK_OFF_CLOSE_CODES: Final = frozenset(
+    {CloseCode.RATE_LIMITED, CloseCode.CAPACITY, CloseCode.HELLO_TIMEOUT}
+)
+_BACK_OFF_FAILURES: Final = 64  # as many failures as it takes to reach backoff_max
 # Errors in reply to hello after which reconnecting cannot help either.
 _RETRYABLE_HELLO_ERRORS: Final = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.CAPACITY})
 # HTTP statuses of a refused handshake that are worth retrying (the others are final).
@@ -717,6 +724,8 @@ class Client:
                 link.close_reason,
                 self.seq,
             )
+            if link.close_code in _BACK_OFF_CLOSE_CODES:
+                await anyio.sleep(self._backoff(_BACK_OFF_FAILURES))
 
     def _should_reconnect(self, link: _Link) -> bool:
         """After a connection ended: reconnect, or close the client (and say why)."""

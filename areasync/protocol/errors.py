@@ -46,18 +46,24 @@ code  name               meaning; reconnect
                          or msgpack in binary frames, then reconnect
 1009  MESSAGE_TOO_BIG    (WebSocket layer) a frame above twice ``max_frame_bytes`` was
                          refused unread; send smaller frames
-1011  INTERNAL_ERROR     a bug in areasync, or (WebSocket layer) the client did not answer
-                         keepalive pings in time; reconnect with ``since``
+1011  INTERNAL_ERROR     a bug in areasync; reconnect with ``since`` (a client that does not
+                         answer keepalive pings gets 4008)
 4000  BAD_HELLO          the first frame was not a valid ``hello``; fix it and reconnect
 4001  UNAUTHORIZED       token missing or wrong for the role; reconnect with a valid token
 4004  SESSION_NOT_FOUND  no session at this URL; do not reconnect to it
-4008  SLOW_CONSUMER      the client read too slowly and its send buffer overflowed;
-                         reconnect with ``since`` = last seq received (lossless)
+4008  SLOW_CONSUMER      the client read too slowly: its socket stopped draining while
+                         ``max_lag`` items came, or took no bytes for ``write_timeout``
+                         (data waiting, or a keepalive ping unanswered), or it left
+                         too many replies unread; reconnect with ``since`` = last seq
+                         received (lossless)
 4009  TOO_LARGE          the client sent a frame above the size limit; send smaller frames
-4029  RATE_LIMITED       the client kept sending after ``rate_limited`` errors; back off,
-                         then reconnect with ``since``
-4408  HELLO_TIMEOUT      no ``hello`` arrived in time after the handshake; reconnect and
-                         send ``hello`` first
+4029  RATE_LIMITED       the client kept sending after ``rate_limited`` errors until it
+                         had none of its ``rate_strikes`` left (later frames were not
+                         answered); back off, then reconnect with ``since``
+4408  HELLO_TIMEOUT      no ``hello`` arrived in time after the handshake, or the socket
+                         was evicted, idle, from the full pool of sockets that have not
+                         said hello (``max_pending_hellos``); reconnect after a short
+                         backoff and send ``hello`` first
 4503  CAPACITY           the server is at its connection limit; retry later with backoff
 ====  =================  ==============================================================
 """

@@ -15,6 +15,7 @@ from areasync.client import (
 )
 from areasync.protocol import CallTool, ClientFrame, Hello, NotificationItem, StreamItem
 from tests.client.fake_server import TOKEN, FakeServer, event, note
+from tests.hardening.faults import eventually
 
 
 async def take(client: Client, count: int, since: int | None = None) -> list[StreamItem]:
@@ -186,3 +187,39 @@ async def test_stream_since_outside_what_the_client_holds_is_refused() -> None:
             await fake.publish(event)
             (item,) = await take(client, 1, since=3)
             assert item.seq == 4
+
+
+async def _closed_by_server_then_resumed(
+    code: int | None, monkeypatch: pytest.MonkeyPatch
+) -> list[int]:
+    """Backoffs the client asked for after the server closed it with `code` (None: a cut)."""
+    asked: list[int] = []
+
+    def no_wait(self: Client, failures: int) -> float:
+        asked.append(failures)
+        return 0.0
+
+    monkeypatch.setattr(Client, "_backoff", no_wait)
+    async with FakeServer() as fake, connect(fake.url, token=TOKEN, since=0) as client:
+        await fake.publish(event)
+        await take(client, 1)
+        if code is None:
+            fake.cut()
+        else:
+            for ws, _ in list(fake.connections):
+                await ws.close(code, "closed by the test")
+        await eventually(lambda: client.reconnects == 1)
+        await fake.publish(event)
+        assert [item.seq for item in await take(client, 2)] == [1, 2]
+    return asked
+
+
+@pytest.mark.parametrize("code", [4029, 4503, 4408])
+async def test_a_close_that_asks_to_back_off_delays_the_reconnect(
+    code: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert len(await _closed_by_server_then_resumed(code, monkeypatch)) == 1
+
+
+async def test_a_cut_connection_is_resumed_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert await _closed_by_server_then_resumed(None, monkeypatch) == []

@@ -1,0 +1,132 @@
+"""The pre-hello pool (`service/admission.py`) on its own: who is evicted, who waits, who is let in.
+
+Sockets are stand-ins with a transport that records what was done to it; the clock is the
+test's. The same rules over real sockets: `tests/hardening/test_floods.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from areasync.service.admission import Admission
+from areasync.service.config import ServiceConfig
+from areasync.service.fdlimit import raise_open_files_limit
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.aborted = False
+        self.paused = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+    def is_closing(self) -> bool:
+        return self.aborted
+
+
+class _Socket:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.transport = _Transport()
+        self.closed_4408 = False
+
+    def evict(self) -> None:
+        self.closed_4408 = True
+
+
+def _pool(size: int, now: list[float]) -> Admission:
+    return Admission(size, 10, grace=0.5, clock=lambda: now[0])
+
+
+def _open(admission: Admission, name: str, *, handshake: bool = False) -> Any:
+    ws: Any = _Socket(name)
+    admission.arrive(ws)
+    if handshake:
+        admission.on_evict(ws, ws.evict)
+    return ws
+
+
+async def test_the_oldest_idle_socket_is_evicted_before_one_still_connecting() -> None:
+    now = [0.0]
+    admission = _pool(2, now)
+    connecting = _open(admission, "connecting")
+    idle = _open(admission, "idle", handshake=True)
+    now[0] = 1.0
+    newcomer = _open(admission, "newcomer")
+    assert idle.closed_4408 and not connecting.transport.aborted
+    assert not newcomer.transport.paused and admission.pending == 2 and admission.evicted == 1
+
+
+async def test_a_socket_still_connecting_is_dropped_when_no_idle_one_is_left() -> None:
+    now = [0.0]
+    admission = _pool(1, now)
+    silent = _open(admission, "silent")
+    now[0] = 1.0
+    _open(admission, "newcomer")
+    assert silent.transport.aborted
+
+
+async def test_a_socket_whose_hello_is_arriving_is_never_evicted() -> None:
+    now = [0.0]
+    admission = _pool(1, now)
+    speaking = _open(admission, "speaking", handshake=True)
+    admission.received(speaking, open=True)
+    now[0] = 10.0
+    newcomer = _open(admission, "newcomer")
+    assert not speaking.closed_4408 and newcomer.transport.paused and admission.waiting == 1
+
+
+async def test_within_the_grace_a_newcomer_waits_unread_and_comes_in_when_a_place_frees() -> None:
+    now = [0.0]
+    admission = _pool(1, now)
+    first = _open(admission, "first", handshake=True)
+    second = _open(admission, "second")
+    assert second.transport.paused and not first.closed_4408
+    assert admission.admit(first)  # it said hello: its place goes to the one waiting
+    assert not second.transport.paused and admission.pending == 1 and admission.waiting == 0
+
+
+async def test_the_queue_is_bounded_and_a_socket_beyond_it_is_dropped() -> None:
+    now = [0.0]
+    admission = Admission(1, 10, grace=0.5, max_waiting=1, clock=lambda: now[0])
+    _open(admission, "first")
+    waiting = _open(admission, "waiting")
+    dropped = _open(admission, "dropped")
+    assert waiting.transport.paused and dropped.transport.aborted and admission.dropped == 1
+
+
+async def test_authenticated_connections_have_their_own_limit() -> None:
+    now = [0.0]
+    admission = Admission(4, 1, clock=lambda: now[0])
+    first = _open(admission, "first", handshake=True)
+    second = _open(admission, "second", handshake=True)
+    assert admission.admit(first) and not admission.admit(second)
+    admission.release()
+    assert admission.admit(second)
+
+
+@pytest.mark.parametrize("name", ["max_pending_hellos", "rate_strikes"])
+def test_a_pool_or_strike_count_below_one_is_refused_with_its_name(name: str) -> None:
+    with pytest.raises(ValueError, match=f"{name} must be >= 1"):
+        ServiceConfig(**{name: 0})
+
+
+def test_a_non_positive_write_timeout_is_refused_with_its_name() -> None:
+    with pytest.raises(ValueError, match="write_timeout must be > 0"):
+        ServiceConfig(write_timeout=0)
+
+
+def test_the_open_files_limit_is_raised_toward_the_hard_limit() -> None:
+    limits = raise_open_files_limit()
+    assert limits is not None
+    before, after = limits
+    assert after >= before

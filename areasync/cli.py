@@ -135,7 +135,7 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     (
         "max_pending_hellos",
         int,
-        "sockets not yet past hello; beyond it the oldest is closed 4408",
+        "sockets not yet past hello; when full the oldest idle is closed 4408",
     ),
     ("max_connections_per_session", int, "clients attached to one session"),
     ("max_frame_bytes", int, "largest client frame, in bytes"),
@@ -147,6 +147,7 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     ("handshake_timeout", float, "wall seconds to finish the WebSocket handshake"),
     ("hello_timeout", float, "wall seconds to send hello after the handshake"),
     ("write_timeout", float, "wall seconds a socket may take no bytes, then 4008"),
+    ("ping_interval", float, "wall seconds between keepalive pings (unanswered: write_timeout)"),
     ("step_budget", float, "wall seconds of fast-mode steps between hand-outs to subscribers"),
     ("control_budget", float, "wall seconds a long jump/tick runs between yields"),
 ]

@@ -81,3 +81,19 @@ async def test_serve_applies_a_limit_given_on_the_command_line() -> None:
             await process.wait()
     assert refused["type"] == "error" and refused["code"] == "capacity"
     assert closed.value.rcvd is not None and closed.value.rcvd.code == CloseCode.CAPACITY
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--write-timeout", "0", b"write_timeout must be > 0"),
+        ("--max-pending-hellos", "0", b"max_pending_hellos must be >= 1"),
+        ("--rate-strikes", "0", b"rate_strikes must be >= 1"),
+    ],
+)
+async def test_serve_refuses_a_bad_flood_limit_with_its_name(
+    option: str, value: str, message: bytes
+) -> None:
+    result = await anyio.run_process([*SERVE, option, value], check=False)
+    assert result.returncode == 2
+    assert message in result.stderr

@@ -217,10 +217,16 @@ async def _until_stdin_closes(idlers: Idlers) -> None:
     idlers.stop()
 
 
+async def _say_when_full(idlers: Idlers) -> None:
+    await idlers.full.wait()
+    print(json.dumps({"full": idlers.count}), flush=True)
+
+
 async def _idlers_main(port: int, count: int, seconds: float) -> None:
     idlers = Idlers(port, count, seconds=seconds)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_until_stdin_closes, idlers)
+        tg.start_soon(_say_when_full, idlers)
         await idlers.run()
         tg.cancel_scope.cancel()
     print(

@@ -1,23 +1,38 @@
-"""Admission: sockets that have not said `hello` get a small pool of their own, oldest out first.
+"""Admission: sockets that have not said `hello` get a pool of their own, idle ones out first.
 
 Every socket the server accepts is *pending* from the moment it is accepted until its `hello`
-is accepted (or it goes away): during the WebSocket handshake (`handshake_timeout`), then until
-its first frame (`hello_timeout`). Pending sockets are counted in a pool of their own,
-`max_pending_hellos`, apart from authenticated connections, which alone count against
-`max_connections` (the handshake's 503) - so sockets that never say hello cannot keep a client
-that does out of the server.
+is accepted (or it goes away): during the WebSocket handshake (`handshake_timeout`, counted
+from the accept), then until its first frame (`hello_timeout`). Pending sockets are counted in
+a pool of their own, `max_pending_hellos` (512), apart from authenticated connections, which
+alone count against `max_connections` (the handshake's 503; a hello that races past it gets
+`capacity` and 4503) - so sockets that never say hello cannot keep out a client that does.
 
-When the pool is full, a newly accepted socket is admitted by *evicting the oldest* pending
-socket (`Admission.arrive`): one that has finished its handshake is closed with 4408
-(`CloseCode.HELLO_TIMEOUT`, its reason says it was evicted); one still in its handshake is
-dropped (TCP abort: it has no WebSocket to close yet). A client that sends `hello` as soon as
-its handshake is done is pending for one round trip; to evict it an attacker must open
-`max_pending_hellos` sockets within that round trip, and each costs the attacker a socket held
-open. Holding sockets open without saying hello only ever cycles the pool.
+A pending socket is in one of four groups, by what it has done: *idle* (handshake done, not a
+byte since), *silent* (connected, not a byte yet), *handshaking* (part of a request received),
+*speaking* (bytes of a first frame received: its hello is arriving or being checked). When the
+pool is full, a new socket is admitted by evicting the socket that has been longest in the
+first of those groups, in that order, whose oldest has been in it at least `EVICTION_GRACE`
+(1 s; speaking sockets `SPEAKING_GRACE`, 2 s): an idle one is closed with 4408
+(`CloseCode.HELLO_TIMEOUT`, reason "evicted: ..."), one that has no WebSocket yet is dropped
+(TCP abort). When no socket may be evicted yet, the new socket is *parked*: accepted but not
+read, so it costs no handshake work, and let in, in arrival order, as soon as a place frees
+up or becomes evictable; at most `4 x max_pending_hellos` are parked, beyond which a new
+socket is dropped.
+
+Why the grace and the queue: an attacker that reopens every socket the server closes would
+otherwise make the pool turn over as fast as the server can accept and handshake, saturating
+it, and evict a legitimate client before its hello, however promptly it sent it. With them, the
+pool turns over at most `max_pending_hellos / EVICTION_GRACE` times a second (512 with the
+defaults), the server's work stays bounded, and a client that sends hello at once waits its
+turn behind the sockets parked before it, then is never evicted (it is handshaking, then
+speaking, by the time an idle socket is). A client parked longer than `handshake_timeout` is
+dropped: the pool protects clients as long as an attacker holds fewer than about
+`handshake_timeout x max_pending_hellos / EVICTION_GRACE` sockets (2,560 with the defaults).
 
 The pool is tracked from websockets' own connection object (`connection_class`): its
-`connection_made` is the moment of accept, its `connection_lost` the end, whatever happens in
-between (a plain HTTP request, a failed handshake, a close).
+`connection_made` is the moment of accept, `data_received` moves it between groups, and its
+`connection_lost` is the end, whatever happens in between (a plain HTTP request, a failed
+handshake, a close).
 """
 
 from __future__ import annotations
@@ -36,10 +51,14 @@ logger = logging.getLogger("areasync.service")
 Evict = Callable[[], None]
 
 # A pending socket is not evicted before it has been this long in its state (connected,
-# handshake done): a client that says hello at once needs one round trip, and the pool turns
-# over at most `max_pending_hellos / EVICTION_GRACE` times a second, however fast an attacker
-# reconnects.
-EVICTION_GRACE: Final = 0.5
+# handshake done): a client that says hello at once needs one round trip (with a margin for a
+# loaded client), and the pool turns over at most `max_pending_hellos / EVICTION_GRACE` times
+# a second, however fast an attacker reconnects.
+EVICTION_GRACE: Final = 1.0
+# A socket whose first frame has begun to arrive is evicted only after this long in that state:
+# a hello takes one round trip; a frame that stops half way (a client that stalls on purpose)
+# must not hold its place until hello_timeout while others wait.
+SPEAKING_GRACE: Final = 2.0
 
 
 def _abort(ws: ServerConnection) -> Evict:
@@ -66,11 +85,10 @@ class Admission:
     Pending sockets are in four groups: *idle* (handshake done, not a byte since), *silent*
     (connected, not a byte yet), *handshaking* (part of a request received), *speaking* (a first
     frame on its way: the hello being read or checked). To make room, the socket evicted is the
-    one that has been longest in the first of idle, silent, handshaking whose oldest has been
-    there `grace` seconds; speaking sockets are never evicted (their hello is being handled).
-    When none is evictable yet, a new socket is *parked*: accepted, but not read (no handshake
-    work) until a place frees up, in arrival order; at most `max_waiting` are parked (beyond,
-    a new socket is dropped).
+    one that has been longest in the first of those groups whose oldest has been there `grace`
+    seconds (speaking: `SPEAKING_GRACE`). When none is evictable yet, a new socket is *parked*:
+    accepted, but not read (no handshake work) until a place frees up, in arrival order; at
+    most `max_waiting` are parked (beyond, a new socket is dropped).
     """
 
     def __init__(
@@ -93,7 +111,12 @@ class Admission:
         self._handshaking: dict[ServerConnection, _Entry] = {}
         self._speaking: dict[ServerConnection, _Entry] = {}
         self._groups = (self._idle, self._silent, self._handshaking, self._speaking)
-        self._evictable = (self._idle, self._silent, self._handshaking)
+        self._evictable = (
+            (self._idle, grace),
+            (self._silent, grace),
+            (self._handshaking, grace),
+            (self._speaking, max(grace, SPEAKING_GRACE)),
+        )
         self._waiting: dict[ServerConnection, None] = {}  # parked, in arrival order
         self._timer: asyncio.TimerHandle | None = None
         self.authenticated = 0
@@ -127,11 +150,11 @@ class Admission:
 
     def _evict_one(self) -> bool:
         now = self._clock()
-        for group in self._evictable:
+        for group, grace in self._evictable:
             if group:
                 oldest = next(iter(group))
                 entry = group[oldest]
-                if now - entry.since >= self.grace:
+                if now - entry.since >= grace:
                     del group[oldest]
                     self.evicted += 1
                     entry.evict()
@@ -154,8 +177,10 @@ class Admission:
         """While sockets are parked, wake when the next pending one becomes evictable."""
         if not self._waiting or self._timer is not None:
             return
-        firsts = [next(iter(group.values())).since for group in self._evictable if group]
-        delay = max(0.0, min(firsts) + self.grace - self._clock()) if firsts else self.grace
+        due = [
+            next(iter(group.values())).since + grace for group, grace in self._evictable if group
+        ]
+        delay = max(0.0, min(due) - self._clock()) if due else self.grace
         self._timer = asyncio.get_running_loop().call_later(delay, self._pump)
 
     # -- a pending socket's progress ---------------------------------------------------------
@@ -181,7 +206,7 @@ class Admission:
         It waits for its hello among the idle, unless its first frame already came."""
         if ws in self._speaking:
             self._speaking[ws].evict = evict
-        elif any(ws in group for group in self._evictable):
+        elif ws in self._silent or ws in self._handshaking or ws in self._idle:
             self._move(ws, self._idle)
             self._idle[ws].evict = evict
 

@@ -13,23 +13,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import resource
+import sys
+from pathlib import Path
 
 import anyio
 import pytest
+from anyio.streams.text import TextReceiveStream
 from websockets.exceptions import ConnectionClosed
 
 from areasync.protocol import CloseCode, Error, ErrorCode, Ping, Pong, Role
 from areasync.service.fdlimit import raise_open_files_limit
 from areasync.service.limits import TokenBucket, strike_bucket
-from bench.floods import Idlers
 from bench.misbehaving import RawClient, close_code
 from tests.hardening.faults import eventually, watch_faults
 from tests.service.support import TUTORIAL, Peer, attach, serving
 
 IDLERS = 1100
-# Descriptors this process needs for the 1,100 idlers: both ends of each socket, and room.
-NEEDED_FDS = 2 * IDLERS + 600
+FLOODS = str(Path(__file__).resolve().parents[2] / "bench" / "floods.py")
+# Descriptors the server needs for the 1,100 idlers (the pool, parked and closing ones).
+NEEDED_FDS = IDLERS + 600
 
 
 def _enough_descriptors() -> bool:
@@ -44,14 +48,20 @@ def _enough_descriptors() -> bool:
 async def test_clients_that_say_hello_at_once_get_in_beside_1100_idle_sockets() -> None:
     if not _enough_descriptors():
         pytest.skip(f"needs {NEEDED_FDS} open files (ulimit -n)")
+    # The idlers (bench/floods.py) run in a process of their own, as an attacker would: they
+    # hold 1,100 sockets past the handshake, reopen each one the server closes, and stop when
+    # their stdin closes (or after 60 s).
+    helper = [sys.executable, FLOODS, "helper", "idlers"]
     with watch_faults() as faults:
         async with serving() as service:
-            idlers = Idlers(service.port or 0, IDLERS, session=TUTORIAL, seconds=60)
-            pongs = 0
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(idlers.run)
-                with anyio.fail_after(30):
-                    await idlers.full.wait()  # 1,100 held open at once (and reopened)
+            command = [*helper, str(service.port), str(IDLERS), "60"]
+            async with await anyio.open_process(command) as idlers:
+                assert idlers.stdout is not None and idlers.stdin is not None
+                lines = TextReceiveStream(idlers.stdout)
+                with anyio.fail_after(60):
+                    full = json.loads(await lines.receive())
+                assert full == {"full": IDLERS}  # 1,100 held open at once (and reopened)
+                pongs = 0
 
                 async def legitimate() -> None:
                     nonlocal pongs
@@ -64,11 +74,16 @@ async def test_clients_that_say_hello_at_once_get_in_beside_1100_idle_sockets() 
                     async with anyio.create_task_group() as clients:
                         for _ in range(10):
                             clients.start_soon(legitimate)
-                idlers.stop()
+                await idlers.stdin.aclose()  # stop
+                text = ""
+                with anyio.fail_after(60):
+                    async for chunk in lines:
+                        text += chunk
+                report = json.loads(text.strip().splitlines()[-1])
     assert pongs == 50  # every client got its welcome (asserted by attach) and its round trips
-    assert service.admission.evicted > 0 and idlers.closes["4408"] > 0
+    assert service.admission.evicted > 0 and report["closed"].get("4408", 0) > 0
     # Every idle socket the server closed was closed with the documented code.
-    assert {code for code in idlers.closes if code.isdigit()} == {"4408"}
+    assert {code for code in report["closed"] if code.isdigit()} == {"4408"}
     assert faults.problems == []
 
 

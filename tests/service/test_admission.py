@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from areasync.service.admission import Admission
+from areasync.service.admission import SPEAKING_GRACE, Admission
 from areasync.service.config import ServiceConfig
 from areasync.service.fdlimit import raise_open_files_limit
 
@@ -75,14 +75,24 @@ async def test_a_socket_still_connecting_is_dropped_when_no_idle_one_is_left() -
     assert silent.transport.aborted
 
 
-async def test_a_socket_whose_hello_is_arriving_is_never_evicted() -> None:
+async def test_a_socket_whose_hello_is_arriving_keeps_its_place_past_the_grace() -> None:
     now = [0.0]
     admission = _pool(1, now)
     speaking = _open(admission, "speaking", handshake=True)
     admission.received(speaking, open=True)
-    now[0] = 10.0
+    now[0] = 1.0  # past EVICTION_GRACE, within SPEAKING_GRACE
     newcomer = _open(admission, "newcomer")
     assert not speaking.closed_4408 and newcomer.transport.paused and admission.waiting == 1
+
+
+async def test_a_first_frame_that_stops_half_way_loses_its_place_after_its_grace() -> None:
+    now = [0.0]
+    admission = _pool(1, now)
+    speaking = _open(admission, "speaking", handshake=True)
+    admission.received(speaking, open=True)
+    now[0] = SPEAKING_GRACE
+    newcomer = _open(admission, "newcomer")
+    assert speaking.closed_4408 and not newcomer.transport.paused
 
 
 async def test_within_the_grace_a_newcomer_waits_unread_and_comes_in_when_a_place_frees() -> None:

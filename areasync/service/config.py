@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 
 from areasync.protocol.frames import ImportMode, Mode
-from areasync.simulation import LeasePolicy
+from areasync.simulation import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -65,6 +65,16 @@ class ServiceConfig:
     # A long control (jump, next_event, tick{n}) yields to the event loop after this many wall
     # seconds of firing items: the longest other sessions and sockets wait for it.
     control_budget: float = 0.02
+    # The most ticks one `tick{n}` may run, and the most simulated seconds one `jump` (to, by
+    # or next_event) may move the clock; beyond them the control is refused (`invalid_field`,
+    # nothing changes). A Gaia2 scenario lasts 1,800 s; the bounds stop a control from holding
+    # a session's lane for hours on a scenario without a duration (a stop interrupts it anyway).
+    max_ticks: int = MAX_TICKS
+    max_jump: float = MAX_JUMP_S
+    # Wall seconds `shutdown()` waits for sessions to stop before it ends the rest itself
+    # (outside their lane) and writes their traces; the CLI exits at most this plus the
+    # close grace later after SIGINT/SIGTERM.
+    shutdown_timeout: float = 10.0
     # Wall seconds to complete the WebSocket opening handshake after connecting (else the
     # socket is dropped), then to send `hello` (else close 4408).
     handshake_timeout: float = 10.0
@@ -107,6 +117,7 @@ class ServiceConfig:
             "max_lag",
             "max_pending_replies",
             "max_pending_reply_bytes",
+            "max_ticks",
         ):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -118,9 +129,13 @@ class ServiceConfig:
             "close_timeout",
             "step_budget",
             "control_budget",
+            "max_jump",
+            "shutdown_timeout",
         ):
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0 seconds, got {getattr(self, name)}")
+        if self.max_jump == float("inf"):
+            problems.append("max_jump must be a finite number of simulated seconds")
         if self.rate is not None and self.rate <= 0:
             problems.append(f"rate must be > 0 requests per second (or None), got {self.rate}")
         if self.admin_token is not None and not self.admin_token:

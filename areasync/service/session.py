@@ -225,10 +225,23 @@ class Session:
             with anyio.move_on_after(interval):
                 await self._agent_arrived.wait()
 
+    def end_now(self, reason: str) -> None:
+        """End the session here and now, outside its lane, and write its trace: the last resort
+        of a shutdown whose `stop` did not get through in time (a command of the session that
+        never gave way). Its driver, when it next runs, finds the session ended."""
+        if not self.sim.ended:
+            try:
+                self.sim.fail(reason)
+            except Exception:
+                logger.exception("session %s could not be ended cleanly", self.id)
+        if self.sim.ended and self.trace_path is None and self.trace_error is None:
+            self.ended_at = time.time()
+            self._write_trace()
+
     def _write_trace(self) -> None:
         directory = self.config.trace_dir
-        if directory is None:
-            return
+        if directory is None or self.trace_path is not None:
+            return  # none wanted, or already written (by `end_now`)
         agent_id = "oracle" if self.oracle else ("websocket" if self.agents_seen else None)
         try:
             self.trace_path = write_trace(
@@ -317,6 +330,8 @@ class SessionRegistry:
                 lease_policy=self.config.lease_policy,
                 step_budget=self.config.step_budget,
                 control_budget=self.config.control_budget,
+                max_ticks=self.config.max_ticks,
+                max_jump=self.config.max_jump,
             )
         except (ScenarioError, SimulationError, ValueError) as exc:
             raise ProtocolError(
@@ -404,12 +419,30 @@ class SessionRegistry:
             )
 
     async def shutdown(self) -> None:
-        """Stop every live session and wait until their traces are written."""
-        for session in self.live():
+        """Stop every live session and wait until their traces are written.
+
+        The stops run side by side (each interrupts a long control of its session at its next
+        yield). Whatever has not ended `shutdown_timeout` seconds later is ended outside its
+        lane (`Session.end_now`), its trace written: shutting down never waits for a session.
+        """
+
+        async def stop(session: Session) -> None:
             with contextlib.suppress(SimulationError):  # it may have ended on its own meanwhile
                 await session.sim.stop("the server shut down")
-        for session in list(self.sessions.values()):
             await session.done.wait()
+
+        with anyio.move_on_after(self.config.shutdown_timeout):
+            async with anyio.create_task_group() as tg:
+                for session in list(self.sessions.values()):
+                    tg.start_soon(stop, session)
+        for session in list(self.sessions.values()):
+            if not session.done.is_set():
+                logger.warning(
+                    "session %s did not stop within %g s of the shutdown; ending it now",
+                    session.id,
+                    self.config.shutdown_timeout,
+                )
+                session.end_now("the server shut down (the session did not stop in time)")
 
 
 def _first_leaf(exc: BaseException) -> BaseException:

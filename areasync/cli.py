@@ -234,13 +234,13 @@ async def _serve(config: Any, scenarios: list[str]) -> None:
             print(service.banner(), flush=True)
             async for signum in signals:
                 name = signal.Signals(signum).name
+                exit_on_second_signal()  # before saying so: a second signal may follow at once
                 print(
                     f"\nareasync: {name}: ending sessions, writing traces, closing "
                     "connections... (a second Ctrl-C or SIGTERM exits at once, writing nothing)",
                     file=sys.stderr,
                     flush=True,
                 )
-                exit_on_second_signal()
                 exit_after(shutdown_deadline(config))
                 service.shutdown()
                 break

@@ -71,6 +71,8 @@ from typing import Any
 import msgspec
 from are.simulation.scenarios.scenario import Scenario
 
+from areasync.bridge.event_import import linear
+
 logger = logging.getLogger(__name__)
 
 # Gaia2 scenario files are a few MB at most; anything far larger is refused before parsing.
@@ -186,7 +188,7 @@ def from_json(
         )
     except Exception as exc:
         raise ScenarioError(_not_a_scenario(origin, exc)) from exc
-    return scenario
+    return linear(scenario)  # ARE's checks per event, in linear time (event_import.py)
 
 
 def detect_import_mode(
@@ -252,6 +254,7 @@ def _benchmark(text: str | bytes, data: dict[str, Any], origin: str) -> Scenario
         )
     except Exception as exc:
         raise ScenarioError(_not_a_scenario(origin, exc)) from exc
+    linear(scenario)  # before preprocess_scenario initialises it (event_import.py)
     try:
         preprocess_scenario(scenario, judge_config=None)  # initialises it, then wires turns
     except Exception as exc:

@@ -341,8 +341,9 @@ def vet_json(text: str | bytes, *, origin: str = "inline JSON") -> None:
     """Refuse, before any work, JSON that ARE should not be handed (see the module docstring).
 
     Checks size, that it parses (strict JSON: no NaN), nesting depth, the clock numbers of
-    its definition, the class of each app and the method each event calls, that event ids are unique. Cheap: one C
-    parse and one walk, no ARE object is built. Raises ScenarioError saying what to fix.
+    its definition, the class of each app, the method each event calls and that no two events
+    share an id. Cheap: one C parse and one walk, no ARE object is built. Raises ScenarioError
+    saying what to fix.
     """
     _vetted(text, origin)
 

@@ -95,10 +95,14 @@ async def test_a_failed_import_in_its_thread_is_invalid_field_and_starts_nothing
 
 
 async def test_an_import_under_way_counts_against_max_sessions(gate: Gate) -> None:
-    async with serving(max_sessions=2) as service, attach(service, Role.ADMIN) as admin:
+    async with (
+        serving(max_sessions=2) as service,
+        attach(service, Role.ADMIN) as admin,
+        attach(service, Role.ADMIN) as second,
+    ):
         await admin.send_raw(create_frame(7, synthetic_scenario_json(40)))
         await gate.wait_entered()
-        refused = await admin.fail(CreateSession, scenario=TUTORIAL, mode="manual")
+        refused = await second.fail(CreateSession, scenario=TUTORIAL, mode="manual")
         assert refused.code == ErrorCode.CAPACITY
         assert "imports 1 more" in refused.message
         gate.open()

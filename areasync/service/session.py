@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import anyio.to_thread
 from are.simulation.scenarios.scenario import Scenario
 
@@ -326,6 +327,9 @@ class SessionRegistry:
                     import_mode or self.config.import_mode,
                     limiter=self._import_limiter,
                 )
+            # The thread is never abandoned (it would run on, unaccounted for); a cancel that
+            # came meanwhile is delivered here, before anything starts.
+            await anyio.lowlevel.checkpoint_if_cancelled()
         finally:
             self._importing -= 1
         return self._start(source, scenario, mode, speed, oracle, session_id)

@@ -8,6 +8,7 @@ hints and (benchmark import) turns. Both sides run real ARE on the same JSON.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -194,3 +195,27 @@ def test_an_event_pydantic_refuses_in_a_piece_is_refused() -> None:
     data["events"][30]["event_type"] = 7  # not a string: ARE's model refuses it
     with pytest.raises(ValueError, match="validation error"):
         json_import.import_plain(data)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_randomly_rewired_scenarios_import_as_ares_does(seed: int) -> None:
+    # Random dependencies, times and absolute times on a small multi-turn scenario: accepted
+    # or refused, the linear import must decide as ARE does, with the same result.
+    rng = random.Random(seed)
+    data = json.loads(synthetic_scenario_json(48, turns=3))
+    events = data["events"]
+    ids = [e["event_id"] for e in events]
+    for index in rng.sample(range(1, len(events)), 4):
+        # Mostly earlier events (what ARE can accept), now and then any (cycles, gaps).
+        pool = ids if rng.random() < 0.2 else ids[:index]
+        events[index]["dependencies"] = rng.sample(pool, min(len(pool), rng.choice([1, 1, 2])))
+    for target in rng.sample(data["events"], 3):
+        if rng.random() < 0.5:
+            target.update(event_time=None, event_relative_time=float(rng.choice([0, 1, 5, 40])))
+        else:
+            target.update(event_time=1728979200.0 + rng.choice([0, 10, 60]))
+            target["event_relative_time"] = None
+    text = json.dumps(data)
+    for benchmark in (False, True):
+        are = imported(text, benchmark=benchmark, fast=False)
+        assert imported(text, benchmark=benchmark, fast=True) == are

@@ -97,6 +97,7 @@ def bench_total(scenario: Scenario) -> int:
 
 # -- the same kind of load as ARE JSON, for the importer ------------------------------------
 
+
 def _arg(name: str, value: str, value_type: str = "str") -> dict[str, Any]:
     return {"name": name, "value": value, "value_type": value_type}
 

@@ -58,15 +58,15 @@ class _Step:
 
     __slots__ = (
         "app_name",
+        "comparator",
+        "event",
+        "event_id",
+        "event_time",
+        "event_type",
         "function_name",
         "parameters",
         "predecessor_ids",
-        "event_type",
-        "event_id",
         "relative_time",
-        "event_time",
-        "comparator",
-        "event",
     )
 
     def __init__(self, data: Any) -> None:
@@ -295,12 +295,11 @@ class _Checks:
                         f"send_message_to_user event's time ({latest_predecessor + relative}) "
                         f"should be the maximum of the turn ({latest})."
                     )
-            elif absolute:
-                if absolute < latest:
-                    raise ValueError(
-                        f"send_message_to_user event's time ({absolute}) should be the maximum "
-                        f"of the turn ({latest})."
-                    )
+            elif absolute and absolute < latest:
+                raise ValueError(
+                    f"send_message_to_user event's time ({absolute}) should be the maximum "
+                    f"of the turn ({latest})."
+                )
             return
         end_of_turn = self.first_end_of_turn.get(turn)
         if end_of_turn is None or end_of_turn.event_id in predecessor_ids:
@@ -312,12 +311,11 @@ class _Checks:
                     f"New event's time ({latest_predecessor + relative}) exceeds "
                     f"send_message_to_user event's time ({end_time})."
                 )
-        elif absolute:
-            if end_time < absolute:
-                raise ValueError(
-                    f"New event's time ({absolute}) exceeds send_message_to_user event's "
-                    f"time ({end_time})."
-                )
+        elif absolute and end_time < absolute:
+            raise ValueError(
+                f"New event's time ({absolute}) exceeds send_message_to_user event's "
+                f"time ({end_time})."
+            )
 
     # -- the running aggregates --------------------------------------------------------------
 

@@ -37,9 +37,7 @@ from areasync.bridge.event_import import linear
 # Items validated per pydantic call: ~100 KB of JSON, a few milliseconds each.
 CHUNK = 256
 _LISTS = ("events", "completed_events")
-_ADAPTERS = {
-    name: TypeAdapter(ExportedTraceBase.model_fields[name].annotation) for name in _LISTS
-}
+_ADAPTERS = {name: TypeAdapter(ExportedTraceBase.model_fields[name].annotation) for name in _LISTS}
 
 
 def import_plain(data: dict[str, Any]) -> ScenarioImportedFromJson:

@@ -478,8 +478,7 @@ def _refused_as_data() -> Iterator[None]:
         logger.info("create_session refused a scenario", exc_info=True)
         raise ProtocolError(
             ErrorCode.INVALID_FIELD,
-            f"cannot create a session: the scenario failed to load "
-            f"({type(exc).__name__}: {exc})",
+            f"cannot create a session: the scenario failed to load ({type(exc).__name__}: {exc})",
         ) from exc
 
 

@@ -58,7 +58,9 @@ def imported(text: str, *, benchmark: bool, fast: bool) -> Outcome:
     importer = JsonScenarioImporter()
     try:
         if benchmark:
-            scenario, _, _ = importer.import_from_json_to_benchmark(text, load_completed_events=False)
+            scenario, _, _ = importer.import_from_json_to_benchmark(
+                text, load_completed_events=False
+            )
             preprocess_scenario(adopt(scenario), judge_config=None)
         else:
             scenario, _, _ = importer.import_from_json(text, load_completed_events=False)

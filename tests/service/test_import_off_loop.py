@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from areasync.protocol import CreateSession, Error, ErrorCode, ListTools, Ping, Pong, Result, Role
@@ -36,9 +37,7 @@ class Gate:
         self.opened.set()
 
     async def wait_entered(self) -> None:
-        with anyio.fail_after(10):
-            while not self.entered.is_set():
-                await anyio.sleep(0.005)
+        assert await anyio.to_thread.run_sync(self.entered.wait, 10), "no import started"
 
 
 @pytest.fixture

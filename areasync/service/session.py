@@ -10,6 +10,26 @@ another. Most requests never yield; a long `jump`/`next_event`/`tick` does, ever
 subscribers keep going meanwhile - and a request of this session that arrives then waits in
 the lane and runs after it, at the time the jump left.
 
+Creating a session off the event loop. Building a scenario from uploaded JSON is CPU work that
+grows with its size (~60-130 us per event, a few seconds at 16,000 events, after the linear
+import of `bridge/event_import.py`); on the loop it would stop every session, socket and
+`/health` meanwhile. `create_async` builds the scenario (`bridge.scenarios.load`: vetting,
+ARE's import, initialisation, confinement) in a worker thread (`anyio.to_thread.run_sync`,
+which carries the context along), then starts the session on the loop in one synchronous step.
+Why a thread rather than the alternatives: chunking the import cooperatively would mean
+rewriting ARE's importer around yields; a subprocess cannot hand back an ARE scenario (its
+events hold closures and bound methods, nothing pickles). In a thread, the interpreter lock
+passes back to the loop every 5 ms switch interval while the import runs Python code, and the
+import's C calls are kept short (pydantic validates events in pieces, `bridge/json_import.py`):
+the loop stays responsive (bench/imports.py: /health at most ~40 ms during a 6,000-event import,
+against ~0.5 s with the same import on the loop). Only the scenario object is built there: no
+Simulation, no event-loop object, nothing any session shares but ARE's own class-level state,
+which imports do not change in a way a running session sees (ARE's `EventRegisterer` keeps
+its switches per thread, and the worker thread's are ARE's defaults). One import at a time
+(a capacity limiter of 1), and imports under way count against `max_sessions`. A cancelled
+create (the server shutting down) waits for its thread's import to finish, then starts
+nothing; a failed import is an `invalid_field` error that changes nothing.
+
 Fast-mode turn-taking (DESIGN section 2, leases). The server holds an agent's busy lease while it
 is the agent's turn: from its attach, from each notification put on the stream and from each
 tool result, until the agent sends `idle`, calls `SystemApp__wait_for_notification`, or

@@ -71,6 +71,8 @@ from typing import Any
 import msgspec
 from are.simulation.scenarios.scenario import Scenario
 
+from areasync.bridge.json_import import import_benchmark, import_plain
+
 logger = logging.getLogger(__name__)
 
 # Gaia2 scenario files are a few MB at most; anything far larger is refused before parsing.
@@ -172,21 +174,16 @@ def from_json(
         chosen = detect_import_mode(data, oracle=oracle, origin=origin)
     if chosen is ImportMode.BENCHMARK:
         try:
-            return _benchmark(text, data, origin)
+            return _benchmark(data, origin)
         except _TurnsRefusedError as exc:
             if mode is not ImportMode.AUTO:
                 raise
             # What `auto` may pick must import at least as it did before: fall back to plain.
             logger.warning("%s; auto imports it plain", exc)
-    from are.simulation.data_handler.importer import JsonScenarioImporter
-
     try:
-        scenario, _events, _logs = JsonScenarioImporter().import_from_json(
-            text, load_completed_events=False
-        )
+        return import_plain(data)  # ARE's importer, in pieces (json_import.py)
     except Exception as exc:
         raise ScenarioError(_not_a_scenario(origin, exc)) from exc
-    return scenario
 
 
 def detect_import_mode(
@@ -233,9 +230,8 @@ def _calls(event: dict[str, Any], target: tuple[str, str]) -> bool:
     return isinstance(action, dict) and (action.get("app"), action.get("function")) == target
 
 
-def _benchmark(text: str | bytes, data: dict[str, Any], origin: str) -> Scenario:
+def _benchmark(data: dict[str, Any], origin: str) -> Scenario:
     """Gaia2's runner path without a judge: import_from_json_to_benchmark + preprocess_scenario."""
-    from are.simulation.data_handler.importer import JsonScenarioImporter
     from are.simulation.scenarios.scenario_imported_from_json.utils import preprocess_scenario
 
     metadata = data.get("metadata")
@@ -247,9 +243,7 @@ def _benchmark(text: str | bytes, data: dict[str, Any], origin: str) -> Scenario
             "complete JSON, apps included"
         )
     try:
-        scenario, _events, _logs = JsonScenarioImporter().import_from_json_to_benchmark(
-            text, load_completed_events=False
-        )
+        scenario = import_benchmark(data)  # ARE's importer, in pieces (json_import.py)
     except Exception as exc:
         raise ScenarioError(_not_a_scenario(origin, exc)) from exc
     try:
@@ -347,8 +341,9 @@ def vet_json(text: str | bytes, *, origin: str = "inline JSON") -> None:
     """Refuse, before any work, JSON that ARE should not be handed (see the module docstring).
 
     Checks size, that it parses (strict JSON: no NaN), nesting depth, the clock numbers of
-    its definition, the class of each app and the method each event calls. Cheap: one C
-    parse and one walk, no ARE object is built. Raises ScenarioError saying what to fix.
+    its definition, the class of each app, the method each event calls and that no two events
+    share an id. Cheap: one C parse and one walk, no ARE object is built. Raises ScenarioError
+    saying what to fix.
     """
     _vetted(text, origin)
 
@@ -463,7 +458,18 @@ def _vet_events(events: Any, classes: dict[str, type], origin: str) -> None:
         return
     if not isinstance(events, list):
         raise ScenarioError(f"{origin}: `events` must be a list of events")
+    seen: set[Any] = set()
     for index, event in enumerate(events):
+        event_id = event.get("event_id") if isinstance(event, dict) else None
+        if isinstance(event_id, str):
+            # ARE links dependencies by id, and two events of one id get each other's
+            # dependencies mixed up; the linear import (event_import.py) relies on unique ids.
+            if event_id in seen:
+                raise ScenarioError(
+                    f"{origin}: events[{index}] repeats the event id {event_id!r}; every event "
+                    "needs its own id (dependencies name events by id)"
+                )
+            seen.add(event_id)
         action = event.get("action") if isinstance(event, dict) else None
         if not isinstance(action, dict) or action.get("app") is None:
             continue  # no action, or a condition (ARE resolves those from a fixed table)

@@ -674,7 +674,7 @@ class Connection:
                     "ARE's JsonScenarioExporter writes)",
                 )
             source = frame.scenario_json
-        session = self.registry.create(
+        session = await self.registry.create_async(
             source,
             mode=frame.mode,
             speed=frame.speed,

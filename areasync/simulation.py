@@ -172,6 +172,7 @@ class CommandLane:
         if self._sandbox is not None:
             self._scope = self._sandbox.entered()
             self._scope.__enter__()
+
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
@@ -286,7 +287,14 @@ class Simulation:
         try:
             with sandbox.loading(_scenario_file(source)):
                 return cls._build(
-                    source, sandbox, mode, oracle, speed, exit_when_no_events, wall, import_mode,
+                    source,
+                    sandbox,
+                    mode,
+                    oracle,
+                    speed,
+                    exit_when_no_events,
+                    wall,
+                    import_mode,
                     options,
                 )
         except BaseException:

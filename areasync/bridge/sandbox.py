@@ -398,12 +398,14 @@ def _shown(path: Any) -> str:
 
 def _refuse_process(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
     raise SandboxViolation(
-        "a session's tools may not start processes, send signals or change the server's "
-        "environment"
+        "a session's tools may not start processes, send signals or change the server's environment"
     )
 
 
-def _path_then_dir_fd(check: str, follow: bool = True) -> Callable[[Sandbox, tuple[Any, ...]], None]:
+_Handler = Callable[["Sandbox", tuple[Any, ...]], None]
+
+
+def _path_then_dir_fd(check: str, follow: bool = True) -> _Handler:
     def handler(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
         dir_fd = args[-1] if len(args) > 1 and isinstance(args[-1], int) else None
         if check == "read":
@@ -450,7 +452,7 @@ def _sqlite(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
         sandbox.check_write(database)
 
 
-_HANDLERS: dict[str, Callable[[Sandbox, tuple[Any, ...]], None]] = {
+_HANDLERS: dict[str, _Handler] = {
     "open": lambda sandbox, args: sandbox.check_open(*args),
     "os.listdir": _read_path,
     "os.scandir": _read_path,

@@ -515,8 +515,9 @@ def release(scenario: Scenario) -> None:
 def confine_file_systems(scenario: Scenario) -> None:
     """Give every sandboxed file-system app of `scenario` a strict path check (see above and
     `areasync.bridge.sandbox.confine_file_system`)."""
-    from areasync.bridge.sandbox import confine_file_system
     from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
+
+    from areasync.bridge.sandbox import confine_file_system
 
     for app in getattr(scenario, "apps", None) or []:
         if isinstance(app, SandboxLocalFileSystem):

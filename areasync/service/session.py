@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import secrets
 import time
 from collections.abc import Callable
@@ -50,6 +49,7 @@ from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.hub import StreamHub
 from areasync.service.metrics import Metrics
+from areasync.service.names import safe_id
 from areasync.service.traces import write_trace
 from areasync.simulation import Simulation, SimulationError
 
@@ -64,8 +64,6 @@ WAITING_HOLDER = "areasync:waiting-for-agent"
 ScenarioSource: TypeAlias = str | Path | Scenario
 """A registered scenario id, a path to an ARE JSON scenario, JSON text, or a Scenario."""
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
 
 def session_id_for(source: ScenarioSource, scenario: Scenario) -> str:
     """The natural id of a session: a JSON file's stem, else the scenario's id."""
@@ -75,8 +73,9 @@ def session_id_for(source: ScenarioSource, scenario: Scenario) -> str:
         base = Path(source).stem
     else:
         base = str(getattr(scenario, "scenario_id", None) or "session")
-    # Ids travel in URL paths: keep them to characters that need no escaping.
-    return _UNSAFE.sub("_", base).strip("._-") or "session"
+    # Ids travel in URL paths and become trace file names: characters that need no escaping,
+    # bounded in length (`names`).
+    return safe_id(base)
 
 
 class Session:
@@ -317,6 +316,7 @@ class SessionRegistry:
                 lease_policy=self.config.lease_policy,
                 step_budget=self.config.step_budget,
                 control_budget=self.config.control_budget,
+                max_file_bytes=self.config.max_file_bytes,
             )
         except (ScenarioError, SimulationError, ValueError) as exc:
             raise ProtocolError(
@@ -396,6 +396,7 @@ class SessionRegistry:
         if session.ended:
             # Whatever ARE left pointing at its apps must not keep its environment alive.
             release(session.sim.scenario)
+            session.sim.sandbox.release()  # its file systems' directories
         for connection in list(session.connections):
             connection.request_close(
                 CloseCode.NORMAL,

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import mimetypes
 import os
 import re
@@ -199,8 +200,12 @@ class Sandbox:
             return
         if writes:
             real = _resolve(path, None)
-            if real is not None and flags & _CREATE_NEW == _CREATE_NEW and _in_temp_dir(real):
+            if real is not None and (flags & _CREATE_NEW) == _CREATE_NEW and _in_temp_dir(real):
                 return  # tempfile.mkstemp: a brand-new file, registered below
+            if real == _temp_dir and mode is not None:
+                # NamedTemporaryFile: `open(tempdir, mode, opener=...)` whose opener makes the
+                # file with mkstemp (audited above); the directory itself is never written.
+                return
             self.check_write(path)
             if real not in (None, os.devnull) and not _regular_or_dir(real):
                 raise SandboxViolation(self._not_regular(path))
@@ -505,7 +510,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     # dict lookup sends everything that is not a file operation back at once, and a file
     # operation outside any session costs one ContextVar read more.
     handler = _HANDLERS.get(event)
-    if handler is None:
+    if handler is None or _collecting:
         return
     sandbox = _current.get()
     if sandbox is None:
@@ -515,6 +520,15 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 
 
 _installed = False
+# True while the garbage collector runs: the finalizers it calls belong to whatever object it
+# frees (another session's file system removing its own directory, say), not to the session
+# that happened to be running when the collection started.
+_collecting = False
+
+
+def _on_gc(phase: str, info: dict[str, Any]) -> None:
+    global _collecting
+    _collecting = phase == "start"
 
 
 def install() -> None:
@@ -527,5 +541,6 @@ def install() -> None:
     mimetypes.init()
     _temp_dir = os.path.realpath(tempfile.gettempdir())
     _installation()
+    gc.callbacks.append(_on_gc)
     sys.addaudithook(_hook)
     _installed = True

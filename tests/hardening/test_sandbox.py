@@ -54,9 +54,10 @@ def shipped_app_classes() -> list[type[App]]:
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
-        if cls.__module__.startswith("are.simulation.apps") and ".mcp" not in cls.__module__:
-            if not inspect.isabstract(cls) and cls is not App:
-                found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+        module = cls.__module__
+        shipped = module.startswith("are.simulation.apps") and ".mcp" not in module
+        if shipped and not inspect.isabstract(cls) and cls is not App:
+            found[f"{cls.__module__}.{cls.__qualname__}"] = cls
     return [found[name] for name in sorted(found)]
 
 
@@ -160,6 +161,10 @@ class Host:
     fifo: Path
     canary_dir: Path
 
+    def from_root(self, name: str) -> str:
+        """`tree/name` relative to "/": what follows enough `../` to reach it."""
+        return os.path.relpath(self.tree / name, "/")
+
     def snapshot(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
         for path in sorted(self.tree.rglob("*")):
@@ -182,6 +187,18 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Host:
     cwd.mkdir(parents=True)
     monkeypatch.chdir(cwd)  # relative paths resolve here, as in ARE: inside the watched tree
     return Host(tmp_path, secret, fifo, canary_dir)
+
+
+def write(root: str, name: str, data: bytes) -> None:
+    Path(root, name).write_bytes(data)
+
+
+def read(root: str, name: str) -> bytes:
+    return Path(root, name).read_bytes()
+
+
+def remove(root: str, name: str) -> None:
+    Path(root, name).unlink(missing_ok=True)
 
 
 def hostile_values(host: Host, root: str | None) -> list[str]:
@@ -249,8 +266,8 @@ async def test_no_path_tool_of_any_shipped_app_reaches_outside_the_sandbox(
             assert not leaked(repr(result)), case
             assert host.snapshot() == before, case
     if root is not None:  # planted by the test; ARE's get_state refuses to list a link out
-        Path(root, "link").unlink(missing_ok=True)  # (a tool may have removed them: inside)
-        Path(root, "fifo").unlink(missing_ok=True)
+        remove(root, "link")  # (a tool may have removed them: that is inside)
+        remove(root, "fifo")
     assert not leaked(repr(sim.get_state())), label
     assert not leaked(repr([event.to_dict() for event in sim.env.event_log.list_view()])), label
     assert await sim.call_tool("SystemApp__get_current_time", {})  # the session still works
@@ -320,8 +337,8 @@ async def test_a_device_is_refused(tutorial: Simulation) -> None:
 
 async def test_a_file_above_max_file_bytes_is_refused() -> None:
     sim = Simulation.load("scenario_tutorial", mode="manual", max_file_bytes=10)
-    Path(sim.sandbox.roots[0], "Documents", "big.txt").write_bytes(b"x" * 11)
-    Path(sim.sandbox.roots[0], "Documents", "small.txt").write_bytes(b"x" * 10)
+    write(sim.sandbox.roots[0], "Documents/big.txt", b"x" * 11)
+    write(sim.sandbox.roots[0], "Documents/small.txt", b"x" * 10)
     with pytest.raises(Exception, match="above this session's limit of 10 bytes"):
         await sim.call_tool("SandboxLocalFileSystem__cat", {"path": "/Documents/big.txt"})
     assert await sim.call_tool("SandboxLocalFileSystem__cat", {"path": "/Documents/small.txt"})
@@ -366,7 +383,7 @@ def test_lazy_imports_and_temporary_files_work_inside_a_session() -> None:
 async def test_a_document_in_the_files_app_is_attached_as_in_are(tutorial: Simulation) -> None:
     # Gaia2's shape: a V2 email app connected to the scenario's file system.
     root = tutorial.sandbox.roots[0]
-    Path(root, "Documents", "report.txt").write_bytes(b"quarterly")
+    write(root, "Documents/report.txt", b"quarterly")
     fs = tutorial.env.apps["SandboxLocalFileSystem"]
     email = EmailClientV2()
     email.connect_to_protocols({next(iter(fs.get_implemented_protocols())): fs})
@@ -379,7 +396,7 @@ async def test_a_document_in_the_files_app_is_attached_as_in_are(tutorial: Simul
         assert sent.attachments == {"report.txt": base64.b64encode(b"quarterly")}
         saved = email.download_attachments(email_id, "SENT", "/Downloads/")
     assert saved == ["/Downloads/report.txt"]
-    assert Path(root, "Downloads", "report.txt").read_bytes() == b"quarterly"
+    assert read(root, "Downloads/report.txt") == b"quarterly"
 
 
 # -- every scenario-JSON route to a path ----------------------------------------------------
@@ -434,7 +451,7 @@ async def run_json(text: str) -> Simulation:
 async def test_an_attachment_named_with_dots_in_app_state_writes_nothing_outside(
     host: Host, with_files: bool
 ) -> None:
-    target = os.path.relpath(host.canary_dir / "note.txt", "/")
+    target = host.from_root("canary/note.txt")
     apps = [
         {
             "name": "EmailClientV2",
@@ -456,7 +473,7 @@ async def test_an_attachment_named_with_dots_in_app_state_writes_nothing_outside
 
 
 async def test_a_file_system_tree_in_app_state_creates_nothing_outside(host: Host) -> None:
-    escape = "../" * 12 + os.path.relpath(host.canary_dir, "/")
+    escape = "../" * 12 + host.from_root("canary")
     tree = {
         "files": {
             "name": "",
@@ -493,7 +510,7 @@ def messaging_state(attachment_name: str) -> tuple[dict[str, Any], str]:
 async def test_a_messaging_attachment_named_with_dots_writes_nothing_outside(
     host: Host, with_files: bool
 ) -> None:
-    target = "../" * 12 + os.path.relpath(host.canary_dir / "note.txt", "/")
+    target = "../" * 12 + host.from_root("canary/note.txt")
     state, conversation = messaging_state(target)
     apps = [{"name": "MessagingAppV2", "class_name": "MessagingAppV2", "app_state": state}]
     if with_files:

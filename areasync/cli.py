@@ -135,6 +135,7 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     ("max_connections_per_session", int, "clients attached to one session"),
     ("max_frame_bytes", int, "largest client frame, in bytes"),
     ("max_scenario_bytes", int, "largest inline create_session scenario, in bytes of JSON"),
+    ("max_file_bytes", int, "largest file a session's tools may read (attachment, document)"),
     ("rate", float, "requests per second per connection (token bucket refill)"),
     ("burst", int, "requests a connection may make at once (token bucket size)"),
     ("max_lag", int, "stream items appended while a client's socket does not drain, then 4008"),

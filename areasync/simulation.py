@@ -49,7 +49,7 @@ import math
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from types import TracebackType
 from typing import Any
 
@@ -65,6 +65,7 @@ from are.simulation.types import EnvironmentState, EnvironmentType
 from areasync.bridge import scenarios
 from areasync.bridge.environment import AsyncEnvironment
 from areasync.bridge.records import to_plain
+from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
 from areasync.bridge.tools import ToolBox
 from areasync.loop.clock import ClockError, ClockMode, to_s, to_us
 from areasync.loop.engine import EngineError
@@ -158,11 +159,14 @@ class CommandLane:
     checks for cancellation.) Not re-entrant: a command must not await another command.
     """
 
-    __slots__ = ("_busy", "_waiters")
+    __slots__ = ("_busy", "_sandbox", "_scope", "_waiters")
 
-    def __init__(self) -> None:
+    def __init__(self, sandbox: Sandbox | None = None) -> None:
         self._busy = False
         self._waiters: collections.deque[anyio.Event] = collections.deque()
+        # Whoever holds the lane runs the session's code: inside the session's sandbox.
+        self._sandbox = sandbox
+        self._scope: AbstractContextManager[None] | None = None
 
     def locked(self) -> bool:
         return self._busy
@@ -175,6 +179,7 @@ class CommandLane:
     async def __aenter__(self) -> None:
         if not self._busy:
             self._busy = True
+            self._enter_sandbox()
             return
         turn = anyio.Event()
         self._waiters.append(turn)
@@ -186,6 +191,12 @@ class CommandLane:
             else:
                 self._waiters.remove(turn)
             raise
+        self._enter_sandbox()
+
+    def _enter_sandbox(self) -> None:
+        if self._sandbox is not None:
+            self._scope = self._sandbox.entered()
+            self._scope.__enter__()
 
     async def __aexit__(
         self,
@@ -193,6 +204,9 @@ class CommandLane:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        scope, self._scope = self._scope, None
+        if scope is not None:
+            scope.__exit__(None, None, None)
         self._release()
 
     def _release(self) -> None:
@@ -219,6 +233,7 @@ class Simulation:
         control_budget: float = CONTROL_BUDGET_S,
         max_ticks: int = MAX_TICKS,
         max_jump: float = MAX_JUMP_S,
+        sandbox: Sandbox | None = None,
     ) -> None:
         if isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 1:
             raise InvalidRequestError(
@@ -237,6 +252,12 @@ class Simulation:
                 )
         self.scenario = scenario
         self.env = env
+        if sandbox is None:
+            sandbox = Sandbox()
+            sandbox.adopt(scenario.apps or [])
+        # The host files the session's code may touch (`areasync.bridge.sandbox`): everything
+        # that holds the lane runs inside it.
+        self.sandbox = sandbox
         self.engine = env.engine
         self.clock = env.clock
         self.tools = ToolBox(env)
@@ -264,9 +285,9 @@ class Simulation:
         self._last_clock_publish = -math.inf
         self._task_group: anyio.abc.TaskGroup | None = None
         # The session's ordered command lane (see the module docstring).
-        self._lane = CommandLane()
         # Stops on their way (announced, not yet run): long controls give way to them.
         self._stops_announced = 0
+        self._lane = CommandLane(sandbox)
         env.event_listeners.append(self._on_event)
         env.notification_listeners.append(self._on_notification)
         env.wake = self._wake
@@ -285,6 +306,8 @@ class Simulation:
         exit_when_no_events: bool | None = None,
         wall: Callable[[], float] = time.monotonic,
         import_mode: scenarios.ImportMode | str = scenarios.ImportMode.AUTO,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        sandbox: Sandbox | None = None,
         **options: Any,
     ) -> Simulation:
         """Load a scenario (registered id, JSON path, JSON text or Scenario) ready to run.
@@ -293,9 +316,47 @@ class Simulation:
         mode); by default the run then ends when no event is left, as ARE's does.
         `import_mode` says how a JSON scenario is imported: `auto` (default), `benchmark`
         (Gaia2's runner: turns rewired so that a live agent reaches each one) or `plain`
-        (ARE's plain import); see `areasync.bridge.scenarios`.
+        (ARE's plain import); see `areasync.bridge.scenarios`. The session's code runs in a
+        sandbox (`areasync.bridge.sandbox`) from the moment the scenario is built: its apps may
+        touch only its file-system apps' files, and read none larger than `max_file_bytes`.
+        A Scenario built by `build_scenario` comes with its `sandbox`: pass it on (it is
+        released if the simulation cannot be made).
         """
+        if sandbox is None:
+            _discover_registered(source)
+            sandbox = Sandbox(max_file_bytes=max_file_bytes)
+        try:
+            with sandbox.loading(_scenario_file(source)):
+                return cls._build(
+                    source,
+                    sandbox,
+                    mode,
+                    oracle,
+                    speed,
+                    exit_when_no_events,
+                    wall,
+                    import_mode,
+                    options,
+                )
+        except BaseException:
+            sandbox.release()  # what ARE created for a scenario that did not load
+            raise
+
+    @classmethod
+    def _build(
+        cls,
+        source: str | os.PathLike[str] | Scenario,
+        sandbox: Sandbox,
+        mode: ClockMode | str,
+        oracle: bool,
+        speed: float,
+        exit_when_no_events: bool | None,
+        wall: Callable[[], float],
+        import_mode: scenarios.ImportMode | str,
+        options: dict[str, Any],
+    ) -> Simulation:
         scenario = scenarios.load(source, import_mode=import_mode, oracle=oracle)
+        sandbox.adopt(scenario.apps or [])
         config = EnvironmentConfig(
             oracle_mode=oracle,
             time_increment_in_seconds=scenario.time_increment_in_seconds,
@@ -312,7 +373,7 @@ class Simulation:
             speed=speed,
             wall=wall,
         )
-        sim = cls(scenario, env, **options)
+        sim = cls(scenario, env, sandbox=sandbox, **options)
         env.run(scenario, wait_for_end=False)
         aui = env.get_app_with_class(AgentUserInterface)
         if aui is not None:
@@ -947,7 +1008,8 @@ class Simulation:
 
     def _validate(self) -> dict[str, Any]:
         try:
-            result = self.scenario.validate(self.env)
+            with self.sandbox.entered():  # also reached outside the lane (`fail`, exit)
+                result = self.scenario.validate(self.env)
         except Exception as exc:  # a scenario's validate() is user code
             return {"success": None, "exception": f"{type(exc).__name__}: {exc}", "rationale": None}
         exception = getattr(result, "exception", None)
@@ -956,6 +1018,45 @@ class Simulation:
             "exception": None if exception is None else f"{type(exception).__name__}: {exception}",
             "rationale": getattr(result, "rationale", None),
         }
+
+
+def build_scenario(
+    source: str | os.PathLike[str] | Scenario,
+    *,
+    import_mode: scenarios.ImportMode | str = scenarios.ImportMode.AUTO,
+    oracle: bool = False,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> tuple[Scenario, Sandbox]:
+    """The initialised scenario of `source`, built inside a new sandbox, and that sandbox (for
+    `Simulation.load(scenario, sandbox=...)`). It creates no event-loop object, so that a
+    server can build an untrusted scenario in a worker thread: the sandbox's context variable
+    follows the thread's copied context, so the guard covers the import there too."""
+    _discover_registered(source)
+    sandbox = Sandbox(max_file_bytes=max_file_bytes)
+    try:
+        with sandbox.loading(_scenario_file(source)):
+            scenario = scenarios.load(source, import_mode=import_mode, oracle=oracle)
+            sandbox.adopt(scenario.apps or [])
+    except BaseException:
+        sandbox.release()  # what ARE created for a scenario that did not load
+        raise
+    return scenario, sandbox
+
+
+def _discover_registered(source: object) -> None:
+    if isinstance(source, str) and not _scenario_file(source) and not source.startswith("{"):
+        # A registered id: ARE's registry discovers its scenarios by importing every module
+        # of its own (trusted code, which opens files such as /dev/null), once per process.
+        scenarios.registered_ids()
+
+
+def _scenario_file(source: object) -> list[str]:
+    """The JSON file `source` names, if it does (`scenarios.load` reads it in the sandbox)."""
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and source.endswith(".json") and not source.lstrip().startswith("{")
+    ):
+        return [os.fspath(source)]
+    return []
 
 
 def _out_of_time(budget: float) -> Callable[[], bool]:

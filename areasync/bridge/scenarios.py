@@ -64,7 +64,6 @@ import enum
 import logging
 import math
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -520,30 +519,15 @@ def release(scenario: Scenario) -> None:
 
 
 def confine_file_systems(scenario: Scenario) -> None:
-    """Give every sandboxed file-system app of `scenario` a strict path check (see above)."""
+    """Give every sandboxed file-system app of `scenario` a strict path check (see above and
+    `areasync.bridge.sandbox.confine_file_system`)."""
     from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 
+    from areasync.bridge.sandbox import confine_file_system
+
     for app in getattr(scenario, "apps", None) or []:
-        if isinstance(app, SandboxLocalFileSystem) and "_validate_path" not in vars(app):
-            # An instance attribute shadows the class's method for this app only.
-            app._validate_path = _confined(app._validate_path, app.tmpdir)
-
-
-def _confined(are_check: Callable[[str], str], tmpdir: str) -> Callable[[str], str]:
-    root = os.path.realpath(tmpdir)
-
-    def validate_path(path: str) -> str:
-        refused = PermissionError(f"operation not allowed outside the sandbox: {path!r}")
-        try:
-            full_path = are_check(path)  # ARE's mapping: "/" is the sandbox root, "~" home
-        except PermissionError:
-            raise refused from None
-        real = os.path.realpath(full_path)
-        if real != root and os.path.commonpath([root, real]) != root:
-            raise refused
-        return full_path
-
-    return validate_path
+        if isinstance(app, SandboxLocalFileSystem):
+            confine_file_system(app)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.simulation import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 
@@ -46,6 +47,10 @@ class ServiceConfig:
     # An inline scenario (`create_session.scenario_json`) above this many bytes of JSON text
     # gets `too_large` before it is parsed; the connection stays open.
     max_scenario_bytes: int = 8 * 1024 * 1024
+    # The largest file a session's code may open for reading, in bytes (an attachment, a
+    # document read from its Files app; `areasync.bridge.sandbox`): a larger one is refused,
+    # and the tool call fails saying so. 0 refuses every non-empty file.
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     # Requests per connection: a token bucket refilled at `rate` per second, holding `burst`.
     # A request finding it empty is answered `rate_limited` and dropped; after `burst` such
     # answers in a row the connection is closed with 4029.
@@ -121,6 +126,10 @@ class ServiceConfig:
         ):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not isinstance(self.max_file_bytes, int) or self.max_file_bytes < 0:
+            problems.append(
+                f"max_file_bytes must be a whole number >= 0, got {self.max_file_bytes!r}"
+            )
         if self.keep_ended < 0:
             problems.append(f"keep_ended must be >= 0, got {self.keep_ended}")
         for name in (

@@ -50,8 +50,8 @@ with a *waiting-for-agent* hold:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-import re
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -64,8 +64,8 @@ import anyio.lowlevel
 import anyio.to_thread
 from are.simulation.scenarios.scenario import Scenario
 
+from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import ScenarioError, import_mode_of, release
-from areasync.bridge.scenarios import load as load_scenario
 from areasync.loop.clock import ClockMode
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode, Mode, Role
@@ -73,8 +73,9 @@ from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.hub import StreamHub
 from areasync.service.metrics import Metrics
+from areasync.service.names import safe_id
 from areasync.service.traces import write_trace
-from areasync.simulation import Simulation, SimulationError
+from areasync.simulation import Simulation, SimulationError, build_scenario
 
 if TYPE_CHECKING:
     from areasync.service.connection import Connection
@@ -87,8 +88,6 @@ WAITING_HOLDER = "areasync:waiting-for-agent"
 ScenarioSource: TypeAlias = str | Path | Scenario
 """A registered scenario id, a path to an ARE JSON scenario, JSON text, or a Scenario."""
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
 
 def session_id_for(source: ScenarioSource, scenario: Scenario) -> str:
     """The natural id of a session: a JSON file's stem, else the scenario's id."""
@@ -98,8 +97,9 @@ def session_id_for(source: ScenarioSource, scenario: Scenario) -> str:
         base = Path(source).stem
     else:
         base = str(getattr(scenario, "scenario_id", None) or "session")
-    # Ids travel in URL paths: keep them to characters that need no escaping.
-    return _UNSAFE.sub("_", base).strip("._-") or "session"
+    # Ids travel in URL paths and become trace file names: characters that need no escaping,
+    # bounded in length (`names`).
+    return safe_id(base)
 
 
 class Session:
@@ -330,8 +330,13 @@ class SessionRegistry:
         self._admit(source)
         oracle = self.config.oracle if oracle is None else oracle
         with _refused_as_data():
-            scenario = _build(source, oracle, import_mode or self.config.import_mode)
-        return self._start(source, scenario, mode, speed, oracle, session_id)
+            built = build_scenario(
+                source,
+                import_mode=str(import_mode or self.config.import_mode),
+                oracle=oracle,
+                max_file_bytes=self.config.max_file_bytes,
+            )
+        return self._start(source, built, mode, speed, oracle, session_id)
 
     async def create_async(
         self,
@@ -353,19 +358,26 @@ class SessionRegistry:
         self._importing += 1
         try:
             with _refused_as_data():
-                scenario = await anyio.to_thread.run_sync(
-                    _build,
-                    source,
-                    oracle,
-                    import_mode or self.config.import_mode,
+                built = await anyio.to_thread.run_sync(
+                    functools.partial(
+                        build_scenario,
+                        source,
+                        import_mode=str(import_mode or self.config.import_mode),
+                        oracle=oracle,
+                        max_file_bytes=self.config.max_file_bytes,
+                    ),
                     limiter=self._import_limiter,
                 )
             # The thread is never abandoned (it would run on, unaccounted for); a cancel that
             # came meanwhile is delivered here, before anything starts.
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            try:
+                await anyio.lowlevel.checkpoint_if_cancelled()
+            except BaseException:
+                built[1].release()  # the directories ARE made for the scenario
+                raise
         finally:
             self._importing -= 1
-        return self._start(source, scenario, mode, speed, oracle, session_id)
+        return self._start(source, built, mode, speed, oracle, session_id)
 
     def _admit(self, source: ScenarioSource) -> None:
         """Refuse a scenario the server has no room for, or too large to parse."""
@@ -392,7 +404,7 @@ class SessionRegistry:
     def _start(
         self,
         source: ScenarioSource,
-        scenario: Scenario,
+        built: tuple[Scenario, Sandbox],
         mode: Mode | str | None,
         speed: float | None,
         oracle: bool,
@@ -401,9 +413,11 @@ class SessionRegistry:
         """The session of a built scenario: its simulation, id, tokens and task (on the loop,
         with nothing awaited: it exists entirely or not at all)."""
         assert self._task_group is not None
+        scenario, sandbox = built
         with _refused_as_data():
             sim = Simulation.load(
                 scenario,
+                sandbox=sandbox,
                 mode=str(Mode(mode or self.config.mode).value),
                 speed=self.config.speed if speed is None else speed,
                 oracle=oracle,
@@ -413,6 +427,7 @@ class SessionRegistry:
                 control_budget=self.config.control_budget,
                 max_ticks=self.config.max_ticks,
                 max_jump=self.config.max_jump,
+                max_file_bytes=self.config.max_file_bytes,
             )
         wanted = session_id or session_id_for(source, sim.scenario)
         sid = self._unique(wanted)
@@ -477,6 +492,7 @@ class SessionRegistry:
         if session.ended:
             # Whatever ARE left pointing at its apps must not keep its environment alive.
             release(session.sim.scenario)
+            session.sim.sandbox.release()  # its file systems' directories
         for connection in list(session.connections):
             connection.request_close(
                 CloseCode.NORMAL,
@@ -509,12 +525,6 @@ class SessionRegistry:
                     self.config.shutdown_timeout,
                 )
                 session.end_now("the server shut down (the session did not stop in time)")
-
-
-def _build(source: ScenarioSource, oracle: bool, import_mode: ImportMode | str) -> Scenario:
-    """The initialised scenario of `source` (see `bridge.scenarios.load`): no Simulation, no
-    event-loop object, so that it can run in a worker thread."""
-    return load_scenario(source, import_mode=str(import_mode), oracle=oracle)
 
 
 @contextlib.contextmanager

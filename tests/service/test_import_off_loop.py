@@ -18,6 +18,8 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from areasync.bridge import sandbox as sandbox_module
+from areasync.bridge import scenarios as scenarios_module
 from areasync.protocol import CreateSession, Error, ErrorCode, ListTools, Ping, Pong, Result, Role
 from areasync.service import session as session_module
 from bench.synthetic import synthetic_scenario_json
@@ -43,15 +45,15 @@ class Gate:
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     gate = Gate()
-    real = session_module._build
+    real = session_module.build_scenario
 
-    def gated(source: Any, *args: Any) -> Any:
+    def gated(source: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(source, str) and source.startswith("{"):  # not the start-up scenario
             gate.entered.set()
             assert gate.opened.wait(30), "the test never opened the gate"
-        return real(source, *args)
+        return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(session_module, "_build", gated)
+    monkeypatch.setattr(session_module, "build_scenario", gated)
     yield gate
     gate.open()  # never leave a worker thread waiting
 
@@ -121,3 +123,44 @@ async def test_an_import_cancelled_mid_way_leaves_no_session(gate: Gate) -> None
         assert scope.cancelled_caught
         assert registry._importing == 0
         assert sorted(registry.sessions) == [TUTORIAL]
+
+
+async def test_an_import_in_its_worker_thread_runs_inside_the_new_sessions_sandbox(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple[bool, bool]] = []
+    real = scenarios_module.load
+
+    def spying(source: Any, **kwargs: Any) -> Any:
+        in_worker = threading.current_thread() is not threading.main_thread()
+        seen.append((in_worker, sandbox_module.current() is not None))
+        return real(source, **kwargs)
+
+    monkeypatch.setattr(scenarios_module, "load", spying)
+    async with serving() as service, attach(service, Role.ADMIN) as admin:
+        seen.clear()  # the start-up scenario
+        reply = await admin.request(CreateSession, scenario_json=synthetic_scenario_json(40))
+        assert isinstance(reply, Result), reply
+    assert seen[0] == (True, True)  # the import itself: in the worker, in the sandbox
+    assert all(guarded for _in_worker, guarded in seen)  # and the session's start on the loop
+
+
+async def test_an_import_cancelled_after_its_thread_built_it_removes_its_sandbox(
+    gate: Gate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    released: list[bool] = []
+    real = sandbox_module.Sandbox.release
+
+    def spying(self: sandbox_module.Sandbox) -> None:
+        released.append(True)
+        real(self)
+
+    monkeypatch.setattr(sandbox_module.Sandbox, "release", spying)
+    async with serving() as service:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(service.registry.create_async, synthetic_scenario_json(40))
+                await gate.wait_entered()
+                scope.cancel()
+                gate.open()
+        assert released == [True]

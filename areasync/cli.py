@@ -140,6 +140,7 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     ("max_connections_per_session", int, "clients attached to one session"),
     ("max_frame_bytes", int, "largest client frame, in bytes"),
     ("max_scenario_bytes", int, "largest inline create_session scenario, in bytes of JSON"),
+    ("max_file_bytes", int, "largest file a session's tools may read (attachment, document)"),
     ("rate", float, "requests per second per connection (token bucket refill)"),
     ("burst", int, "requests a connection may make at once (token bucket size)"),
     ("rate_strikes", int, "rate_limited refusals (forgiven at rate/10 per s), then 4029"),
@@ -150,6 +151,9 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     ("ping_interval", float, "wall seconds between keepalive pings (unanswered: write_timeout)"),
     ("step_budget", float, "wall seconds of fast-mode steps between hand-outs to subscribers"),
     ("control_budget", float, "wall seconds a long jump/tick runs between yields"),
+    ("max_ticks", int, "ticks one tick{n} may run; more is refused (split it)"),
+    ("max_jump", float, "simulated seconds one jump may move the clock; more is refused"),
+    ("shutdown_timeout", float, "wall seconds sessions get to stop at shutdown, then forced"),
 ]
 
 
@@ -247,18 +251,72 @@ async def _serve(config: Any, scenarios: list[str]) -> None:
     service = Service(config, scenarios)
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with anyio.create_task_group() as tg:
-            await tg.start(service.serve)
+
+            async def serve(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+                await service.serve(task_status=task_status)
+                tg.cancel_scope.cancel()  # served and shut down: stop listening for signals
+
+            await tg.start(serve)
             settle_gc()
             print(service.banner(), flush=True)
             async for signum in signals:
+                name = signal.Signals(signum).name
+                exit_on_second_signal()  # before saying so: a second signal may follow at once
                 print(
-                    f"\nareasync: {signal.Signals(signum).name}: ending sessions, writing "
-                    "traces, closing connections...",
+                    f"\nareasync: {name}: ending sessions, writing traces, closing "
+                    "connections... (a second Ctrl-C or SIGTERM exits at once, writing nothing)",
                     file=sys.stderr,
                     flush=True,
                 )
+                exit_after(shutdown_deadline(config))
                 service.shutdown()
                 break
+            await anyio.sleep_forever()  # until `serve` returns and cancels the group
+
+
+def shutdown_deadline(config: Any) -> float:
+    """Wall seconds a shut-down may take before the process exits anyway: the sessions' stop
+    bound, the close handshakes' and a margin (the service bounds each step itself; this is
+    the backstop)."""
+    return float(
+        config.shutdown_timeout + config.shutdown_grace + config.close_timeout + 1.0 + 10.0
+    )
+
+
+def exit_on_second_signal() -> None:
+    """From now on SIGINT or SIGTERM ends the process at once (exit status 128 + signal).
+
+    A plain signal handler, not the event loop's: it runs even if the loop is stuck."""
+    import os
+    import signal
+
+    def exit_now(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        print(f"\nareasync: second {name}: exiting now", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, exit_now)
+
+
+def exit_after(seconds: float) -> None:
+    """Exit with status 1 if the process is still running `seconds` from now (a thread: it
+    fires even if the event loop is stuck)."""
+    import os
+    import threading
+
+    def give_up() -> None:
+        print(
+            f"\nareasync: the shutdown did not finish within {seconds:g} s; exiting",
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(1)
+
+    timer = threading.Timer(seconds, give_up)
+    timer.daemon = True
+    timer.start()
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

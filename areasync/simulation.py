@@ -16,6 +16,17 @@ they arrive, never inside a tick or inside one another, even when one of them yi
   is no state to leave a session in), and it holds the realtime clock, so that the wall time
   its yields take does not flow into simulated time: it fires exactly what one uninterrupted
   jump would;
+- a `stop` never waits behind a long control: it announces itself before it takes its place
+  in the lane (`announce_stop`; the service also announces a stop frame it has read but not
+  yet run), and a long control that sees a stop announced at one of its yields ends there,
+  raising `ControlInterruptedError`. What it did stays done: the items it fired stay fired
+  (and streamed), the clock rests where it got to (the time of the last item it fired; a
+  jump's target is not reached, so nothing is owed there), and the interruption is logged in
+  `inputs`. A control that gets the lane while a stop is announced does nothing. Everything
+  else keeps its place in the lane: only a stop preempts;
+- `tick(n)` takes at most `max_ticks` ticks and a jump moves the clock at most `max_jump`
+  simulated seconds (`next_event` too): a bigger one is refused, changing nothing, with a
+  message saying to split it;
 - the uncontended case costs no task switch: the lane is taken without a checkpoint when it
   is free (`CommandLane`), and a control that finishes within its budget never yields;
 - `SystemApp__wait_for_notification` holds the lane for its synchronous part only, never
@@ -38,7 +49,7 @@ import math
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from types import TracebackType
 from typing import Any
 
@@ -54,6 +65,7 @@ from are.simulation.types import EnvironmentState, EnvironmentType
 from areasync.bridge import scenarios
 from areasync.bridge.environment import AsyncEnvironment
 from areasync.bridge.records import to_plain
+from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
 from areasync.bridge.tools import ToolBox
 from areasync.loop.clock import ClockError, ClockMode, to_s, to_us
 from areasync.loop.engine import EngineError
@@ -82,6 +94,12 @@ STEP_BUDGET_S = 0.002
 CONTROL_BUDGET_S = 0.02
 # Realtime mode publishes the clock at most this often (wall seconds) while it flows.
 CLOCK_PUBLISH_INTERVAL_S = 0.25
+# The most ticks one `tick(n)` may run, and the most simulated seconds one jump may move the
+# clock. A Gaia2 scenario lasts 1,800 s (1,800 ticks); a control far beyond that is a mistake
+# or an attack on a scenario without a duration (it would hold the session's lane for hours,
+# or overflow ARE's datetimes). Bigger moves are split into several controls.
+MAX_TICKS = 100_000
+MAX_JUMP_S = 7 * 86_400.0
 
 
 class LagPolicy(enum.StrEnum):
@@ -113,6 +131,14 @@ class InvalidRequestError(SimulationError):
     code = "invalid_field"
 
 
+class ControlInterruptedError(SimulationError):
+    """A long control (jump, next_event, tick) gave way to a stop before it was done.
+
+    What it did stays done (see the module docstring); the message says how far it got."""
+
+    code = "interrupted"
+
+
 class InputRecord(msgspec.Struct, frozen=True):
     """One external input, logged so that a fast or manual run can be replayed exactly."""
 
@@ -133,11 +159,14 @@ class CommandLane:
     checks for cancellation.) Not re-entrant: a command must not await another command.
     """
 
-    __slots__ = ("_busy", "_waiters")
+    __slots__ = ("_busy", "_sandbox", "_scope", "_waiters")
 
-    def __init__(self) -> None:
+    def __init__(self, sandbox: Sandbox | None = None) -> None:
         self._busy = False
         self._waiters: collections.deque[anyio.Event] = collections.deque()
+        # Whoever holds the lane runs the session's code: inside the session's sandbox.
+        self._sandbox = sandbox
+        self._scope: AbstractContextManager[None] | None = None
 
     def locked(self) -> bool:
         return self._busy
@@ -150,6 +179,7 @@ class CommandLane:
     async def __aenter__(self) -> None:
         if not self._busy:
             self._busy = True
+            self._enter_sandbox()
             return
         turn = anyio.Event()
         self._waiters.append(turn)
@@ -161,6 +191,12 @@ class CommandLane:
             else:
                 self._waiters.remove(turn)
             raise
+        self._enter_sandbox()
+
+    def _enter_sandbox(self) -> None:
+        if self._sandbox is not None:
+            self._scope = self._sandbox.entered()
+            self._scope.__enter__()
 
     async def __aexit__(
         self,
@@ -168,6 +204,9 @@ class CommandLane:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        scope, self._scope = self._scope, None
+        if scope is not None:
+            scope.__exit__(None, None, None)
         self._release()
 
     def _release(self) -> None:
@@ -192,7 +231,19 @@ class Simulation:
         drain_notifications: bool = True,
         step_budget: float = STEP_BUDGET_S,
         control_budget: float = CONTROL_BUDGET_S,
+        max_ticks: int = MAX_TICKS,
+        max_jump: float = MAX_JUMP_S,
+        sandbox: Sandbox | None = None,
     ) -> None:
+        if isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 1:
+            raise InvalidRequestError(
+                f"max_ticks must be a whole number >= 1 (ticks per tick control), got {max_ticks!r}"
+            )
+        if not (isinstance(max_jump, int | float) and math.isfinite(max_jump) and max_jump > 0):
+            raise InvalidRequestError(
+                f"max_jump must be a finite number > 0 (simulated seconds per jump), got "
+                f"{max_jump!r}"
+            )
         for name, budget in (("step_budget", step_budget), ("control_budget", control_budget)):
             if not budget > 0:
                 raise InvalidRequestError(
@@ -201,6 +252,12 @@ class Simulation:
                 )
         self.scenario = scenario
         self.env = env
+        if sandbox is None:
+            sandbox = Sandbox()
+            sandbox.adopt(scenario.apps or [])
+        # The host files the session's code may touch (`areasync.bridge.sandbox`): everything
+        # that holds the lane runs inside it.
+        self.sandbox = sandbox
         self.engine = env.engine
         self.clock = env.clock
         self.tools = ToolBox(env)
@@ -211,6 +268,8 @@ class Simulation:
         self.drain = drain_notifications
         self.step_budget = step_budget
         self.control_budget = control_budget
+        self.max_ticks = max_ticks
+        self.max_jump = float(max_jump)
         self.log: StreamLog[StreamItem] = StreamLog()
         self.inputs: list[InputRecord] = []
         self.validation: dict[str, Any] | None = None
@@ -226,7 +285,9 @@ class Simulation:
         self._last_clock_publish = -math.inf
         self._task_group: anyio.abc.TaskGroup | None = None
         # The session's ordered command lane (see the module docstring).
-        self._lane = CommandLane()
+        # Stops on their way (announced, not yet run): long controls give way to them.
+        self._stops_announced = 0
+        self._lane = CommandLane(sandbox)
         env.event_listeners.append(self._on_event)
         env.notification_listeners.append(self._on_notification)
         env.wake = self._wake
@@ -245,6 +306,8 @@ class Simulation:
         exit_when_no_events: bool | None = None,
         wall: Callable[[], float] = time.monotonic,
         import_mode: scenarios.ImportMode | str = scenarios.ImportMode.AUTO,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        sandbox: Sandbox | None = None,
         **options: Any,
     ) -> Simulation:
         """Load a scenario (registered id, JSON path, JSON text or Scenario) ready to run.
@@ -253,9 +316,47 @@ class Simulation:
         mode); by default the run then ends when no event is left, as ARE's does.
         `import_mode` says how a JSON scenario is imported: `auto` (default), `benchmark`
         (Gaia2's runner: turns rewired so that a live agent reaches each one) or `plain`
-        (ARE's plain import); see `areasync.bridge.scenarios`.
+        (ARE's plain import); see `areasync.bridge.scenarios`. The session's code runs in a
+        sandbox (`areasync.bridge.sandbox`) from the moment the scenario is built: its apps may
+        touch only its file-system apps' files, and read none larger than `max_file_bytes`.
+        A Scenario built by `build_scenario` comes with its `sandbox`: pass it on (it is
+        released if the simulation cannot be made).
         """
+        if sandbox is None:
+            _discover_registered(source)
+            sandbox = Sandbox(max_file_bytes=max_file_bytes)
+        try:
+            with sandbox.loading(_scenario_file(source)):
+                return cls._build(
+                    source,
+                    sandbox,
+                    mode,
+                    oracle,
+                    speed,
+                    exit_when_no_events,
+                    wall,
+                    import_mode,
+                    options,
+                )
+        except BaseException:
+            sandbox.release()  # what ARE created for a scenario that did not load
+            raise
+
+    @classmethod
+    def _build(
+        cls,
+        source: str | os.PathLike[str] | Scenario,
+        sandbox: Sandbox,
+        mode: ClockMode | str,
+        oracle: bool,
+        speed: float,
+        exit_when_no_events: bool | None,
+        wall: Callable[[], float],
+        import_mode: scenarios.ImportMode | str,
+        options: dict[str, Any],
+    ) -> Simulation:
         scenario = scenarios.load(source, import_mode=import_mode, oracle=oracle)
+        sandbox.adopt(scenario.apps or [])
         config = EnvironmentConfig(
             oracle_mode=oracle,
             time_increment_in_seconds=scenario.time_increment_in_seconds,
@@ -272,7 +373,7 @@ class Simulation:
             speed=speed,
             wall=wall,
         )
-        sim = cls(scenario, env, **options)
+        sim = cls(scenario, env, sandbox=sandbox, **options)
         env.run(scenario, wait_for_end=False)
         aui = env.get_app_with_class(AgentUserInterface)
         if aui is not None:
@@ -420,12 +521,13 @@ class Simulation:
         """A fresh `control_budget` of wall time, as the engine's `out_of_time` callable."""
         return _out_of_time(self.control_budget)
 
-    async def _advance(self, target: int, inclusive: bool) -> None:
+    async def _advance(self, target: int, inclusive: bool, action: str) -> None:
         """The engine's jump to `target`, in pieces of `control_budget`, yielding in between.
 
         The caller holds the lane and the clock. The first piece raises if the jump cannot be
         made (nothing changed then); once items have fired, the rest runs to its end, shielded
-        from cancellation: the jump is one command, applied whole.
+        from cancellation - the jump is one command - unless a stop is announced: then it ends
+        at the yield where it sees it (`ControlInterruptedError`), where it got to.
         """
         engine = self.engine
         if engine.advance_to(target, inclusive=inclusive, out_of_time=self._out_of_time()):
@@ -433,8 +535,38 @@ class Simulation:
         with anyio.CancelScope(shield=True):
             while True:
                 await anyio.lowlevel.checkpoint()
+                self._give_way_to_a_stop(
+                    action, f"{to_s(target - self.clock.now_us()):g} s short of its target"
+                )
                 if engine.advance_to(target, inclusive=inclusive, out_of_time=self._out_of_time()):
                     return
+
+    def _give_way_to_a_stop(self, action: str, progress: str | None = None) -> None:
+        """Raise `ControlInterruptedError` if a stop is announced. Called when a control gets
+        the lane (`progress` None: it has done nothing, and does nothing) and at each of its
+        yields (the lane and the clock are the caller's to release)."""
+        if not self._stops_announced:
+            return
+        if progress is None:
+            raise ControlInterruptedError(
+                f"{action} not run: a stop is on its way (it ends the session); nothing was done"
+            )
+        self._record("interrupted", {"control": action, "progress": progress})
+        self._after_control()
+        raise ControlInterruptedError(
+            f"{action} interrupted by a stop (it ends the session): {progress}; the clock rests "
+            f"at {self.clock.now():.6f}, and the items it fired stay fired and on the stream"
+        )
+
+    def _check_span(self, now: int, target: int, action: str) -> None:
+        """Refuse (before anything changes) a jump that would move the clock past `max_jump`."""
+        span = to_s(target - now)
+        if span > self.max_jump:
+            raise InvalidRequestError(
+                f"{action} would move the clock {span:g} simulated seconds, above this "
+                f"session's limit of {self.max_jump:g} s per jump (max_jump); nothing was "
+                f"done: split it into jumps of at most {self.max_jump:g} s"
+            )
 
     def _step(self) -> bool:
         """One engine step. False when the driver should plan again (wait, or done)."""
@@ -658,6 +790,7 @@ class Simulation:
             )
         async with self._lane:
             self._require_live("jump")
+            self._give_way_to_a_stop("jump")
             # Held for the whole jump: in realtime, the wall time its pieces and yields take
             # must not flow into simulated time (nor a `by` target move while it runs).
             self.clock.hold()
@@ -669,9 +802,10 @@ class Simulation:
                         f"cannot jump to {to_s(target)}: the clock is already at {to_s(now)}; "
                         "jumps only move time forward"
                     )
+                self._check_span(now, target, "jump")
                 self._record("jump", {"to": to, "by": by, "inclusive": inclusive})
                 try:
-                    await self._advance(target, inclusive)
+                    await self._advance(target, inclusive, "jump")
                 except ClockError as exc:
                     raise InvalidRequestError(str(exc)) from exc
             finally:
@@ -682,6 +816,7 @@ class Simulation:
         """Jump to the next due item (event or wait timeout) and fire it."""
         async with self._lane:
             self._require_live("jump to the next event")
+            self._give_way_to_a_stop("next_event")
             if self.engine.next_due_us() is None:
                 raise BadStateError(
                     "no event is scheduled, so there is no next event to jump to; jump by an amount"
@@ -692,8 +827,9 @@ class Simulation:
                     target = self.engine.next_event_target_us()
                 except EngineError as exc:
                     raise BadStateError(str(exc)) from exc
+                self._check_span(self.clock.now_us(), target, "next_event")
                 self._record("jump", {"next_event": True})
-                await self._advance(target, True)
+                await self._advance(target, True, "next_event")
             finally:
                 self.clock.release()
             return self._after_control()
@@ -701,11 +837,20 @@ class Simulation:
     async def tick(self, n: int = 1) -> ClockState:
         """Run `n` ticks of ARE's time-based loop (one every `time_increment_in_seconds`).
 
-        Many ticks yield to the event loop every `control_budget`, holding the lane, as a jump."""
+        Many ticks yield to the event loop every `control_budget`, holding the lane, as a jump;
+        a stop announced meanwhile interrupts them (`ControlInterruptedError`). At most
+        `max_ticks` per call."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise InvalidRequestError(f"tick needs a whole number of ticks >= 1, got {n!r}")
+        if n > self.max_ticks:
+            raise InvalidRequestError(
+                f"tick n={n} is above this session's limit of {self.max_ticks} ticks per "
+                f"control (max_ticks); nothing was done: split it into ticks of at most "
+                f"{self.max_ticks}, or jump"
+            )
         async with self._lane:
             self._require_live("tick")
+            self._give_way_to_a_stop("tick")
             self._record("tick", {"n": n})
             self.clock.hold()
             try:
@@ -714,6 +859,7 @@ class Simulation:
                     with anyio.CancelScope(shield=True):
                         while done < n and not self.engine.finished:
                             await anyio.lowlevel.checkpoint()
+                            self._give_way_to_a_stop("tick", f"{done} of its {n} ticks ran")
                             done += self._ticks(n - done, self._out_of_time())
             finally:
                 self.clock.release()
@@ -756,12 +902,40 @@ class Simulation:
 
     async def stop(self, reason: str = "stopped by request") -> dict[str, Any] | None:
         """End the session now (ARE's `stop`); returns the validation result. `reason` goes
-        on the `ended` item. It waits its turn in the lane, as every command does."""
-        async with self._lane:
-            self._require_live("stop")
-            self._record("stop", {})
-            self._stop_now(reason)
-            return self.validation
+        on the `ended` item. It takes its turn in the lane, but a long control running (or
+        waiting) ahead of it gives way at its next yield (see the module docstring)."""
+        withdraw = self.announce_stop()
+        try:
+            async with self._lane:
+                self._require_live("stop")
+                self._record("stop", {})
+                self._stop_now(reason)
+                return self.validation
+        finally:
+            withdraw()
+
+    def announce_stop(self) -> Callable[[], None]:
+        """A stop is on its way: long controls give way to it from their next yield on.
+
+        `stop()` announces itself; a caller that has a stop in hand but must first run what
+        came before it (the service, for a stop frame read while a control of its own
+        connection runs) announces it early. Returns the function that withdraws the
+        announcement (idempotent); call it once the stop has run or will not."""
+        self._stops_announced += 1
+        withdrawn = False
+
+        def withdraw() -> None:
+            nonlocal withdrawn
+            if not withdrawn:
+                withdrawn = True
+                self._stops_announced -= 1
+
+        return withdraw
+
+    @property
+    def stop_announced(self) -> bool:
+        """True while a stop is on its way (see `announce_stop`)."""
+        return self._stops_announced > 0
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -834,7 +1008,8 @@ class Simulation:
 
     def _validate(self) -> dict[str, Any]:
         try:
-            result = self.scenario.validate(self.env)
+            with self.sandbox.entered():  # also reached outside the lane (`fail`, exit)
+                result = self.scenario.validate(self.env)
         except Exception as exc:  # a scenario's validate() is user code
             return {"success": None, "exception": f"{type(exc).__name__}: {exc}", "rationale": None}
         exception = getattr(result, "exception", None)
@@ -843,6 +1018,45 @@ class Simulation:
             "exception": None if exception is None else f"{type(exception).__name__}: {exception}",
             "rationale": getattr(result, "rationale", None),
         }
+
+
+def build_scenario(
+    source: str | os.PathLike[str] | Scenario,
+    *,
+    import_mode: scenarios.ImportMode | str = scenarios.ImportMode.AUTO,
+    oracle: bool = False,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> tuple[Scenario, Sandbox]:
+    """The initialised scenario of `source`, built inside a new sandbox, and that sandbox (for
+    `Simulation.load(scenario, sandbox=...)`). It creates no event-loop object, so that a
+    server can build an untrusted scenario in a worker thread: the sandbox's context variable
+    follows the thread's copied context, so the guard covers the import there too."""
+    _discover_registered(source)
+    sandbox = Sandbox(max_file_bytes=max_file_bytes)
+    try:
+        with sandbox.loading(_scenario_file(source)):
+            scenario = scenarios.load(source, import_mode=import_mode, oracle=oracle)
+            sandbox.adopt(scenario.apps or [])
+    except BaseException:
+        sandbox.release()  # what ARE created for a scenario that did not load
+        raise
+    return scenario, sandbox
+
+
+def _discover_registered(source: object) -> None:
+    if isinstance(source, str) and not _scenario_file(source) and not source.startswith("{"):
+        # A registered id: ARE's registry discovers its scenarios by importing every module
+        # of its own (trusted code, which opens files such as /dev/null), once per process.
+        scenarios.registered_ids()
+
+
+def _scenario_file(source: object) -> list[str]:
+    """The JSON file `source` names, if it does (`scenarios.load` reads it in the sandbox)."""
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and source.endswith(".json") and not source.lstrip().startswith("{")
+    ):
+        return [os.fspath(source)]
+    return []
 
 
 def _out_of_time(budget: float) -> Callable[[], bool]:

@@ -24,6 +24,12 @@ not the service's (see `bench/service.py`).
   the Python allocations it leaves behind (tracemalloc, `current` after minus before; `peak`
   during), for the first session of the process and the median of the `--sessions` after it.
 
+- `guard`: the sandbox guard's cost (`areasync.bridge.sandbox`), on vs off in the same run,
+  alternating: `hot` and `events` with the session's lane entering its sandbox (as always) and
+  with it not entering it (the audit hook stays installed, it cannot be removed: "off" is the
+  hook's no-session path); plus the hook alone per audited event: a non-file event, a file
+  event outside any session, and an `open` checked inside a session.
+
 For a deterministic figure run the `hot` part under callgrind at two sizes and divide the
 difference in instructions by the difference in calls (the set-up cancels out):
 
@@ -61,8 +67,16 @@ TOOL = "SystemApp__get_current_time"
 WARM_UP = 500
 
 
-async def hot(calls: int, repeats: int, timing: bool) -> dict[str, Any]:
+def _unguarded(sim: Simulation) -> Simulation:
+    """`sim` with its lane no longer entering the session's sandbox (for `guard`)."""
+    sim.lane._sandbox = None
+    return sim
+
+
+async def hot(calls: int, repeats: int, timing: bool, guarded: bool = True) -> dict[str, Any]:
     sim = Simulation.load("scenario_tutorial", mode="manual")
+    if not guarded:
+        _unguarded(sim)
     for _ in range(WARM_UP):
         await sim.call_tool(TOOL, {})
     each = []
@@ -120,13 +134,15 @@ async def split(calls: int, repeats: int) -> dict[str, Any]:
     return out
 
 
-async def events(n: int, repeats: int) -> dict[str, Any]:
+async def events(n: int, repeats: int, guarded: bool = True) -> dict[str, Any]:
     from bench.synthetic import synthetic_scenario
 
     each = []
     for _ in range(repeats):
         scenario = synthetic_scenario(n)
         sim = Simulation.load(scenario, mode="fast", oracle=True)
+        if not guarded:
+            _unguarded(sim)
         gc.collect()
         start = time.perf_counter()
         await sim.run()
@@ -135,6 +151,47 @@ async def events(n: int, repeats: int) -> dict[str, Any]:
         "events": n,
         "us_per_event": round(statistics.median(each), 2),
         "each": [round(x, 2) for x in each],
+    }
+
+
+async def guard(calls: int, n: int, repeats: int) -> dict[str, Any]:
+    import os
+
+    from areasync.bridge import sandbox
+
+    on_calls, off_calls, on_events, off_events = [], [], [], []
+    for _ in range(repeats):  # alternating, so that machine noise hits both alike
+        on_calls.append((await hot(calls, 1, True, guarded=True))["us_per_call"])
+        off_calls.append((await hot(calls, 1, True, guarded=False))["us_per_call"])
+        on_events.append((await events(n, 1, guarded=True))["us_per_event"])
+        off_events.append((await events(n, 1, guarded=False))["us_per_event"])
+    sim = Simulation.load("scenario_tutorial", mode="manual")
+    inside = os.path.join(sim.sandbox.roots[0], "Documents")
+    args = (inside, "rb", os.O_RDONLY)
+    with sim.sandbox.entered():
+        open_checked = _median_us(lambda: sandbox._hook("open", args), calls, repeats)
+    return {
+        "tool_call_us": {
+            "guard_on": round(statistics.median(on_calls), 2),
+            "guard_off": round(statistics.median(off_calls), 2),
+            "each_on": on_calls,
+            "each_off": off_calls,
+        },
+        "env_event_us": {
+            "guard_on": round(statistics.median(on_events), 2),
+            "guard_off": round(statistics.median(off_events), 2),
+            "each_on": on_events,
+            "each_off": off_events,
+        },
+        "hook_alone_us": {
+            "non_file_event": _median_us(
+                lambda: sandbox._hook("sys._getframe", ()), calls, repeats
+            ),
+            "file_event_outside_sessions": _median_us(
+                lambda: sandbox._hook("open", args), calls, repeats
+            ),
+            "open_checked_in_a_session": open_checked,
+        },
     }
 
 
@@ -184,6 +241,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         out["split"] = await split(args.calls, args.repeats)
     if "first" in parts:
         out["first"] = await first(args.sessions)
+    if "guard" in parts:
+        out["guard"] = await guard(args.calls, args.events, args.repeats)
     return out
 
 

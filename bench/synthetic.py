@@ -10,8 +10,10 @@ Build a fresh scenario per run: a run mutates the app and the events.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from are.simulation.apps import AgentUserInterface, EmailClientV2, SystemApp
 from are.simulation.apps.app import App
 from are.simulation.scenarios.scenario import Scenario
 from are.simulation.tool_utils import OperationType
@@ -91,3 +93,146 @@ def bench_total(scenario: Scenario) -> int:
     """The counter after a run: equals the number of events executed."""
     app: BenchApp = scenario.get_typed_app(BenchApp)
     return app.total
+
+
+# -- the same kind of load as ARE JSON, for the importer ------------------------------------
+
+
+def _arg(name: str, value: str, value_type: str = "str") -> dict[str, Any]:
+    return {"name": name, "value": value, "value_type": value_type}
+
+
+def _json_event(
+    event_id: str,
+    event_type: str,
+    dependencies: list[str],
+    relative_time: float,
+    app: str,
+    function: str,
+    args: list[dict[str, Any]],
+) -> dict[str, Any]:
+    oracle = event_type == "AGENT"
+    event: dict[str, Any] = {
+        "class_name": "OracleEvent" if oracle else "Event",
+        "event_type": event_type,
+        "event_time": None,
+        "event_id": event_id,
+        "dependencies": dependencies,
+        "event_relative_time": relative_time,
+        "action": {
+            "action_id": "" if oracle else f"{app}.{function}-{event_id}",
+            "app": app,
+            "function": function,
+            "operation_type": None if oracle else "WRITE",
+            "args": args,
+        },
+    }
+    if oracle:
+        event["event_time_comparator"] = None
+    return event
+
+
+def synthetic_scenario_json(n_events: int, *, turns: int = 4) -> str:
+    """A Gaia2-shaped ARE export of about `n_events` events in `turns` turns, as JSON text.
+
+    Shaped to exercise every check ARE's importer runs per event: each turn opens with a user
+    message (the first turn's has no dependency, a later one's waits on the oracle's previous
+    end of turn), then ENV events in chains of five hanging off it (each ENV event has one
+    predecessor, as ARE requires; every other one answers its predecessor's email through a
+    `{{placeholder}}`), oracle (AGENT) events fanning in on up to three earlier oracle events,
+    and an end-of-turn `send_message_to_user` that waits on the last four oracle events, later
+    than everything else in its turn. Relative times vary (1-3 s), so ARE's time checks run.
+    What ARE accepts, the benchmark import accepts too (its turns can be rewired).
+    """
+    per_turn = max(n_events // max(turns, 1), 8)
+    events: list[dict[str, Any]] = []
+    previous_end: str | None = None
+    for turn in range(turns):
+        user = f"t{turn}_user"
+        events.append(
+            _json_event(
+                user,
+                "USER",
+                [] if previous_end is None else [previous_end],
+                2.0,
+                "AgentUserInterface",
+                "send_message_to_agent",
+                [_arg("content", f"Turn {turn}: answer every email.")],
+            )
+        )
+        body = per_turn - 2
+        n_env = body // 2
+        oracle_ids: list[str] = []
+        for i in range(n_env):
+            event_id = f"t{turn}_env{i}"
+            parent = user if i % 5 == 0 else f"t{turn}_env{i - 1}"
+            if i % 2 == 1:  # a reply to the email its predecessor added
+                function = "reply_to_email_from_user"
+                args = [
+                    _arg("sender", "bob@example.com"),
+                    _arg("email_id", "{{" + parent + "}}"),
+                    _arg("content", f"Reply {i}"),
+                ]
+            else:
+                function = "create_and_add_email"
+                args = [
+                    _arg("sender", "bob@example.com"),
+                    _arg("recipients", '["user@meta.com"]', "list"),
+                    _arg("subject", f"Mail {turn}.{i}"),
+                    _arg("content", "Please answer."),
+                ]
+            events.append(
+                _json_event(
+                    event_id, "ENV", [parent], float(1 + i % 3), "EmailClientV2", function, args
+                )
+            )
+        for i in range(body - n_env):
+            event_id = f"t{turn}_agent{i}"
+            dependencies = [user, *oracle_ids[-3:]] if i % 4 == 0 else oracle_ids[-3:] or [user]
+            events.append(
+                _json_event(
+                    event_id,
+                    "AGENT",
+                    dependencies,
+                    float(1 + i % 2),
+                    "SystemApp",
+                    "get_current_time",
+                    [],
+                )
+            )
+            oracle_ids.append(event_id)
+        previous_end = f"t{turn}_done"
+        events.append(
+            _json_event(
+                previous_end,
+                "AGENT",
+                oracle_ids[-4:] or [user],
+                float(3 * per_turn + 10),  # the turn's latest event, as ARE requires
+                "AgentUserInterface",
+                "send_message_to_user",
+                [_arg("content", f"Turn {turn} done.")],
+            )
+        )
+    definition = {
+        "scenario_id": f"areasync_bench_import_{len(events)}",
+        "seed": 0,
+        "duration": float(turns * (3 * per_turn + 20) * 4),
+        "time_increment_in_seconds": 1,
+        "start_time": 1728979200.0,
+        "hints": [],
+        "tags": [],
+    }
+    document = {
+        "version": "are_simulation_v1",
+        "context": "",
+        "metadata": {"definition": definition},
+        "apps": [
+            {"name": cls.__name__, "class_name": cls.__name__, "app_state": cls().get_state()}
+            for cls in (AgentUserInterface, EmailClientV2, SystemApp)
+        ],
+        "events": events,
+        "completed_events": [],
+        "world_logs": [],
+        "augmentation": None,
+    }
+    return json.dumps(document)

@@ -64,12 +64,13 @@ import enum
 import logging
 import math
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from are.simulation.scenarios.scenario import Scenario
+
+from areasync.bridge.json_import import import_benchmark, import_plain
 
 logger = logging.getLogger(__name__)
 
@@ -172,21 +173,16 @@ def from_json(
         chosen = detect_import_mode(data, oracle=oracle, origin=origin)
     if chosen is ImportMode.BENCHMARK:
         try:
-            return _benchmark(text, data, origin)
+            return _benchmark(data, origin)
         except _TurnsRefusedError as exc:
             if mode is not ImportMode.AUTO:
                 raise
             # What `auto` may pick must import at least as it did before: fall back to plain.
             logger.warning("%s; auto imports it plain", exc)
-    from are.simulation.data_handler.importer import JsonScenarioImporter
-
     try:
-        scenario, _events, _logs = JsonScenarioImporter().import_from_json(
-            text, load_completed_events=False
-        )
+        return import_plain(data)  # ARE's importer, in pieces (json_import.py)
     except Exception as exc:
         raise ScenarioError(_not_a_scenario(origin, exc)) from exc
-    return scenario
 
 
 def detect_import_mode(
@@ -233,9 +229,8 @@ def _calls(event: dict[str, Any], target: tuple[str, str]) -> bool:
     return isinstance(action, dict) and (action.get("app"), action.get("function")) == target
 
 
-def _benchmark(text: str | bytes, data: dict[str, Any], origin: str) -> Scenario:
+def _benchmark(data: dict[str, Any], origin: str) -> Scenario:
     """Gaia2's runner path without a judge: import_from_json_to_benchmark + preprocess_scenario."""
-    from are.simulation.data_handler.importer import JsonScenarioImporter
     from are.simulation.scenarios.scenario_imported_from_json.utils import preprocess_scenario
 
     metadata = data.get("metadata")
@@ -247,9 +242,7 @@ def _benchmark(text: str | bytes, data: dict[str, Any], origin: str) -> Scenario
             "complete JSON, apps included"
         )
     try:
-        scenario, _events, _logs = JsonScenarioImporter().import_from_json_to_benchmark(
-            text, load_completed_events=False
-        )
+        scenario = import_benchmark(data)  # ARE's importer, in pieces (json_import.py)
     except Exception as exc:
         raise ScenarioError(_not_a_scenario(origin, exc)) from exc
     try:
@@ -347,8 +340,9 @@ def vet_json(text: str | bytes, *, origin: str = "inline JSON") -> None:
     """Refuse, before any work, JSON that ARE should not be handed (see the module docstring).
 
     Checks size, that it parses (strict JSON: no NaN), nesting depth, the clock numbers of
-    its definition, the class of each app and the method each event calls. Cheap: one C
-    parse and one walk, no ARE object is built. Raises ScenarioError saying what to fix.
+    its definition, the class of each app, the method each event calls and that no two events
+    share an id. Cheap: one C parse and one walk, no ARE object is built. Raises ScenarioError
+    saying what to fix.
     """
     _vetted(text, origin)
 
@@ -463,7 +457,18 @@ def _vet_events(events: Any, classes: dict[str, type], origin: str) -> None:
         return
     if not isinstance(events, list):
         raise ScenarioError(f"{origin}: `events` must be a list of events")
+    seen: set[Any] = set()
     for index, event in enumerate(events):
+        event_id = event.get("event_id") if isinstance(event, dict) else None
+        if isinstance(event_id, str):
+            # ARE links dependencies by id, and two events of one id get each other's
+            # dependencies mixed up; the linear import (event_import.py) relies on unique ids.
+            if event_id in seen:
+                raise ScenarioError(
+                    f"{origin}: events[{index}] repeats the event id {event_id!r}; every event "
+                    "needs its own id (dependencies name events by id)"
+                )
+            seen.add(event_id)
         action = event.get("action") if isinstance(event, dict) else None
         if not isinstance(action, dict) or action.get("app") is None:
             continue  # no action, or a condition (ARE resolves those from a fixed table)
@@ -514,30 +519,15 @@ def release(scenario: Scenario) -> None:
 
 
 def confine_file_systems(scenario: Scenario) -> None:
-    """Give every sandboxed file-system app of `scenario` a strict path check (see above)."""
+    """Give every sandboxed file-system app of `scenario` a strict path check (see above and
+    `areasync.bridge.sandbox.confine_file_system`)."""
     from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 
+    from areasync.bridge.sandbox import confine_file_system
+
     for app in getattr(scenario, "apps", None) or []:
-        if isinstance(app, SandboxLocalFileSystem) and "_validate_path" not in vars(app):
-            # An instance attribute shadows the class's method for this app only.
-            app._validate_path = _confined(app._validate_path, app.tmpdir)
-
-
-def _confined(are_check: Callable[[str], str], tmpdir: str) -> Callable[[str], str]:
-    root = os.path.realpath(tmpdir)
-
-    def validate_path(path: str) -> str:
-        refused = PermissionError(f"operation not allowed outside the sandbox: {path!r}")
-        try:
-            full_path = are_check(path)  # ARE's mapping: "/" is the sandbox root, "~" home
-        except PermissionError:
-            raise refused from None
-        real = os.path.realpath(full_path)
-        if real != root and os.path.commonpath([root, real]) != root:
-            raise refused
-        return full_path
-
-    return validate_path
+        if isinstance(app, SandboxLocalFileSystem):
+            confine_file_system(app)
 
 
 def _first_line(exc: BaseException) -> str:

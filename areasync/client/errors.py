@@ -31,6 +31,7 @@ __all__ = [
     "ConnectionLostError",
     "ForbiddenError",
     "InternalError",
+    "InterruptedControlError",
     "InvalidArgsError",
     "InvalidFieldError",
     "RateLimitedError",
@@ -162,6 +163,14 @@ class ReplayUnavailableError(AreasyncError):
     code = ErrorCode.REPLAY_UNAVAILABLE.value
 
 
+class InterruptedControlError(AreasyncError):
+    """A ``jump``, ``next_event`` or ``tick`` gave way to a ``stop`` before it was done: what it
+    fired stays fired (and on the stream), the clock rests where it got to; the session is
+    ending (the message says how far the control got)."""
+
+    code = ErrorCode.INTERRUPTED.value
+
+
 # -- raised by the client itself ------------------------------------------------------------
 
 
@@ -222,6 +231,7 @@ _CLASSES: Final[dict[str, type[AreasyncError]]] = {
         CapacityError,
         InternalError,
         ReplayUnavailableError,
+        InterruptedControlError,
     )
 }
 assert set(_CLASSES) == {code.value for code in ErrorCode}, "every ErrorCode needs a class"

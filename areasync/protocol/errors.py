@@ -30,6 +30,9 @@ capacity            yes        the server is at its session or connection limit;
 internal            no         a bug in areasync; the message says what failed
 replay_unavailable  no         the stream after ``hello.since`` cannot be replayed (``since``
                                is ahead of the stream); reconnect without ``since``
+interrupted         no         a ``jump``/``tick`` gave way to a ``stop`` before it was done: what
+                               it fired stays fired, the clock rests where it got to (the
+                               message says how far); the session is ending
 ==================  =========  ===============================================================
 
 WebSocket close codes (``CloseCode``). 1000-1015 are the standard codes of RFC 6455; the
@@ -96,6 +99,7 @@ class ErrorCode(enum.StrEnum):
     CAPACITY = "capacity"
     INTERNAL = "internal"
     REPLAY_UNAVAILABLE = "replay_unavailable"
+    INTERRUPTED = "interrupted"
 
     @property
     def retryable(self) -> bool:

@@ -190,13 +190,32 @@ class Jump(_ClientFrame, tag="jump", kw_only=True, omit_defaults=True):
 
     to: Annotated[
         float | None,
-        Meta(description="Absolute simulated time (s since the epoch); not before now."),
+        Meta(
+            description=(
+                "Absolute simulated time (s since the epoch); not before now, nor more than "
+                "the server's `max_jump` (604,800 s unless configured) after it: split a longer "
+                "jump. A `stop` interrupts a long jump (error `interrupted`)."
+            )
+        ),
     ] = None
     by: Annotated[
         Annotated[float, Meta(ge=0)] | None,
-        Meta(description="Simulated seconds to move forward."),
+        Meta(
+            description=(
+                "Simulated seconds to move forward: at most the server's `max_jump` (604,800 "
+                "s unless configured; split a longer jump)."
+            )
+        ),
     ] = None
-    next_event: Annotated[bool, Meta(description="Jump to the next due event and run it.")] = False
+    next_event: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Jump to the next due event and run it (refused if it is more than `max_jump` "
+                "away)."
+            )
+        ),
+    ] = False
     inclusive: Annotated[
         bool,
         Meta(
@@ -229,7 +248,17 @@ class Jump(_ClientFrame, tag="jump", kw_only=True, omit_defaults=True):
 class Tick(_ClientFrame, tag="tick", kw_only=True):
     """Advance the clock by `n` ticks of the scenario's time increment (controller role)."""
 
-    n: Annotated[int, Meta(ge=1)] = 1
+    n: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description=(
+                "Ticks to run: at most the server's `max_ticks` per control (100,000 unless "
+                "configured; more is refused with `invalid_field`: split it). A `stop` "
+                "interrupts a long tick (error `interrupted`)."
+            ),
+        ),
+    ] = 1
 
 
 class SetSpeed(_ClientFrame, tag="set_speed", kw_only=True):

@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
 from areasync.protocol.frames import ImportMode, Mode
-from areasync.simulation import LeasePolicy
+from areasync.simulation import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -53,6 +54,10 @@ class ServiceConfig:
     # An inline scenario (`create_session.scenario_json`) above this many bytes of JSON text
     # gets `too_large` before it is parsed; the connection stays open.
     max_scenario_bytes: int = 8 * 1024 * 1024
+    # The largest file a session's code may open for reading, in bytes (an attachment, a
+    # document read from its Files app; `areasync.bridge.sandbox`): a larger one is refused,
+    # and the tool call fails saying so. 0 refuses every non-empty file.
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     # Requests per connection: a token bucket refilled at `rate` per second, holding `burst`.
     # A request finding it empty is answered `rate_limited` and dropped, and costs a strike:
     # `rate_strikes` of them, forgiven at a tenth of `rate` per second (limits.py); a request
@@ -75,6 +80,16 @@ class ServiceConfig:
     # A long control (jump, next_event, tick{n}) yields to the event loop after this many wall
     # seconds of firing items: the longest other sessions and sockets wait for it.
     control_budget: float = 0.02
+    # The most ticks one `tick{n}` may run, and the most simulated seconds one `jump` (to, by
+    # or next_event) may move the clock; beyond them the control is refused (`invalid_field`,
+    # nothing changes). A Gaia2 scenario lasts 1,800 s; the bounds stop a control from holding
+    # a session's lane for hours on a scenario without a duration (a stop interrupts it anyway).
+    max_ticks: int = MAX_TICKS
+    max_jump: float = MAX_JUMP_S
+    # Wall seconds `shutdown()` waits for sessions to stop before it ends the rest itself
+    # (outside their lane) and writes their traces; the CLI exits at most this plus the
+    # close grace later after SIGINT/SIGTERM.
+    shutdown_timeout: float = 10.0
     # Wall seconds to complete the WebSocket opening handshake after connecting (else the
     # socket is dropped), then to send `hello` (else close 4408).
     handshake_timeout: float = 5.0
@@ -124,9 +139,14 @@ class ServiceConfig:
             "max_lag",
             "max_pending_replies",
             "max_pending_reply_bytes",
+            "max_ticks",
         ):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not isinstance(self.max_file_bytes, int) or self.max_file_bytes < 0:
+            problems.append(
+                f"max_file_bytes must be a whole number >= 0, got {self.max_file_bytes!r}"
+            )
         if self.keep_ended < 0:
             problems.append(f"keep_ended must be >= 0, got {self.keep_ended}")
         for name in (
@@ -136,9 +156,13 @@ class ServiceConfig:
             "write_timeout",
             "step_budget",
             "control_budget",
+            "max_jump",
+            "shutdown_timeout",
         ):
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0 seconds, got {getattr(self, name)}")
+        if self.max_jump == float("inf"):
+            problems.append("max_jump must be a finite number of simulated seconds")
         if self.rate is not None and self.rate <= 0:
             problems.append(f"rate must be > 0 requests per second (or None), got {self.rate}")
         if self.admin_token is not None and not self.admin_token:

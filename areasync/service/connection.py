@@ -77,11 +77,11 @@ from areasync.protocol.frames import (
     Tick,
     Welcome,
 )
-from areasync.service import roles
+from areasync.service import preempt, roles
 from areasync.service.hub import BATCH_BYTES, WRITE_BYTES, close_group, ws_header
 from areasync.service.limits import TokenBucket, strike_bucket
 from areasync.service.session import Session, SessionRegistry
-from areasync.simulation import WAIT_TOOL, Simulation, SimulationError
+from areasync.simulation import WAIT_TOOL, ControlInterruptedError, Simulation, SimulationError
 
 if TYPE_CHECKING:
     from areasync.service.admission import Admission
@@ -168,6 +168,12 @@ class Connection:
             strike_bucket(self.config.rate, self.config.rate_strikes)
             if self.config.rate is not None
             else None
+        )
+        # While a long control of this connection runs aside: set when it is done. Meanwhile
+        # the frames read are held here, each with its stop announcement (see preempt.py).
+        self._control_done: anyio.Event | None = None
+        self._ahead: collections.deque[tuple[str | bytes, Callable[[], None] | None]] = (
+            collections.deque()
         )
         self._handlers: dict[type[Any], _Handler] = {
             Ping: self._ping,
@@ -429,14 +435,73 @@ class Connection:
 
     async def _read_loop(self) -> None:
         try:
-            async for data in self.ws:
+            while True:
+                if self._control_done is not None:
+                    # A long control of this connection runs aside: read on (announcing any
+                    # stop at once), then carry out what was read, in order, once it is done.
+                    peer_gone = await self._read_ahead(self._control_done)
+                    await self._run_read_ahead()
+                    if peer_gone:
+                        return
+                    continue
+                try:
+                    data = await self.ws.recv()
+                except ConnectionClosed:
+                    return
                 if self._close is not None:
                     # Closing: later frames are not answered, but keep reading them, or the
                     # peer's close frame would queue behind them and the close would time out.
                     continue
                 await self._on_frame(data)
-        except ConnectionClosed:
-            pass
+        finally:
+            for _, withdraw in self._ahead:
+                if withdraw is not None:
+                    withdraw()
+            self._ahead.clear()
+
+    async def _read_ahead(self, done: anyio.Event) -> bool:
+        """Read frames until the long control is done (at most `READ_AHEAD` of them, then wait
+        for it); a stop among them is announced now. True if the peer has gone."""
+        session = self.session
+        assert session is not None
+        peer_gone = False
+        async with anyio.create_task_group() as tg:
+
+            async def stop_reading_when_done() -> None:
+                await done.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(stop_reading_when_done)
+            while len(self._ahead) < preempt.READ_AHEAD:
+                try:
+                    data = await self.ws.recv()  # cancelling it loses no message (websockets)
+                except ConnectionClosed:
+                    peer_gone = True
+                    break
+                withdraw = None
+                if self._close is None:
+                    withdraw = preempt.announce_stop(
+                        data,
+                        max_bytes=self.config.max_frame_bytes,
+                        allowed=self._allowed,
+                        session=session,
+                        registry=self.registry,
+                    )
+                self._ahead.append((data, withdraw))
+            await done.wait()
+        return peer_gone
+
+    async def _run_read_ahead(self) -> None:
+        """Carry out the frames read while a long control ran, in order; stop early if one of
+        them is a long control again (the loop reads ahead behind it)."""
+        while self._ahead and self._control_done is None:
+            data, withdraw = self._ahead.popleft()
+            try:
+                if self._close is None:
+                    await self._on_frame(data)
+            finally:
+                if withdraw is not None:
+                    withdraw()
 
     async def _on_frame(self, data: str | bytes) -> None:
         self.metrics.frames_received += 1
@@ -505,9 +570,28 @@ class Connection:
                 f"session {session.id!r} has ended ({session.sim.state}): only list_tools, "
                 "get_state and ping still work; create a new session to go on",
             )
+        if kind in preempt.LONG_CONTROLS:
+            # Aside, so that this connection can read (and announce) a stop meanwhile; the
+            # reader carries out nothing else of this connection until it is done.
+            assert self._task_group is not None
+            done = anyio.Event()
+            self._control_done = done
+            self._task_group.start_soon(self._run_long_control, frame, done)
+            return
         value = await self._handlers[kind](frame)
         if value is not _NO_REPLY:
             self._queue(Result(id=frame.id, value=value))
+
+    async def _run_long_control(self, frame: ClientFrame, done: anyio.Event) -> None:
+        try:
+            value = await self._handlers[type(frame)](frame)
+        except Exception as exc:
+            self._error(self._translate(exc, frame))
+        else:
+            self._queue(Result(id=frame.id, value=value))
+        finally:
+            self._control_done = None
+            done.set()
 
     def _translate(self, exc: Exception, frame: ClientFrame) -> ProtocolError:
         """Any failure of a request, as the error to answer it with."""
@@ -524,6 +608,8 @@ class Connection:
                 ErrorCode.TOOL_FAILED,
                 f"{exc}; ARE logged the call with its exception (an AGENT event on the stream)",
             )
+        elif isinstance(exc, ControlInterruptedError):
+            error = ProtocolError(ErrorCode.INTERRUPTED, str(exc))
         elif isinstance(exc, SimulationError):
             session = self.session
             if session is not None and session.sim.ended:
@@ -666,7 +752,7 @@ class Connection:
                     "ARE's JsonScenarioExporter writes)",
                 )
             source = frame.scenario_json
-        session = self.registry.create(
+        session = await self.registry.create_async(
             source,
             mode=frame.mode,
             speed=frame.speed,

@@ -118,7 +118,7 @@ class Service:
             self.registry.bind(tg)
             for source in self._scenarios:
                 try:
-                    self.registry.create(source)
+                    await self.registry.create_async(source)
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
             try:

@@ -10,6 +10,26 @@ another. Most requests never yield; a long `jump`/`next_event`/`tick` does, ever
 subscribers keep going meanwhile - and a request of this session that arrives then waits in
 the lane and runs after it, at the time the jump left.
 
+Creating a session off the event loop. Building a scenario from uploaded JSON is CPU work that
+grows with its size (~60-130 us per event, a few seconds at 16,000 events, after the linear
+import of `bridge/event_import.py`); on the loop it would stop every session, socket and
+`/health` meanwhile. `create_async` builds the scenario (`bridge.scenarios.load`: vetting,
+ARE's import, initialisation, confinement) in a worker thread (`anyio.to_thread.run_sync`,
+which carries the context along), then starts the session on the loop in one synchronous step.
+Why a thread rather than the alternatives: chunking the import cooperatively would mean
+rewriting ARE's importer around yields; a subprocess cannot hand back an ARE scenario (its
+events hold closures and bound methods, nothing pickles). In a thread, the interpreter lock
+passes back to the loop every 5 ms switch interval while the import runs Python code, and the
+import's C calls are kept short (pydantic validates events in pieces, `bridge/json_import.py`):
+the loop stays responsive (bench/imports.py: /health at most ~40 ms during a 6,000-event import,
+against ~0.5 s with the same import on the loop). Only the scenario object is built there: no
+Simulation, no event-loop object, nothing any session shares but ARE's own class-level state,
+which imports do not change in a way a running session sees (ARE's `EventRegisterer` keeps
+its switches per thread, and the worker thread's are ARE's defaults). One import at a time
+(a capacity limiter of 1), and imports under way count against `max_sessions`. A cancelled
+create (the server shutting down) waits for its thread's import to finish, then starts
+nothing; a failed import is an `invalid_field` error that changes nothing.
+
 Fast-mode turn-taking (DESIGN section 2, leases). The server holds an agent's busy lease while it
 is the agent's turn: from its attach, from each notification put on the stream and from each
 tool result, until the agent sends `idle`, calls `SystemApp__wait_for_notification`, or
@@ -30,18 +50,21 @@ with a *waiting-for-agent* hold:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
+import anyio.to_thread
 from are.simulation.scenarios.scenario import Scenario
 
+from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import ScenarioError, import_mode_of, release
 from areasync.loop.clock import ClockMode
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
@@ -50,8 +73,9 @@ from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.hub import StreamHub
 from areasync.service.metrics import Metrics
+from areasync.service.names import safe_id
 from areasync.service.traces import write_trace
-from areasync.simulation import Simulation, SimulationError
+from areasync.simulation import Simulation, SimulationError, build_scenario
 
 if TYPE_CHECKING:
     from areasync.service.connection import Connection
@@ -64,8 +88,6 @@ WAITING_HOLDER = "areasync:waiting-for-agent"
 ScenarioSource: TypeAlias = str | Path | Scenario
 """A registered scenario id, a path to an ARE JSON scenario, JSON text, or a Scenario."""
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
 
 def session_id_for(source: ScenarioSource, scenario: Scenario) -> str:
     """The natural id of a session: a JSON file's stem, else the scenario's id."""
@@ -75,8 +97,9 @@ def session_id_for(source: ScenarioSource, scenario: Scenario) -> str:
         base = Path(source).stem
     else:
         base = str(getattr(scenario, "scenario_id", None) or "session")
-    # Ids travel in URL paths: keep them to characters that need no escaping.
-    return _UNSAFE.sub("_", base).strip("._-") or "session"
+    # Ids travel in URL paths and become trace file names: characters that need no escaping,
+    # bounded in length (`names`).
+    return safe_id(base)
 
 
 class Session:
@@ -225,10 +248,23 @@ class Session:
             with anyio.move_on_after(interval):
                 await self._agent_arrived.wait()
 
+    def end_now(self, reason: str) -> None:
+        """End the session here and now, outside its lane, and write its trace: the last resort
+        of a shutdown whose `stop` did not get through in time (a command of the session that
+        never gave way). Its driver, when it next runs, finds the session ended."""
+        if not self.sim.ended:
+            try:
+                self.sim.fail(reason)
+            except Exception:
+                logger.exception("session %s could not be ended cleanly", self.id)
+        if self.sim.ended and self.trace_path is None and self.trace_error is None:
+            self.ended_at = time.time()
+            self._write_trace()
+
     def _write_trace(self) -> None:
         directory = self.config.trace_dir
-        if directory is None:
-            return
+        if directory is None or self.trace_path is not None:
+            return  # none wanted, or already written (by `end_now`)
         agent_id = "oracle" if self.oracle else ("websocket" if self.agents_seen else None)
         try:
             self.trace_path = write_trace(
@@ -258,6 +294,9 @@ class SessionRegistry:
         self.traces_written = 0
         self._ended_order: list[str] = []
         self._task_group: anyio.abc.TaskGroup | None = None
+        # Scenario imports under way in worker threads (create_async), and their one lane.
+        self._importing = 0
+        self._import_limiter = anyio.CapacityLimiter(1)
 
     def bind(self, task_group: anyio.abc.TaskGroup) -> None:
         """Sessions created from now on run in `task_group`."""
@@ -284,17 +323,73 @@ class SessionRegistry:
         session_id: str | None = None,
         import_mode: ImportMode | str | None = None,
     ) -> Session:
-        """Load a scenario and start its session. Raises ProtocolError (capacity, bad scenario).
+        """Load a scenario and start its session, all on the calling thread (a test harness's,
+        say; the server uses `create_async`). Raises ProtocolError (capacity, bad scenario).
 
         Left out, `mode`, `speed`, `oracle` and `import_mode` are the configuration's."""
+        self._admit(source)
+        oracle = self.config.oracle if oracle is None else oracle
+        with _refused_as_data():
+            built = build_scenario(
+                source,
+                import_mode=str(import_mode or self.config.import_mode),
+                oracle=oracle,
+                max_file_bytes=self.config.max_file_bytes,
+            )
+        return self._start(source, built, mode, speed, oracle, session_id)
+
+    async def create_async(
+        self,
+        source: ScenarioSource,
+        *,
+        mode: Mode | str | None = None,
+        speed: float | None = None,
+        oracle: bool | None = None,
+        session_id: str | None = None,
+        import_mode: ImportMode | str | None = None,
+    ) -> Session:
+        """`create`, building the scenario in a worker thread while the event loop serves on.
+
+        Imports run one at a time (a second waits for the first) and count against
+        `max_sessions` while they run. Cancelled (the client left, the server shuts down), it
+        waits for the thread's import to finish and starts nothing."""
+        self._admit(source)
+        oracle = self.config.oracle if oracle is None else oracle
+        self._importing += 1
+        try:
+            with _refused_as_data():
+                built = await anyio.to_thread.run_sync(
+                    functools.partial(
+                        build_scenario,
+                        source,
+                        import_mode=str(import_mode or self.config.import_mode),
+                        oracle=oracle,
+                        max_file_bytes=self.config.max_file_bytes,
+                    ),
+                    limiter=self._import_limiter,
+                )
+            # The thread is never abandoned (it would run on, unaccounted for); a cancel that
+            # came meanwhile is delivered here, before anything starts.
+            try:
+                await anyio.lowlevel.checkpoint_if_cancelled()
+            except BaseException:
+                built[1].release()  # the directories ARE made for the scenario
+                raise
+        finally:
+            self._importing -= 1
+        return self._start(source, built, mode, speed, oracle, session_id)
+
+    def _admit(self, source: ScenarioSource) -> None:
+        """Refuse a scenario the server has no room for, or too large to parse."""
         if self._task_group is None:
             raise RuntimeError("the registry is not bound to a task group: start the service")
         live = len(self.live())
-        if live >= self.config.max_sessions:
+        if live + self._importing >= self.config.max_sessions:
+            being = f" and imports {self._importing} more" if self._importing else ""
             raise ProtocolError(
                 ErrorCode.CAPACITY,
-                f"the server already runs {live} live sessions, its limit (max_sessions); "
-                "stop one with stop_session, or retry after one ends",
+                f"the server already runs {live} live sessions{being}, its limit "
+                "(max_sessions); stop one with stop_session, or retry after one ends",
             )
         if isinstance(source, str) and source.lstrip().startswith("{"):
             size = len(source.encode(errors="surrogatepass"))
@@ -305,34 +400,35 @@ class SessionRegistry:
                     f"{self.config.max_scenario_bytes}-byte limit (max_scenario_bytes); nothing "
                     "was loaded",
                 )
-        oracle = self.config.oracle if oracle is None else oracle
-        try:
+
+    def _start(
+        self,
+        source: ScenarioSource,
+        built: tuple[Scenario, Sandbox],
+        mode: Mode | str | None,
+        speed: float | None,
+        oracle: bool,
+        session_id: str | None,
+    ) -> Session:
+        """The session of a built scenario: its simulation, id, tokens and task (on the loop,
+        with nothing awaited: it exists entirely or not at all)."""
+        assert self._task_group is not None
+        scenario, sandbox = built
+        with _refused_as_data():
             sim = Simulation.load(
-                source,
+                scenario,
+                sandbox=sandbox,
                 mode=str(Mode(mode or self.config.mode).value),
                 speed=self.config.speed if speed is None else speed,
                 oracle=oracle,
-                import_mode=str(import_mode or self.config.import_mode),
                 lease_timeout=self.config.lease_timeout,
                 lease_policy=self.config.lease_policy,
                 step_budget=self.config.step_budget,
                 control_budget=self.config.control_budget,
+                max_ticks=self.config.max_ticks,
+                max_jump=self.config.max_jump,
+                max_file_bytes=self.config.max_file_bytes,
             )
-        except (ScenarioError, SimulationError, ValueError) as exc:
-            raise ProtocolError(
-                ErrorCode.INVALID_FIELD,
-                f"cannot create a session: {exc}",
-            ) from exc
-        except Exception as exc:
-            # Whatever else ARE raises while building an untrusted scenario (an assertion on
-            # its time increment, an overflow on its start time...) is the scenario's fault,
-            # not a server bug: refuse it as data, with the cause.
-            logger.info("create_session refused a scenario", exc_info=True)
-            raise ProtocolError(
-                ErrorCode.INVALID_FIELD,
-                f"cannot create a session: the scenario failed to load "
-                f"({type(exc).__name__}: {exc})",
-            ) from exc
         wanted = session_id or session_id_for(source, sim.scenario)
         sid = self._unique(wanted)
         session = Session(
@@ -396,6 +492,7 @@ class SessionRegistry:
         if session.ended:
             # Whatever ARE left pointing at its apps must not keep its environment alive.
             release(session.sim.scenario)
+            session.sim.sandbox.release()  # its file systems' directories
         for connection in list(session.connections):
             connection.request_close(
                 CloseCode.NORMAL,
@@ -404,12 +501,48 @@ class SessionRegistry:
             )
 
     async def shutdown(self) -> None:
-        """Stop every live session and wait until their traces are written."""
-        for session in self.live():
+        """Stop every live session and wait until their traces are written.
+
+        The stops run side by side (each interrupts a long control of its session at its next
+        yield). Whatever has not ended `shutdown_timeout` seconds later is ended outside its
+        lane (`Session.end_now`), its trace written: shutting down never waits for a session.
+        """
+
+        async def stop(session: Session) -> None:
             with contextlib.suppress(SimulationError):  # it may have ended on its own meanwhile
                 await session.sim.stop("the server shut down")
-        for session in list(self.sessions.values()):
             await session.done.wait()
+
+        with anyio.move_on_after(self.config.shutdown_timeout):
+            async with anyio.create_task_group() as tg:
+                for session in list(self.sessions.values()):
+                    tg.start_soon(stop, session)
+        for session in list(self.sessions.values()):
+            if not session.done.is_set():
+                logger.warning(
+                    "session %s did not stop within %g s of the shutdown; ending it now",
+                    session.id,
+                    self.config.shutdown_timeout,
+                )
+                session.end_now("the server shut down (the session did not stop in time)")
+
+
+@contextlib.contextmanager
+def _refused_as_data() -> Iterator[None]:
+    """A scenario that fails to load is an `invalid_field` error saying why."""
+    try:
+        yield
+    except (ScenarioError, SimulationError, ValueError) as exc:
+        raise ProtocolError(ErrorCode.INVALID_FIELD, f"cannot create a session: {exc}") from exc
+    except Exception as exc:
+        # Whatever else ARE raises while building an untrusted scenario (an assertion on
+        # its time increment, an overflow on its start time...) is the scenario's fault,
+        # not a server bug: refuse it as data, with the cause.
+        logger.info("create_session refused a scenario", exc_info=True)
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f"cannot create a session: the scenario failed to load ({type(exc).__name__}: {exc})",
+        ) from exc
 
 
 def _first_leaf(exc: BaseException) -> BaseException:

@@ -18,6 +18,8 @@ from typing import Any
 from are.simulation.data_handler.exporter import JsonScenarioExporter
 from are.simulation.scenarios.scenario import ScenarioStatus
 
+from areasync.service.names import MAX_ID_CHARS, safe_id
+
 
 def _exception_of(validation: dict[str, Any] | None) -> Exception | None:
     """The validation's exception (kept as "Type: message" text) as an exception object.
@@ -67,7 +69,11 @@ def write_trace(
     *,
     agent_id: str | None = None,
 ) -> Path:
-    """Write the trace to `directory/name.json` (atomically: readers never see half a file)."""
+    """Write the trace to `directory/name.json` (atomically: readers never see half a file).
+
+    `name` is made safe first (`names.safe_id`: no separators, no leading dot, bounded), so no
+    trace is ever lost to its name; the path written is returned."""
+    name = safe_id(name, fallback="trace", limit=2 * MAX_ID_CHARS)
     text = export_trace(env, scenario, validation, agent_id=agent_id)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"

@@ -6,16 +6,18 @@ import json
 import re
 import signal
 import sys
+import urllib.request
 from pathlib import Path
 
 import anyio
 import pytest
 from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from areasync.protocol import CloseCode
+from bench.misbehaving import RawClient, hello_frame
 from tests.service.support import json_files
 
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--mode", "manual"]
@@ -97,3 +99,105 @@ async def test_serve_refuses_a_bad_flood_limit_with_its_name(
     result = await anyio.run_process([*SERVE, option, value], check=False)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+# -- signals while a session is wedged in a long control -------------------------------------
+
+NO_DURATION = "scenario_find_image_file"  # a registered scenario without a duration
+HUGE_N = 10**12
+
+
+def _wedged_serve(tmp_path: Path) -> list[str]:
+    return [
+        *SERVE,
+        "--token",
+        "cli-admin",
+        "--trace-dir",
+        str(tmp_path),
+        "--scenario",
+        NO_DURATION,
+        "--scenario",
+        "scenario_tutorial",
+        "--max-ticks",
+        str(HUGE_N),
+    ]
+
+
+async def _ticks_of(base: str) -> int:
+    def get() -> int:
+        with urllib.request.urlopen(f"{base}/api/sessions?token=cli-admin", timeout=10) as reply:
+            sessions = json.load(reply)["sessions"]
+        return next(int(s["clock"]["tick"]) for s in sessions if s["id"] == NO_DURATION)
+
+    return await anyio.to_thread.run_sync(get)
+
+
+async def _start_a_long_tick(banner: str) -> ClientConnection:
+    """A controller sends tick{n: 10**12} to the session without a duration; returned once the
+    ticks are seen running (the connection stays open, the tick holding the session's lane)."""
+    match = re.search(rf"ws://127\.0\.0\.1:(\d+)/sessions/{NO_DURATION}", banner)
+    assert match is not None
+    ws = await connect(match[0], close_timeout=0.5)
+    await ws.send(
+        json.dumps({"type": "hello", "id": 1, "role": "controller", "token": "cli-admin"})
+    )
+    assert json.loads(await ws.recv())["type"] == "welcome"
+    await ws.send(json.dumps({"type": "tick", "id": 2, "n": HUGE_N}))
+    with anyio.fail_after(30):
+        while True:  # polled over HTTP: the other process signals nothing else
+            if await _ticks_of(f"http://127.0.0.1:{match[1]}") > 10:
+                return ws
+            await anyio.sleep(0.05)
+
+
+async def _never_reading_client(banner: str) -> RawClient:
+    """A client that says hello and never reads a byte, nor answers a close."""
+    match = re.search(r"ws://127\.0\.0\.1:(\d+)/sessions/scenario_tutorial", banner)
+    assert match is not None
+    client = await RawClient.open(int(match[1]), "scenario_tutorial")
+    await client.send(hello_frame("cli-admin"))
+    return client
+
+
+async def test_sigterm_during_a_long_tick_exits_having_written_every_trace(
+    tmp_path: Path,
+) -> None:
+    async with await anyio.open_process(_wedged_serve(tmp_path)) as process:
+        banner = await _banner(process)
+        silent = await _never_reading_client(banner)
+        ws = await _start_a_long_tick(banner)
+        try:
+            process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(60):
+                code = await process.wait()
+        finally:
+            silent.close()
+            await ws.close()
+    assert code == 0
+    traces = json_files(tmp_path)
+    assert len(traces) == 2
+    assert {name.rsplit("_", 1)[0] for name in traces} == {NO_DURATION, "scenario_tutorial"}
+
+
+async def test_a_second_signal_exits_at_once_with_a_non_zero_status(tmp_path: Path) -> None:
+    async with await anyio.open_process(_wedged_serve(tmp_path)) as process:
+        banner = await _banner(process)
+        # Its close handshake never completes: the first shutdown waits for it (close_timeout).
+        silent = await _never_reading_client(banner)
+        ws = await _start_a_long_tick(banner)
+        assert process.stderr is not None
+        try:
+            process.send_signal(signal.SIGTERM)
+            said = ""
+            with anyio.fail_after(30):
+                async for chunk in TextReceiveStream(process.stderr):
+                    said += chunk
+                    if "a second Ctrl-C or SIGTERM exits at once" in said:
+                        break
+            process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(30):
+                code = await process.wait()
+        finally:
+            silent.close()
+            await ws.close()
+    assert code == 128 + signal.SIGTERM

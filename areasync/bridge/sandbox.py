@@ -1,0 +1,546 @@
+"""A session's sandbox: the only host files that code run for the session may touch.
+
+Why this exists. ARE's apps reach files two ways. The V2 apps (`EmailClientV2`, `Mail`'s
+successor `MessagingAppV2`) use the scenario's file-system app when there is one
+(`connect_to_protocols` hands them `internal_fs`, whose `_validate_path` maps every path into
+its temporary directory); without one, and always in `EmailClientApp`, `Mail` and
+`MessagingApp`, they call the host's `open`, `os.path.exists` and `os.path.join` on whatever
+path an agent or a scenario gives: `send_email(attachment_paths=["/proc/self/environ"])` read
+the server's environment (its admin token), `download_attachments(path_to_save="/any/dir")`
+wrote anywhere writable, an attachment *named* `../../x` in a scenario's `app_state` chose the
+file name, a FIFO froze the event loop in `open()`, `/dev/zero` ate the memory.
+
+Confining those few tools would leave every app ARE adds later open. So the confinement is
+process-wide and at the level where every file access shows up: a Python audit hook
+(`sys.addaudithook`, installed once, never removed) that looks at `open`, directory listings,
+creations, removals, renames, links, permission changes, `shutil`'s copies and trees, and
+refuses process creation - but only while a `ContextVar` holds the sandbox of the session whose
+code is running (`Sandbox.entered()`: around every command and step of the session, see
+`Simulation`; `Sandbox.loading()`: around building its scenario). Elsewhere (the service itself,
+trace files, ARE's own environments in the conformance suite) the hook returns at once.
+
+Inside a session, what is allowed:
+
+* read and write under the session's *roots*: the temporary directory of each of the
+  scenario's file-system apps (`SandboxLocalFileSystem`, `Files`), and, while the scenario is
+  built, the ones ARE creates for it (`tempfile.mkdtemp` under ARE's sandbox directory, seen by
+  the hook, named as ARE names them: nothing beside them). A session without a file-system app
+  has no root: every host path is refused, with a message that says so. Relative paths resolve
+  against the server's working directory, as in ARE, which is never a root. Symlinks are
+  resolved before the check (a link out of a root is refused);
+* read only: each file-system app's fallback directory (ARE fills a sandbox file lazily from it;
+  it comes from ARE's `DEMO_FS_PATH` setting or a registered scenario's code, never from JSON)
+  and the Python installation (the standard library, site-packages, the `are` and `areasync`
+  packages, the time-zone database): lazy imports, `linecache`, `zoneinfo`, pdfminer's font
+  tables... read their own files in the middle of a tool call. These are public files.
+  `mimetypes` (which reads /etc/mime.types) and `tempfile.gettempdir` are warmed up when the
+  hook is installed;
+* `tempfile.mkstemp`/`NamedTemporaryFile` in the temporary directory (ARE's PDF reader writes
+  the document there for pdfminer): a new file created exclusively (O_CREAT|O_EXCL) can neither
+  read nor clobber anything, and the session may then read and remove that file only;
+* `/dev/null` (libraries open it to discard output);
+* only regular files are opened for reading, and at most `max_file_bytes` of them
+  (`ServiceConfig.max_file_bytes`, `areasync serve --max-file-bytes`, 10 MiB by default): a
+  FIFO, a device, a socket or a `/proc` file is refused before `open` could block or read for
+  ever (`os.stat`, which the hook uses, never blocks on them).
+
+A refusal raises `SandboxViolation` (a `PermissionError`) from the operation itself, so the
+app raises, ARE logs the failed call as it logs any failing tool, and the caller gets a
+`tool_failed` error that names the path and says what is allowed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import gc
+import mimetypes
+import os
+import re
+import shutil
+import stat
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+"""Largest file a session may open for reading (an attachment, a document): 10 MiB."""
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_CREATE_NEW = os.O_CREAT | os.O_EXCL
+# What ARE's SandboxLocalFileSystem names its temporary directory (tempfile's 8 random
+# characters after the prefix), so that a load-time path beside it (`..._evil`) is not one.
+_ARE_SANDBOX_NAME = re.compile(r"are_simulation_fs_sandbox_[a-z0-9_]{8}")
+
+
+class SandboxViolation(PermissionError):
+    """Code running for a session reached for something outside the session's sandbox."""
+
+
+_current: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar(
+    "areasync_sandbox", default=None
+)
+
+
+def current() -> Sandbox | None:
+    """The sandbox of the session whose code is running, if any."""
+    return _current.get()
+
+
+class Sandbox:
+    """The host files one session may touch (see the module docstring)."""
+
+    def __init__(self, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
+        if not isinstance(max_file_bytes, int) or max_file_bytes < 0:
+            raise ValueError(f"max_file_bytes must be a whole number >= 0, got {max_file_bytes!r}")
+        self.max_file_bytes = max_file_bytes
+        self.roots: list[str] = []  # read and write, real paths
+        self.read_roots: list[str] = []  # read only, real paths
+        self.temp_files: set[str] = set()  # made by tempfile for this session
+        self.is_loading = False
+        self.readable: set[str] = set()  # single files readable while loading (its JSON)
+        self._created: list[str] = []  # directories ARE made for it at load: removed at release
+        self._rmtree_seen = False
+
+    # -- entering ----------------------------------------------------------------------------
+
+    def entered(self) -> contextlib.AbstractContextManager[None]:
+        """Run the body as this session's code: file access outside the sandbox is refused."""
+        install()
+        return _Entered(self)
+
+    @contextlib.contextmanager
+    def loading(self, readable: Iterable[str | os.PathLike[str]] = ()) -> Iterator[None]:
+        """Build the session's scenario: as `entered`, and the file-system directories ARE
+        creates meanwhile become roots; `readable` files (the scenario's JSON) may be read."""
+        self.is_loading = True
+        self.readable = {os.path.realpath(path) for path in readable}
+        try:
+            with self.entered():
+                yield
+        finally:
+            self.is_loading = False
+            self.readable = set()
+
+    # -- roots -------------------------------------------------------------------------------
+
+    def adopt(self, apps: Iterable[Any]) -> None:
+        """Make the session's roots those of its file-system apps, and confine the apps' own
+        path check (ARE's is a string prefix test; see `confine_file_system`)."""
+        from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
+
+        roots: list[str] = []
+        read_roots: list[str] = []
+        for app in apps:
+            if not isinstance(app, SandboxLocalFileSystem):
+                continue
+            confine_file_system(app)
+            roots.append(os.path.realpath(app.tmpdir))
+            fallback = getattr(app.local_fs, "fallback_root", None)
+            if isinstance(fallback, str) and "://" not in fallback:
+                read_roots.append(os.path.realpath(fallback))
+        self.roots = roots
+        self.read_roots = read_roots
+
+    def release(self) -> None:
+        """Remove what ARE created for the session (its file systems' directories)."""
+        for path in self._created:
+            shutil.rmtree(path, ignore_errors=True)
+        self._created = []
+        self.roots = []
+        self.temp_files = set()
+
+    # -- the checks (called by the audit hook, with this sandbox current) --------------------
+
+    def check_read(self, path: Any, *, dir_fd: Any = None, file: bool = False) -> None:
+        real = _resolve(path, dir_fd)
+        if real is None:
+            return
+        if not (
+            real == os.devnull
+            or _inside(real, self.roots)
+            or _inside(real, self.read_roots)
+            or _inside(real, _installation())
+            or real in self.temp_files
+            or real in self.readable
+        ):
+            raise SandboxViolation(self._outside(path, "read"))
+        if file:
+            self._check_regular(path, real)
+
+    def check_write(self, path: Any, *, dir_fd: Any = None, follow: bool = True) -> None:
+        real = _resolve(path, dir_fd, follow=follow)
+        if real is None:
+            return
+        if real == os.devnull or _inside(real, self.roots) or real in self.temp_files:
+            return
+        if self.is_loading and _is_are_sandbox_dir(real):
+            return
+        raise SandboxViolation(self._outside(path, "write"))
+
+    def check_open(self, path: Any, mode: Any, flags: Any) -> None:
+        if isinstance(path, int) or path is None:
+            return  # an already open descriptor: its opening went through the hook
+        flags = flags if isinstance(flags, int) else 0
+        writes = bool(flags & _WRITE_FLAGS) or (
+            isinstance(mode, str) and any(c in mode for c in "wax+")
+        )
+        name = os.fsdecode(path)
+        if (
+            mode is None
+            and not writes
+            and self._rmtree_seen
+            and name not in (".", "..")
+            and os.sep not in name
+        ):
+            # shutil.rmtree descends by directory descriptor (`os.open(name, dir_fd=...)`) and
+            # the audit event carries no dir_fd to resolve `name` against; its top was checked.
+            return
+        if writes:
+            real = _resolve(path, None)
+            if real is not None and (flags & _CREATE_NEW) == _CREATE_NEW and _in_temp_dir(real):
+                return  # tempfile.mkstemp: a brand-new file, registered below
+            if real == _temp_dir and mode is not None:
+                # NamedTemporaryFile: `open(tempdir, mode, opener=...)` whose opener makes the
+                # file with mkstemp (audited above); the directory itself is never written.
+                return
+            self.check_write(path)
+            if real not in (None, os.devnull) and not _regular_or_dir(real):
+                raise SandboxViolation(self._not_regular(path))
+            return
+        self.check_read(path, file=True)
+
+    def on_mkstemp(self, path: Any) -> None:
+        real = _resolve(path, None)
+        if real is not None and _in_temp_dir(real):
+            self.temp_files.add(real)
+
+    def on_mkdtemp(self, path: Any) -> None:
+        real = _resolve(path, None)
+        if real is not None and self.is_loading and _is_are_sandbox_dir(real):
+            self.roots.append(real)
+            self._created.append(real)
+
+    def on_rmtree(self, path: Any, dir_fd: Any) -> None:
+        self.check_write(path, dir_fd=dir_fd, follow=False)
+        self._rmtree_seen = True
+
+    def on_remove(self, path: Any, dir_fd: Any) -> None:
+        self.check_write(path, dir_fd=dir_fd, follow=False)
+        real = _resolve(path, dir_fd, follow=False)
+        self.temp_files.discard(real or "")
+
+    def _check_regular(self, path: Any, real: str) -> None:
+        try:
+            info = os.stat(real)
+        except OSError:
+            return  # does not exist: `open` reports that itself
+        if stat.S_ISDIR(info.st_mode):
+            return  # `open` refuses a directory itself; os.open of one lists nothing
+        if not stat.S_ISREG(info.st_mode) and real != os.devnull:
+            raise SandboxViolation(self._not_regular(path))
+        if info.st_size > self.max_file_bytes:
+            raise SandboxViolation(
+                f"{os.fsdecode(path)!r} is {info.st_size} bytes, above this session's limit of "
+                f"{self.max_file_bytes} bytes per file (max_file_bytes): use a smaller file"
+            )
+
+    def _outside(self, path: Any, action: str) -> str:
+        where = (
+            "its file-system app's files (paths such as '/Documents/report.pdf' in the Files "
+            "or SandboxLocalFileSystem app)"
+            if self.roots
+            else "nothing on the host: this scenario has no file-system app (Files or "
+            "SandboxLocalFileSystem), so there are no files to attach, read or save to"
+        )
+        return (
+            f"cannot {action} {_shown(path)}: it is outside this session's sandbox. A session "
+            f"may {action} {where}; host paths, '..' and symlinks out of it are refused"
+        )
+
+    def _not_regular(self, path: Any) -> str:
+        return (
+            f"cannot open {_shown(path)}: only regular files (at most {self.max_file_bytes} "
+            "bytes) may be opened in a session's sandbox, not FIFOs, devices or sockets"
+        )
+
+
+class _Entered:
+    """`with sandbox.entered():` - a plain class, not a generator: it is on every command."""
+
+    __slots__ = ("sandbox", "token")
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self.token: contextvars.Token[Sandbox | None] | None = None
+
+    def __enter__(self) -> None:
+        self.sandbox._rmtree_seen = False
+        self.token = _current.set(self.sandbox)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None:
+            _current.reset(self.token)
+            self.token = None
+
+
+# -- confining ARE's own path check ---------------------------------------------------------
+
+
+def confine_file_system(app: Any) -> None:
+    """Give a `SandboxLocalFileSystem` app a strict path check: ARE's compares strings
+    (`full_path.startswith(tmpdir)`), which lets `/../<sandbox name>_x/...` out beside the
+    sandbox and names the sandbox in its error messages. The strict check compares whole path
+    components of the resolved path (symlinks included) with the sandbox root."""
+    if "_validate_path" not in vars(app):
+        # An instance attribute shadows the class's method for this app only.
+        app._validate_path = _confined(app._validate_path, app.tmpdir)
+
+
+def _confined(are_check: Callable[[str], str], tmpdir: str) -> Callable[[str], str]:
+    root = os.path.realpath(tmpdir)
+
+    def validate_path(path: str) -> str:
+        refused = PermissionError(f"operation not allowed outside the sandbox: {path!r}")
+        try:
+            full_path = are_check(path)  # ARE's mapping: "/" is the sandbox root, "~" home
+        except PermissionError:
+            raise refused from None
+        real = os.path.realpath(full_path)
+        if real != root and os.path.commonpath([root, real]) != root:
+            raise refused
+        return full_path
+
+    return validate_path
+
+
+# -- paths ----------------------------------------------------------------------------------
+
+
+def _resolve(path: Any, dir_fd: Any, *, follow: bool = True) -> str | None:
+    """The real path `path` names (relative to `dir_fd` when one is given); None for a file
+    descriptor. `follow=False` resolves the directory only (an operation on the name itself:
+    removing a symlink touches the link, not its target)."""
+    if isinstance(path, int) or path is None:
+        return None if isinstance(path, int) else os.path.realpath(".")
+    name = os.fsdecode(path)
+    if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(name):
+        try:
+            name = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), name)
+        except OSError:
+            name = os.path.join(f"/proc/self/fd/{dir_fd}", name)  # refused: not in any root
+    if follow:
+        return os.path.realpath(name)
+    head, tail = os.path.split(os.path.abspath(name))
+    return os.path.join(os.path.realpath(head), tail)
+
+
+def _inside(real: str, roots: Iterable[str]) -> bool:
+    return any(real == root or real.startswith(root + os.sep) for root in roots)
+
+
+def _regular_or_dir(real: str | None) -> bool:
+    if real is None:
+        return True
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return True  # a dangling name: `open` creates a regular file or fails
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def _is_are_sandbox_dir(real: str) -> bool:
+    from are.simulation.apps import sandbox_file_system
+
+    head, tail = os.path.split(real)
+    return (
+        head == os.path.realpath(sandbox_file_system.ARE_SIMULATION_SANDBOX_PATH)
+        and _ARE_SANDBOX_NAME.fullmatch(tail) is not None
+    )
+
+
+_temp_dir = ""
+
+
+def _in_temp_dir(real: str) -> bool:
+    return os.path.dirname(real) == _temp_dir
+
+
+_install_roots: list[str] | None = None
+
+
+def _installation() -> list[str]:
+    """Directories of the Python installation: read-only for sessions (module docstring)."""
+    global _install_roots
+    if _install_roots is None:
+        import zoneinfo
+
+        import are
+
+        import areasync
+
+        paths: set[str] = set()
+        for scheme_vars in (
+            None,
+            {"base": sys.base_prefix, "platbase": sys.base_exec_prefix},
+        ):
+            found = sysconfig.get_paths(vars=scheme_vars) if scheme_vars else sysconfig.get_paths()
+            paths.update(found[key] for key in ("stdlib", "platstdlib", "purelib", "platlib"))
+        paths.update(os.path.dirname(p) for p in (are.__file__ or "", areasync.__file__ or ""))
+        paths.update(zoneinfo.TZPATH)
+        _install_roots = sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
+    return _install_roots
+
+
+def _shown(path: Any) -> str:
+    return repr(os.fsdecode(path)) if isinstance(path, str | bytes | os.PathLike) else repr(path)
+
+
+# -- the audit hook -------------------------------------------------------------------------
+
+
+def _refuse_process(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
+    raise SandboxViolation(
+        "a session's tools may not start processes, send signals or change the server's environment"
+    )
+
+
+_Handler = Callable[["Sandbox", tuple[Any, ...]], None]
+
+
+def _path_then_dir_fd(check: str, follow: bool = True) -> _Handler:
+    def handler(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
+        dir_fd = args[-1] if len(args) > 1 and isinstance(args[-1], int) else None
+        if check == "read":
+            sandbox.check_read(args[0], dir_fd=dir_fd)
+        else:
+            sandbox.check_write(args[0], dir_fd=dir_fd, follow=follow)
+
+    return handler
+
+
+def _read_path(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
+    sandbox.check_read(args[0])
+
+
+def _write_path(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
+    sandbox.check_write(args[0])
+
+
+def _copy(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
+    sandbox.check_read(args[0], file=False)
+    sandbox.check_write(args[1])
+
+
+def _rename(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
+    sandbox.check_write(args[0], dir_fd=args[2], follow=False)
+    sandbox.check_write(args[1], dir_fd=args[3], follow=False)
+
+
+def _link(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
+    sandbox.check_write(args[0], dir_fd=args[2])  # a hard link shares the target's data
+    sandbox.check_write(args[1], dir_fd=args[3], follow=False)
+
+
+def _symlink(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
+    target, link, dir_fd = args
+    sandbox.check_write(link, dir_fd=dir_fd, follow=False)
+    real_link = _resolve(link, dir_fd, follow=False) or ""
+    sandbox.check_write(os.path.join(os.path.dirname(real_link), os.fsdecode(target)))
+
+
+def _sqlite(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
+    database = args[0]
+    if database not in (":memory:", b":memory:", ""):
+        sandbox.check_write(database)
+
+
+_HANDLERS: dict[str, _Handler] = {
+    "open": lambda sandbox, args: sandbox.check_open(*args),
+    "os.listdir": _read_path,
+    "os.scandir": _read_path,
+    "os.listxattr": _read_path,
+    "os.getxattr": _read_path,
+    "os.mkdir": _path_then_dir_fd("write"),
+    "os.rmdir": lambda sandbox, args: sandbox.on_remove(args[0], args[1]),
+    "os.remove": lambda sandbox, args: sandbox.on_remove(args[0], args[1]),
+    "os.rename": _rename,
+    "os.link": _link,
+    "os.symlink": _symlink,
+    "os.chmod": _path_then_dir_fd("write"),
+    "os.chown": _path_then_dir_fd("write"),
+    "os.chflags": _write_path,
+    "os.lchflags": _write_path,
+    "os.lchmod": _write_path,
+    "os.lchown": _write_path,
+    "os.utime": _path_then_dir_fd("write"),
+    "os.truncate": _write_path,
+    "os.setxattr": _write_path,
+    "os.removexattr": _write_path,
+    "shutil.copyfile": _copy,
+    "shutil.copymode": _copy,
+    "shutil.copystat": _copy,
+    "shutil.copytree": _copy,
+    "shutil.chown": _write_path,
+    "shutil.rmtree": lambda sandbox, args: sandbox.on_rmtree(args[0], args[1]),
+    "shutil.make_archive": lambda sandbox, args: sandbox.check_write(args[0]),
+    "shutil.unpack_archive": _copy,
+    "sqlite3.connect": _sqlite,
+    "tempfile.mkstemp": lambda sandbox, args: sandbox.on_mkstemp(args[0]),
+    "tempfile.mkdtemp": lambda sandbox, args: sandbox.on_mkdtemp(args[0]),
+    "os.system": _refuse_process,
+    "os.exec": _refuse_process,
+    "os.posix_spawn": _refuse_process,
+    "os.spawn": _refuse_process,
+    "os.fork": _refuse_process,
+    "os.forkpty": _refuse_process,
+    "os.kill": _refuse_process,
+    "os.killpg": _refuse_process,
+    "os.putenv": _refuse_process,
+    "os.unsetenv": _refuse_process,
+    "subprocess.Popen": _refuse_process,
+    "pty.spawn": _refuse_process,
+}
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    # Runs on every audited event of the process (imports, compiles, sys._getframe...): the
+    # dict lookup sends everything that is not a file operation back at once, and a file
+    # operation outside any session costs one ContextVar read more.
+    handler = _HANDLERS.get(event)
+    if handler is None or _collecting:
+        return
+    sandbox = _current.get()
+    if sandbox is None:
+        return
+    # The checks stat and resolve paths, which raise no audit events: no re-entry.
+    handler(sandbox, args)
+
+
+_installed = False
+# True while the garbage collector runs: the finalizers it calls belong to whatever object it
+# frees (another session's file system removing its own directory, say), not to the session
+# that happened to be running when the collection started.
+_collecting = False
+
+
+def _on_gc(phase: str, info: dict[str, Any]) -> None:
+    global _collecting
+    _collecting = phase == "start"
+
+
+def install() -> None:
+    """Install the audit hook (once per process; an audit hook cannot be removed)."""
+    global _installed, _temp_dir
+    if _installed:
+        return
+    # What the standard library reads or probes lazily, done once here, outside any session:
+    # mimetypes reads /etc/mime.types; gettempdir probes candidate directories by writing.
+    mimetypes.init()
+    _temp_dir = os.path.realpath(tempfile.gettempdir())
+    _installation()
+    gc.callbacks.append(_on_gc)
+    sys.addaudithook(_hook)
+    _installed = True

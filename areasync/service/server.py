@@ -13,6 +13,11 @@ The WebSocket server is `websockets.asyncio.server`, with permessage-deflate off
 would cost CPU per subscriber per frame and defeat encode-once fan-out, and frames are small.
 Sessions run in the service's anyio task group; each connection runs in its own (see
 `connection.py`).
+
+Sockets that have not said hello are admitted through a pool of their own (`admission.py`:
+`max_pending_hellos`, idle ones evicted with 4408, newcomers parked unread while none may be),
+so only authenticated connections count against `max_connections`; one task for the whole
+server closes sockets that take no bytes for `write_timeout` with 4008 (`stalls.py`).
 """
 
 from __future__ import annotations

@@ -60,12 +60,12 @@ schema: $(STAMP)
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
-# Long fuzzing over a live socket (issue 7): FUZZ_EXAMPLES hypothesis examples (default 1000).
+# Long fuzzing over a live socket: FUZZ_EXAMPLES hypothesis examples (default 1000).
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} $(PY) -m pytest -q -m soak \
 		tests/hardening/test_fuzz.py --hypothesis-show-statistics
 
-# Soak (issue 7): SOAK_SECONDS (default 600) of 100 oracle-agent sessions + churn, JSON report;
+# Soak: SOAK_SECONDS (default 600) of 100 oracle-agent sessions + churn, JSON report;
 # then reconnect storms for STORM_SECONDS (default 120). See RELIABILITY.md.
 soak: $(STAMP)
 	$(PY) bench/soak.py --seconds $${SOAK_SECONDS:-600}

@@ -1,6 +1,6 @@
 """The reference side of conformance: ARE's own loops, and an id-free view of an event log.
 
-areasync is judged by comparison with ARE (issue 2): for every registered scenario that needs no
+areasync is judged by comparison with ARE: for every registered scenario that needs no
 network, in oracle mode, a `fast` run must give the same event log as ARE's queue-based loop and a
 `realtime` run the same log and tick count as ARE's time-based loop. This module produces the ARE
 side of that comparison and the normal form both sides are compared in. It is part of the package,
@@ -33,7 +33,7 @@ Ordering and ties
     canonical JSON of the entry with every id masked) and only then numbers the ids: two runs that
     did the same things at the same times compare equal whatever order they did tied things in,
     while a different result of a tied pair still shows in its return values. ReminderApp's
-    `get_due_reminders` (logged as an AGENT event at the start of every tick, see DESIGN section 3)
+    `get_due_reminders` (logged as an AGENT event at the start of every tick)
     ties with the events of its tick in the same way. Values are serialised when `normalized_log`
     is called, i.e. in their final state: ARE keeps references (an `Email` argument, the
     `Reminder`s a tick returned and later marked `already_notified`), so compare two environments
@@ -58,7 +58,7 @@ The two ARE loops, and tick counts
 Epsilon at the duration bound
     The time loop runs while `time_passed() <= duration`. On the wall clock every tick also costs
     processing time, so after k sleeps `time_passed()` is k*increment plus a little, and a tick at
-    exactly `start + duration` never runs: the bound is exclusive (DESIGN section 2). A fake clock
+    exactly `start + duration` never runs: the bound is exclusive. A fake clock
     without that epsilon would run one more tick. `FakeWallClock` therefore adds `sleep_overhead`
     (default 1e-6 s) to every `sleep`: tiny next to ARE's own drift (~1 ms per tick here), big
     enough to survive float arithmetic, and it keeps the rule. The queue loop gets the same effect
@@ -657,7 +657,7 @@ class _Gaia2Shaped(Scenario):
 def reminder_ticks_scenario() -> Scenario:
     """A scenario where ticks show in the log, and an event sits exactly on the duration bound.
 
-    ReminderApp's `get_due_reminders` is logged as an AGENT event on every tick (DESIGN section 3),
+    ReminderApp's `get_due_reminders` is logged as an AGENT event on every tick,
     so the log records when ticks ran: at event times only in the queue loop, every second in the
     time loop, which therefore give *different* logs here (a reminder due at 4 s is noticed at
     4 s by the time loop, at the next event time, 6 s, by the queue loop). The ENV event at exactly

@@ -6,7 +6,7 @@
   events through ARE's code, so areasync's events/s is reported as a fraction of it.
 - ARE's queue-based loop: ARE's own oracle run (`oracle_mode=True, queue_based_loop=True`,
   `exit_when_no_events`), as ARE's tests run scenarios. It is quadratic in N (the queue length and
-  the log view are re-sorted for every event; DESIGN section 3), so it is only run at small N.
+  the log view are re-sorted for every event), so it is only run at small N.
 
 Both take a fresh, initialized scenario (see `bench.synthetic`) and return a `Timing`.
 """

@@ -8,7 +8,7 @@ Prints one JSON document. For each N (synthetic scenario of N ENV events, `bench
   from load (environment construction, app registration, scheduling) to the end of the run;
   `null` with a note while `areasync` cannot be imported (the bench predates the core);
 - `are_queue_loop`: ARE's own oracle run, at N <= `--are-loop-max` only (it is quadratic).
-Then the ratios issue 2 sets targets on: areasync/floor events/s at every N (>= 0.5), areasync
+Then the ratios the targets are set on: areasync/floor events/s at every N (>= 0.5), areasync
 per-event cost at the largest N over the smallest (<= 1.5), areasync speed-up over ARE's loop at
 1,000 events (>= 100). The machine is noisy: runners are interleaved at each N, every sample is a
 fresh scenario, the best of `--repeats` samples counts, and GC is kept out of timed regions.

@@ -30,7 +30,7 @@ its switches per thread, and the worker thread's are ARE's defaults). One import
 create (the server shutting down) waits for its thread's import to finish, then starts
 nothing; a failed import is an `invalid_field` error that changes nothing.
 
-Fast-mode turn-taking (DESIGN section 2, leases). The server holds an agent's busy lease while it
+Fast-mode turn-taking (leases: README, "Modes"). The server holds an agent's busy lease while it
 is the agent's turn: from its attach, from each notification put on the stream and from each
 tool result, until the agent sends `idle`, calls `SystemApp__wait_for_notification`, or
 disconnects. A fast session must not race to its end before its agent arrives, so it starts

@@ -1,7 +1,7 @@
 """Run ARE's own test modules against `SyncEnvironment` instead of ARE's threaded `Environment`.
 
-ARE ships its tests with the package (`are/simulation/tests`). The modules listed in DESIGN
-section 3 exercise exactly the API `SyncEnvironment` promises to keep: start/join/stop, the
+ARE ships its tests with the package (`are/simulation/tests`). The modules re-exported here
+exercise exactly the API `SyncEnvironment` promises to keep: start/join/stop, the
 time-based and queue-based loops, scheduling and dependencies, condition and validation events,
 notifications and `SystemApp.wait_for_notification`. Each `test_are_<name>.py` next to this file
 re-exports one ARE module unchanged (`from are.simulation.tests.<module> import *`); the
@@ -48,7 +48,7 @@ from areasync.bridge.sync import SyncEnvironment, VirtualWall
 ENVIRONMENT_USERS: tuple[str, ...] = ()
 
 # Registered scenarios that `scenarios_test.test_run_scenario` cannot run here, and why. Both are
-# out of scope for conformance (DESIGN section 3: tests needing network, HF or MCP, are out).
+# out of scope for conformance (tests needing the network, the Hugging Face Hub or MCP).
 OUT_OF_SCOPE_SCENARIOS: dict[str, str] = {
     "scenario_hf_demo_mcp": (
         "needs network: initialize() downloads its universe from the Hugging Face Hub "

@@ -42,7 +42,7 @@ async def test_serve_prints_urls_and_tokens_then_shuts_down_cleanly_on_sigint(
         with anyio.fail_after(30):
             code = await process.wait()
     assert code == 0
-    assert re.search(r"http://127\.0\.0\.1:\d+/\?token=cli-admin", banner)
+    assert re.search(r"http://127\.0\.0\.1:\d+/#token=cli-admin", banner)
     assert re.search(r"ws://127\.0\.0\.1:\d+/sessions/scenario_tutorial", banner)
     assert all(role in banner for role in ("agent", "user", "observer", "controller"))
     [trace] = json_files(tmp_path)

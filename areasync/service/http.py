@@ -86,6 +86,8 @@ def _response(
         ]
     )
     for name, value in (extra or {}).items():
+        if name in headers:  # a websockets Headers adds a value on assignment: replace
+            del headers[name]
         headers[name] = value
     return Response(status, _REASONS.get(status, "Error"), headers, body)
 

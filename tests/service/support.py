@@ -237,10 +237,11 @@ async def http_request(
                 pass
     head, _, content = data.partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    parsed = {}
-    for line in header_lines:
+    parsed: dict[str, str] = {}
+    for line in header_lines:  # a repeated header's values are joined, as HTTP reads them
         name, _, value = line.partition(":")
-        parsed[name.strip().lower()] = value.strip()
+        key = name.strip().lower()
+        parsed[key] = f"{parsed[key]}, {value.strip()}" if key in parsed else value.strip()
     return int(status_line.split()[1]), parsed, content
 
 

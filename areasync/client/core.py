@@ -1031,7 +1031,7 @@ def _clock(value: Any) -> ClockState:
         raise AreasyncError(f"expected a clock state in the reply, got {value!r} ({exc})") from None
 
 
-def _said(body: bytes) -> str:
+def _said(body: bytes | bytearray) -> str:
     """The message of an areasync HTTP error body (`{"error": {"message": ...}}`), or ""."""
     try:
         message = json.loads(body)["error"]["message"]

@@ -821,4 +821,3 @@ def unauthorized_hello(frame: Hello) -> ProtocolError:
         "there is no such session); use the token printed for that role, or the admin token",
         id=frame.id,
     )
-

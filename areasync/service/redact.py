@@ -44,7 +44,7 @@ def redact(text: str) -> str:
     return text
 
 
-class RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+class RedactingLogger(logging.LoggerAdapter[logging.Logger]):
     """A logger adapter that emits `redact(message)`, exceptions included, and nothing else."""
 
     def __init__(self, logger: logging.Logger) -> None:

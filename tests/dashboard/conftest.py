@@ -206,14 +206,14 @@ async def browser() -> AsyncIterator[Browser]:
         await launched.close()
 
 
-async def until(page: Page, expression: str, timeout: float = 20.0) -> None:
-    """Wait (at most `timeout` s) until `expression` is truthy in the page.
+async def until(page: Page, expression: str, limit: float = 20.0) -> None:
+    """Wait (at most `limit` s) until `expression` is truthy in the page.
 
     Playwright's `wait_for_function` compiles its predicate with `new Function` inside the
     page, which the dashboard's policy (no 'unsafe-eval') refuses; `evaluate` is not eval.
     """
-    with anyio.fail_after(timeout):
-        while not await page.evaluate(expression):
+    with anyio.fail_after(limit):
+        while not await page.evaluate(expression):  # noqa: ASYNC110 - the page has no event
             await anyio.sleep(0.02)
 
 
@@ -251,9 +251,11 @@ async def page(
     opened.on("pageerror", lambda exc: errors.append(str(exc)))
     opened.on(
         "console",
-        lambda message: csp_violations.append(message.text)
-        if "Content Security Policy" in message.text
-        else None,
+        lambda message: (
+            csp_violations.append(message.text)
+            if "Content Security Policy" in message.text
+            else None
+        ),
     )
     yield opened
     await snap(opened, request.node.name)

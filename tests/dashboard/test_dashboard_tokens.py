@@ -58,7 +58,7 @@ class Recorder:
     async def until_polled(self, times: int) -> None:
         """Wait (bounded) until the page has asked /api/sessions `times` times."""
         with anyio.fail_after(30):
-            while len(self.polls()) < times:
+            while len(self.polls()) < times:  # noqa: ASYNC110 - a spy, no event to wait on
                 await anyio.sleep(0.05)
 
 

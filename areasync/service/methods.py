@@ -11,7 +11,7 @@ sends after it is discarded. GET and HEAD requests (and anything that does not s
 HTTP request) go to websockets' parser untouched, byte for byte.
 
 This relies on websockets' Sans-I/O protocol (`protocol.parser`, `protocol.reader`,
-`protocol.events`), checked against websockets 17; tests/service/test_http.py sends POST, PUT,
+`protocol.events`), checked against websockets 17; tests/hardening/test_browsers.py sends POST, PUT,
 DELETE, OPTIONS and an unknown method, with and without a body, over a raw socket.
 """
 

@@ -82,6 +82,23 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback)")
     serve.add_argument("--port", type=int, default=8765, help="port (0: any free port)")
     serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also accept browser pages of this origin (scheme://host[:port]; repeatable). "
+        "Default: the server's own origins, and clients that send no Origin",
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="also answer to this name in the Host header (HOST: any port, or HOST:PORT; "
+        "repeatable). Default: the bound address; loopback names for a loopback bind; any IP "
+        "address and localhost for 0.0.0.0 or ::",
+    )
+    serve.add_argument(
         "--trace-dir", default="traces", help="where ended sessions' ARE traces are written"
     )
     serve.add_argument(
@@ -189,6 +206,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         config = ServiceConfig(
             host=args.host,
             port=args.port,
+            allow_origins=tuple(args.allow_origin),
+            allow_hosts=tuple(args.allow_host),
             admin_token=args.token or os.environ.get("AREASYNC_TOKEN") or None,
             trace_dir=Path(args.trace_dir) if args.trace_dir else None,
             mode=Mode(args.mode),

@@ -274,7 +274,9 @@ async def click_latency(page: Any, selector: str, predicate: str) -> float:
 
 
 async def open_page(browser: Any, url: str) -> Any:
-    page = await browser.new_page(viewport=VIEWPORT)
+    # bypass_csp: the bench's probes use wait_for_function, which evaluates its predicate with
+    # `new Function`, refused by the dashboard's policy (tests/dashboard checks the policy).
+    page = await browser.new_page(viewport=VIEWPORT, bypass_csp=True)
     await page.add_init_script(PAGE_HELPERS)
     await page.goto(url)
     await page.wait_for_function("document.getElementById('conn').dataset.state === 'live'")
@@ -304,7 +306,7 @@ async def measure_live(browser: Any, base: str, url: str, n: int) -> tuple[Any, 
 
 
 async def measure_replay(browser: Any, url: str, n: int) -> dict[str, Any]:
-    page = await browser.new_page(viewport=VIEWPORT)
+    page = await browser.new_page(viewport=VIEWPORT, bypass_csp=True)
     await page.add_init_script(PAGE_HELPERS)
     await page.add_init_script("window.__bench.record()")
     await page.goto(url)
@@ -346,7 +348,7 @@ async ([url, token, n, batch]) => new Promise((resolve, reject) => {
 
 async def measure_socket_floor(browser: Any, base: str, n: int, batch: bool) -> dict[str, Any]:
     """The same replay read by a bare WebSocket in the browser: parse each frame, count, no UI."""
-    page = await browser.new_page()
+    page = await browser.new_page(bypass_csp=True)
     await page.goto(f"{base}/health")
     ws_url = base.replace("http://", "ws://") + f"/sessions/{SESSION}"
     elapsed = await page.evaluate(SOCKET_FLOOR_SCRIPT, [ws_url, TOKEN, n, batch])
@@ -375,7 +377,7 @@ async (n) => {
 
 
 async def measure_feed(browser: Any, base: str, n: int) -> dict[str, Any]:
-    page = await browser.new_page(viewport=VIEWPORT)
+    page = await browser.new_page(viewport=VIEWPORT, bypass_csp=True)
     await page.goto(f"{base}/?token={TOKEN}&offline&session=feed")
     await page.wait_for_function("window.__areasync")
     result = await page.evaluate(FEED_SCRIPT, n)

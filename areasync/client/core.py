@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import math
 import random
@@ -762,7 +763,7 @@ class Client:
                 ws = await ws_connect(self.url, open_timeout=None, **self._ws_options)
             except InvalidStatus as exc:
                 status = exc.response.status_code
-                error = _status_error(status, self.url)
+                error = _status_error(status, self.url, _said(exc.response.body))
                 if status in _RETRYABLE_STATUSES:
                     raise error from exc
                 raise _Fatal(error) from exc
@@ -1039,7 +1040,16 @@ def _clock(value: Any) -> ClockState:
         raise AreasyncError(f"expected a clock state in the reply, got {value!r} ({exc})") from None
 
 
-def _status_error(status: int, url: str) -> AreasyncError:
+def _said(body: bytes | bytearray) -> str:
+    """The message of an areasync HTTP error body (`{"error": {"message": ...}}`), or ""."""
+    try:
+        message = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    return f": {message}" if isinstance(message, str) else ""
+
+
+def _status_error(status: int, url: str, said: str = "") -> AreasyncError:
     if status == 404:
         from areasync.client.errors import SessionNotFoundError
 
@@ -1047,13 +1057,15 @@ def _status_error(status: int, url: str) -> AreasyncError:
     if status in (401, 403):
         from areasync.client.errors import UnauthorizedError
 
-        return UnauthorizedError(f"the server refused the connection to {url} (HTTP {status})")
+        return UnauthorizedError(
+            f"the server refused the connection to {url} (HTTP {status}){said}"
+        )
     if status in (429, 503):
         from areasync.client.errors import CapacityError
 
         return CapacityError(f"the server is busy (HTTP {status}); retrying")
     return AreasyncError(
-        f"the server refused the WebSocket handshake for {url} with HTTP {status}",
+        f"the server refused the WebSocket handshake for {url} with HTTP {status}{said}",
         retryable=status in _RETRYABLE_STATUSES,
     )
 

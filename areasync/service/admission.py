@@ -241,10 +241,13 @@ class Admission:
                 return
 
 
-def connection_class(admission: Admission) -> type[ServerConnection]:
-    """websockets' `ServerConnection`, reporting its accept and its end to `admission`."""
+def connection_class(
+    admission: Admission, base: type[ServerConnection] = ServerConnection
+) -> type[ServerConnection]:
+    """websockets' `ServerConnection` (or `base`, a subclass of it), reporting its accept and
+    its end to `admission`."""
 
-    class AdmittedConnection(ServerConnection):
+    class AdmittedConnection(base):  # type: ignore[valid-type,misc]
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
             admission.arrive(self)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
 from areasync.protocol.frames import ImportMode, Mode
+from areasync.service.origin import normalize_hosts, normalize_origins
 from areasync.simulation import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 
 
@@ -25,6 +26,12 @@ class ServiceConfig:
     port: int = 8765  # 0 picks a free port (tests); the bound port is Service.port
     admin_token: str | None = None  # None: a random one is generated at start-up
     trace_dir: Path | None = Path("traces")  # None: no trace files are written
+    # Browsers (see origin.py): pages of these origins ("http://host:port") may open sockets
+    # and call the HTTP routes, besides the server's own origins and clients sending no Origin;
+    # and these names ("host" any port, or "host:port") are accepted in the Host header, besides
+    # the names the server is bound as (a guard against DNS rebinding).
+    allow_origins: tuple[str, ...] = ()
+    allow_hosts: tuple[str, ...] = ()
 
     # -- sessions created at start-up (and the defaults of create_session) -----------------
     mode: Mode = Mode.REALTIME
@@ -123,6 +130,11 @@ class ServiceConfig:
             object.__setattr__(self, "lease_policy", LeasePolicy(self.lease_policy))
         except ValueError:
             problems.append(f"lease_policy must be one of {', '.join(p for p in LeasePolicy)}")
+        try:
+            object.__setattr__(self, "allow_origins", normalize_origins(self.allow_origins))
+            object.__setattr__(self, "allow_hosts", normalize_hosts(self.allow_hosts))
+        except ValueError as exc:
+            problems.append(str(exc))
         if self.trace_dir is not None and not isinstance(self.trace_dir, Path):
             object.__setattr__(self, "trace_dir", Path(self.trace_dir))
         if self.speed <= 0:

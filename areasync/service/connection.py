@@ -333,7 +333,12 @@ class Connection:
             await self._refuse(error, CloseCode.BAD_HELLO)
             return False
         session = self.registry.get(self.session_id)
-        if session is None:
+        # One check whether or not the session exists (compared against a stand-in token if it
+        # does not: same work), and one answer for "no such session" and "bad token", so that
+        # session ids cannot be enumerated. Only a token that opens every session (the admin's)
+        # learns that the session does not exist.
+        allowed = self.registry.tokens.allows(frame.token, self.session_id, frame.role)
+        if session is None and allowed:
             error = ProtocolError(
                 ErrorCode.SESSION_NOT_FOUND,
                 f"no session {self.session_id!r} on this server; GET /api/sessions lists them "
@@ -342,14 +347,8 @@ class Connection:
             )
             await self._refuse(error, CloseCode.SESSION_NOT_FOUND)
             return False
-        if not self.registry.tokens.allows(frame.token, session.id, frame.role):
-            error = ProtocolError(
-                ErrorCode.UNAUTHORIZED,
-                f"this token is not valid for role {frame.role.value!r} of session "
-                f"{session.id!r}; use the token printed for that role, or the admin token",
-                id=frame.id,
-            )
-            await self._refuse(error, CloseCode.UNAUTHORIZED)
+        if session is None or not allowed:
+            await self._refuse(unauthorized_hello(frame), CloseCode.UNAUTHORIZED)
             return False
         if len(session.connections) >= self.config.max_connections_per_session:
             error = ProtocolError(
@@ -978,3 +977,14 @@ class _NoReply:
 
 
 _NO_REPLY: Any = _NoReply()
+
+
+def unauthorized_hello(frame: Hello) -> ProtocolError:
+    """The refusal of a hello whose token does not open its role here, or whose session does
+    not exist: the same words either way (only the request's id and role differ)."""
+    return ProtocolError(
+        ErrorCode.UNAUTHORIZED,
+        f"this token does not open role {frame.role.value!r} of the session at this URL (or "
+        "there is no such session); use the token printed for that role, or the admin token",
+        id=frame.id,
+    )

@@ -13,22 +13,29 @@ path                token    answer
 /api/schema         yes      200 the protocol's JSON Schema
 /metrics            admin    200 Prometheus text format (server-wide counters: the admin token
                              only; a session token gets 403)
-/ , /index.html     yes      200 the dashboard page (a placeholder if it is not installed)
-/<asset>            no       200 a dashboard file (JS, CSS): static code, no data, and the page's
-                             relative links carry no token
-/sessions/<id>      (hello)  the WebSocket endpoint (503 when the server is at max_connections)
+/ , /index.html     no       200 the dashboard page (a placeholder if it is not installed): static,
+                             no data; it reads its token from the URL's `#token=` (or `?token=`)
+                             and sends it only in headers and in the WebSocket hello
+/<asset>            no       200 a dashboard file (JS, CSS): static code, no data
+/sessions/<id>      (hello)  the WebSocket endpoint (503 when the server is at max_connections);
+                             which sessions exist is told only to a hello with a valid token
 ==================  =======  ===================================================================
 
 A token is `Authorization: Bearer <token>` or `?token=<token>`; any token the server minted
 (admin or a session role) opens the token-protected paths, except that a session token only
-ever sees its own session. A missing or wrong token gets 401 with a JSON error body.
+ever sees its own session. A missing or wrong token gets 401 with a JSON error body, the same
+whatever the query names.
+
+Before any route, every request passes three checks (once per request or handshake, never per
+frame): its method (GET and HEAD; anything else gets 405 with `Allow: GET, HEAD`, see
+`methods.py` for requests websockets' parser would drop), its Host header (DNS rebinding: 421)
+and its Origin header (pages of other sites: 403), see `origin.py`. HEAD is answered as GET
+without the body. Every response carries the security headers of `headers.py`.
 """
 
 from __future__ import annotations
 
 import email.utils
-import html
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,11 +49,27 @@ from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import PROTOCOL, Role
 from areasync.protocol.schema import render_schema
 from areasync.service.auth import token_from_http
+from areasync.service.headers import API_CSP, BASE_HEADERS, dashboard_csp
+from areasync.service.methods import ALLOW, ALLOWED_METHODS
+from areasync.service.origin import SitePolicy, show_host
 from areasync.service.session import SessionRegistry
 
 SESSIONS_PREFIX = "/sessions/"
 
-_PROTECTED = frozenset({"/api/sessions", "/api/schema", "/metrics", "/", "/index.html"})
+_PROTECTED = frozenset({"/api/sessions", "/api/schema", "/metrics"})
+_PAGES = frozenset({"/", "/index.html"})
+
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    421: "Misdirected Request",
+    426: "Upgrade Required",
+    503: "Service Unavailable",
+}
 
 
 def _response(
@@ -58,24 +81,42 @@ def _response(
             ("Connection", "close"),
             ("Content-Length", str(len(body))),
             ("Content-Type", content_type),
-            ("Cache-Control", "no-store"),
-            ("X-Content-Type-Options", "nosniff"),
+            *BASE_HEADERS,
+            ("Content-Security-Policy", API_CSP),
         ]
     )
     for name, value in (extra or {}).items():
+        if name in headers:  # a websockets Headers adds a value on assignment: replace
+            del headers[name]
         headers[name] = value
-    reason = {200: "OK", 401: "Unauthorized", 404: "Not Found", 503: "Service Unavailable"}
-    return Response(status, reason.get(status, "Error"), headers, body)
+    return Response(status, _REASONS.get(status, "Error"), headers, body)
+
+
+def secure(response: Response) -> None:
+    """Give a response made elsewhere (websockets' own refusals) the security headers it lacks."""
+    headers = response.headers
+    for name, value in (*BASE_HEADERS, ("Content-Security-Policy", API_CSP)):
+        if name not in headers:
+            headers[name] = value
+
+
+def without_body(response: Response) -> Response:
+    """The answer to HEAD: GET's status and headers (Content-Length included), no body."""
+    return Response(response.status_code, response.reason_phrase, response.headers, b"")
 
 
 def json_response(status: int, value: Any, extra: dict[str, str] | None = None) -> Response:
     return _response(status, msgspec.json.encode(value), "application/json", extra)
 
 
-def error_response(status: int, code: ErrorCode | str, message: str) -> Response:
+def error_response(
+    status: int, code: ErrorCode | str, message: str, extra: dict[str, str] | None = None
+) -> Response:
     """A JSON error body shaped like the protocol's error frame: code and message."""
-    extra = {"WWW-Authenticate": 'Bearer realm="areasync"'} if status == 401 else None
-    return json_response(status, {"error": {"code": str(code), "message": message}}, extra)
+    headers = dict(extra or {})
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="areasync"'
+    return json_response(status, {"error": {"code": str(code), "message": message}}, headers)
 
 
 def session_id_of(path: str) -> str | None:
@@ -100,17 +141,54 @@ def _dashboard() -> tuple[Callable[[str], Path | None], dict[str, str]] | None:
 
 
 class HttpRoutes:
-    """`process_request` for the service's websockets server."""
+    """`process_request` (and `process_response`) for the service's websockets server."""
 
     def __init__(self, registry: SessionRegistry, open_connections: Callable[[], int]) -> None:
         self.registry = registry
         self.open_connections = open_connections
         self._schema = render_schema().encode()
         self._dashboard = _dashboard()
+        self.site: SitePolicy | None = None  # set by `bound`, once the port is known
+        self._own_host = ""
+
+    def bound(self, host: str, port: int, display: str) -> None:
+        """The server listens on `host`:`port` (shown as `display`): set the Host/Origin policy."""
+        config = self.registry.config
+        self.site = SitePolicy.for_server(host, port, config.allow_hosts, config.allow_origins)
+        self._own_host = show_host(display.strip("[]"), port)
 
     def __call__(self, connection: Any, request: Request) -> Response | None:
+        response = self._answer(request)
+        if response is not None and request.method == "HEAD":
+            return without_body(response)
+        return response
+
+    def after(self, connection: Any, request: Request, response: Response) -> None:
+        """`process_response`: websockets' own refusals (426, 400...) get the security headers."""
+        if response.status_code != 101:
+            secure(response)
+
+    def _answer(self, request: Request) -> Response | None:
+        if request.method not in ALLOWED_METHODS:
+            return error_response(
+                405,
+                "method_not_allowed",
+                f"method {request.method[:40]!r} is not allowed here: this server answers "
+                f"{' and '.join(ALLOWED_METHODS)} only",
+                {"Allow": ALLOW},
+            )
+        refused = self._screen(request)
+        if refused is not None:
+            return refused
         url = urlsplit(request.path)
         path = url.path
+        if path.startswith(SESSIONS_PREFIX) and request.method == "HEAD":
+            return error_response(
+                426,
+                "upgrade_required",
+                f"{path!r} is a WebSocket endpoint: open it with a WebSocket client (GET)",
+                {"Upgrade": "websocket"},
+            )
         if path.startswith(SESSIONS_PREFIX):
             limit = self.registry.config.max_connections
             if self.open_connections() >= limit:
@@ -131,7 +209,33 @@ class HttpRoutes:
             return json_response(200, {"status": "ok", "protocol": PROTOCOL})
         if path in _PROTECTED:
             return self._protected(path, url.query, request.headers.get("Authorization"))
-        return self._asset(path)
+        if path in _PAGES:
+            return self._index(self._socket_host(request))
+        return self._asset(path, self._socket_host(request))
+
+    def _screen(self, request: Request) -> Response | None:
+        """The Host and Origin checks (origin.py): a refusal, or None to go on."""
+        site = self.site
+        if site is None:  # not bound yet (HttpRoutes used on its own)
+            return None
+        hosts = request.headers.get_all("Host")
+        origins = request.headers.get_all("Origin")
+        if len(hosts) > 1 or len(origins) > 1:
+            return error_response(
+                400, "bad_request", "a request has at most one Host and one Origin header"
+            )
+        host = hosts[0] if hosts else None
+        if not site.host_allowed(host):
+            return error_response(421, "host_not_allowed", site.host_refusal(host or ""))
+        origin = origins[0] if origins else None
+        if not site.origin_allowed(origin, host):
+            return error_response(403, "origin_not_allowed", site.origin_refusal(origin or ""))
+        return None
+
+    def _socket_host(self, request: Request) -> str:
+        # The WebSocket the page will open goes where the page came from: the accepted Host.
+        hosts = request.headers.get_all("Host")
+        return hosts[0].strip().lower() if len(hosts) == 1 else self._own_host
 
     def _protected(self, path: str, query: str, authorization: str | None) -> Response:
         token = token_from_http(query, authorization)
@@ -161,7 +265,7 @@ class HttpRoutes:
             return _response(
                 200, self.metrics_text().encode(), "text/plain; version=0.0.4; charset=utf-8"
             )
-        return self._index()
+        raise AssertionError(path)  # pragma: no cover - _PROTECTED lists the paths above
 
     def sessions(self, role: Role, session_id: str | None) -> dict[str, Any]:
         registry = self.registry
@@ -185,21 +289,25 @@ class HttpRoutes:
             sessions=sessions, connections=connections, traces=registry.traces_written
         )
 
-    def _index(self) -> Response:
+    def _index(self, socket_host: str) -> Response:
+        csp = {"Content-Security-Policy": dashboard_csp([socket_host])}
         if self._dashboard is not None:
             asset_path, types = self._dashboard
             page = asset_path("/index.html")
             if page is not None:
-                return _response(200, page.read_bytes(), types.get(".html", "text/html"))
-        return _response(200, self._placeholder().encode(), "text/html; charset=utf-8")
+                return _response(200, page.read_bytes(), types.get(".html", "text/html"), csp)
+        return _response(200, _PLACEHOLDER.encode(), "text/html; charset=utf-8", csp)
 
-    def _asset(self, path: str) -> Response:
+    def _asset(self, path: str, socket_host: str) -> Response:
         if self._dashboard is not None:
             asset_path, types = self._dashboard
             file = asset_path(path)
             if file is not None:
+                # A worker runs under the policy its script came with: the page's, so that
+                # socket-worker.js may open the WebSocket.
+                csp = {"Content-Security-Policy": dashboard_csp([socket_host])}
                 content_type = types.get(file.suffix, "application/octet-stream")
-                return _response(200, file.read_bytes(), content_type)
+                return _response(200, file.read_bytes(), content_type, csp)
         return error_response(
             404,
             "not_found",
@@ -207,16 +315,10 @@ class HttpRoutes:
             "(dashboard) or a WebSocket at /sessions/<id>",
         )
 
-    def _placeholder(self) -> str:
-        rows = "".join(
-            f"<li><code>{html.escape(s.id)}</code> {html.escape(s.scenario_id)}: "
-            f"{html.escape(s.sim.state)}</li>"
-            for s in self.registry.sessions.values()
-        )
-        sessions = json.dumps([s.id for s in self.registry.sessions.values()])
-        return (
-            "<!doctype html><meta charset=utf-8><title>areasync</title>"
-            "<h1>areasync</h1><p>The dashboard is not installed; the sessions are:</p>"
-            f"<ul>{rows}</ul><p>API: <code>/api/sessions</code>, <code>/api/schema</code>, "
-            f"<code>/metrics</code>.</p><!-- {html.escape(sessions)} -->"
-        )
+
+# Served at / without a token, so it shows no session data: the API does, with a token.
+_PLACEHOLDER = (
+    "<!doctype html><meta charset=utf-8><title>areasync</title>"
+    "<h1>areasync</h1><p>The dashboard is not installed. With a token: "
+    "<code>/api/sessions</code>, <code>/api/schema</code>, <code>/metrics</code>.</p>"
+)

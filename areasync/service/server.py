@@ -39,7 +39,9 @@ from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.connection import Connection
 from areasync.service.http import HttpRoutes, session_id_of
+from areasync.service.methods import ScreenedConnection
 from areasync.service.metrics import Metrics
+from areasync.service.redact import RedactingLogger
 from areasync.service.session import ScenarioSource, SessionRegistry
 from areasync.service.stalls import StallSweep
 
@@ -112,7 +114,9 @@ class Service:
         return self.registry.ws_url(quote(session_id, safe=""))
 
     def dashboard_url(self, token: str | None = None) -> str:
-        return f"{self.http_url}/?token={quote(token or self.tokens.admin, safe='')}"
+        # The token rides in the fragment, which browsers never send: not in the request line,
+        # a Referer or a log. The page moves it out of the address bar (and history) at once.
+        return f"{self.http_url}/#token={quote(token or self.tokens.admin, safe='')}"
 
     # -- running -----------------------------------------------------------------------------
 
@@ -149,6 +153,8 @@ class Service:
             config.host,
             config.port,
             process_request=self.http,
+            process_response=self.http.after,
+            logger=RedactingLogger(logging.getLogger("websockets.server")),  # no token in logs
             compression=None,
             max_size=2 * config.max_frame_bytes,
             max_queue=_MAX_QUEUE,
@@ -158,13 +164,16 @@ class Service:
             ping_timeout=None,
             close_timeout=config.close_timeout,
             open_timeout=config.handshake_timeout,
-            create_connection=connection_class(self.admission),
+            # Counted in the pre-hello pool from accept (admission.py); requests other than GET
+            # reach process_request, to be answered 405 (methods.py).
+            create_connection=connection_class(self.admission, ScreenedConnection),
             # The kernel's queue of connections not yet accepted (capped by somaxconn): asyncio's
             # default of 100 overflows under a burst of connects, and an overflowing queue drops
             # SYNs, which a client retries only after a second.
             backlog=_BACKLOG,
         )
         self.port = int(server.sockets[0].getsockname()[1])
+        self.http.bound(config.host, self.port, display_host(config.host))
         self.registry.ws_base = f"ws://{display_host(config.host)}:{self.port}"
         logger.info("areasync listening on %s", self.http_url)
         return server

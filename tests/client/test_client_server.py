@@ -67,6 +67,21 @@ async def test_a_wrong_token_raises_unauthorized_error(areasync_server: Areasync
         await connect(areasync_server.url, role="agent", token="wrong")
 
 
+async def test_a_refused_origin_raises_unauthorized_error_with_the_servers_reason(
+    areasync_server: AreasyncServer,
+) -> None:
+    # The client sends no Origin by default; one that does (posing as a page) is refused, and
+    # the error carries the server's explanation.
+    with anyio.fail_after(WAIT), pytest.raises(UnauthorizedError) as caught:
+        await connect(
+            areasync_server.url,
+            role="agent",
+            token=areasync_server.token,
+            ws_options={"origin": "http://evil.example"},
+        )
+    assert "HTTP 403" in caught.value.message and "--allow-origin" in caught.value.message
+
+
 @pytest.mark.parametrize("encoding", ["json", "msgpack"])
 async def test_concurrent_requests_each_get_their_own_reply(
     areasync_server: AreasyncServer, areasync_client: ClientFactory, encoding: str

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import anyio
 import pytest
 
 with contextlib.suppress(ImportError):  # without playwright the test modules skip themselves
@@ -103,7 +104,9 @@ class Server:
         return f"{base or self.base}/?{urlencode({'token': token, **query})}"
 
     def sessions(self) -> list[dict[str, Any]]:
-        url = f"{self.base}/api/sessions?token={ADMIN_TOKEN}"
+        url = urllib.request.Request(
+            f"{self.base}/api/sessions", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        )
         with urllib.request.urlopen(url, timeout=5) as response:
             return list(json.loads(response.read())["sessions"])
 
@@ -203,23 +206,64 @@ async def browser() -> AsyncIterator[Browser]:
         await launched.close()
 
 
+async def until(page: Page, expression: str, limit: float = 20.0) -> None:
+    """Wait (at most `limit` s) until `expression` is truthy in the page.
+
+    Playwright's `wait_for_function` compiles its predicate with `new Function` inside the
+    page, which the dashboard's policy (no 'unsafe-eval') refuses; `evaluate` is not eval.
+    """
+    with anyio.fail_after(limit):
+        while not await page.evaluate(expression):  # noqa: ASYNC110 - the page has no event
+            await anyio.sleep(0.02)
+
+
 async def snap(page: Page, name: str) -> None:
     """Save a screenshot of `page` now, as artifacts/screenshots/NAME.png."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     await page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
+# Collects the page's Content-Security-Policy violations (blocked scripts, styles, sockets...).
+WATCH_CSP = """
+window.__csp = [];
+document.addEventListener("securitypolicyviolation", (e) =>
+  window.__csp.push(`${e.effectiveDirective} blocked ${e.blockedURI || "inline"}`));
+"""
+
+
 @pytest.fixture
-async def page(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterator[Page]:
-    """A fresh page; at the end, a screenshot under artifacts/ and no uncaught script error."""
+def csp_violations() -> list[str]:
+    """What the page's policy blocked (in the page, or said so on the console); `page` fails
+    the test if anything is left here at its end."""
+    return []
+
+
+@pytest.fixture
+async def page(
+    browser: Browser, request: pytest.FixtureRequest, csp_violations: list[str]
+) -> AsyncIterator[Page]:
+    """A fresh page; at the end, a screenshot under artifacts/, no uncaught script error and
+    nothing blocked by the dashboard's Content-Security-Policy."""
     context = await browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    await context.add_init_script(WATCH_CSP)
     opened = await context.new_page()
     errors: list[str] = []
     opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    opened.on(
+        "console",
+        lambda message: (
+            csp_violations.append(message.text)
+            if "Content Security Policy" in message.text
+            else None
+        ),
+    )
     yield opened
     await snap(opened, request.node.name)
+    with contextlib.suppress(Exception):  # a page that is gone has nothing more to report
+        csp_violations.extend(await opened.evaluate("window.__csp || []"))
     await context.close()
     assert not errors, f"uncaught errors in the page: {errors}"
+    assert not csp_violations, f"the page's Content-Security-Policy blocked: {csp_violations}"
 
 
 # -- a network path the test can cut ------------------------------------------------------------

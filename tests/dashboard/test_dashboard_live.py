@@ -19,6 +19,7 @@ from tests.dashboard.conftest import (
     chromium_missing_reason,
     connect,
     create_session,
+    until,
 )
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
@@ -177,7 +178,7 @@ async def test_stream_seen_by_the_page_matches_the_server(server: Server, page: 
     async with connect(server, session["session_id"]) as controller:
         for _ in range(3):
             await controller.request({"type": "jump", "next_event": True})
-        await page.wait_for_function(f"window.__areasync.lastSeq() >= {controller.last_seq}")
+        await until(page, f"window.__areasync.lastSeq() >= {controller.last_seq}")
         # Received is not yet shown: items wait in the page's queue for the next animation frame.
         await page.evaluate("window.__areasync.settled()")
         shown = await page.evaluate("window.__areasync.rows().map(r => [r.seq, r.kind])")
@@ -229,7 +230,7 @@ async def test_twenty_thousand_events_keep_only_a_screenful_of_rows(
 ) -> None:
     # The page's own ingest, without a socket (?offline): the rendering alone is under test.
     await page.goto(server.page_url(offline="1", session="feed"))
-    await page.wait_for_function("window.__areasync && window.__areasync.conn")
+    await until(page, "window.__areasync && !!window.__areasync.conn")
     await page.evaluate(FEED_20K, 20_000)
     await expect(page.locator("#stats")).to_contain_text("20,000 events")
     await expect(page.locator('.row[data-seq="20000"]')).to_be_visible()

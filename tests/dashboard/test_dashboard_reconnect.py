@@ -22,6 +22,7 @@ from tests.dashboard.conftest import (
     create_session,
     snap,
     start_server,
+    until,
 )
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
@@ -33,9 +34,7 @@ async def page_rows(page: Page) -> list[tuple[int, str]]:
 
 
 async def caught_up(page: Page, client: Client) -> None:
-    await page.wait_for_function(
-        f"window.__areasync.lastSeq() >= {client.last_seq}", timeout=20_000
-    )
+    await until(page, f"window.__areasync.lastSeq() >= {client.last_seq}")
     # Received is not yet shown: items wait in the page's queue for the next animation frame.
     await page.evaluate("window.__areasync.settled()")
 

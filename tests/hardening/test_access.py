@@ -8,6 +8,8 @@ token: every frame is allowed or `forbidden` as the table says). This module com
 - no hello: every frame type sent first is refused (`bad_state`, close 4000), carried out never;
 - every token comparison goes through `hmac.compare_digest`, with as many comparisons whether
   the candidate is right, wrong, nearly right or for a session that does not exist;
+- a session that does not exist is answered exactly as a bad token is (same error, message and
+  close, after the same comparisons), over WebSocket and HTTP: session ids cannot be enumerated;
 - the default bind is loopback;
 - a dashboard URL's token opens only what its role allows.
 """
@@ -218,6 +220,74 @@ async def test_an_http_token_is_checked_with_compare_digest(
     assert status == 200 and (ADMIN.encode(), ADMIN.encode()) in compared
 
 
+# -- session ids cannot be enumerated -------------------------------------------------------
+
+
+async def refusal(service: Service, hello: Hello, session: str) -> tuple[Any, Any, str]:
+    """The error frame, close code and close reason a hello gets on a new connection."""
+    async with connect(service.ws_url(session)) as ws:
+        await ws.send(encode_client_frame(hello, Encoding.JSON))
+        with anyio.fail_after(WAIT):
+            error = decode_server_frame(await ws.recv())
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.recv()
+    rcvd = closed.value.rcvd
+    assert rcvd is not None
+    return error, rcvd.code, rcvd.reason
+
+
+@pytest.mark.parametrize("role", [Role.OBSERVER, Role.CONTROLLER, Role.ADMIN])
+async def test_a_missing_session_is_answered_exactly_as_a_bad_token(role: Role) -> None:
+    async with serving() as service:
+        token = tokens(service)[Role.OBSERVER] + "x"
+        hello = Hello(id=5, role=role, token=token)
+        bad_token = await refusal(service, hello, TUTORIAL)
+        no_session = await refusal(service, hello, "no_such_session")
+    assert no_session == bad_token  # same frame (code, message, id), same close code and reason
+    assert isinstance(bad_token[0], Error) and bad_token[0].code == ErrorCode.UNAUTHORIZED
+    assert bad_token[1] == CloseCode.UNAUTHORIZED
+
+
+async def test_a_session_token_cannot_tell_a_missing_session_from_another_one() -> None:
+    async with serving(TUTORIAL, OTHER) as service:
+        mine = tokens(service)[Role.OBSERVER]
+        hello = Hello(id=1, role=Role.OBSERVER, token=mine)
+        existing = await refusal(service, hello, OTHER)
+        missing = await refusal(service, hello, "no_such_session")
+    assert existing == missing
+
+
+async def test_a_missing_session_costs_the_same_comparisons_as_a_bad_token(
+    compared: list[tuple[bytes, bytes]],
+) -> None:
+    async with serving() as service:
+        hello = Hello(id=1, role=Role.OBSERVER, token="wrong")
+        compared.clear()
+        await refusal(service, hello, TUTORIAL)
+        for_bad_token = len(compared)
+        compared.clear()
+        await refusal(service, hello, "no_such_session")
+    assert len(compared) == for_bad_token == 2
+
+
+async def test_the_admin_token_alone_learns_that_a_session_does_not_exist() -> None:
+    # An admin may list every session anyway; telling it `session_not_found` reveals nothing.
+    async with serving() as service:
+        error, code, _ = await refusal(service, Hello(id=1, role=Role.OBSERVER, token=ADMIN), "x")
+    assert isinstance(error, Error) and error.code == ErrorCode.SESSION_NOT_FOUND
+    assert code == CloseCode.SESSION_NOT_FOUND
+
+
+@pytest.mark.parametrize("target", ["/sessions/{id}", "/api/sessions?session={id}&token=bad"])
+async def test_http_answers_do_not_depend_on_which_session_is_named(target: str) -> None:
+    async with serving() as service:
+        existing = await http_get(service, target.format(id=TUTORIAL))
+        missing = await http_get(service, target.format(id="no_such_session"))
+    (status, headers, body), (status2, headers2, body2) = existing, missing
+    headers.pop("date"), headers2.pop("date")
+    assert (status, headers, body) == (status2, headers2, body2)
+
+
 # -- where the server listens --------------------------------------------------------------
 
 
@@ -242,7 +312,8 @@ async def test_a_dashboard_url_token_opens_only_its_role_in_its_session(holder: 
     async with serving(TUTORIAL, OTHER) as service:
         token = tokens(service)[holder]
         url = service.dashboard_url(token)
-        status, _, _ = await http_get(service, url.removeprefix(service.http_url))
+        page = url.removeprefix(service.http_url).partition("#")[0]  # a browser keeps the fragment
+        status, _, _ = await http_get(service, page)
         _, _, body = await http_get(service, "/api/sessions", {"Authorization": f"Bearer {token}"})
         listing = json_body(body)
         welcomed = []

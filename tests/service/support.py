@@ -209,9 +209,23 @@ async def http_get(
     service: Service, target: str, headers: dict[str, str] | None = None
 ) -> tuple[int, dict[str, str], bytes]:
     """A plain HTTP/1.1 GET over a real socket: status, headers (lower-case names), body."""
-    lines = [f"GET {target} HTTP/1.1", f"Host: 127.0.0.1:{service.port}", "Connection: close"]
-    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    return await http_request(service, "GET", target, headers)
+
+
+async def http_request(
+    service: Service,
+    method: str,
+    target: str,
+    headers: dict[str, str | None] | dict[str, str] | None = None,
+    body: bytes = b"",
+) -> tuple[int, dict[str, str], bytes]:
+    """Any HTTP/1.1 request over a real socket, sent as given (a header set to None is left
+    out; Host defaults to the server's address): status, headers (lower-case names), body."""
+    fields: dict[str, str | None] = {"Host": f"127.0.0.1:{service.port}", "Connection": "close"}
+    fields.update(headers or {})
+    lines = [f"{method} {target} HTTP/1.1"]
+    lines += [f"{name}: {value}" for name, value in fields.items() if value is not None]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
     with anyio.fail_after(WAIT):
         async with await anyio.connect_tcp("127.0.0.1", service.port or 0) as stream:
             await stream.send(request)
@@ -221,13 +235,14 @@ async def http_get(
                     data += await stream.receive()
             except (anyio.EndOfStream, anyio.BrokenResourceError):
                 pass
-    head, _, body = data.partition(b"\r\n\r\n")
+    head, _, content = data.partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    parsed = {}
-    for line in header_lines:
+    parsed: dict[str, str] = {}
+    for line in header_lines:  # a repeated header's values are joined, as HTTP reads them
         name, _, value = line.partition(":")
-        parsed[name.strip().lower()] = value.strip()
-    return int(status_line.split()[1]), parsed, body
+        key = name.strip().lower()
+        parsed[key] = f"{parsed[key]}, {value.strip()}" if key in parsed else value.strip()
+    return int(status_line.split()[1]), parsed, content
 
 
 def json_body(body: bytes) -> Any:

@@ -44,7 +44,7 @@ async def test_serve_prints_urls_and_tokens_then_shuts_down_cleanly_on_sigint(
         with anyio.fail_after(30):
             code = await process.wait()
     assert code == 0
-    assert re.search(r"http://127\.0\.0\.1:\d+/\?token=cli-admin", banner)
+    assert re.search(r"http://127\.0\.0\.1:\d+/#token=cli-admin", banner)
     assert re.search(r"ws://127\.0\.0\.1:\d+/sessions/scenario_tutorial", banner)
     assert all(role in banner for role in ("agent", "user", "observer", "controller"))
     [trace] = json_files(tmp_path)
@@ -201,3 +201,37 @@ async def test_a_second_signal_exits_at_once_with_a_non_zero_status(tmp_path: Pa
             silent.close()
             await ws.close()
     assert code == 128 + signal.SIGTERM
+
+
+async def _status_as(port: int, host: str) -> bytes:
+    """The status line of GET /health sent to 127.0.0.1:`port` with `Host: host`."""
+    async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+        await stream.send(f"GET /health HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        return (await stream.receive()).split(b"\r\n")[0]
+
+
+async def test_serve_passes_allow_origin_and_allow_host_to_the_service() -> None:
+    command = [*SERVE, "--token", "cli-admin", "--allow-origin", "http://dash.example:9000"]
+    command += ["--allow-host", "box.lan"]
+    async with await anyio.open_process(command) as process:
+        try:
+            banner = await _banner(process)
+            match = re.search(r"ws://127\.0\.0\.1:(\d+)/sessions/scenario_tutorial", banner)
+            assert match is not None
+            hello = {"type": "hello", "id": 1, "role": "observer", "token": "cli-admin"}
+            with anyio.fail_after(30):
+                async with connect(match[0], origin="http://dash.example:9000") as page:  # type: ignore[arg-type]
+                    await page.send(json.dumps(hello))
+                    welcome = json.loads(await page.recv())
+                by_name = await _status_as(int(match[1]), f"box.lan:{match[1]}")
+        finally:
+            process.send_signal(signal.SIGINT)
+            with anyio.fail_after(30):
+                await process.wait()
+    assert welcome["type"] == "welcome" and by_name == b"HTTP/1.1 200 OK"
+
+
+async def test_serve_refuses_a_malformed_allow_origin_with_its_name() -> None:
+    result = await anyio.run_process([*SERVE, "--allow-origin", "dash.example/x"], check=False)
+    assert result.returncode == 2
+    assert b"allow_origins: 'dash.example/x' is not an origin" in result.stderr

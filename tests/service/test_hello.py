@@ -95,12 +95,20 @@ async def test_session_tokens_never_grant_admin() -> None:
     assert (error.code, code) == (ErrorCode.UNAUTHORIZED, CloseCode.UNAUTHORIZED)
 
 
-async def test_unknown_session_is_session_not_found_then_closed() -> None:
+async def test_unknown_session_is_session_not_found_for_the_admin_token() -> None:
     async with serving() as service:
         hello = Hello(id=1, role=Role.OBSERVER, token=ADMIN)
         error, code = await _refused(service, hello, session="no_such_session")
     assert (error.code, code) == (ErrorCode.SESSION_NOT_FOUND, CloseCode.SESSION_NOT_FOUND)
     assert "/api/sessions" in error.message
+
+
+async def test_unknown_session_is_unauthorized_for_any_other_token() -> None:
+    # Which sessions exist is told only to a token that opens them all (see test_access.py).
+    async with serving() as service:
+        hello = Hello(id=1, role=Role.OBSERVER, token=tokens(service)[Role.OBSERVER])
+        error, code = await _refused(service, hello, session="no_such_session")
+    assert (error.code, code) == (ErrorCode.UNAUTHORIZED, CloseCode.UNAUTHORIZED)
 
 
 async def test_a_first_frame_other_than_hello_is_refused_with_bad_hello() -> None:

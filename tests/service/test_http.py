@@ -8,7 +8,7 @@ import pytest
 
 from areasync.protocol import CallTool, Role
 from areasync.protocol.schema import render_schema
-from tests.service.support import ADMIN, attach, http_get, json_body, serving, tokens
+from tests.service.support import ADMIN, TUTORIAL, attach, http_get, json_body, serving, tokens
 
 
 async def test_health_needs_no_token() -> None:
@@ -18,7 +18,10 @@ async def test_health_needs_no_token() -> None:
     assert headers["content-type"] == "application/json"
 
 
-@pytest.mark.parametrize("path", ["/api/sessions", "/api/schema", "/metrics", "/"])
+PROTECTED = ["/api/sessions", "/api/schema", "/metrics"]
+
+
+@pytest.mark.parametrize("path", PROTECTED)
 async def test_protected_paths_refuse_a_missing_token(path: str) -> None:
     async with serving() as service:
         status, headers, body = await http_get(service, path)
@@ -26,7 +29,7 @@ async def test_protected_paths_refuse_a_missing_token(path: str) -> None:
     assert json_body(body)["error"]["code"] == "unauthorized"
 
 
-@pytest.mark.parametrize("path", ["/api/sessions", "/api/schema", "/metrics", "/"])
+@pytest.mark.parametrize("path", PROTECTED)
 async def test_protected_paths_refuse_a_wrong_token(path: str) -> None:
     async with serving() as service:
         status, _, body = await http_get(service, f"{path}?token=wrong")
@@ -95,11 +98,15 @@ async def test_metrics_are_prometheus_text_with_the_service_counters() -> None:
     assert samples["areasync_slow_consumer_disconnects_total"] == "0"
 
 
-async def test_the_dashboard_page_is_served_with_a_token() -> None:
+async def test_the_dashboard_page_is_served_without_a_token_and_holds_no_session_data() -> None:
+    # The page is static code; it reads its token from its URL (#token=, which browsers never
+    # send) and fetches the data with it. So a reload, with the token gone from the address
+    # bar, still gets the page.
     async with serving() as service:
-        status, headers, body = await http_get(service, f"/?token={ADMIN}")
+        status, headers, body = await http_get(service, "/")
     assert status == 200 and headers["content-type"].startswith("text/html")
     assert b"<html" in body.lower() or b"<!doctype html" in body.lower()
+    assert TUTORIAL.encode() not in body
 
 
 async def test_an_unknown_path_is_not_found() -> None:
@@ -108,9 +115,10 @@ async def test_an_unknown_path_is_not_found() -> None:
     assert status == 404 and "/api/sessions" in json_body(body)["error"]["message"]
 
 
-async def test_the_dashboard_url_of_the_banner_opens_the_page() -> None:
+async def test_the_dashboard_url_of_the_banner_carries_the_token_in_its_fragment() -> None:
     async with serving() as service:
         url = service.dashboard_url()
         assert url in service.banner()
-        status, _, _ = await http_get(service, url.removeprefix(service.http_url))
-    assert status == 200
+        target, _, fragment = url.removeprefix(service.http_url).partition("#")
+        status, _, _ = await http_get(service, target)  # what a browser sends: no fragment
+    assert status == 200 and ADMIN not in target and fragment == f"token={ADMIN}"

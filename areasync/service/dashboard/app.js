@@ -1,5 +1,6 @@
-// The dashboard's entry point: reads ?token=&session=&role= from the URL, lists the sessions,
-// opens one over WebSocket and wires the stream to the views and the controls to the socket.
+// The dashboard's entry point: reads its token (#token= or ?token=) and ?session=&role= from the
+// URL, lists the sessions, opens one over WebSocket and wires the stream to the views and the
+// controls to the socket.
 // Incoming items are queued and applied once per animation frame, so a burst of thousands of
 // events costs one layout, and per-item work is O(1) (see store.js and timeline.js).
 
@@ -13,10 +14,37 @@ import { Timeline } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
-const token = params.get("token") || "";
+const token = takeToken();
 const roleParam = params.get("role");
 const offline = params.has("offline"); // benches feed frames through __areasync.feed
 const base = new URL("/", location.href); // the service serves this page, its API and sockets
+
+/**
+ * The token, read once: from the URL's fragment (`#token=`, as `areasync serve` prints it: never
+ * sent to the server) or query (`?token=`), else from this tab's sessionStorage (a reload). It
+ * is then kept in sessionStorage and taken out of the address bar and history at once, and
+ * from here on travels only in an `Authorization` header (sessions.js) and inside the
+ * WebSocket hello (protocol.js): never in a URL, so never in history, a Referer or a log.
+ */
+function takeToken() {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const fromUrl = hash.get("token") || params.get("token");
+  if (hash.has("token") || params.has("token")) {
+    const url = new URL(location.href);
+    url.searchParams.delete("token");
+    hash.delete("token");
+    url.hash = hash.toString();
+    history.replaceState(null, "", url);
+  }
+  let stored = null;
+  try {
+    if (fromUrl) sessionStorage.setItem("areasync.token", fromUrl);
+    stored = sessionStorage.getItem("areasync.token");
+  } catch {
+    // storage disabled: the token lives in memory only (a reload needs the URL again)
+  }
+  return fromUrl || stored || "";
+}
 
 const store = new Store();
 const view = {

@@ -62,8 +62,9 @@ export class SessionList {
     clearTimeout(this.timer);
     try {
       const url = new URL("api/sessions", this.base);
-      if (this.token) url.searchParams.set("token", this.token);
-      const response = await fetch(url, { cache: "no-store" });
+      // The token goes in a header, never in the URL (history, Referer, logs).
+      const headers = this.token ? { Authorization: `Bearer ${this.token}` } : {};
+      const response = await fetch(url, { cache: "no-store", headers, referrerPolicy: "no-referrer" });
       if (response.status === 401 || response.status === 403) {
         this._note("This token cannot list sessions.");
         return; // no point polling with a token the server refuses

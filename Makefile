@@ -49,6 +49,8 @@ bench: $(STAMP) browser
 	$(PY) bench/bridge.py
 	$(PY) bench/protocol.py
 	$(PY) bench/service.py
+	$(PY) bench/imports.py
+	$(PY) bench/floods.py
 	$(PY) bench/dashboard.py
 
 serve: $(STAMP)

@@ -330,12 +330,7 @@ class SessionRegistry:
         self._admit(source)
         oracle = self.config.oracle if oracle is None else oracle
         with _refused_as_data():
-            built = build_scenario(
-                source,
-                import_mode=str(import_mode or self.config.import_mode),
-                oracle=oracle,
-                max_file_bytes=self.config.max_file_bytes,
-            )
+            built = self._builder(source, oracle, import_mode)()
         return self._start(source, built, mode, speed, oracle, session_id)
 
     async def create_async(
@@ -359,14 +354,7 @@ class SessionRegistry:
         try:
             with _refused_as_data():
                 built = await anyio.to_thread.run_sync(
-                    functools.partial(
-                        build_scenario,
-                        source,
-                        import_mode=str(import_mode or self.config.import_mode),
-                        oracle=oracle,
-                        max_file_bytes=self.config.max_file_bytes,
-                    ),
-                    limiter=self._import_limiter,
+                    self._builder(source, oracle, import_mode), limiter=self._import_limiter
                 )
             # The thread is never abandoned (it would run on, unaccounted for); a cancel that
             # came meanwhile is delivered here, before anything starts.
@@ -378,6 +366,18 @@ class SessionRegistry:
         finally:
             self._importing -= 1
         return self._start(source, built, mode, speed, oracle, session_id)
+
+    def _builder(
+        self, source: ScenarioSource, oracle: bool, import_mode: ImportMode | str | None
+    ) -> Callable[[], tuple[Scenario, Sandbox]]:
+        """Builds `source`'s scenario in a new sandbox when called (on any thread)."""
+        return functools.partial(
+            build_scenario,
+            source,
+            import_mode=str(import_mode or self.config.import_mode),
+            oracle=oracle,
+            max_file_bytes=self.config.max_file_bytes,
+        )
 
     def _admit(self, source: ScenarioSource) -> None:
         """Refuse a scenario the server has no room for, or too large to parse."""

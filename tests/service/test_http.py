@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -122,3 +123,36 @@ async def test_the_dashboard_url_of_the_banner_carries_the_token_in_its_fragment
         target, _, fragment = url.removeprefix(service.http_url).partition("#")
         status, _, _ = await http_get(service, target)  # what a browser sends: no fragment
     assert status == 200 and ADMIN not in target and fragment == f"token={ADMIN}"
+
+
+async def test_http_requests_and_sockets_add_no_info_lines_to_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A dashboard polls /api/sessions every 2 s: at the default level (INFO) that must not be a
+    # log line each time, nor must each WebSocket that comes and goes.
+    with caplog.at_level(logging.INFO):
+        async with serving() as service:
+            caplog.clear()  # the start-up lines ("listening on") are wanted
+            for _ in range(3):
+                await http_get(
+                    service, "/api/sessions", headers={"Authorization": f"Bearer {ADMIN}"}
+                )
+                await http_get(service, "/health")
+            async with attach(service, Role.OBSERVER):
+                pass
+            served = [r for r in caplog.records if r.name.startswith("websockets")]
+    # What stays at INFO is the server's own start and stop ("server listening on ...").
+    noisy = [
+        r.getMessage()
+        for r in served
+        if r.levelno >= logging.INFO and not r.getMessage().startswith("server ")
+    ]
+    assert noisy == []
+
+
+async def test_http_requests_are_still_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="websockets.server"):
+        async with serving() as service:
+            await http_get(service, "/health")
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert "HTTP response sent (200 OK)" in messages

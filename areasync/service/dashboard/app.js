@@ -348,8 +348,8 @@ function openSession(id) {
         const role = $("role");
         role.dataset.role = w.role;
         role.textContent = w.role === "observer" ? "observer · read-only" : w.role;
-        $("controls").classList.toggle("readonly", w.role === "observer");
         setClock(w.clock);
+        controls.render(); // the role decides which controls are shown
       },
       reset: () => {
         view.pending = [];

@@ -77,7 +77,13 @@ def _parser() -> argparse.ArgumentParser:
         help="a registered scenario id or an ARE JSON file (repeatable; default: "
         "scenario_tutorial); the session id is the id or the file's stem",
     )
-    serve.add_argument("--mode", choices=[m.value for m in ClockMode], default="realtime")
+    serve.add_argument(
+        "--mode",
+        choices=[m.value for m in ClockMode],
+        default=None,
+        help="the sessions' clock (default: realtime; fast for the default scenario_tutorial "
+        "session, which then waits for its agent, or for Start on the dashboard)",
+    )
     serve.add_argument("--speed", type=float, default=1.0, help="realtime speed (sim s per wall s)")
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback)")
     serve.add_argument("--port", type=int, default=8765, help="port (0: any free port)")
@@ -210,7 +216,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             allow_hosts=tuple(args.allow_host),
             admin_token=args.token or os.environ.get("AREASYNC_TOKEN") or None,
             trace_dir=Path(args.trace_dir) if args.trace_dir else None,
-            mode=Mode(args.mode),
+            mode=Mode(args.mode or _default_mode(args.scenario)),
             speed=args.speed,
             oracle=args.oracle,
             import_mode=ImportMode(args.import_mode),
@@ -235,6 +241,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"areasync serve: {failure}", file=sys.stderr)
     return 2 if failures else 0
+
+
+def _default_mode(scenarios: list[str] | None) -> str:
+    # The default session is for someone who just typed `make serve`: in fast mode it waits,
+    # time standing still, until an agent attaches or the dashboard's Start runs it (realtime
+    # would run it to its end, unwatched, 20 s after start-up).
+    return "fast" if scenarios is None else "realtime"
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

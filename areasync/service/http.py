@@ -13,6 +13,11 @@ path                token    answer
 /api/schema         yes      200 the protocol's JSON Schema
 /metrics            admin    200 Prometheus text format (server-wide counters: the admin token
                              only; a session token gets 403)
+/api/scenarios      admin    200 {"scenarios": [registered ids], "max_scenario_bytes": N}: what
+                             the dashboard's "New session" offers (create_session is admin-only)
+/api/sessions/<id>  admin    200 the `create_session` fields that make session <id> again (its
+ /source                     registered id or JSON text, mode, speed, oracle, import mode): the
+                             dashboard's "Restart"; 404 saying why when it kept none
 / , /index.html     no       200 the dashboard page (a placeholder if it is not installed): static,
                              no data; it reads its token from the URL's `#token=` (or `?token=`)
                              and sends it only in headers and in the WebSocket hello
@@ -45,6 +50,7 @@ import msgspec
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from areasync.bridge.scenarios import registered_ids
 from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import PROTOCOL, Role
 from areasync.protocol.schema import render_schema
@@ -56,7 +62,13 @@ from areasync.service.session import SessionRegistry
 
 SESSIONS_PREFIX = "/sessions/"
 
-_PROTECTED = frozenset({"/api/sessions", "/api/schema", "/metrics"})
+_PROTECTED = frozenset({"/api/sessions", "/api/schema", "/metrics", "/api/scenarios"})
+_SOURCE_SUFFIX = "/source"
+_ADMIN_ONLY_WHY = {
+    "/metrics": "/metrics counts every session on the server",
+    "/api/scenarios": "/api/scenarios is for creating sessions, which only the admin may do",
+    _SOURCE_SUFFIX: "a session's source is for restarting it, which only the admin may do",
+}
 _PAGES = frozenset({"/", "/index.html"})
 
 _REASONS = {
@@ -124,6 +136,15 @@ def session_id_of(path: str) -> str | None:
     if not path.startswith(SESSIONS_PREFIX):
         return None
     rest = unquote(path[len(SESSIONS_PREFIX) :])
+    return rest if rest and "/" not in rest else None
+
+
+def source_session_of(path: str) -> str | None:
+    """The session id of `/api/sessions/<id>/source`, or None."""
+    prefix = "/api/sessions/"
+    if not (path.startswith(prefix) and path.endswith(_SOURCE_SUFFIX)):
+        return None
+    rest = unquote(path[len(prefix) : -len(_SOURCE_SUFFIX)])
     return rest if rest and "/" not in rest else None
 
 
@@ -207,7 +228,7 @@ class HttpRoutes:
             )
         if path == "/health":
             return json_response(200, {"status": "ok", "protocol": PROTOCOL})
-        if path in _PROTECTED:
+        if path in _PROTECTED or source_session_of(path) is not None:
             return self._protected(path, url.query, request.headers.get("Authorization"))
         if path in _PAGES:
             return self._index(self._socket_host(request))
@@ -253,15 +274,26 @@ class HttpRoutes:
             return json_response(200, self.sessions(role, session_id))
         if path == "/api/schema":
             return _response(200, self._schema, "application/schema+json")
+        restarted = source_session_of(path)
+        admin_only = _SOURCE_SUFFIX if restarted is not None else path
+        if admin_only in _ADMIN_ONLY_WHY and session_id is not None:
+            return error_response(
+                403,
+                ErrorCode.FORBIDDEN,
+                f"{_ADMIN_ONLY_WHY[admin_only]}: it needs the admin token (printed by "
+                "`areasync serve`, or fixed with --token / AREASYNC_TOKEN), not a session's",
+            )
+        if restarted is not None:
+            return self.source(restarted)
+        if path == "/api/scenarios":
+            return json_response(
+                200,
+                {
+                    "scenarios": registered_ids(),
+                    "max_scenario_bytes": self.registry.config.max_scenario_bytes,
+                },
+            )
         if path == "/metrics":
-            if session_id is not None:
-                return error_response(
-                    403,
-                    ErrorCode.FORBIDDEN,
-                    "/metrics counts every session on the server: it needs the admin token "
-                    "(printed by `areasync serve`, or fixed with --token / AREASYNC_TOKEN), "
-                    "not a session's",
-                )
             return _response(
                 200, self.metrics_text().encode(), "text/plain; version=0.0.4; charset=utf-8"
             )
@@ -276,6 +308,25 @@ class HttpRoutes:
         ]
         access = {"role": role.value, "session_id": session_id}
         return {"protocol": PROTOCOL, "access": access, "sessions": shown}
+
+    def source(self, session_id: str) -> Response:
+        """What `create_session` needs to make `session_id` again (admin token only)."""
+        session = self.registry.get(session_id)
+        if session is None:
+            return error_response(
+                404,
+                ErrorCode.SESSION_NOT_FOUND,
+                f"no session {session_id!r} (ended sessions are forgotten after keep_ended "
+                "more have ended): GET /api/sessions lists the sessions",
+            )
+        if session.recipe is None:
+            return error_response(
+                404,
+                "no_source",
+                f"session {session_id!r} cannot be restarted from here: {session.no_recipe}; "
+                "create a new session from its JSON instead",
+            )
+        return json_response(200, {"session_id": session.id, **session.recipe.as_request()})
 
     def metrics_text(self) -> str:
         registry = self.registry

@@ -8,6 +8,12 @@ it is emitted: the value of a `token` query field and of `Authorization`, `Proxy
 and `Cookie` headers become `[redacted]`, a frame's content is replaced by its size, and a
 `"token": "..."` JSON field loses its value; an exception is formatted and redacted the same way.
 areasync's own loggers never log paths, headers or frames.
+
+It also moves websockets' per-connection INFO lines ("connection open", "connection closed",
+"connection rejected (200 OK)", "HTTP response sent (200 OK)") to DEBUG: every HTTP request on
+the port (a dashboard polls `/api/sessions` every 2 s, a health check, `/metrics`) and every
+WebSocket would otherwise be a line of `areasync serve`'s log at its default level, burying the
+banner and the lines that matter. The server's own start and stop lines stay at INFO.
 """
 
 from __future__ import annotations
@@ -44,6 +50,17 @@ def redact(text: str) -> str:
     return text
 
 
+# websockets' message templates logged at INFO once per connection or HTTP request.
+PER_CONNECTION: frozenset[str] = frozenset(
+    {
+        "connection open",
+        "connection closed",
+        "connection rejected (%d %s)",
+        "HTTP response sent (%d %s)",
+    }
+)
+
+
 class RedactingLogger(logging.LoggerAdapter[logging.Logger]):
     """A logger adapter that emits `redact(message)`, exceptions included, and nothing else."""
 
@@ -54,6 +71,8 @@ class RedactingLogger(logging.LoggerAdapter[logging.Logger]):
         return msg, kwargs
 
     def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        if level == logging.INFO and msg in PER_CONNECTION:
+            level = logging.DEBUG  # one line per request: see the module docstring
         if not self.isEnabledFor(level):
             return
         try:

@@ -269,6 +269,13 @@ class Service:
             lines.append(f"  {self.ws_url(session.id)}")
             for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
                 lines.append(f"  {role.value:<11} {session.tokens[role]}")
+            if session.waiting_for_agent:
+                lines.append("  waiting for an agent (time stands still until one connects):")
+                lines.append(
+                    f"    areasync agent oracle --url {self.ws_url(session.id)} "
+                    f"--token {session.tokens[Role.AGENT]}"
+                )
+                lines.append("    (or your own agent; or press Start on the dashboard)")
             lines.append("")
         traces = "not written" if config.trace_dir is None else str(config.trace_dir.resolve())
         lines.append(f"traces: {traces}")

@@ -74,6 +74,7 @@ from areasync.service.config import ServiceConfig
 from areasync.service.hub import StreamHub
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
+from areasync.service.recipes import Recipe, source_text
 from areasync.service.traces import write_trace
 from areasync.simulation import Simulation, SimulationError, build_scenario
 
@@ -132,6 +133,9 @@ class Session:
         self.trace_error: str | None = None
         self.agents_seen = 0
         self.done = anyio.Event()
+        # How to create this session again (a restart), or why that cannot be done.
+        self.recipe: Recipe | None = None
+        self.no_recipe = "it was created without one"
         self._agent_arrived = anyio.Event()
         self.waiting_for_agent = self.fast and not oracle
         if self.waiting_for_agent:
@@ -176,6 +180,7 @@ class Session:
             "oracle": self.oracle,
             "import_mode": self.import_mode,
             "waiting_for_agent": self.waiting_for_agent,
+            "restartable": self.recipe is not None,
             "clock": self.sim.clock_state(),
             "seq": self.hub.seq,
             "events": self.hub.events,
@@ -331,7 +336,7 @@ class SessionRegistry:
         oracle = self.config.oracle if oracle is None else oracle
         with _refused_as_data():
             built = self._builder(source, oracle, import_mode)()
-        return self._start(source, built, mode, speed, oracle, session_id)
+        return self._start(source, built, mode, speed, oracle, session_id, import_mode)
 
     async def create_async(
         self,
@@ -365,7 +370,7 @@ class SessionRegistry:
                 raise
         finally:
             self._importing -= 1
-        return self._start(source, built, mode, speed, oracle, session_id)
+        return self._start(source, built, mode, speed, oracle, session_id, import_mode)
 
     def _builder(
         self, source: ScenarioSource, oracle: bool, import_mode: ImportMode | str | None
@@ -409,6 +414,7 @@ class SessionRegistry:
         speed: float | None,
         oracle: bool,
         session_id: str | None,
+        import_mode: ImportMode | str | None = None,
     ) -> Session:
         """The session of a built scenario: its simulation, id, tokens and task (on the loop,
         with nothing awaited: it exists entirely or not at all)."""
@@ -439,10 +445,29 @@ class SessionRegistry:
             config=self.config,
             metrics=self.metrics,
         )
+        self._remember(session, source, import_mode)
         self.sessions[sid] = session
         self.metrics.sessions_created += 1
         self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
         return session
+
+    def _remember(
+        self, session: Session, source: ScenarioSource, import_mode: ImportMode | str | None
+    ) -> None:
+        """Keep what a restart needs: the source (bounded by max_scenario_bytes), the options."""
+        scenario, text, why = source_text(source, self.config.max_scenario_bytes)
+        if scenario is None and text is None:
+            session.no_recipe = why
+            return
+        clock = session.sim.clock_state()
+        session.recipe = Recipe(
+            scenario=scenario,
+            scenario_json=text,
+            mode=str(clock.mode),
+            speed=float(clock.speed),
+            oracle=session.oracle,
+            import_mode=None if import_mode is None else str(ImportMode(import_mode).value),
+        )
 
     def _unique(self, wanted: str) -> str:
         if wanted not in self.sessions:

@@ -84,17 +84,6 @@ async def test_next_event_fires_the_next_event(server: Server, page: Page) -> No
     await expect(page.locator("#last-action")).to_have_text("Next event ✓")
 
 
-async def test_observer_is_refused_a_controller_action_visibly(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="realtime", speed=1.0)
-    observer_token = session["tokens"]["observer"]
-    await open_session(page, server, session["session_id"], token=observer_token)
-    await expect(page.locator("#role")).to_contain_text("observer")
-    await page.get_by_role("button", name="Pause", exact=True).click()
-    await expect(page.locator(".toast.error")).to_contain_text("forbidden")
-    await expect(page.locator("#last-action")).to_contain_text("refused")
-    await expect(page.locator("#state")).to_have_text("running")
-
-
 async def test_controller_role_is_taken_from_the_controller_token(
     server: Server, page: Page
 ) -> None:

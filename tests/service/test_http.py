@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
+from pathlib import Path
 
 import pytest
 
+from areasync.conformance import GAIA2_SHAPED_ID, export_scenario_json
 from areasync.protocol import CallTool, Role
 from areasync.protocol.schema import render_schema
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, json_body, serving, tokens
@@ -122,3 +125,92 @@ async def test_the_dashboard_url_of_the_banner_carries_the_token_in_its_fragment
         target, _, fragment = url.removeprefix(service.http_url).partition("#")
         status, _, _ = await http_get(service, target)  # what a browser sends: no fragment
     assert status == 200 and ADMIN not in target and fragment == f"token={ADMIN}"
+
+
+async def test_http_requests_and_sockets_add_no_info_lines_to_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A dashboard polls /api/sessions every 2 s: at the default level (INFO) that must not be a
+    # log line each time, nor must each WebSocket that comes and goes.
+    with caplog.at_level(logging.INFO):
+        async with serving() as service:
+            caplog.clear()  # the start-up lines ("listening on") are wanted
+            for _ in range(3):
+                await http_get(
+                    service, "/api/sessions", headers={"Authorization": f"Bearer {ADMIN}"}
+                )
+                await http_get(service, "/health")
+            async with attach(service, Role.OBSERVER):
+                pass
+            served = [r for r in caplog.records if r.name.startswith("websockets")]
+    # What stays at INFO is the server's own start and stop ("server listening on ...").
+    noisy = [
+        r.getMessage()
+        for r in served
+        if r.levelno >= logging.INFO and not r.getMessage().startswith("server ")
+    ]
+    assert noisy == []
+
+
+async def test_http_requests_are_still_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="websockets.server"):
+        async with serving() as service:
+            await http_get(service, "/health")
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert "HTTP response sent (200 OK)" in messages
+
+
+async def test_scenarios_lists_the_registered_ids_for_the_admin() -> None:
+    async with serving() as service:
+        status, _, body = await http_get(service, f"/api/scenarios?token={ADMIN}")
+    listing = json_body(body)
+    assert status == 200 and TUTORIAL in listing["scenarios"]
+    assert listing["max_scenario_bytes"] == service.config.max_scenario_bytes
+
+
+@pytest.mark.parametrize("path", ["/api/scenarios", f"/api/sessions/{TUTORIAL}/source"])
+async def test_admin_only_paths_refuse_a_session_token_saying_which_token(path: str) -> None:
+    async with serving() as service:
+        controller = tokens(service)[Role.CONTROLLER]
+        status, _, body = await http_get(service, f"{path}?token={controller}")
+    assert status == 403 and "needs the admin token" in json_body(body)["error"]["message"]
+
+
+async def test_source_of_a_registered_scenario_session_is_its_id_and_options() -> None:
+    async with serving() as service:
+        status, _, body = await http_get(service, f"/api/sessions/{TUTORIAL}/source?token={ADMIN}")
+    assert status == 200
+    assert json_body(body) == {
+        "session_id": TUTORIAL,
+        "scenario": TUTORIAL,
+        "mode": "manual",
+        "speed": 1.0,
+        "oracle": False,
+    }
+
+
+async def test_source_of_a_json_session_is_its_json_text() -> None:
+    text = export_scenario_json(GAIA2_SHAPED_ID)
+    async with serving(text) as service:
+        path = f"/api/sessions/{GAIA2_SHAPED_ID}/source?token={ADMIN}"
+        status, _, body = await http_get(service, path)
+    assert status == 200 and json_body(body)["scenario_json"] == text
+
+
+async def test_source_of_a_json_file_above_the_limit_is_not_kept_and_says_why(
+    tmp_path: Path,
+) -> None:
+    # A file given at start-up may be larger than what create_session takes inline.
+    scenario = tmp_path / "big.json"
+    scenario.write_text(export_scenario_json(GAIA2_SHAPED_ID))
+    limit = scenario.stat().st_size - 1
+    async with serving(scenario, max_scenario_bytes=limit) as service:
+        status, _, body = await http_get(service, f"/api/sessions/big/source?token={ADMIN}")
+    message = json_body(body)["error"]["message"]
+    assert status == 404 and "big.json" in message and "max_scenario_bytes" in message
+
+
+async def test_source_of_an_unknown_session_is_not_found() -> None:
+    async with serving() as service:
+        status, _, body = await http_get(service, f"/api/sessions/nope/source?token={ADMIN}")
+    assert status == 404 and json_body(body)["error"]["code"] == "session_not_found"

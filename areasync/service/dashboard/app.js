@@ -4,6 +4,7 @@
 // Incoming items are queued and applied once per animation frame, so a burst of thousands of
 // events costs one layout, and per-item work is O(1) (see store.js and timeline.js).
 
+import { Admin, AdminError, readScenarioFile } from "./admin.js";
 import { Controls } from "./controls.js";
 import { fmtAbsolute, fmtCount, fmtOffset, plural } from "./format.js";
 import { showDetail, showEnded, toast } from "./panels.js";
@@ -124,6 +125,7 @@ function applyItem(frame) {
     case "ended":
       view.ended = frame;
       showEnded($("ended"), frame);
+      addEndedActions(view.id);
       if (view.clock) setClock({ ...view.clock, state: frame.state });
       controls.render();
       break;
@@ -167,7 +169,8 @@ function currentTime() {
 function renderClock() {
   const c = view.clock;
   const stateEl = $("state");
-  const state = view.ended ? view.ended.state : c ? c.state : "connecting";
+  let state = view.ended ? view.ended.state : c ? c.state : "connecting";
+  if (state === "running" && view.waiting) state = "waiting"; // held: time stands still
   if (stateEl.dataset.state !== state) {
     stateEl.dataset.state = state;
     stateEl.textContent = state;
@@ -311,6 +314,8 @@ function openSession(id) {
   view.ended = null;
   view.pending = [];
   view.connDetail = "";
+  view.waiting = !!sessions?.sessions.find((s) => s.id === id)?.waiting;
+  $("last-action").textContent = ""; // it was about the session shown before
   store.clear();
   closeDetail();
   timeline.invalidate();
@@ -348,8 +353,9 @@ function openSession(id) {
         const role = $("role");
         role.dataset.role = w.role;
         role.textContent = w.role === "observer" ? "observer · read-only" : w.role;
-        $("controls").classList.toggle("readonly", w.role === "observer");
         setClock(w.clock);
+        controls.render(); // the role decides which controls are shown
+        fillWaiting();
       },
       reset: () => {
         view.pending = [];
@@ -375,6 +381,118 @@ function openSession(id) {
   controls.render();
   schedule();
 }
+
+// -- waiting for an agent ---------------------------------------------------------------------------
+
+/** The "waiting for an agent" banner: how to connect one, or how to run it without one. */
+function fillWaiting() {
+  const box = $("waiting");
+  const drives = ["controller", "admin"].includes(view.conn?.role);
+  const s = sessions?.sessions.find((entry) => entry.id === view.id);
+  const url = s?.url || "ws://HOST:PORT/sessions/ID";
+  const agentToken = created.get(view.id)?.agent || "AGENT_TOKEN";
+  const text = (t) => document.createTextNode(t);
+  const code = Object.assign(document.createElement("code"), {
+    textContent: `areasync agent oracle --url ${url} --token ${agentToken}`,
+  });
+  const nodes = [text("Waiting for an agent: time stands still until one connects. Connect one with "), code];
+  if (agentToken === "AGENT_TOKEN") nodes.push(text(" (AGENT_TOKEN: the session's agent token, printed by areasync serve)"));
+  nodes.push(text(drives ? ", or your own agent; press Start to run it without one, or Next event to step through it." : ", or your own agent."));
+  box.replaceChildren(...nodes);
+}
+
+// -- admin: new session, restart ------------------------------------------------------------------
+
+let admin = null; // an Admin once the server says our token is the admin's
+const created = new Map(); // session id -> tokens, for sessions this page created
+
+/** A new session from `fields` (create_session's): remember its tokens, list it, open it. */
+async function createAndOpen(fields, label) {
+  const result = await admin.create(fields, view.id);
+  created.set(result.session_id, result.tokens || {});
+  toast($("toasts"), { title: `${label}: ${result.session_id}`, message: `Session ${result.session_id} is ready.` });
+  await sessions.refresh();
+  openSession(result.session_id);
+  return result;
+}
+
+function addEndedActions(id) {
+  if (!admin) return;
+  const s = sessions?.sessions.find((entry) => entry.id === id);
+  const row = Object.assign(document.createElement("div"), { className: "ended-actions" });
+  const restart = Object.assign(document.createElement("button"), { type: "button", className: "primary", id: "btn-restart", textContent: "Restart" });
+  restart.title = "A new session from the same scenario, with the same clock and options";
+  const fresh = Object.assign(document.createElement("button"), { type: "button", textContent: "New session…" });
+  fresh.addEventListener("click", openNewDialog);
+  restart.addEventListener("click", async () => {
+    restart.disabled = true;
+    try {
+      await createAndOpen(await admin.source(id), "Restarted");
+    } catch (err) {
+      if (!(err instanceof AdminError)) throw err;
+      restart.disabled = false;
+      toast($("toasts"), { title: "Restart failed", message: err.message, kind: "error", ms: 12000 });
+    }
+  });
+  if (s && s.restartable === false) {
+    restart.disabled = true;
+    restart.title = "The server kept no source for this session: create a new one from its JSON";
+  }
+  row.append(restart, fresh);
+  $("ended").append(row);
+}
+
+let maxScenarioBytes = 0;
+
+async function openNewDialog() {
+  const dialog = $("new-dialog");
+  $("new-error").hidden = true;
+  $("new-create").disabled = false;
+  if (!dialog.open) dialog.showModal();
+  try {
+    const listed = await admin.scenarios();
+    maxScenarioBytes = listed.max_scenario_bytes || 0;
+    const select = $("new-scenario");
+    const current = select.value || "scenario_tutorial";
+    select.replaceChildren(...listed.scenarios.map((id) => new Option(id, id)));
+    if (listed.scenarios.includes(current)) select.value = current;
+  } catch (err) {
+    if (!(err instanceof AdminError)) throw err;
+    showNewError(err.message);
+  }
+}
+
+function showNewError(message) {
+  $("new-error").textContent = message;
+  $("new-error").hidden = false;
+}
+
+async function submitNew(ev) {
+  ev.preventDefault();
+  const button = $("new-create");
+  button.disabled = true;
+  $("new-error").hidden = true;
+  try {
+    const file = $("new-file").files[0];
+    const source = file ? { scenario_json: await readScenarioFile(file, maxScenarioBytes) } : { scenario: $("new-scenario").value };
+    if (!file && !source.scenario) throw new AdminError("Pick a scenario from the list, or upload an ARE JSON file.");
+    const speed = Number($("new-speed").value);
+    if (!(speed > 0)) throw new AdminError("Speed must be a number above 0 (1 is real time).");
+    const fields = { ...source, mode: $("new-mode").value, speed, oracle: $("new-oracle").checked };
+    await createAndOpen(fields, "Created");
+    $("new-dialog").close();
+    $("new-file").value = "";
+  } catch (err) {
+    if (!(err instanceof AdminError)) throw err;
+    showNewError(err.message);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+$("btn-new").addEventListener("click", openNewDialog);
+$("new-form").addEventListener("submit", submitNew);
+$("new-close").addEventListener("click", () => $("new-dialog").close());
 
 // -- detail pane ----------------------------------------------------------------------------------
 
@@ -443,6 +561,10 @@ if (offline) {
       view.waiting = waiting;
       controls.render();
     }
+    if (!admin && list.access?.role === "admin") admin = new Admin({ base, token, sessions });
+    $("btn-new").hidden = !admin;
+    if (admin && view.ended && !$("btn-restart")) addEndedActions(view.id);
+    fillWaiting();
   };
 }
 if (!token && !offline) {

@@ -12,6 +12,9 @@ function numberFrom(id, fallback) {
   return Number.isFinite(value) ? value : fallback;
 }
 
+// Roles the server lets drive the clock (areasync/service/roles.py: CLOCK_CONTROLS).
+const DRIVING_ROLES = new Set(["controller", "admin"]);
+
 export class Controls {
   /**
    * @param view     the app's session state (conn, clock, ended, waiting)
@@ -28,9 +31,14 @@ export class Controls {
     this._bind();
   }
 
-  /** Enable what makes sense now: nothing once ended, only reads while disconnected. */
+  /** Enable what makes sense now: nothing once ended, only reads while disconnected, and the
+   *  clock controls only for a role that may use them (an observer's would answer "forbidden"). */
   render() {
     const view = this.view;
+    const role = view.conn?.role;
+    const drives = DRIVING_ROLES.has(role);
+    for (const node of $("controls").querySelectorAll("[data-needs=controller]")) node.hidden = !!role && !drives;
+    $("readonly-note").hidden = !role || drives;
     const over = !!view.ended;
     const paused = view.clock?.state === "paused";
     const toggle = $("btn-toggle");

@@ -124,6 +124,24 @@ export function showState(body, value) {
 
 // -- end of session ----------------------------------------------------------------------------
 
+/** Why a session ended and what its validation means, as one or two plain sentences. */
+export function endedInWords(frame) {
+  const reason = frame.reason ? String(frame.reason).replace(/\.$/, "") : "";
+  let why;
+  if (reason) why = `It did not run to its end: ${reason}.`;
+  else if (frame.state === "failed") why = "It failed before its end.";
+  else why = "It ran to the end of its scenario.";
+  const v = frame.validation;
+  let verdict;
+  if (v && v.success === true) verdict = "The scenario's checks passed: the agent did what it expects.";
+  else if (v && v.success === false) {
+    verdict = "The scenario's checks failed: what happened is not what the scenario expects";
+    verdict += reason ? " (it was cut short, or no agent acted)." : " (did an agent act?).";
+  } else if (v && v.exception) verdict = "The scenario's checks could not run (see Details).";
+  else verdict = "Nobody judged it: the scenario has no checks for this run.";
+  return `${why} ${verdict}`;
+}
+
 /** The banner shown once the `ended` item arrives: final state and validation. */
 export function showEnded(banner, frame) {
   const v = frame.validation;
@@ -148,8 +166,7 @@ export function showEnded(banner, frame) {
     el("strong", "", `Session ended (${frame.state})`),
     el("span", "verdict", verdict),
   );
-  const nodes = [head];
-  if (frame.reason) nodes.push(el("div", "ended-reason", frame.reason)); // why it ended early
+  const nodes = [head, el("p", "ended-plain", endedInWords(frame))];
   if (v && (v.rationale || v.exception)) {
     const more = el("details");
     more.append(el("summary", "", "Details"));

@@ -28,6 +28,8 @@ export function normalizeSession(s) {
     events: count(first(s.events, s.event_count, s.n_events, 0)),
     clients: count(first(s.clients, s.connections, s.subscribers, 0)),
     waiting: !!s.waiting_for_agent && !s.ended,
+    url: s.url || "",
+    restartable: s.restartable !== false,
   };
 }
 

@@ -27,6 +27,7 @@ import asyncio
 import collections
 import random
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -109,15 +110,15 @@ async def _observe(
     rng: random.Random,
     ended: Any,
     during: list[int],
-    freezes: bool,
+    freezes: Callable[[float], Awaitable[None]] | None,
 ) -> None:
     """Follow the stream to `ended`, dropping the connection at each seq of `cut_at` (with
-    `freezes`: not reading for a moment there instead)."""
+    `freezes`: not reading there, for as long as `freezes(seconds)` takes, instead)."""
     epoch: str | None = None
     cuts = sorted(cut_at)
     while True:
         since = log.seqs[-1] if log.seqs else 0
-        ws, welcome = await _connect(url, encoding, since, epoch, small_buffer=freezes)
+        ws, welcome = await _connect(url, encoding, since, epoch, small_buffer=freezes is not None)
         log.connections += 1
         log.replays.append(welcome.replay.value)
         epoch = welcome.epoch
@@ -134,9 +135,9 @@ async def _observe(
                     return
                 if cuts and seq >= cuts[0]:
                     cuts.pop(0)
-                    if freezes:
+                    if freezes is not None:
                         ws.transport.pause_reading()
-                        await anyio.sleep(rng.uniform(0.2, 0.5))
+                        await freezes(rng.uniform(0.2, 0.5))
                         ws.transport.resume_reading()
                         continue
                     style = rng.choice(STYLES)
@@ -213,14 +214,30 @@ async def run_storm(
         def ended() -> bool:
             return session.sim.ended
 
+        async def freeze_until_evicted(seconds: float) -> None:
+            """At least `seconds`, then on until the server evicts a slow consumer or the
+            session ends (given up after 30 s: the test then finds no eviction)."""
+            evicted = service.metrics.slow_consumer_disconnects
+            await anyio.sleep(seconds)
+            with anyio.move_on_after(30):
+                await eventually(
+                    lambda: service.metrics.slow_consumer_disconnects > evicted or ended(),
+                    limit=31,
+                )
+
         with anyio.fail_after(120 + events / 100):
             async with anyio.create_task_group() as tg:
                 # A freeze late in the run would find too little stream left to fill the
-                # kernel's buffers (megabytes on loopback): freeze in its first third.
+                # kernel's buffers (megabytes on loopback): freeze in its first third, and the
+                # first observer once at the very start, until its socket is full and the
+                # server evicts it (on a loaded machine the run can otherwise outpace every
+                # observer, leaving nothing to append during their freezes).
                 cut_range = range(1, expected_items // 3 if freezes else expected_items)
                 for n, log in enumerate(logs):
                     encoding = Encoding.JSON if n % 2 == 0 else Encoding.MSGPACK
                     cut_at = rng.sample(cut_range, cuts_per_client)
+                    if freezes and n == 0:
+                        cut_at[0] = 1
                     tg.start_soon(
                         _observe,
                         url,
@@ -230,7 +247,7 @@ async def run_storm(
                         random.Random(rng.random()),
                         ended,
                         during,
-                        freezes,
+                        (freeze_until_evicted if n == 0 else anyio.sleep) if freezes else None,
                     )
                 for _ in range(real_clients):
                     cut_at = rng.sample(range(1, expected_items), cuts_per_client)

@@ -1003,6 +1003,7 @@ class Simulation:
         if self._concluded:
             return
         self._concluded = True
+        self.clock.freeze()  # an ended session's time is where it ended (every way it ends)
         self._leases.clear()
         self.validation = self._validate()
         self._publish_clock()

@@ -76,6 +76,8 @@ class VirtualClock:
         self._held = 0
         # The latest time `now_us()` has given out: `anchor` never sets the clock below it.
         self._reported_us = self._v0
+        # The run has ended (`freeze`): its time is where it ended, whatever the wall does.
+        self._frozen = False
         # Total simulated time added by jumps (`set_us`), as opposed to time that flowed. The
         # time-based loop shifts its tick schedule by every jump, as ARE's does.
         self.jumped_us = 0
@@ -97,7 +99,16 @@ class VirtualClock:
     @property
     def flowing(self) -> bool:
         """True when simulated time advances with the wall clock."""
-        return self._mode is ClockMode.REALTIME and not self._paused and not self._held
+        return (
+            self._mode is ClockMode.REALTIME
+            and not self._paused
+            and not self._held
+            and not self._frozen
+        )
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
 
     def now_us(self) -> int:
         """Simulated time now, as given out to everyone: never less than a previous answer."""
@@ -160,6 +171,17 @@ class VirtualClock:
         self._v0 = t_us
         self._r0 = self._wall()
         self._reported_us = t_us
+        self._frozen = False
+
+    def freeze(self) -> None:
+        """The run has ended: time stops flowing for good, at the time it ended.
+
+        Neither `resume`, `release` nor `set_speed`/`set_mode` make it flow again (only a new
+        run, `restart`, does): a realtime session that stopped would otherwise go on counting
+        simulated seconds past its end. Nothing moves an ended run's clock anyway.
+        """
+        self._reanchor()
+        self._frozen = True
 
     def pause(self) -> None:
         self._reanchor()

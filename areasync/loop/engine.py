@@ -151,6 +151,8 @@ class Engine:
         if self.finished:
             return
         self.finished = True
+        # Before the epilogue, so that ARE's stop message is stamped with the time it ended at.
+        self.clock.freeze()
         self.env.run_loop_epilogue()
 
     # -- steps -------------------------------------------------------------------------------

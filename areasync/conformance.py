@@ -135,7 +135,13 @@ from typing import Any, NamedTuple
 from are.simulation.environment import Environment, EnvironmentConfig
 from are.simulation.scenarios.scenario import Scenario
 from are.simulation.scenarios.utils.constants import ALL_SCENARIOS
-from are.simulation.types import CompletedEvent, Event, EventType
+from are.simulation.types import (
+    Action,
+    CompletedEvent,
+    ConditionCheckAction,
+    Event,
+    EventType,
+)
 
 __all__ = [
     "FAKE_SLEEP_OVERHEAD",
@@ -490,17 +496,33 @@ def _mask_ids(value: Any) -> Any:
 
 
 def _raw_entry(event: CompletedEvent, start_time: float, opts: _Options) -> LogEntry:
-    args = {k: v for k, v in event.get_args().items() if k != "self"}
+    app, function, raw_args = _action_view(event)
+    args = {k: v for k, v in raw_args.items() if k != "self"}
     metadata = event.metadata
     return LogEntry(
         event_type=event.event_type.value,
         time=round((event.event_time or 0.0) - start_time, opts.ndigits) + 0.0,
-        app=event.app_name(),
-        function=event.function_name(),
+        app=app,
+        function=function,
         args=_jsonish(args, opts, set()),
         return_value=_jsonish(metadata.return_value if metadata else None, opts, set()),
         exception=bool(metadata is not None and metadata.exception is not None),
     )
+
+
+def _action_view(event: CompletedEvent) -> tuple[str | None, str | None, dict[str, Any]]:
+    """(app, function, args) of a completed event, whatever its action is.
+
+    A completed `ValidationEvent` carries its bound `validate` method as its action, which
+    ARE's `app_name()`, `function_name()` and `get_args()` cannot read: no app, the callable's
+    name, no args (ARE's own trace export writes `{}` for that action).
+    """
+    action = event.action
+    if isinstance(action, Action | ConditionCheckAction):
+        return event.app_name(), event.function_name(), event.get_args()
+    if callable(action):
+        return None, getattr(action, "__name__", None), {}
+    return None, None, {}
 
 
 def normalize_events(

@@ -105,7 +105,10 @@ MAX_JUMP_S = 7 * 86_400.0
 class LagPolicy(enum.StrEnum):
     """What a realtime session does when a tick runs late (slow ticks, a busy server)."""
 
-    SLIP = "slip"  # re-anchor: the late tick happens at its own simulated time; no time is lost
+    # Re-anchor: the late tick happens at its own simulated time, no time is lost - unless a
+    # later time was already read (a command logged meanwhile): then at that time, since time
+    # never goes backwards (`VirtualClock.anchor`); the schedule of later ticks is unchanged.
+    SLIP = "slip"
     CATCH_UP = "catch_up"  # keep the schedule: simulated time includes the delay, ticks bunch up
     STRICT = "strict"  # end the session (FAILED) when the lag exceeds `max_lag`
 
@@ -288,6 +291,10 @@ class Simulation:
         # Stops on their way (announced, not yet run): long controls give way to them.
         self._stops_announced = 0
         self._lane = CommandLane(sandbox)
+        # Realtime starts when the driver does, not when the scenario was loaded: until then
+        # the clock stands still, so nothing read during setup is ever taken back.
+        self.clock.hold()
+        self._held_until_driven = True
         env.event_listeners.append(self._on_event)
         env.notification_listeners.append(self._on_notification)
         env.wake = self._wake
@@ -470,8 +477,11 @@ class Simulation:
         return await self._task_group.__aexit__(exc_type, exc, tb)
 
     async def _drive(self) -> None:
+        if self._held_until_driven:
+            self._held_until_driven = False
+            self.clock.release()
         if self.engine.started and self.env.tick_count == 0 and self.clock.flowing:
-            # Realtime starts when the driver does, not when the scenario was loaded.
+            # The first tick is due now (the clock rests at it unless a later time was read).
             self.clock.anchor(self.engine.next_grid_us(), self.clock.wall())
         try:
             while not self._concluded:
@@ -587,7 +597,7 @@ class Simulation:
 
     def _realtime_tick(self) -> None:
         target = self.engine.next_grid_us()
-        late_us = self.clock.now_us() - target
+        late_us = self.clock.peek_us() - target  # pacing only: not a reading anyone sees
         self.lag = max(0.0, late_us / 1e6 / self.clock.speed)
         if self.lag_policy is LagPolicy.STRICT and self.lag > self.max_lag:
             self._stop_now(
@@ -993,6 +1003,7 @@ class Simulation:
         if self._concluded:
             return
         self._concluded = True
+        self.clock.freeze()  # an ended session's time is where it ended (every way it ends)
         self._leases.clear()
         self.validation = self._validate()
         self._publish_clock()

@@ -23,7 +23,8 @@ from typing import Any
 
 from are.simulation.notification_system import Message
 from are.simulation.tool_utils import AppTool
-from are.simulation.types import CompletedEvent
+from are.simulation.types import Action, CompletedEvent, ConditionCheckAction
+from are.simulation.utils.misc import get_function_name
 
 from areasync.protocol.records import EventRecord, NotificationRecord, ToolArg, ToolInfo
 
@@ -86,16 +87,33 @@ def event_record(event: CompletedEvent) -> EventRecord:
     action = event.action
     raw_args = getattr(action, "args", None) or {}
     metadata = event.metadata
+    app, function = event_names(event)
     return EventRecord(
         event_id=str(event.event_id),
         event_type=event.event_type.value,
         time=float(event.event_time) if event.event_time is not None else 0.0,
-        app=event.app_name(),
-        function=event.function_name(),
+        app=app,
+        function=function,
         args={k: to_plain(v) for k, v in raw_args.items() if k != "self"},
         return_value=to_plain(metadata.return_value) if metadata is not None else None,
         exception=metadata.exception if metadata is not None else None,
     )
+
+
+def event_names(event: CompletedEvent) -> tuple[str | None, str | None]:
+    """The (app, function) names of a completed event, for every action ARE logs.
+
+    ARE's `app_name()`/`function_name()` expect an `Action` or a `ConditionCheckAction`, but a
+    completed `ValidationEvent` carries the bound method `validate` itself as its action (ARE's
+    own trace export writes `{}` for it): there the app is None and the function is the
+    callable's name, as ARE names the function of any action.
+    """
+    action = event.action
+    if isinstance(action, Action | ConditionCheckAction):
+        return event.app_name(), event.function_name()
+    if callable(action):
+        return None, get_function_name(action)
+    return None, None
 
 
 def notification_record(message: Message) -> NotificationRecord:

@@ -48,7 +48,7 @@ class VirtualTimeManager(TimeManager):
         # ARE resets the time manager at the start of `Environment.run`: time restarts there.
         if start_time is not None:
             self.start_time = start_time
-        self.clock.anchor(to_us(self.start_time or 0.0), self.clock.wall())
+        self.clock.restart(to_us(self.start_time or 0.0))
 
     def pause(self) -> None:
         if not self.clock.paused:

@@ -8,7 +8,17 @@ thread that sleeps one real second per tick. Here simulated time is
 kept in integer microseconds so that jumps, ticks and comparisons are exact, and handed to ARE as
 float seconds. `rate` is the speed in `realtime` mode and zero otherwise (or while paused): in
 `fast` and `manual` modes time moves only when the engine sets it. Every control re-anchors
-`(v0, r0)` first, so no control ever makes time jump by itself, and time never goes backwards.
+`(v0, r0)` first, so no control ever makes time jump by itself.
+
+Time never goes backwards, and the clock itself guarantees it: `now_us()` is monotonic
+non-decreasing for the life of a run. Realtime pacing re-anchors the flow to a tick's scheduled
+time (`anchor`), which would move time back if the tick ran late after someone had already read
+the later time (a command logged at 1.5 s, then the tick due at 1.0 s): `anchor` therefore never
+sets the clock below the latest reading it has given out, and such a tick runs at that reading,
+as ARE's own ticks run at whatever its wall clock says when its thread wakes. A reading nobody
+took cannot be contradicted, so pacing decisions use `peek_us()`, which gives none out: a late
+tick that nobody saw the clock pass still runs at its own time. Only `restart` (a new run, ARE's
+`TimeManager.reset`) sets time back.
 
 The clock takes its wall function as a parameter: it does no I/O and never sleeps. The async
 driver asks `wall_delay_until()` how long to wait and does the waiting itself.
@@ -64,6 +74,10 @@ class VirtualClock:
         self._speed = float(speed)
         self._paused = False
         self._held = 0
+        # The latest time `now_us()` has given out: `anchor` never sets the clock below it.
+        self._reported_us = self._v0
+        # The run has ended (`freeze`): its time is where it ended, whatever the wall does.
+        self._frozen = False
         # Total simulated time added by jumps (`set_us`), as opposed to time that flowed. The
         # time-based loop shifts its tick schedule by every jump, as ARE's does.
         self.jumped_us = 0
@@ -85,9 +99,26 @@ class VirtualClock:
     @property
     def flowing(self) -> bool:
         """True when simulated time advances with the wall clock."""
-        return self._mode is ClockMode.REALTIME and not self._paused and not self._held
+        return (
+            self._mode is ClockMode.REALTIME
+            and not self._paused
+            and not self._held
+            and not self._frozen
+        )
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
 
     def now_us(self) -> int:
+        """Simulated time now, as given out to everyone: never less than a previous answer."""
+        now = max(self.peek_us(), self._reported_us)
+        self._reported_us = now
+        return now
+
+    def peek_us(self) -> int:
+        """Simulated time now, for pacing decisions that no one else sees (how late a tick is,
+        how long to sleep): unlike `now_us()` it does not bind later anchors (module docstring)."""
         if not self.flowing:
             return self._v0
         # Floor, not round: a reading must never overshoot a deadline the engine has not reached.
@@ -100,7 +131,7 @@ class VirtualClock:
         """Wall seconds until simulated time reaches `t_us`; None if time is not flowing."""
         if not self.flowing:
             return None
-        remaining = t_us - self.now_us()
+        remaining = t_us - max(self.peek_us(), self._reported_us)
         if remaining <= 0:
             return 0.0
         return remaining / US_PER_S / self._speed
@@ -124,9 +155,33 @@ class VirtualClock:
         self._r0 = self._wall()
 
     def anchor(self, t_us: int, wall: float) -> None:
-        """Declare that simulated time `t_us` corresponds to wall time `wall` (realtime pacing)."""
-        self._v0 = t_us
+        """Declare that simulated time `t_us` corresponds to wall time `wall` (realtime pacing).
+
+        Never below a time already given out by `now_us()`: the clock then rests at that time
+        instead (from `wall` on), so time does not go backwards (module docstring).
+        """
+        self._v0 = max(t_us, self._reported_us)
         self._r0 = wall
+
+    def restart(self, t_us: int) -> None:
+        """A new run starts at `t_us` (ARE's `TimeManager.reset`): the one move that may go back.
+
+        What was read during the previous run does not bind this one.
+        """
+        self._v0 = t_us
+        self._r0 = self._wall()
+        self._reported_us = t_us
+        self._frozen = False
+
+    def freeze(self) -> None:
+        """The run has ended: time stops flowing for good, at the time it ended.
+
+        Neither `resume`, `release` nor `set_speed`/`set_mode` make it flow again (only a new
+        run, `restart`, does): a realtime session that stopped would otherwise go on counting
+        simulated seconds past its end. Nothing moves an ended run's clock anyway.
+        """
+        self._reanchor()
+        self._frozen = True
 
     def pause(self) -> None:
         self._reanchor()

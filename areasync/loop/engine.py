@@ -27,6 +27,7 @@ time semantics:
 * The duration bound is exclusive: nothing is processed at or after `start + duration`, because
   ARE's wall clock always carries an epsilon past the scheduled tick.
 * Time never moves backwards (ARE's jump rules can, when an old message sits undelivered).
+* An agent's `wait_for_notification` ignores the duration, as ARE's does (`wait_runs_past_end`).
 """
 
 from __future__ import annotations
@@ -151,6 +152,8 @@ class Engine:
         if self.finished:
             return
         self.finished = True
+        # Before the epilogue, so that ARE's stop message is stamped with the time it ended at.
+        self.clock.freeze()
         self.env.run_loop_epilogue()
 
     # -- steps -------------------------------------------------------------------------------
@@ -181,13 +184,27 @@ class Engine:
         due = self.next_due_us()
         if due is None:
             return False
-        if self.at_end(due):
+        if self.at_end(due) and not self.wait_runs_past_end(due):
             # ARE's jump_to_next_event_time sets the tick index before the duration check.
             self.env.tick_count = self.tick_index(due)
             self._finish_at_end()
             return False
         self.tick_at(due)
         return True
+
+    def wait_runs_past_end(self, due_us: int) -> bool:
+        """Whether an agent's `wait_for_notification` runs the item due at `due_us` anyway.
+
+        ARE's `wait_for_next_notification` ignores the scenario's duration: it fires every item
+        due up to the wait's timeout, jumps to the timeout (or the notification that ends the
+        wait) even past the end, and its agent acts on the result before the loop, at its next
+        step, sees the duration passed and ends the run. A verdict must not depend on which
+        engine ran the scenario, so the queue-based loop here does the same while a wait is on.
+        """
+        if not self.env.waiting_for_notification:
+            return False
+        timeout = self.wait_timeout_us()
+        return timeout is not None and due_us <= timeout
 
     def run_out(self) -> None:
         """Nothing will ever be due: let time run to the end of the scenario and finish."""
@@ -300,8 +317,9 @@ class Engine:
         """ARE's `wait_for_next_notification` jump rules, run to completion synchronously.
 
         Used when a tool call to `SystemApp__wait_for_notification` must return only after the
-        wait is over (the synchronous facade, ARE's own agents). Unlike ARE it stops at the
-        scenario's end and never moves time backwards.
+        wait is over (the synchronous facade, ARE's own agents). As ARE's, it ignores the
+        scenario's duration (items past the end fire, time jumps past it; the loop ends the run
+        at its next step); unlike ARE's it never moves time backwards.
         """
         system = self.env.system_app
         if system is None or system.wait_for_notification_timeout is None:
@@ -324,16 +342,10 @@ class Engine:
                 ):
                     target = note_us
                 if target is not None:
-                    if self.at_end(target):
-                        self._finish_at_end()
-                        return
                     if target > self.clock.now_us():
                         self.clock.set_us(target)
                     return
                 assert event_us is not None
-                if self.at_end(event_us):
-                    self._finish_at_end()
-                    return
                 # ARE's wait ticks without touching tick_count (validators count ticks).
                 self.tick_at(event_us, tick_count=self.env.tick_count)
         finally:

@@ -1,0 +1,162 @@
+"""Time never goes backwards: a property of the clock itself, whatever re-anchors it.
+
+Realtime pacing re-anchors the clock to each tick's scheduled time. A tick that runs late, after
+a later time was given out (a command logged at 1.5 s while the tick due at 1.0 s waited), must
+not take the clock back to 1.0 s: the tick then runs at the time already given out. A late tick
+nobody saw the clock pass still runs at its own time (ARE's slip). All on an injected wall.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from areasync import LagPolicy, Simulation
+from areasync.loop.clock import ClockError, ClockMode, VirtualClock, to_us
+from tests.scenarios import timeline
+
+
+class FakeWall:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def realtime_clock() -> tuple[VirtualClock, FakeWall]:
+    wall = FakeWall()
+    return VirtualClock(0.0, mode=ClockMode.REALTIME, speed=1.0, wall=wall), wall
+
+
+def test_anchor_below_a_time_already_read_keeps_the_time_read() -> None:
+    clock, wall = realtime_clock()
+    wall.now += 1.5
+    assert clock.now() == 1.5
+    clock.anchor(to_us(1.0), wall.now)
+    assert clock.now() == 1.5
+
+
+def test_anchor_below_a_time_nobody_read_slips_back_to_it() -> None:
+    clock, wall = realtime_clock()
+    assert clock.now() == 0.0
+    wall.now += 1.5  # the tick at 1.0 s is late, but nobody read a later time
+    clock.anchor(to_us(1.0), wall.now)
+    assert clock.now() == 1.0
+
+
+def test_peeking_at_the_clock_does_not_bind_an_anchor() -> None:
+    clock, wall = realtime_clock()
+    wall.now += 1.5
+    assert clock.peek_us() == to_us(1.5)
+    clock.anchor(to_us(1.0), wall.now)
+    assert clock.now() == 1.0
+
+
+def test_time_flows_on_from_an_anchor_kept_at_the_time_read() -> None:
+    clock, wall = realtime_clock()
+    wall.now += 1.5
+    clock.now()
+    clock.anchor(to_us(1.0), wall.now)
+    wall.now += 0.25
+    assert clock.now() == 1.75
+
+
+def test_restart_is_the_one_move_back_for_a_new_run() -> None:
+    clock, wall = realtime_clock()
+    wall.now += 5.0
+    clock.now()
+    clock.restart(0)
+    assert clock.now() == 0.0
+    clock.anchor(0, wall.now)  # the new run's readings bind it, not the old run's
+    assert clock.now() == 0.0
+
+
+_operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("wall"), st.floats(min_value=0.0, max_value=3.0)),
+        st.tuples(st.just("anchor"), st.floats(min_value=0.0, max_value=20.0)),
+        st.tuples(st.just("set"), st.floats(min_value=0.0, max_value=20.0)),
+        st.tuples(st.just("speed"), st.floats(min_value=0.1, max_value=100.0)),
+        st.tuples(
+            st.sampled_from(["read", "peek", "pause", "resume", "hold", "release", "mode"]),
+            st.just(0.0),
+        ),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_operations)
+def test_readings_never_decrease_whatever_anchors_and_controls_do(
+    operations: list[tuple[str, float]],
+) -> None:
+    clock, wall = realtime_clock()
+    readings = [clock.now_us()]
+    held = 0
+    for op, value in operations:
+        if op == "wall":
+            wall.now += value
+        elif op == "anchor":
+            clock.anchor(to_us(value), wall.now)
+        elif op == "set":
+            with contextlib.suppress(ClockError):  # backwards: refused, clock unchanged
+                clock.set_us(to_us(value))
+        elif op == "speed":
+            clock.set_speed(value)
+        elif op == "pause":
+            clock.pause()
+        elif op == "resume":
+            clock.resume()
+        elif op == "hold":
+            clock.hold()
+            held += 1
+        elif op == "release" and held:
+            clock.release()
+            held -= 1
+        elif op == "mode":
+            flowing = clock.mode is ClockMode.REALTIME
+            clock.set_mode(ClockMode.MANUAL if flowing else ClockMode.REALTIME)
+        elif op == "peek":
+            clock.peek_us()
+        readings.append(clock.now_us())
+    assert readings == sorted(readings)
+
+
+async def ticks_run(sim: Simulation, n: int) -> None:
+    """Let the driver run until `n` ticks have run (it polls a fake wall that does not move)."""
+    for _ in range(10_000):
+        if sim.env.tick_count >= n:
+            return
+        await anyio.sleep(0.001)
+    raise AssertionError(f"only {sim.env.tick_count} of {n} ticks ran")
+
+
+async def test_a_command_logged_while_a_tick_is_overdue_is_never_followed_by_an_earlier_time() -> (
+    None
+):
+    wall = FakeWall()
+    # Speed 1000: a tick every simulated second is one wall millisecond apart.
+    sim = Simulation.load(
+        timeline(duration=30.0, initialize=True),
+        mode="realtime",
+        speed=1000.0,
+        lag_policy=LagPolicy.SLIP,
+        wall=wall,
+    )
+    async with sim:
+        await ticks_run(sim, 1)  # the tick at 0 s has run; the next is due at 1 s
+        wall.now += 0.0015  # 1.5 s of simulated time: the tick at 1 s is overdue
+        # The lane is free: the command runs at once, ahead of the overdue tick.
+        await sim.call_tool("TimelineApp__mark", {"label": "first"})
+        await ticks_run(sim, 2)  # the overdue tick has run
+        await sim.call_tool("TimelineApp__mark", {"label": "second"})
+        await sim.stop()
+    first, second = (e.time for e in sim.events() if e.function == "mark")
+    assert first == pytest.approx(1.5, abs=1e-5)  # the wall's float arithmetic, not the clock's
+    assert second >= first

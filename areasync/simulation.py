@@ -410,10 +410,16 @@ class Simulation:
         synchronous methods such as `set_speed` in turn with the session's other commands."""
         return self._lane
 
-    def clock_state(self) -> ClockState:
+    def clock_state(self, *, peek: bool = False) -> ClockState:
+        """The clock as the stream reports it. `peek=True` reads it without binding it (for
+        listings such as `/api/sessions`): a time given out on the stream is never followed by
+        an earlier one, so every binding read may move an overdue tick (see `loop.clock`);
+        a listing must not change what the simulation logs."""
         return ClockState(
             state=self.state,
-            time=self.clock.now(),
+            time=to_s(max(self.clock.peek_us(), self.clock.reported_us))
+            if peek
+            else self.clock.now(),
             tick=int(self.env.tick_count),
             mode=self.clock.mode.value,
             speed=self.clock.speed,

@@ -127,6 +127,11 @@ class VirtualClock:
     def now(self) -> float:
         return to_s(self.now_us())
 
+    @property
+    def reported_us(self) -> int:
+        """The latest time `now_us()` has given out (readings never fall below it)."""
+        return self._reported_us
+
     def wall_delay_until(self, t_us: int) -> float | None:
         """Wall seconds until simulated time reaches `t_us`; None if time is not flowing."""
         if not self.flowing:

@@ -260,7 +260,7 @@ class Service:
             "",
         ]
         for session in self.registry.sessions.values():
-            clock = session.sim.clock_state()
+            clock = session.sim.clock_state(peek=True)
             how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
             extra = ", oracle" if session.oracle else ""
             extra += f", {session.import_mode} import" if session.import_mode else ""

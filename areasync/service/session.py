@@ -181,7 +181,7 @@ class Session:
             "import_mode": self.import_mode,
             "waiting_for_agent": self.waiting_for_agent,
             "restartable": self.recipe is not None,
-            "clock": self.sim.clock_state(),
+            "clock": self.sim.clock_state(peek=True),
             "seq": self.hub.seq,
             "events": self.hub.events,
             "connections": self.connection_counts(),

@@ -160,3 +160,21 @@ async def test_a_command_logged_while_a_tick_is_overdue_is_never_followed_by_an_
     first, second = (e.time for e in sim.events() if e.function == "mark")
     assert first == pytest.approx(1.5, abs=1e-5)  # the wall's float arithmetic, not the clock's
     assert second >= first
+
+
+async def test_listing_a_session_does_not_move_an_overdue_tick() -> None:
+    wall = FakeWall()
+    sim = Simulation.load(
+        timeline(duration=30.0, initialize=True),
+        mode="realtime",
+        speed=1000.0,
+        lag_policy=LagPolicy.SLIP,
+        wall=wall,
+    )
+    async with sim:
+        await ticks_run(sim, 1)
+        reported = sim.clock.reported_us
+        wall.now += 0.0015  # the tick at 1 s is overdue; a listing reads the clock meanwhile
+        assert sim.clock_state(peek=True).time == pytest.approx(1.5, abs=1e-5)
+        assert sim.clock.reported_us == reported
+        await sim.stop()

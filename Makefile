@@ -50,6 +50,7 @@ bench: $(STAMP) browser
 	$(PY) bench/protocol.py
 	$(PY) bench/service.py
 	$(PY) bench/dashboard.py
+	$(PY) bench/startup.py
 
 serve: $(STAMP)
 	$(PY) server.py

@@ -136,6 +136,15 @@ async def _oracle(args: argparse.Namespace, url: str) -> int:
                     return 2
             if controller is None:
                 observer = await _try_connect(url, Role.OBSERVER, options)
+            if controller is None and sim.clock.mode == "manual":
+                # An agent cannot move a manual clock: say why nothing happens for a while.
+                print(
+                    "areasync agent oracle: the session is in manual mode and this token cannot "
+                    "move its clock: each action waits for a controller's tick or jump (or "
+                    "pass a controller or admin token)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             try:
                 pace = Pace.JUMP if controller is not None else Pace.WAIT
                 report = await run_oracle_agent(

@@ -51,7 +51,8 @@ def test_help_does_not_import_are() -> None:
 
 
 def test_from_areasync_import_simulation_still_works() -> None:
-    code = "from areasync import Simulation, LeasePolicy; print(Simulation.__name__, LeasePolicy.END)"
+    code = "from areasync import LeasePolicy, Simulation\n"
+    code += "print(Simulation.__name__, LeasePolicy.END)"
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=GIVE_UP_S
     )

@@ -3,6 +3,8 @@
 areasync run scenario_tutorial --mode fast --oracle
 areasync schema
 areasync serve [--scenario ID_OR_PATH ...]
+areasync session create|stop|list --url ws://HOST:PORT --token ADMIN_TOKEN
+areasync agent oracle --url ws://HOST:PORT --session ID --token TOKEN
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, TextIO
 import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
+from areasync.cli_sessions import add_session_parser, run_session
 from areasync.loop.clock import ClockMode
 from areasync.protocol.frames import ImportMode
 
@@ -69,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "schema": _cmd_schema,
         "serve": _cmd_serve,
         "agent": run_agent,
+        "session": run_session,
     }[args.command]
     return int(handler(args))
 
@@ -95,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("schema", help="print the areasync/1 protocol's JSON Schema")
     add_agent_parser(sub)
+    add_session_parser(sub)
 
     serve = sub.add_parser(
         "serve",

@@ -52,6 +52,7 @@ bench: $(STAMP) browser
 	$(PY) bench/imports.py
 	$(PY) bench/floods.py
 	$(PY) bench/dashboard.py
+	$(PY) bench/startup.py
 
 serve: $(STAMP)
 	$(PY) server.py

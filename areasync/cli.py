@@ -3,6 +3,8 @@
 areasync run scenario_tutorial --mode fast --oracle
 areasync schema
 areasync serve [--scenario ID_OR_PATH ...]
+areasync session create|stop|list --url ws://HOST:PORT --token ADMIN_TOKEN
+areasync agent oracle --url ws://HOST:PORT --session ID --token TOKEN
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, TextIO
 import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
+from areasync.cli_sessions import add_session_parser, run_session
 from areasync.loop.clock import ClockMode
 from areasync.protocol.frames import ImportMode
 
@@ -25,6 +28,37 @@ IMPORT_MODE_HELP = (
     "turn), plain = ARE's plain import, auto (default) = benchmark for a multi-turn Gaia2 "
     "scenario run without --oracle, else plain"
 )
+
+MODE_HELP = (
+    "how simulated time moves: fast = as fast as possible (standing still while an agent "
+    "works), realtime = ARE's ticks paced by the wall clock at --speed, manual = only by a "
+    "controller's tick/jump"
+)
+RUN_MODE_HELP = (
+    "how simulated time moves: fast (default) = as fast as possible, realtime = ARE's ticks "
+    "paced by the wall clock at --speed; manual is refused: `run` has no controller to move "
+    "its clock"
+)
+# `run` has no controller, so in manual mode nothing would ever move the clock: refuse it at
+# once rather than wait for ever (driving it by ticks would only be realtime unpaced, which
+# --mode realtime --speed N already is).
+MANUAL_RUN = (
+    "--mode manual moves the clock only on a controller's tick or jump, and `areasync run` "
+    "has no controller: it would wait for ever. Use --mode fast (as fast as possible) or "
+    "--mode realtime --speed N; to step a scenario by hand, run `areasync serve --mode manual` "
+    "and drive it with a controller"
+)
+
+
+def port_number(text: str) -> int:
+    """argparse type of --port: an integer 0-65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: use 0-65535 (0: any free port)")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "schema": _cmd_schema,
         "serve": _cmd_serve,
         "agent": run_agent,
+        "session": run_session,
     }[args.command]
     return int(handler(args))
 
@@ -48,7 +83,9 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a scenario to its end and print its event log")
     run.add_argument("scenario", help="a registered scenario id, a JSON file, or JSON text")
-    run.add_argument("--mode", choices=[m.value for m in ClockMode], default="fast")
+    run.add_argument(
+        "--mode", choices=[m.value for m in ClockMode], default="fast", help=RUN_MODE_HELP
+    )
     run.add_argument("--speed", type=float, default=1.0, help="realtime speed (sim s per wall s)")
     run.add_argument("--oracle", action="store_true", help="run the scenario's oracle events")
     run.add_argument(
@@ -62,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("schema", help="print the areasync/1 protocol's JSON Schema")
     add_agent_parser(sub)
+    add_session_parser(sub)
 
     serve = sub.add_parser(
         "serve",
@@ -81,12 +119,12 @@ def _parser() -> argparse.ArgumentParser:
         "--mode",
         choices=[m.value for m in ClockMode],
         default=None,
-        help="the sessions' clock (default: realtime; fast for the default scenario_tutorial "
+        help=MODE_HELP + " (default: realtime; fast for the default scenario_tutorial "
         "session, which then waits for its agent, or for Start on the dashboard)",
     )
     serve.add_argument("--speed", type=float, default=1.0, help="realtime speed (sim s per wall s)")
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback)")
-    serve.add_argument("--port", type=int, default=8765, help="port (0: any free port)")
+    serve.add_argument("--port", type=port_number, default=8765, help="port (0: any free port)")
     serve.add_argument(
         "--allow-origin",
         action="append",
@@ -181,7 +219,7 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
 
 
 def _service_defaults() -> Any:
-    from areasync.service import ServiceConfig
+    from areasync.service.config import ServiceConfig
 
     return ServiceConfig()
 
@@ -352,6 +390,9 @@ def exit_after(seconds: float) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if args.mode == ClockMode.MANUAL.value:
+        print(f"areasync run: {MANUAL_RUN}", file=sys.stderr)
+        return 2
     from areasync.bridge.scenarios import ScenarioError
     from areasync.simulation import Simulation
 

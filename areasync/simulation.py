@@ -44,7 +44,6 @@ they arrive, never inside a tick or inside one another, even when one of them yi
 from __future__ import annotations
 
 import collections
-import enum
 import math
 import os
 import time
@@ -70,6 +69,10 @@ from areasync.bridge.tools import ToolBox
 from areasync.loop.clock import ClockError, ClockMode, to_s, to_us
 from areasync.loop.engine import EngineError
 from areasync.loop.stream import StreamLog
+
+# Defined apart from this module (which imports ARE) so that the CLI and ServiceConfig can
+# read them without importing ARE; re-exported here, where they have always been.
+from areasync.policies import MAX_JUMP_S, MAX_TICKS, LagPolicy, LeasePolicy
 from areasync.protocol.frames import (
     ClockItem,
     EndedItem,
@@ -94,30 +97,6 @@ STEP_BUDGET_S = 0.002
 CONTROL_BUDGET_S = 0.02
 # Realtime mode publishes the clock at most this often (wall seconds) while it flows.
 CLOCK_PUBLISH_INTERVAL_S = 0.25
-# The most ticks one `tick(n)` may run, and the most simulated seconds one jump may move the
-# clock. A Gaia2 scenario lasts 1,800 s (1,800 ticks); a control far beyond that is a mistake
-# or an attack on a scenario without a duration (it would hold the session's lane for hours,
-# or overflow ARE's datetimes). Bigger moves are split into several controls.
-MAX_TICKS = 100_000
-MAX_JUMP_S = 7 * 86_400.0
-
-
-class LagPolicy(enum.StrEnum):
-    """What a realtime session does when a tick runs late (slow ticks, a busy server)."""
-
-    # Re-anchor: the late tick happens at its own simulated time, no time is lost - unless a
-    # later time was already read (a command logged meanwhile): then at that time, since time
-    # never goes backwards (`VirtualClock.anchor`); the schedule of later ticks is unchanged.
-    SLIP = "slip"
-    CATCH_UP = "catch_up"  # keep the schedule: simulated time includes the delay, ticks bunch up
-    STRICT = "strict"  # end the session (FAILED) when the lag exceeds `max_lag`
-
-
-class LeasePolicy(enum.StrEnum):
-    """What happens when an agent holds its busy lease past the deadline (fast mode)."""
-
-    RELEASE = "release"  # drop the lease, time moves on (the agent is treated as idle)
-    END = "end"  # end the session: an agent that stops answering ends the run
 
 
 class SimulationError(Exception):

@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -62,6 +64,14 @@ def add_agent_parser(sub: Any) -> None:
         "controller or admin token); wait: SystemApp__wait_for_notification until then (the "
         "agent-only way; ARE logs the waits); auto (default): jump if the token allows it",
     )
+    oracle.add_argument(
+        "--wait",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="wall seconds to wait for the server to accept connections before giving up "
+        "(default 10; it may start after the agent)",
+    )
     oracle.add_argument("--encoding", choices=["json", "msgpack"], default="msgpack")
     oracle.add_argument("-v", "--verbose", action="store_true", help="log each call to stderr")
 
@@ -98,6 +108,8 @@ async def _oracle(args: argparse.Namespace, url: str) -> int:
     from areasync.client import AreasyncError, connect
 
     options: dict[str, Any] = {"token": args.token, "encoding": args.encoding}
+    if not await wait_for_server(url, args.wait, prog="areasync agent oracle"):
+        return 1
     try:
         async with connect(url, role=Role.AGENT, **options) as sim:
             try:
@@ -124,6 +136,15 @@ async def _oracle(args: argparse.Namespace, url: str) -> int:
                     return 2
             if controller is None:
                 observer = await _try_connect(url, Role.OBSERVER, options)
+            if controller is None and sim.clock.mode == "manual":
+                # An agent cannot move a manual clock: say why nothing happens for a while.
+                print(
+                    "areasync agent oracle: the session is in manual mode and this token cannot "
+                    "move its clock: each action waits for a controller's tick or jump (or "
+                    "pass a controller or admin token)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             try:
                 pace = Pace.JUMP if controller is not None else Pace.WAIT
                 report = await run_oracle_agent(
@@ -138,6 +159,56 @@ async def _oracle(args: argparse.Namespace, url: str) -> int:
         return 1
     print(json.dumps(report.to_json(), default=str))
     return 0 if report.ok else 1
+
+
+async def wait_for_server(url: str, limit: float, *, prog: str) -> bool:
+    """Wait (at most ``limit`` wall seconds) until ``url``'s host accepts TCP connections.
+
+    Says once on stderr what it is waiting for, and gives up with a message saying what to do;
+    False then. The client's own retries are meant for a server that went away for a moment,
+    and are silent: a server that is not up at all deserves a word.
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or (443 if parts.scheme == "wss" else 80)
+    server = f"{parts.scheme}://{parts.netloc}"
+    said = False
+    last: OSError | None = None
+    with anyio.move_on_after(limit):
+        while True:
+            try:
+                stream = await anyio.connect_tcp(host, port)
+            except OSError as exc:
+                last = exc
+                if not said:
+                    print(
+                        f"{prog}: waiting for the server at {server} ({_reason(exc)}); retrying "
+                        f"for up to {limit:g} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    said = True
+                await anyio.sleep(0.25)
+                continue
+            await stream.aclose()
+            return True
+    print(
+        f"{prog}: no server answered at {server} within {limit:g} s"
+        f"{f' ({_reason(last)})' if last else ''}: start it (`make serve` or `areasync serve`), "
+        "check --url, or wait longer with --wait SECONDS",
+        file=sys.stderr,
+    )
+    return False
+
+
+def _reason(exc: BaseException) -> str:
+    # anyio reports "All connection attempts failed" and chains the socket's own error.
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    errno = getattr(exc, "errno", None)
+    if isinstance(errno, int) and errno > 0:
+        return os.strerror(errno).lower()  # "connection refused"
+    return str(exc) or type(exc).__name__
 
 
 async def _try_connect(url: str, role: Role, options: dict[str, Any]) -> Client | None:

@@ -12,7 +12,7 @@ Two ways to get to an action's time (``pace``):
 
 - ``jump`` (the default when a controller is at hand): with a second connection as
   ``controller``, ``jump`` the clock to the action's time while the agent holds its turn.
-  Exact, works in fast and manual sessions. Needs a token valid for the controller role (the
+  Exact, works in every mode (realtime: see below). Needs a token valid for the controller role (the
   server's admin token is). In ARE's oracle run an oracle action is one of the items of its
   tick, ordered among them; a live agent acts between ticks. So an action that ARE ran before
   everything else due at its time (:attr:`OracleAction.before_tick`) is made after an
@@ -32,6 +32,16 @@ Two ways to get to an action's time (``pace``):
   sees it one tick late, and the next turn starts one increment later than in ARE's oracle
   run - as it would for any agent of ARE's own that waits. Only a controller's exclusive jump
   (pace ``jump``) can do better.
+
+Realtime. In a realtime session the clock flows on between the agent reading it and its
+controller's jump arriving, so "jump to the action's time" may name a time already passed (the
+server refuses jumps backwards). With pace ``jump`` the agent therefore pauses the clock around
+each action: pause (the reply is the exact, stopped clock), jump there if the action's time is
+still ahead - otherwise act at once, late by what the clock ran past it -, make the call, resume.
+The action is then logged at exactly its time, as in fast and manual sessions, and the clock
+flows on from there (an exclusive jump's owed items run as soon as it resumes). A session
+someone else paused stays paused: the agent jumps and acts in it and does not resume it. With
+pace ``wait`` nothing changes: the waits end on the session's own ticks.
 
 What differs from ARE's own oracle log, and why. When an *agent* calls a tool, ARE logs every
 app call the tool makes (``forward_email`` first logs the ``get_email_by_id`` it does), and it
@@ -55,10 +65,19 @@ import logging
 import math
 import re
 from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from areasync.client import WAIT_TOOL, Client, ForbiddenError, SessionEndedError, ToolError
+from areasync.client import (
+    WAIT_TOOL,
+    BadStateError,
+    Client,
+    ForbiddenError,
+    SessionEndedError,
+    ToolError,
+)
 from areasync.protocol import EventItem, EventRecord
 
 __all__ = [
@@ -367,6 +386,14 @@ async def run_oracle_agent(
     start = client.clock.start_time
     # Where an exclusive jump left the clock, while the items due there have not run yet.
     resting_before: float | None = None
+    # Realtime with a controller: the clock flows between reading it and jumping, so each
+    # action is made with the clock paused (see "Realtime" in the module docstring).
+    hold = pace is Pace.JUMP and client.clock.mode == "realtime"
+    # While held: the exact, stopped clock (the stream may not have told the agent yet).
+    paused_at: float | None = None
+
+    def now() -> float:
+        return client.now if paused_at is None else max(client.now, paused_at)
 
     async def reach(relative: float, *, before_tick: bool = False) -> bool:
         """Get the session's clock to ``relative``: after the items due then, or (pace jump,
@@ -379,12 +406,12 @@ async def run_oracle_agent(
         settle = (
             not exclusive and resting_before is not None and target < resting_before + _EPSILON / 2
         )
-        while settle or client.now < target - _EPSILON / 2:
+        while settle or now() < target - _EPSILON / 2:
             if client.ended is not None:
                 return False
             if pace is Pace.JUMP:
                 assert controller is not None
-                clock = await controller.jump(to=max(target, client.now), inclusive=not exclusive)
+                clock = await controller.jump(to=max(target, now()), inclusive=not exclusive)
                 resting_before = clock.time if exclusive else None
                 settle = False
                 # Replies and stream items share one ordered connection: once the agent's own
@@ -409,38 +436,76 @@ async def run_oracle_agent(
                 )
         return client.ended is None
 
-    for action in plan.actions:
-        if not await reach(action.time, before_tick=action.before_tick):
-            report.unexpected_failures.append(
-                f"the session ended at {client.now - start:g} s, before the oracle's "
-                f"{action.tool} at {action.time:g} s"
-            )
-            return report
-        aligner.catch_up(client)
-        args = ids.translate(action.args)
-        outcome = CallOutcome(action=action, args=args, time=client.now - start)
-        before = client.seq
+    @asynccontextmanager
+    async def held() -> AsyncIterator[None]:
+        """In a realtime session with a controller: the clock paused for the duration (then
+        resumed, if this agent paused it); elsewhere nothing."""
+        nonlocal paused_at, resting_before
+        if not hold:
+            yield
+            return
+        assert controller is not None
+        paused_here = False
         try:
-            outcome.result = await client.call_tool(action.tool, args)
-        except ToolError as exc:
-            outcome.error = str(exc)
-            if not action.failed:
-                report.unexpected_failures.append(f"{action.tool} at {action.time:g} s: {exc}")
-        else:
-            if action.failed:
+            paused_at = (await controller.pause()).time
+            paused_here = True
+        except BadStateError:
+            # Not running: paused by someone else (it stays paused), or ending. The clock
+            # stands still either way; the controller's view of it is exact once its own
+            # reply comes back.
+            await controller.ping()
+            paused_at = controller.clock.time
+        try:
+            yield
+        finally:
+            paused_at = None
+            if paused_here and client.ended is None:
+                with suppress(BadStateError, SessionEndedError):
+                    await controller.resume()
+                resting_before = None  # resumed: the items owed at the clock run at once
+
+    for action in plan.actions:
+        async with held():
+            if not await reach(action.time, before_tick=action.before_tick):
                 report.unexpected_failures.append(
-                    f"{action.tool} at {action.time:g} s succeeded; it failed in the oracle run"
+                    f"the session ended at {client.now - start:g} s, before the oracle's "
+                    f"{action.tool} at {action.time:g} s"
                 )
-            ids.learn(action.return_value, outcome.result)
-        report.extra_event_ids.update(_nested(_agent_events(client, before), action))
-        report.calls.append(outcome)
+                return report
+            aligner.catch_up(client)
+            outcome = await _perform(client, action, ids, report, start)
         logger.info("%7.1f s  %s -> %s", outcome.time, action.tool, outcome.error or "ok")
     if finish:
         if pace is Pace.JUMP or can_wait:
-            await reach(plan.end_time)
+            async with held():
+                await reach(plan.end_time)
         if client.ended is None:
             await client.idle()
     return report
+
+
+async def _perform(
+    client: Client, action: OracleAction, ids: IdMap, report: OracleReport, start: float
+) -> CallOutcome:
+    """Make one oracle action's tool call now; record its outcome in ``report``."""
+    args = ids.translate(action.args)
+    outcome = CallOutcome(action=action, args=args, time=client.now - start)
+    before = client.seq
+    try:
+        outcome.result = await client.call_tool(action.tool, args)
+    except ToolError as exc:
+        outcome.error = str(exc)
+        if not action.failed:
+            report.unexpected_failures.append(f"{action.tool} at {action.time:g} s: {exc}")
+    else:
+        if action.failed:
+            report.unexpected_failures.append(
+                f"{action.tool} at {action.time:g} s succeeded; it failed in the oracle run"
+            )
+        ids.learn(action.return_value, outcome.result)
+    report.extra_event_ids.update(_nested(_agent_events(client, before), action))
+    report.calls.append(outcome)
+    return outcome
 
 
 def _agent_events(client: Client, since: int) -> list[EventRecord]:

@@ -40,6 +40,12 @@ from areasync.client.errors import (
     UnknownTypeError,
     error_class,
 )
+from areasync.client.sessions import (
+    CreatedSession,
+    StoppedSession,
+    admin_url,
+    list_sessions,
+)
 from areasync.client.sync import SyncClient, connect_sync
 
 __all__ = [
@@ -52,6 +58,7 @@ __all__ = [
     "Connect",
     "ConnectionClosedError",
     "ConnectionLostError",
+    "CreatedSession",
     "ForbiddenError",
     "InternalError",
     "InterruptedControlError",
@@ -61,6 +68,7 @@ __all__ = [
     "ReplayUnavailableError",
     "SessionEndedError",
     "SessionNotFoundError",
+    "StoppedSession",
     "StreamResetError",
     "SyncClient",
     "TooLargeError",
@@ -69,7 +77,9 @@ __all__ = [
     "UnauthorizedError",
     "UnknownToolError",
     "UnknownTypeError",
+    "admin_url",
     "connect",
     "connect_sync",
     "error_class",
+    "list_sessions",
 ]

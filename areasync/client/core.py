@@ -54,6 +54,7 @@ from areasync.client.errors import (
     StreamResetError,
     from_frame,
 )
+from areasync.client.sessions import CreatedSession, StoppedSession
 from areasync.protocol import (
     Batch,
     CallTool,
@@ -61,6 +62,7 @@ from areasync.protocol import (
     ClockItem,
     ClockState,
     CloseCode,
+    CreateSession,
     Encoding,
     EndedItem,
     Error,
@@ -70,8 +72,10 @@ from areasync.protocol import (
     GetState,
     Hello,
     Idle,
+    ImportMode,
     Jump,
     ListTools,
+    Mode,
     NotificationItem,
     NotificationRecord,
     Pause,
@@ -85,6 +89,7 @@ from areasync.protocol import (
     SendUserMessage,
     SetSpeed,
     Stop,
+    StopSession,
     StreamItem,
     Tick,
     ToolInfo,
@@ -524,6 +529,44 @@ class Client:
         stream."""
         value = await self._request(lambda id: Stop(id=id))
         return value if isinstance(value, dict) else None
+
+    # sessions (admin role: the server's admin token)
+
+    async def create_session(
+        self,
+        scenario: str | None = None,
+        *,
+        scenario_json: str | None = None,
+        mode: Mode | str = Mode.REALTIME,
+        speed: float = 1.0,
+        oracle: bool = False,
+        import_mode: ImportMode | str | None = None,
+    ) -> CreatedSession:
+        """Create a session on this server from a registered scenario id (``scenario``) or an
+        ARE/Gaia2 scenario as JSON text (``scenario_json``); returns its id, URL and a token
+        per role. ``import_mode`` None: the server's default. Admin role only."""
+        if (scenario is None) == (scenario_json is None):
+            raise ValueError("create_session needs exactly one of `scenario` or `scenario_json`")
+        how = Mode(mode)
+        imported = None if import_mode is None else ImportMode(import_mode)
+        value = await self._request(
+            lambda id: CreateSession(
+                id=id,
+                scenario=scenario,
+                scenario_json=scenario_json,
+                mode=how,
+                speed=speed,
+                oracle=oracle,
+                import_mode=imported,
+            )
+        )
+        return msgspec.convert(value, CreatedSession)
+
+    async def stop_session(self, session_id: str) -> StoppedSession:
+        """Stop a session of this server by id (its subscribers get ``ended``); returns its
+        end state, ARE's validation and its trace's path. Admin role only."""
+        value = await self._request(lambda id: StopSession(id=id, session_id=session_id))
+        return msgspec.convert(value, StoppedSession)
 
     async def request(self, make: Callable[[int], ClientFrame], *, resend: bool = False) -> Any:
         """Send any client frame built by ``make(id)`` and return its result's value.

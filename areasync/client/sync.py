@@ -23,6 +23,7 @@ import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from areasync.client.core import Client, connect
+from areasync.client.sessions import CreatedSession, StoppedSession
 from areasync.protocol import (
     ClientFrame,
     ClockState,
@@ -178,6 +179,32 @@ class SyncClient:
 
     def stop(self, *, timeout: float | None = None) -> dict[str, Any] | None:
         return self._call(self._client.stop, timeout)
+
+    def create_session(
+        self,
+        scenario: str | None = None,
+        *,
+        scenario_json: str | None = None,
+        mode: str = "realtime",
+        speed: float = 1.0,
+        oracle: bool = False,
+        import_mode: str | None = None,
+        timeout: float | None = None,
+    ) -> CreatedSession:
+        return self._call(
+            lambda: self._client.create_session(
+                scenario,
+                scenario_json=scenario_json,
+                mode=mode,
+                speed=speed,
+                oracle=oracle,
+                import_mode=import_mode,
+            ),
+            timeout,
+        )
+
+    def stop_session(self, session_id: str, *, timeout: float | None = None) -> StoppedSession:
+        return self._call(lambda: self._client.stop_session(session_id), timeout)
 
     def request(
         self,

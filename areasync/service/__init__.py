@@ -15,7 +15,30 @@ Modules, each with one job:
 - :mod:`~areasync.service.server`: :class:`Service`, which puts them together.
 """
 
-from areasync.service.config import ServiceConfig
-from areasync.service.server import Service, ServiceError
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["Service", "ServiceConfig", "ServiceError"]
+
+# Imported on first use: `areasync.service.config` (the CLI's parser reads its defaults) must
+# not pay for `server`, which imports ARE.
+_EXPORTS = {
+    "Service": "areasync.service.server",
+    "ServiceConfig": "areasync.service.config",
+    "ServiceError": "areasync.service.server",
+}
+
+if TYPE_CHECKING:
+    from areasync.service.config import ServiceConfig
+    from areasync.service.server import Service, ServiceError
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'areasync.service' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

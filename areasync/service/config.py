@@ -12,9 +12,9 @@ import dataclasses
 from pathlib import Path
 
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
+from areasync.policies import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.origin import normalize_hosts, normalize_origins
-from areasync.simulation import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -23,7 +23,9 @@ server closes sockets that take no bytes for `write_timeout` with 4008 (`stalls.
 from __future__ import annotations
 
 import asyncio
+import errno as _errno
 import logging
+import socket
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -132,11 +134,8 @@ class Service:
                     raise ServiceError(exc.message) from exc
             try:
                 server = await self._listen()
-            except OSError as exc:
-                raise ServiceError(
-                    f"cannot listen on {self.config.host}:{self.config.port} ({exc}); "
-                    "pick another --port or stop the process using it"
-                ) from exc
+            except (OSError, OverflowError) as exc:
+                raise ServiceError(listen_error(self.config.host, self.config.port, exc)) from exc
             tg.start_soon(StallSweep(self.connections, self.config.write_timeout).run)
             try:
                 task_status.started(self)
@@ -281,3 +280,21 @@ class Service:
         lines.append(f"traces: {traces}")
         lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
         return "\n".join(lines)
+
+
+def listen_error(host: str, port: int, exc: BaseException) -> str:
+    """What went wrong binding ``host:port``, and which option to change: one line."""
+    where = f"cannot listen on {host}:{port}"
+    errno = getattr(exc, "errno", None)
+    if isinstance(exc, OverflowError) or not 0 <= port <= 65535:
+        return f"{where}: a port is 0-65535 (0: any free port); pick another --port"
+    if errno == _errno.EADDRINUSE:
+        return f"{where}: the port is in use; pick another --port or stop the process using it"
+    if errno == _errno.EACCES:
+        return f"{where}: permission denied (ports below 1024 need privileges); pick another --port"
+    hosts = "pick another --host (127.0.0.1: this machine only; 0.0.0.0: every interface)"
+    if isinstance(exc, socket.gaierror):
+        return f"{where}: the name {host!r} does not resolve ({exc.strerror or exc}); {hosts}"
+    if errno == _errno.EADDRNOTAVAIL:
+        return f"{where}: {host!r} is not an address of this machine; {hosts}"
+    return f"{where} ({exc}); check --host and --port"

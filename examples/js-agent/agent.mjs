@@ -176,13 +176,13 @@ async function main() {
     from = index + 1;
     if (item.type === "ended") throw new Error("the session ended before the user wrote");
     if (item.notification.message_type === "USER_MESSAGE") {
-      report.user_message = item.notification.message;
+      report.user_message = userText(item.notification.message);
       report.user_message_time = item.notification.timestamp;
       break;
     }
   }
 
-  const reply = `${opts.reply} (you wrote ${JSON.stringify(lastLine(report.user_message))})`;
+  const reply = `${opts.reply} (you wrote ${JSON.stringify(report.user_message)})`;
   report.reply_result = await session.request({
     type: "call_tool",
     tool: REPLY_TOOL,
@@ -196,9 +196,15 @@ async function main() {
   return report;
 }
 
-function lastLine(text) {
-  const lines = text.trim().split("\n");
-  return lines[lines.length - 1].replace(/^Message: /, "");
+// ARE renders a user message's notification as header lines around the content:
+//   Received at: ...\nSender: User\nMessage: <content, maybe several lines>\nAlready read: ...
+//   \nRead at: ...
+// The user's words are from "Message: " up to the trailing headers (which may be absent).
+function userText(notification) {
+  const start = notification.indexOf("Message: ");
+  if (start < 0) return notification.trim();
+  const content = notification.slice(start + "Message: ".length);
+  return content.replace(/\n(Already read|Read at): [^\n]*/g, "").trim();
 }
 
 const timeout = setTimeout(() => {

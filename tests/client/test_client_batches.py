@@ -12,11 +12,13 @@ from areasync.protocol import Batch, CallTool, ClientFrame, Result, encode_serve
 from tests.client.fake_server import TOKEN, FakeServer, event, note
 
 
-async def eventually(condition: Callable[[], bool]) -> None:
-    while True:
-        if condition():
-            return
-        await anyio.sleep(0.01)
+async def eventually(condition: Callable[[], bool], limit: float = 10.0) -> None:
+    """Wait until `condition()` holds (checked every 10 ms); fail after `limit` wall seconds."""
+    with anyio.fail_after(limit):
+        while True:
+            if condition():
+                return
+            await anyio.sleep(0.01)
 
 
 async def test_hello_asks_for_batches_unless_told_not_to() -> None:

@@ -61,3 +61,25 @@ async def test_the_js_agent_answers_the_user_with_a_tool_call(
     ]
     assert [event.args["content"] for event in replies] == [report["reply"]]
     assert replies[0].time == 6.0  # fast mode: the clock stood still while the agent worked
+
+
+async def test_the_js_agent_replies_to_the_users_words_not_the_notifications_headers(
+    areasync_server: AreasyncServer,
+) -> None:
+    assert NODE is not None
+    command = [NODE, str(AGENT_DIR / "agent.mjs"), "--url", areasync_server.url]
+    command += ["--token", areasync_server.token, "--timeout", "30"]
+    with anyio.fail_after(60):
+        result = await anyio.run_process(command, check=False, cwd=AGENT_DIR)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0, report
+    # What the user sent, as ARE logged it (the notification wraps it in header lines).
+    [sent] = [
+        event.args["content"]
+        for event in areasync_server.simulation().events()
+        if event.function == "send_message_to_agent"
+    ]
+    assert report["user_message"] == sent.strip()
+    assert sent.strip() in report["reply"]
+    for header in ("Read at", "Received at", "Sender:", "Already read"):
+        assert header not in report["reply"]

@@ -280,3 +280,53 @@ async def test_areasync_agent_oracle_runs_from_the_command_line(
         "exception": None,
         "rationale": None,
     }
+
+
+# Realtime: the clock flows between the agent reading it and a jump arriving. Speed 3: the
+# tutorial's 20 s take under 7 wall seconds, and the agent's process (about 2 s to start and
+# plan) still connects well before the oracle's action at 17 s.
+@pytest.mark.areasync(mode="realtime", speed=3.0)
+@pytest.mark.parametrize(("token_role", "pace"), [("admin", "jump"), ("agent", "wait")])
+async def test_areasync_agent_oracle_passes_a_realtime_session(
+    areasync_server: AreasyncServer, token_role: str, pace: str
+) -> None:
+    token = areasync_server.token if token_role == "admin" else areasync_server.tokens()[Role.AGENT]
+    command = [sys.executable, "-m", "areasync.cli", "agent", "oracle", "--url"]
+    command += [areasync_server.url, "--token", token]
+    with anyio.fail_after(WAIT):
+        result = await anyio.run_process(command, check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    report = json.loads(result.stdout)
+    assert (report["ok"], report["pace"]) == (True, pace)
+    [call] = report["calls"]
+    assert call["tool"] == "EmailClientApp__forward_email"
+    if pace == "jump":
+        assert call["time"] == 17.0  # made with the clock paused at exactly its time
+    with anyio.fail_after(WAIT):
+        await areasync_server.session().done.wait()
+    assert areasync_server.simulation().validation == {
+        "success": True,
+        "exception": None,
+        "rationale": None,
+    }
+
+
+@pytest.mark.areasync(mode="manual")
+async def test_areasync_agent_oracle_drives_a_manual_session_with_an_admin_token(
+    areasync_server: AreasyncServer,
+) -> None:
+    command = [sys.executable, "-m", "areasync.cli", "agent", "oracle", "--url"]
+    command += [areasync_server.url, "--token", areasync_server.token]
+    with anyio.fail_after(WAIT):
+        result = await anyio.run_process(command, check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    report = json.loads(result.stdout)
+    assert (report["ok"], report["pace"]) == (True, "jump")
+    assert [call["time"] for call in report["calls"]] == [17.0]
+    async with connect(areasync_server.url, role="controller", token=areasync_server.token) as c:
+        await c.stop()  # manual: the clock rests where the agent left it
+    assert areasync_server.simulation().validation == {
+        "success": True,
+        "exception": None,
+        "rationale": None,
+    }

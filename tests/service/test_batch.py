@@ -73,15 +73,18 @@ class Messages:
         self._ids += 1
         request = CallTool(id=self._ids, tool=tool, args=args)
         await self.ws.send(encode_client_frame(request, self.encoding))
-        while True:
-            await self.recv()
-            for frame in self.frames[::-1]:
-                if isinstance(frame, Result) and frame.id == request.id:
-                    return frame.value
+        # Each recv is bounded; so is the whole wait (a steady stream never times a recv out).
+        with anyio.fail_after(WAIT):
+            while True:
+                await self.recv()
+                for frame in self.frames[::-1]:
+                    if isinstance(frame, Result) and frame.id == request.id:
+                        return frame.value
 
     async def until_ended(self) -> None:
-        while not any(isinstance(f, EndedItem) for f in self.frames):
-            await self.recv()
+        with anyio.fail_after(WAIT):
+            while not any(isinstance(f, EndedItem) for f in self.frames):
+                await self.recv()
 
 
 @asynccontextmanager
@@ -145,8 +148,9 @@ async def test_a_replay_is_batched_after_a_welcome_that_comes_alone(encoding: En
         async with batching(service, Role.OBSERVER, encoding, since=0) as late:
             session = service.registry.get(SESSION)
             assert session is not None
-            while len(late.items) < session.hub.seq:
-                await late.recv()
+            with anyio.fail_after(WAIT):
+                while len(late.items) < session.hub.seq:
+                    await late.recv()
             expected = [plain(item) for item in session.sim.log.items]
     assert isinstance(late.messages[0], Welcome)
     assert isinstance(late.messages[1], Batch)

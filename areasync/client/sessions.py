@@ -1,0 +1,98 @@
+"""Creating, stopping and listing sessions (the admin token): typed results, and a way in.
+
+`create_session` and `stop_session` are frames sent over a connection to any live session in
+the admin role (:meth:`Client.create_session`, :meth:`Client.stop_session`); listing is HTTP
+`GET /api/sessions`. :func:`admin_url` finds a session to connect to from the server's
+address alone, so a caller needs only ``ws://HOST:PORT`` and the admin token:
+
+    url = await admin_url("ws://127.0.0.1:8765", token=T)
+    async with connect(url, role="admin", token=T) as admin:
+        created = await admin.create_session(scenario="scenario_tutorial", mode="fast")
+        created.tokens["agent"], created.url
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import msgspec
+
+from areasync.client.errors import AreasyncError
+
+__all__ = ["CreatedSession", "StoppedSession", "admin_url", "http_url", "list_sessions"]
+
+_HTTP_TIMEOUT_S = 10.0
+
+
+class CreatedSession(msgspec.Struct, kw_only=True):
+    """What ``create_session`` answers: the new session, where to connect, a token per role."""
+
+    session_id: str
+    scenario_id: str
+    url: str  # ws://HOST:PORT/sessions/{session_id}
+    mode: str
+    epoch: str
+    tokens: dict[str, str]  # role -> token: agent, user, observer, controller
+    import_mode: str | None = None
+
+
+class StoppedSession(msgspec.Struct, kw_only=True):
+    """What ``stop_session`` answers: the session's end state, ARE's validation, its trace."""
+
+    session_id: str
+    state: str
+    validation: dict[str, Any] | None = None
+    trace: str | None = None
+
+
+def http_url(url: str) -> str:
+    """The server's HTTP base (``http://HOST:PORT``) from any of its ws:// or http:// URLs."""
+    parts = urlsplit(url)
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
+    if scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{url!r} is not a server URL: expected ws://HOST:PORT")
+    return urlunsplit((scheme, parts.netloc, "", "", ""))
+
+
+async def list_sessions(url: str, *, token: str) -> list[dict[str, Any]]:
+    """The server's sessions as ``GET /api/sessions`` lists them (every one for the admin
+    token; a session token sees its own)."""
+    body = await anyio.to_thread.run_sync(_get, http_url(url) + "/api/sessions", token)
+    sessions = body.get("sessions") if isinstance(body, dict) else None
+    if not isinstance(sessions, list):
+        raise AreasyncError(f"/api/sessions answered {body!r}, not a list of sessions")
+    return sessions
+
+
+async def admin_url(url: str, *, token: str) -> str:
+    """A session URL to connect to in the admin role: ``url`` itself if it names a session,
+    else the first live session the server lists."""
+    if "/sessions/" in urlsplit(url).path:
+        return url
+    sessions = [s for s in await list_sessions(url, token=token) if s.get("url")]
+    # A live one if any: an ended session answers only while the server keeps it.
+    for session in sorted(sessions, key=lambda s: bool(s.get("ended"))):
+        return str(session["url"])
+    raise AreasyncError(
+        f"the server at {url} has no live session to connect to, and create_session is sent "
+        "over a session's connection: restart it with `areasync serve --scenario ID`"
+    )
+
+
+def _get(url: str, token: str) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        if exc.code == 401:
+            raise AreasyncError(f"{url}: the token was refused (HTTP 401); check --token") from exc
+        raise AreasyncError(f"{url}: HTTP {exc.code} {exc.reason}") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise AreasyncError(f"cannot reach {url} ({reason}); is the server up?") from exc

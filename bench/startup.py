@@ -1,0 +1,108 @@
+"""How long the `areasync` command takes to start: `--help`, and `serve` to its banner.
+
+    python bench/startup.py [--runs N] [--source DIR]
+
+Prints JSON: the best (and median) wall seconds of N runs of `python -m areasync.cli --help`,
+and of `python -m areasync.cli serve --port 0` (the default scenario) until its banner is
+printed. `--source DIR` measures another checkout of areasync (its directory goes first on
+PYTHONPATH), e.g. a worktree of an older commit, to compare with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import log
+
+ROOT = Path(__file__).resolve().parent.parent
+GIVE_UP_S = 120.0
+
+
+# `python -m` puts the working directory first on sys.path: each run starts in `source`.
+def _env(source: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def time_help(source: Path) -> float:
+    command = [sys.executable, "-m", "areasync.cli", "--help"]
+    started = time.perf_counter()
+    subprocess.run(
+        command, cwd=source, env=_env(source), capture_output=True, check=True, timeout=GIVE_UP_S
+    )
+    return time.perf_counter() - started
+
+
+def time_serve_banner(source: Path) -> float:
+    """Wall seconds from spawning `serve` to the banner's last line; then SIGINT it."""
+    with tempfile.TemporaryDirectory() as traces:
+        command = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0"]
+        command += ["--token", "bench", "--trace-dir", traces]
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            command,
+            cwd=source,
+            env=_env(source),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if "Ctrl-C" in line:  # the banner's last line
+                    return time.perf_counter() - started
+                if time.perf_counter() - started > GIVE_UP_S:
+                    break
+            raise RuntimeError("areasync serve printed no banner")
+        finally:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    return {
+        "best_s": round(min(samples), 4),
+        "median_s": round(statistics.median(samples), 4),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs of each (best of N)")
+    parser.add_argument("--source", type=Path, default=ROOT, help="the areasync checkout")
+    args = parser.parse_args()
+    source = args.source.resolve()
+    log(f"startup: {args.runs} runs of --help and of serve's banner, from {source}")
+    help_times = [time_help(source) for _ in range(args.runs)]
+    serve_times = [time_serve_banner(source) for _ in range(args.runs)]
+    print(
+        json.dumps(
+            {
+                "benchmark": "startup",
+                "source": str(source),
+                "runs": args.runs,
+                "help": summary(help_times),
+                "serve_banner": summary(serve_times),
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -21,6 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from bench.common import log
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -39,6 +39,7 @@ AGENT_MODEL = "agent"
 DEFAULT_JUDGE_REPLY = "Evaluation: [[True]] [[Success]] [[success]]"
 
 Action = Mapping[str, Any]
+REQUESTS: web.AppKey[list[dict[str, Any]]] = web.AppKey("requests")
 
 
 def format_action(action: Action, thought: str = "Following the plan.") -> str:
@@ -110,11 +111,11 @@ def _completion(model: str, content: str) -> dict[str, Any]:
 
 def make_app(script: Script) -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024)
-    app["requests"] = []
+    app[REQUESTS] = []
 
     async def completions(request: web.Request) -> web.Response:
         body = await request.json()
-        app["requests"].append(body)
+        app[REQUESTS].append(body)
         model = str(body.get("model", ""))
         return web.json_response(_completion(model, script.reply(body)))
 
@@ -151,7 +152,8 @@ class StubLLM:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        return list(self.app["requests"])
+        seen: list[dict[str, Any]] = self.app[REQUESTS]
+        return seen.copy()
 
     async def _start(self) -> None:
         self._runner = web.AppRunner(self.app, access_log=None)

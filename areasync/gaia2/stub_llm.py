@@ -69,7 +69,7 @@ def actions_taken(messages: Sequence[Mapping[str, Any]]) -> int:
 class Script:
     """What the stub answers: agent scripts by marker, and the judge's reply."""
 
-    agent: dict[str, list[Action]] = field(default_factory=dict)
+    agent: Mapping[str, Sequence[Action]] = field(default_factory=dict)
     judge_reply: str = DEFAULT_JUDGE_REPLY
     judge_model: str = JUDGE_MODEL
 

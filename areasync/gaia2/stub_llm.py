@@ -1,0 +1,206 @@
+"""An OpenAI-compatible chat-completions stub on loopback, scripted for Gaia2 runs.
+
+`StubLLM` serves `POST /v1/chat/completions` (and `GET /v1/models`) from an aiohttp server on
+its own event loop in a background thread, so a synchronous caller (ARE's agent and judge, in
+this process or in a subprocess) can reach it over loopback. It holds no per-conversation
+state: every reply is a function of the request alone, so runs can repeat and interleave.
+
+* **Agent** requests (any model but `judge_model`) are answered from a script chosen by a
+  marker: the first script whose key occurs in the request's messages (the scenario's user
+  task). The reply is step `n` of that script, `n` being the number of actions the agent has
+  already taken in this conversation (assistant messages carrying an `Action:`), in ARE's
+  default agent's JSON-action format (`Thought: ...` / `Action:` / a JSON blob naming
+  `APP__function` and its `action_input`; ARE stops generation at `<end_action>`, so a reply
+  ends just before it). Past the script's end the last step is repeated. A request that
+  matches no script is answered with `AgentUserInterface__send_message_to_user`.
+* **Judge** requests (model `judge_model`) get `judge_reply`, which by default says both
+  verdict spellings ARE's checkers look for (`[[True]]` and `[[Success]]`).
+
+`python -m areasync.gaia2.stub_llm --port N --scripts FILE.json` serves the same stub from a
+shell (the scripts file maps markers to lists of `{"action": ..., "action_input": ...}`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+JUDGE_MODEL = "judge"
+AGENT_MODEL = "agent"
+DEFAULT_JUDGE_REPLY = "Evaluation: [[True]] [[Success]] [[success]]"
+
+Action = Mapping[str, Any]
+REQUESTS: web.AppKey[list[dict[str, Any]]] = web.AppKey("requests")
+
+
+def format_action(action: Action, thought: str = "Following the plan.") -> str:
+    """One step of ARE's default agent, as its model writes it (up to the stop sequence)."""
+    blob = {"action": action["action"], "action_input": dict(action.get("action_input", {}))}
+    return f"Thought: {thought}\nAction:\n{json.dumps(blob, indent=2)}\n"
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # multimodal parts
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def actions_taken(messages: Sequence[Mapping[str, Any]]) -> int:
+    """How many actions the agent already wrote in this conversation."""
+    return sum(
+        1
+        for message in messages
+        if message.get("role") == "assistant" and "Action:" in _text(message.get("content"))
+    )
+
+
+@dataclass
+class Script:
+    """What the stub answers: agent scripts by marker, and the judge's reply."""
+
+    agent: Mapping[str, Sequence[Action]] = field(default_factory=dict)
+    judge_reply: str = DEFAULT_JUDGE_REPLY
+    judge_model: str = JUDGE_MODEL
+
+    def reply(self, request: Mapping[str, Any]) -> str:
+        messages = list(request.get("messages") or [])
+        model = str(request.get("model", ""))
+        if model.split("/")[-1] == self.judge_model:
+            return self.judge_reply
+        # The task is in a user message; the system prompt (tool descriptions) is no marker.
+        haystack = "\n".join(_text(m.get("content")) for m in messages if m.get("role") != "system")
+        for marker, steps in self.agent.items():
+            if marker in haystack and steps:
+                step = min(actions_taken(messages), len(steps) - 1)
+                return format_action(steps[step])
+        return format_action(
+            {
+                "action": "AgentUserInterface__send_message_to_user",
+                "action_input": {"content": "I have no script for this task."},
+            }
+        )
+
+
+def _completion(model: str, content: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def make_app(script: Script) -> web.Application:
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app[REQUESTS] = []
+
+    async def completions(request: web.Request) -> web.Response:
+        body = await request.json()
+        app[REQUESTS].append(body)
+        model = str(body.get("model", ""))
+        return web.json_response(_completion(model, script.reply(body)))
+
+    async def models(_: web.Request) -> web.Response:
+        data = [{"id": m, "object": "model"} for m in (AGENT_MODEL, script.judge_model)]
+        return web.json_response({"object": "list", "data": data})
+
+    for prefix in ("/v1", ""):
+        app.router.add_post(f"{prefix}/chat/completions", completions)
+        app.router.add_get(f"{prefix}/models", models)
+    return app
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class StubLLM:
+    """The stub, served on 127.0.0.1 from a background thread: `with StubLLM(script) as s:`."""
+
+    def __init__(self, script: Script, port: int = 0) -> None:
+        self.script = script
+        self.port = port or free_port()
+        self.app = make_app(script)
+        self._loop = asyncio.new_event_loop()
+        self._runner: web.AppRunner | None = None
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        seen: list[dict[str, Any]] = self.app[REQUESTS]
+        return seen.copy()
+
+    async def _start(self) -> None:
+        self._runner = web.AppRunner(self.app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+
+    async def _stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def start(self) -> StubLLM:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+        return self
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    def __enter__(self) -> StubLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--scripts", help="JSON file: {marker: [action, ...]}")
+    parser.add_argument("--judge-reply", default=DEFAULT_JUDGE_REPLY)
+    args = parser.parse_args(argv)
+    agent: dict[str, list[Action]] = {}
+    if args.scripts:
+        with open(args.scripts, encoding="utf-8") as f:
+            agent = json.load(f)
+    port = args.port or free_port()
+    print(f"http://127.0.0.1:{port}/v1", flush=True)
+    web.run_app(
+        make_app(Script(agent=agent, judge_reply=args.judge_reply)),
+        host="127.0.0.1",
+        port=port,
+        print=None,
+    )
+
+
+if __name__ == "__main__":
+    main()

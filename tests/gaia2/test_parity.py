@@ -1,0 +1,173 @@
+"""`areasync bench run` against ARE's `are-benchmark run` on a tiny Gaia2 dataset and a stub LLM.
+
+The default suite runs areasync's side only (in this process) and checks the verdicts ARE's
+pipeline gives on this dataset; the `soak` tests run ARE's own CLI in a subprocess (its start-up
+and judge construction take ~15 s a run) and assert both wrote the same verdicts and stats.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+
+from areasync.gaia2 import compare
+from areasync.gaia2.cli import are_command, bench_run_command
+from areasync.gaia2.dataset import SCENARIOS, agent_scripts, expected_verdicts, write_dataset
+from areasync.gaia2.stub_llm import Script, StubLLM, actions_taken, format_action
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_dataset(tmp_path_factory.mktemp("gaia2"))
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubLLM]:
+    with StubLLM(Script(agent=agent_scripts())) as server:
+        yield server
+
+
+def _option_signature(param: click.Parameter) -> tuple[Any, ...]:
+    return (
+        param.name,
+        tuple(param.opts),
+        tuple(param.secondary_opts),
+        repr(param.type),
+        repr(param.default),
+        param.required,
+        getattr(param, "is_flag", None),
+        getattr(param, "hidden", None),
+    )
+
+
+def test_options_are_are_benchmarks() -> None:
+    """`areasync bench run` takes exactly `are-benchmark`'s options (not its command argument)."""
+    ours = {_option_signature(p) for p in bench_run_command().params}
+    are = {_option_signature(p) for p in are_command().params if p.name != "command"}
+    assert ours == are
+    assert {p.name for p in are_command().params} - {
+        p.name for p in bench_run_command().params
+    } == {"command"}
+
+
+def test_stub_speaks_are_default_agent_format() -> None:
+    script = Script(
+        agent={"marker": [{"action": "A__b", "action_input": {"x": 1}}, {"action": "C__d"}]}
+    )
+    first = script.reply(
+        {"model": "openai/agent", "messages": [{"role": "user", "content": "marker"}]}
+    )
+    assert first.startswith("Thought:") and '"action": "A__b"' in first
+    history = [
+        {"role": "user", "content": "marker"},
+        {"role": "assistant", "content": first},
+    ]
+    assert actions_taken(history) == 1
+    assert '"action": "C__d"' in script.reply({"model": "agent", "messages": history})
+    assert "[[True]]" in script.reply({"model": "openai/judge", "messages": []})
+    assert format_action({"action": "X__y"}).rstrip().endswith("}")
+
+
+@pytest.fixture(scope="module")
+def agent_run(
+    dataset: Path, stub: StubLLM, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """One in-process `areasync bench run` with the default agent, recording threads started."""
+    out = tmp_path_factory.mktemp("areasync_agent")
+    started: list[tuple[str, object]] = []
+    original_start = threading.Thread.start
+
+    def recording_start(self: threading.Thread) -> None:
+        started.append((self.name, getattr(self, "_target", None)))
+        original_start(self)
+
+    threading.Thread.start = recording_start  # type: ignore[method-assign]
+    try:
+        wall = compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint))
+    finally:
+        threading.Thread.start = original_start  # type: ignore[method-assign]
+    return {"out": out, "threads": started, "wall": wall}
+
+
+def test_bench_run_verdicts(agent_run: dict[str, Any]) -> None:
+    """ARE's judge accepts the oracle-playing agent and rejects the one that skips the email."""
+    table = compare.verdicts(agent_run["out"])
+    assert {key[0] for key in table} == set(SCENARIOS)
+    for (scenario_id, _), row in table.items():
+        expected = expected_verdicts()[scenario_id]
+        assert row["status"] == ("success" if expected else "failed"), row
+        assert row["score"] == (1.0 if expected else 0.0)
+        assert not row["has_exception"]
+    assert "EmailClientV2__send_email" in table[("tiny_skip", None)]["rationale"]
+    stats = compare.stats(agent_run["out"])["statistics"]["global"]
+    assert (stats["total_runs"], stats["success_runs"], stats["failed_runs"]) == (2, 1, 1)
+    # ARE's exporter wrote a trace per run.
+    assert len(list(Path(agent_run["out"]).glob("**/*.json"))) >= 3
+
+
+def test_bench_run_starts_no_environment_thread(agent_run: dict[str, Any]) -> None:
+    """No thread per scenario: no environment loop, no scenario worker, on any thread."""
+    from are.simulation.environment import Environment
+
+    names = [name for name, _ in agent_run["threads"]]
+    loops = [
+        name
+        for name, target in agent_run["threads"]
+        if isinstance(getattr(target, "__self__", None), Environment)
+    ]
+    assert loops == [], names
+    # ARE's loader reads files on a pool and tqdm may start its monitor; nothing else.
+    assert [n for n in names if not n.startswith(("ThreadPoolExecutor", "tqdm"))] == [], names
+
+
+def test_bench_run_restores_are(agent_run: dict[str, Any]) -> None:
+    """The clock substitution is scoped to the run: ARE's names are its own again."""
+    import time
+
+    import are.simulation.agents.default_agent.are_simulation_main as agent_main
+    import are.simulation.multi_scenario_runner as multi
+    import are.simulation.scenario_runner as scenario_runner
+    import are.simulation.scenarios.scenario_imported_from_json.utils as preprocess
+    from are.simulation.environment import Environment
+    from are.simulation.utils.streaming_utils import stream_pool
+
+    assert scenario_runner.Environment is Environment
+    assert preprocess.Environment is Environment
+    assert agent_main.time is time
+    assert multi.stream_pool is stream_pool
+
+
+def test_bench_run_oracle(dataset: Path, stub: StubLLM, tmp_path: Path) -> None:
+    """`--oracle`: no agent, the oracle's own events run; every scenario passes."""
+    compare.run_areasync(compare.bench_args(dataset, tmp_path, stub.endpoint, oracle=True))
+    table = compare.verdicts(tmp_path)
+    assert {key[0] for key in table} == set(SCENARIOS)
+    assert all(row["status"] == "success" for row in table.values()), table
+
+
+def test_cli_hook_is_lazy() -> None:
+    """`areasync bench run --help` goes through areasync's CLI to ARE's options."""
+    from areasync.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    assert main(["bench", "run", "--help"]) == 0
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("oracle", [False, True], ids=["agent", "oracle"])
+def test_parity_with_are_benchmark(
+    dataset: Path, stub: StubLLM, tmp_path: Path, oracle: bool
+) -> None:
+    """ARE's CLI and areasync's write the same verdicts and stats, ids and durations aside."""
+    are_out, ours_out = tmp_path / "are", tmp_path / "areasync"
+    compare.run_are(compare.bench_args(dataset, are_out, stub.endpoint, oracle=oracle))
+    compare.run_areasync(compare.bench_args(dataset, ours_out, stub.endpoint, oracle=oracle))
+    assert compare.verdicts(ours_out) == compare.verdicts(are_out)
+    assert compare.stats(ours_out) == compare.stats(are_out)

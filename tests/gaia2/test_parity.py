@@ -95,7 +95,10 @@ def agent_run(
 
 
 def test_bench_run_verdicts(agent_run: dict[str, Any]) -> None:
-    """ARE's judge accepts the oracle-playing agent and rejects the one that skips the email."""
+    """ARE's judge accepts the oracle-playing agent and rejects the one that skips an email.
+
+    `tiny_delay_skip` skips only turn 2's email, so its verdict is decided after the delay.
+    """
     table = compare.verdicts(agent_run["out"])
     assert {key[0] for key in table} == set(SCENARIOS)
     for (scenario_id, _), row in table.items():
@@ -103,11 +106,17 @@ def test_bench_run_verdicts(agent_run: dict[str, Any]) -> None:
         assert row["status"] == ("success" if expected else "failed"), row
         assert row["score"] == (1.0 if expected else 0.0)
         assert not row["has_exception"]
-    assert "EmailClientV2__send_email" in table[("tiny_skip", None)]["rationale"]
+    for failing in ("tiny_skip", "tiny_delay_skip"):
+        assert "EmailClientV2__send_email" in table[(failing, None)]["rationale"]
     stats = compare.stats(agent_run["out"])["statistics"]["global"]
-    assert (stats["total_runs"], stats["success_runs"], stats["failed_runs"]) == (2, 1, 1)
+    passes = sum(expected_verdicts().values())
+    assert (stats["total_runs"], stats["success_runs"], stats["failed_runs"]) == (
+        len(SCENARIOS),
+        passes,
+        len(SCENARIOS) - passes,
+    )
     # ARE's exporter wrote a trace per run.
-    assert len(list(Path(agent_run["out"]).glob("**/*.json"))) >= 3
+    assert len(list(Path(agent_run["out"]).glob("**/*.json"))) >= len(SCENARIOS) + 1
 
 
 def test_bench_run_starts_no_environment_thread(agent_run: dict[str, Any]) -> None:

@@ -138,3 +138,34 @@ def stats(output_dir: str | Path) -> dict[str, Any]:
     with open(Path(output_dir) / "benchmark_stats.json", encoding="utf-8") as f:
         result: dict[str, Any] = _without_timing(json.load(f))
     return result
+
+
+_NO_ACTION = {"app": None, "function": None}
+
+
+def timeline(output_dir: str | Path) -> dict[tuple[str, int | None], list[tuple[str, str, float]]]:
+    """Each run's completed events from its trace: (event type, `App.function`, seconds in).
+
+    Read from the trace ARE's exporter wrote (`output.jsonl`'s `trace_id`), in log order;
+    condition checks are left out (ARE's turn triggers, not what the scenario did).
+    """
+    table: dict[tuple[str, int | None], list[tuple[str, str, float]]] = {}
+    with open(Path(output_dir) / "output.jsonl", encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            with open(row["trace_id"], encoding="utf-8") as trace_file:
+                trace = json.load(trace_file)
+            start = float(trace["metadata"]["definition"]["start_time"])
+            key = (str(row["task_id"]), row["metadata"].get("run_number"))
+            table[key] = [
+                (
+                    str(event["event_type"]),
+                    "{app}.{function}".format(**(event.get("action") or _NO_ACTION)),
+                    float(event["event_time"]) - start,
+                )
+                for event in trace["completed_events"]
+                if event["event_type"] != "CONDITION"
+            ]
+    return table

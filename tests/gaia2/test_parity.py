@@ -8,6 +8,7 @@ and judge construction take ~15 s a run) and assert both wrote the same verdicts
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,14 @@ import pytest
 
 from areasync.gaia2 import compare
 from areasync.gaia2.cli import are_command, bench_run_command
-from areasync.gaia2.dataset import SCENARIOS, agent_scripts, expected_verdicts, write_dataset
+from areasync.gaia2.dataset import (
+    DELAY,
+    DELAYED,
+    SCENARIOS,
+    agent_scripts,
+    expected_verdicts,
+    write_dataset,
+)
 from areasync.gaia2.stub_llm import Script, StubLLM, actions_taken, format_action
 
 
@@ -77,21 +85,38 @@ def test_stub_speaks_are_default_agent_format() -> None:
 def agent_run(
     dataset: Path, stub: StubLLM, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    """One in-process `areasync bench run` with the default agent, recording threads started."""
+    """One in-process `areasync bench run` with the default agent, recording threads started
+    and every real `time.sleep` / `threading.Event.wait` asked for (thread class, seconds)."""
     out = tmp_path_factory.mktemp("areasync_agent")
     started: list[tuple[str, object]] = []
+    waits: list[tuple[str, float | None]] = []
     original_start = threading.Thread.start
+    original_sleep = time.sleep
+    original_wait = threading.Event.wait
 
     def recording_start(self: threading.Thread) -> None:
         started.append((self.name, getattr(self, "_target", None)))
         original_start(self)
 
+    def recording_sleep(seconds: float) -> None:
+        waits.append((type(threading.current_thread()).__name__, seconds))
+        original_sleep(seconds)
+
+    def recording_wait(self: threading.Event, timeout: float | None = None) -> bool:
+        waits.append((type(threading.current_thread()).__name__, timeout))
+        return original_wait(self, timeout)
+
     threading.Thread.start = recording_start  # type: ignore[method-assign]
+    # Module attributes, as ARE calls them (`time.sleep(...)`, `event.wait(...)`).
+    time.sleep = recording_sleep
+    threading.Event.wait = recording_wait  # type: ignore[method-assign]
     try:
         wall = compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint))
     finally:
         threading.Thread.start = original_start  # type: ignore[method-assign]
-    return {"out": out, "threads": started, "wall": wall}
+        time.sleep = original_sleep
+        threading.Event.wait = original_wait  # type: ignore[method-assign]
+    return {"out": out, "threads": started, "waits": waits, "wall": wall}
 
 
 def test_bench_run_verdicts(agent_run: dict[str, Any]) -> None:
@@ -117,6 +142,41 @@ def test_bench_run_verdicts(agent_run: dict[str, Any]) -> None:
     )
     # ARE's exporter wrote a trace per run.
     assert len(list(Path(agent_run["out"]).glob("**/*.json"))) >= len(SCENARIOS) + 1
+
+
+def test_bench_run_idles_on_virtual_time(agent_run: dict[str, Any]) -> None:
+    """The delayed scenarios pass `DELAY` simulated seconds idling, at no real sleeping.
+
+    Between turns ARE's default agent polls with `time.sleep(1)` (and ARE's environment thread
+    would tick once a second): about `DELAY` polls and ticks per delayed scenario. Under
+    `areasync bench run` each moves the scenario's virtual wall, so the whole run asks the real
+    clock for a few untimed waits (futures of ARE's loader pool) and a few hundredths of a
+    second - not one sleep per simulated second. (The spy sees calls made through the `time`
+    and `threading` modules' attributes, which is how ARE makes them.)
+    """
+    timelines = compare.timeline(agent_run["out"])
+    simulated = 0.0
+    for scenario_id in sorted(DELAYED):
+        events = timelines[(scenario_id, None)]
+        users = [t for kind, _, t in events if kind == "USER"]
+        assert len(users) == 2, events
+        # The second message came `DELAY` after turn 1 (plus ARE's one-tick turn trigger) ...
+        assert DELAY <= users[1] - users[0] <= DELAY + 5, events
+        # ... the agent acted on it after it arrived, ending the run by telling the user.
+        turn_2 = events[
+            events.index(("USER", "AgentUserInterface.send_message_to_agent", users[1])) :
+        ]
+        assert [t for kind, _, t in turn_2 if kind == "AGENT"], events
+        assert all(t >= users[1] for _, _, t in turn_2), events
+        assert events[-1][:2] == ("AGENT", "AgentUserInterface.send_message_to_user"), events
+        simulated += events[-1][2]
+    assert simulated >= len(DELAYED) * DELAY
+    # tqdm's monitor thread waits on its own schedule (10 s), whatever the run does. ARE's
+    # stream_pool polls its futures every 10 ms: a handful of those, depending on load.
+    waits = [(thread, s) for thread, s in agent_run["waits"] if thread != "TMonitor"]
+    timed = sum(s for _, s in waits if s is not None)
+    assert timed < simulated / 100, waits
+    assert len(waits) < simulated / 4, waits
 
 
 def test_bench_run_starts_no_environment_thread(agent_run: dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ time under `are-benchmark run`, on the virtual wall under `areasync bench run`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -242,16 +243,27 @@ def expected_verdicts() -> dict[str, bool]:
 
 
 def write_dataset(
-    root: str | Path, config: str = CONFIG, split: str = SPLIT, *, delay: float = DELAY
+    root: str | Path,
+    config: str = CONFIG,
+    split: str = SPLIT,
+    *,
+    delay: float = DELAY,
+    only: Iterable[str] | None = None,
 ) -> Path:
     """Write the tiny dataset under `root/config/split/` and return `root`.
 
-    `delay` replaces `DELAY` in the delayed scenarios (ARE's own run idles that long for real).
+    `delay` replaces `DELAY` in the delayed scenarios (ARE's own run idles that long for real);
+    `only` writes just those scenario ids.
     """
     root = Path(root)
     folder = root / config / split
     folder.mkdir(parents=True, exist_ok=True)
+    chosen = set(SCENARIOS) if only is None else set(only)
+    if unknown := chosen - set(SCENARIOS):
+        raise ValueError(f"no such scenarios: {sorted(unknown)}")
     for scenario_id, (marker, scenario_delay) in SCENARIOS.items():
+        if scenario_id not in chosen:
+            continue
         text = scenario_json(scenario_id, marker, None if scenario_delay is None else delay)
         (folder / f"{scenario_id}.json").write_text(text, encoding="utf-8")
     return root

@@ -229,14 +229,37 @@ def test_cli_hook_is_lazy() -> None:
     assert main(["bench", "run", "--help"]) == 0
 
 
+# ARE's own run idles the delay for real: the soak parity runs use a shorter one.
+SOAK_DELAY = 60.0
+
+
+@pytest.fixture(scope="module")
+def soak_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_dataset(tmp_path_factory.mktemp("gaia2_soak"), delay=SOAK_DELAY)
+
+
 @pytest.mark.soak
 @pytest.mark.parametrize("oracle", [False, True], ids=["agent", "oracle"])
 def test_parity_with_are_benchmark(
-    dataset: Path, stub: StubLLM, tmp_path: Path, oracle: bool
+    soak_dataset: Path, stub: StubLLM, tmp_path: Path, oracle: bool
 ) -> None:
-    """ARE's CLI and areasync's write the same verdicts and stats, ids and durations aside."""
+    """ARE's CLI and areasync's write the same verdicts and stats, ids and durations aside.
+
+    The dataset's delayed scenarios have ARE idle `SOAK_DELAY` real seconds between turns; both
+    sides must deliver the second user message at the same simulated time.
+    """
     are_out, ours_out = tmp_path / "are", tmp_path / "areasync"
-    compare.run_are(compare.bench_args(dataset, are_out, stub.endpoint, oracle=oracle))
-    compare.run_areasync(compare.bench_args(dataset, ours_out, stub.endpoint, oracle=oracle))
+    args = compare.bench_args(soak_dataset, are_out, stub.endpoint, oracle=oracle)
+    compare.run_are(args)
+    compare.run_areasync(compare.bench_args(soak_dataset, ours_out, stub.endpoint, oracle=oracle))
     assert compare.verdicts(ours_out) == compare.verdicts(are_out)
     assert compare.stats(ours_out) == compare.stats(are_out)
+    are_times, our_times = compare.timeline(are_out), compare.timeline(ours_out)
+    assert set(are_times) == set(our_times)
+    for key, events in our_times.items():
+        # Event kinds in order; the user's messages at the same simulated second.
+        assert [e[:2] for e in events] == [e[:2] for e in are_times[key]], key
+        users = [round(t) for kind, _, t in events if kind == "USER"]
+        assert users == [round(t) for kind, _, t in are_times[key] if kind == "USER"], key
+        if key[0] in DELAYED:
+            assert users[1] - users[0] >= SOAK_DELAY, key

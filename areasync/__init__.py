@@ -10,8 +10,9 @@ loaded at every pytest start) must not pay for importing ARE (about a second).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from areasync.lazy import lazy_getattr
 
 _EXPORTS = {
     "AsyncEnvironment": "areasync.bridge.environment",
@@ -70,10 +71,4 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'areasync' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

@@ -19,6 +19,8 @@ from are.simulation.scenarios.scenario import Scenario
 from are.simulation.tool_utils import OperationType
 from are.simulation.types import Action, Event, EventType, event_registered
 
+from areasync.gaia2.dataset import json_arg, json_event
+
 APP_NAME = "BenchApp"
 
 
@@ -98,40 +100,6 @@ def bench_total(scenario: Scenario) -> int:
 # -- the same kind of load as ARE JSON, for the importer ------------------------------------
 
 
-def _arg(name: str, value: str, value_type: str = "str") -> dict[str, Any]:
-    return {"name": name, "value": value, "value_type": value_type}
-
-
-def _json_event(
-    event_id: str,
-    event_type: str,
-    dependencies: list[str],
-    relative_time: float,
-    app: str,
-    function: str,
-    args: list[dict[str, Any]],
-) -> dict[str, Any]:
-    oracle = event_type == "AGENT"
-    event: dict[str, Any] = {
-        "class_name": "OracleEvent" if oracle else "Event",
-        "event_type": event_type,
-        "event_time": None,
-        "event_id": event_id,
-        "dependencies": dependencies,
-        "event_relative_time": relative_time,
-        "action": {
-            "action_id": "" if oracle else f"{app}.{function}-{event_id}",
-            "app": app,
-            "function": function,
-            "operation_type": None if oracle else "WRITE",
-            "args": args,
-        },
-    }
-    if oracle:
-        event["event_time_comparator"] = None
-    return event
-
-
 def synthetic_scenario_json(n_events: int, *, turns: int = 4) -> str:
     """A Gaia2-shaped ARE export of about `n_events` events in `turns` turns, as JSON text.
 
@@ -150,14 +118,14 @@ def synthetic_scenario_json(n_events: int, *, turns: int = 4) -> str:
     for turn in range(turns):
         user = f"t{turn}_user"
         events.append(
-            _json_event(
+            json_event(
                 user,
                 "USER",
                 [] if previous_end is None else [previous_end],
                 2.0,
                 "AgentUserInterface",
                 "send_message_to_agent",
-                [_arg("content", f"Turn {turn}: answer every email.")],
+                [json_arg("content", f"Turn {turn}: answer every email.")],
             )
         )
         body = per_turn - 2
@@ -169,20 +137,20 @@ def synthetic_scenario_json(n_events: int, *, turns: int = 4) -> str:
             if i % 2 == 1:  # a reply to the email its predecessor added
                 function = "reply_to_email_from_user"
                 args = [
-                    _arg("sender", "bob@example.com"),
-                    _arg("email_id", "{{" + parent + "}}"),
-                    _arg("content", f"Reply {i}"),
+                    json_arg("sender", "bob@example.com"),
+                    json_arg("email_id", "{{" + parent + "}}"),
+                    json_arg("content", f"Reply {i}"),
                 ]
             else:
                 function = "create_and_add_email"
                 args = [
-                    _arg("sender", "bob@example.com"),
-                    _arg("recipients", '["user@meta.com"]', "list"),
-                    _arg("subject", f"Mail {turn}.{i}"),
-                    _arg("content", "Please answer."),
+                    json_arg("sender", "bob@example.com"),
+                    json_arg("recipients", '["user@meta.com"]', "list"),
+                    json_arg("subject", f"Mail {turn}.{i}"),
+                    json_arg("content", "Please answer."),
                 ]
             events.append(
-                _json_event(
+                json_event(
                     event_id, "ENV", [parent], float(1 + i % 3), "EmailClientV2", function, args
                 )
             )
@@ -190,7 +158,7 @@ def synthetic_scenario_json(n_events: int, *, turns: int = 4) -> str:
             event_id = f"t{turn}_agent{i}"
             dependencies = [user, *oracle_ids[-3:]] if i % 4 == 0 else oracle_ids[-3:] or [user]
             events.append(
-                _json_event(
+                json_event(
                     event_id,
                     "AGENT",
                     dependencies,
@@ -203,14 +171,14 @@ def synthetic_scenario_json(n_events: int, *, turns: int = 4) -> str:
             oracle_ids.append(event_id)
         previous_end = f"t{turn}_done"
         events.append(
-            _json_event(
+            json_event(
                 previous_end,
                 "AGENT",
                 oracle_ids[-4:] or [user],
                 float(3 * per_turn + 10),  # the turn's latest event, as ARE requires
                 "AgentUserInterface",
                 "send_message_to_user",
-                [_arg("content", f"Turn {turn} done.")],
+                [json_arg("content", f"Turn {turn} done.")],
             )
         )
     definition = {

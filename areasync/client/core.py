@@ -571,7 +571,7 @@ class Client:
     async def request(self, make: Callable[[int], ClientFrame], *, resend: bool = False) -> Any:
         """Send any client frame built by ``make(id)`` and return its result's value.
 
-        For frames without a method here (e.g. ``create_session`` as admin). ``resend``: send
+        For frames without a method here (a frame type newer than this client). ``resend``: send
         it again after a reconnect if the reply was lost (only for requests that change nothing).
         """
         return await self._request(make, resend=resend)

@@ -58,11 +58,12 @@ DONE_AGAIN = {
 }
 
 
-def _arg(name: str, value: str, value_type: str = "str") -> dict[str, Any]:
+def json_arg(name: str, value: str, value_type: str = "str") -> dict[str, Any]:
+    """One argument of an action, as ARE's JSON export writes it."""
     return {"name": name, "value": value, "value_type": value_type}
 
 
-def _event(
+def json_event(
     event_id: str,
     event_type: str,
     dependencies: list[str],
@@ -71,6 +72,7 @@ def _event(
     function: str,
     args: list[dict[str, Any]],
 ) -> dict[str, Any]:
+    """One event as ARE's JSON export writes it: an oracle (AGENT) event or a plain one."""
     oracle = event_type == "AGENT"
     event: dict[str, Any] = {
         "class_name": "OracleEvent" if oracle else "Event",
@@ -97,7 +99,7 @@ def _email_turn(
 ) -> list[dict[str, Any]]:
     """The oracle's turn: email Bob 1 s after `after`, then tell the user (ending the turn)."""
     return [
-        _event(
+        json_event(
             f"email{suffix}",
             "AGENT",
             [after],
@@ -105,32 +107,32 @@ def _email_turn(
             "EmailClientV2",
             "send_email",
             [
-                _arg("recipients", '["bob@example.com"]', "list[str]"),
-                _arg("subject", subject),
-                _arg("content", content),
+                json_arg("recipients", '["bob@example.com"]', "list[str]"),
+                json_arg("subject", subject),
+                json_arg("content", content),
             ],
         ),
-        _event(
+        json_event(
             f"done{suffix}",
             "AGENT",
             [f"email{suffix}"],
             1.0,
             "AgentUserInterface",
             "send_message_to_user",
-            [_arg("content", reply)],
+            [json_arg("content", reply)],
         ),
     ]
 
 
 def _user_message(event_id: str, after: list[str], delay: float, content: str) -> dict[str, Any]:
-    return _event(
+    return json_event(
         event_id,
         "USER",
         after,
         delay,
         "AgentUserInterface",
         "send_message_to_agent",
-        [_arg("content", content)],
+        [json_arg("content", content)],
     )
 
 

@@ -33,13 +33,10 @@ from __future__ import annotations
 import signal
 import threading
 import time as _time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
-
-from are.simulation.environment import EnvironmentConfig
-from are.simulation.notification_system import BaseNotificationSystem
-from are.simulation.types import CompletedEvent, EnvironmentType
+from unittest.mock import patch
 
 from areasync.bridge.sync import SyncEnvironment, VirtualWall
 
@@ -77,33 +74,11 @@ def _environment_class(holder: WallHolder) -> type[SyncEnvironment]:
     class BenchEnvironment(SyncEnvironment):
         """ARE's `Environment` signature, on the current scenario's virtual wall."""
 
-        def __init__(
-            self,
-            config: EnvironmentConfig | None = None,
-            environment_type: EnvironmentType = EnvironmentType.UNKNOWN,
-            notification_system: BaseNotificationSystem | None = None,
-            add_event_to_agent_log: Callable[[CompletedEvent], None] | None = None,
-        ) -> None:
-            super().__init__(
-                config,
-                environment_type,
-                notification_system,
-                add_event_to_agent_log,
-                wall=holder.wall,
-            )
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, wall=holder.wall, **kwargs)
             holder.environments.append(self)
 
     return BenchEnvironment
-
-
-@contextmanager
-def _patched(target: object, name: str, value: object) -> Iterator[None]:
-    original = getattr(target, name)
-    setattr(target, name, value)
-    try:
-        yield
-    finally:
-        setattr(target, name, original)
 
 
 @contextmanager
@@ -130,11 +105,11 @@ def virtual_clock() -> Iterator[WallHolder]:
     main_thread = threading.current_thread() is threading.main_thread()
     sigint = signal.getsignal(signal.SIGINT) if main_thread else None
     with ExitStack() as stack:
-        stack.enter_context(_patched(scenario_runner, "Environment", environment))
-        stack.enter_context(_patched(preprocess, "Environment", environment))
-        stack.enter_context(_patched(agent_main, "time", WallTime(holder)))
-        stack.enter_context(_patched(multi, "stream_pool", stream_pool))
-        stack.enter_context(_patched(multi, "process_scenario", process_scenario))
+        stack.enter_context(patch.object(scenario_runner, "Environment", environment))
+        stack.enter_context(patch.object(preprocess, "Environment", environment))
+        stack.enter_context(patch.object(agent_main, "time", WallTime(holder)))
+        stack.enter_context(patch.object(multi, "stream_pool", stream_pool))
+        stack.enter_context(patch.object(multi, "process_scenario", process_scenario))
         try:
             yield holder
         finally:

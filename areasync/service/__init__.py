@@ -17,8 +17,9 @@ Modules, each with one job:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from areasync.lazy import lazy_getattr
 
 __all__ = ["Service", "ServiceConfig", "ServiceError"]
 
@@ -35,10 +36,4 @@ if TYPE_CHECKING:
     from areasync.service.server import Service, ServiceError
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'areasync.service' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

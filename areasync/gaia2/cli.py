@@ -2,11 +2,11 @@
 
 The command is ARE's own: its options are the very `click` parameters of
 `are.simulation.benchmark.cli.main` (all but the `run|judge|gaia2-run` argument), with the same
-names, defaults and meanings, and its body is ARE's, called with `command="run"` inside
-`areasync.gaia2.runner.virtual_clock()`. What differs is only the clock (see `runner`): every
-environment runs on a virtual wall with no thread, scenarios run one after another in this
-process (`--max_concurrent_scenarios` and `--executor_type` are accepted and do not add
-threads or processes), and the agent's idle polling costs no wall time.
+names, defaults and meanings, and its body is ARE's, called with `command="run"` by
+`areasync.gaia2.runner.run()`. What differs is the clock and the concurrency (see `runner`):
+every environment runs on a virtual wall with no thread, up to `--max_concurrent_scenarios`
+runs share one event loop in this process (`--executor_type` is accepted and adds no threads
+or processes), and the agent's idle polling costs no wall time.
 """
 
 from __future__ import annotations
@@ -32,12 +32,14 @@ def bench_run_command() -> click.Command:
 
     @click.pass_context
     def callback(ctx: click.Context, **kwargs: Any) -> Any:
-        from areasync.gaia2.runner import virtual_clock
+        from areasync.gaia2 import runner
 
-        assert are_main.callback is not None
-        with virtual_clock():
-            # ARE's callback takes the click context itself (it is `pass_context`).
-            return are_main.callback(command="run", **kwargs)
+        callback = are_main.callback
+        assert callback is not None
+        # ARE's callback takes the click context itself (it is `pass_context`).
+        return runner.run(
+            lambda: callback(command="run", **kwargs), models=not kwargs.get("oracle")
+        )
 
     return click.Command(
         "run",

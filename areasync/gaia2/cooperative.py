@@ -33,7 +33,7 @@ import greenlet
 T = TypeVar("T")
 
 
-class _RunGreenlet(greenlet.greenlet):  # type: ignore[misc]
+class _RunGreenlet(greenlet.greenlet):
     """A greenlet started by `spawn`: its waits go to the task that spawned it."""
 
 
@@ -45,11 +45,11 @@ async def spawn(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     while not child.dead:
         try:
             value = await request
-        except BaseException as error:  # noqa: BLE001 - cancellation included: hand it in
+        except BaseException as error:
             request = child.throw(error)
         else:
             request = child.switch(value)
-    return request  # type: ignore[no-any-return]
+    return request
 
 
 def cooperating() -> bool:
@@ -68,7 +68,7 @@ def wait(awaitable: Awaitable[T]) -> T:
             "areasync.gaia2.cooperative.wait() was called outside spawn(): run the calling "
             "code with `await spawn(fn, ...)` on the event loop"
         )
-    return current.parent.switch(awaitable)  # type: ignore[no-any-return]
+    return current.parent.switch(awaitable)
 
 
 class GreenletLocal:

@@ -35,13 +35,24 @@ _task_group: ContextVar[TaskGroup] = ContextVar("areasync_gaia2_task_group")
 
 
 async def run_cooperatively(fn: Callable[[], R]) -> R:
-    """Run `fn` (synchronous code that may use `stream_pool`) as a greenlet on this loop."""
+    """Run `fn` (synchronous code that may use `stream_pool`) as a greenlet on this loop.
+
+    What `fn` raises comes out as itself (not wrapped in an exception group), Ctrl-C included.
+    """
+    failure: BaseException | None = None
     async with anyio.create_task_group() as task_group:
         token = _task_group.set(task_group)
         try:
-            return await spawn(fn)
+            result = await spawn(fn)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as error:
+            failure = error
         finally:
             _task_group.reset(token)
+    if failure is not None:
+        raise failure
+    return result
 
 
 @contextmanager
@@ -84,7 +95,7 @@ def stream_pool(
                         None,
                         TimeoutError(f"Operation timed out after {timeout_seconds} seconds"),
                     )
-                except Exception as error:  # noqa: BLE001 - the run's failure is its outcome
+                except Exception as error:
                     outcome = (item, None, error)
                 else:
                     outcome = (item, result, None)

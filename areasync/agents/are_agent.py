@@ -36,6 +36,7 @@ session ends on its own (at its duration, in a fast session at once).
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import types
@@ -198,7 +199,7 @@ def build_agent(options: AgentOptions, env: SessionEnvironment) -> Any:
     if isinstance(config, MainAgentConfig) and options.max_turns is not None:
         config.max_turns = options.max_turns
     # AgentBuilder reads time_manager, append_to_world_logs, pause, resume_with_offset.
-    return AgentBuilder().build(agent_config=config, env=env)  # type: ignore[arg-type]
+    return AgentBuilder().build(agent_config=config, env=env)
 
 
 def _wait_on_the_stream(agent: Any, link: SessionLink) -> None:
@@ -216,7 +217,7 @@ def _wait_on_the_stream(agent: Any, link: SessionLink) -> None:
         while not any(found):
             link.wait_for_news()
             found = ares(notification_system)
-        return found  # type: ignore[no-any-return]
+        return found
 
     agent.get_notifications = types.MethodType(get_notifications, agent)
 
@@ -272,7 +273,7 @@ async def run_are_agent(
     try:
         result = await anyio.to_thread.run_sync(play, abandon_on_cancel=True)
         report.output = result.output
-    except Exception as exc:  # noqa: BLE001 - ARE's runner reports any agent failure as a result
+    except Exception as exc:
         logger.debug("the agent failed", exc_info=True)
         report.error = f"{type(exc).__name__}: {exc}"
     report.calls = list(link.calls)
@@ -302,12 +303,8 @@ async def _finish(client: Client, controller: Client | None, when_done: WhenDone
         except (BadStateError, SessionEndedError):
             pass  # it ended meanwhile
     else:
-        try:
+        with contextlib.suppress(SessionEndedError):
             await client.idle()
-        except SessionEndedError:
-            pass
-    try:
+    with contextlib.suppress(AreasyncError):
         await client.wait_ended()
-    except AreasyncError:
-        pass
     return stopped

@@ -43,7 +43,7 @@ def return_type(function: Any) -> Any:
     inner = inspect.unwrap(function)
     try:
         hints = typing.get_type_hints(inner)
-    except Exception:  # noqa: BLE001 - an annotation that does not resolve: keep the JSON
+    except Exception:
         return None
     declared = hints.get("return")
     if declared is None or declared is type(None) or declared is Any:

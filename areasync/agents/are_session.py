@@ -32,6 +32,7 @@ call into the session is handed to the event loop that owns the client
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import logging
@@ -213,10 +214,8 @@ class SessionLink:
 
     async def _resume(self) -> None:
         assert self.controller is not None
-        try:
+        with contextlib.suppress(BadStateError, SessionEndedError):
             await self.controller.resume()
-        except (BadStateError, SessionEndedError):
-            pass
 
     def warn(self, key: str, message: str) -> None:
         """Say ``message`` once per ``key``."""

@@ -72,7 +72,7 @@ class SessionToolError(Exception):
 
 @dataclass
 class ToolCall:
-    """One tool call the agent made over the socket."""
+    """One tool call the agent made: sent to the session, or refused before (``error``)."""
 
     time: float  # simulated seconds after the scenario's start, when it was sent
     tool: str
@@ -161,6 +161,10 @@ class SessionLink:
             if self.client.closed:
                 self.lost = str(exc)
             raise SessionToolError(str(exc)) from None
+
+    def refused(self, name: str, args: dict[str, Any], error: str) -> None:
+        """A call whose arguments did not bind to the app method (nothing was sent)."""
+        self.calls.append(ToolCall(time=self.now() - self.start, tool=name, args=args, error=error))
 
     # -- generation time ----------------------------------------------------------------
 
@@ -337,7 +341,12 @@ class SessionAppTool(AppTool):
         return tool
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        arguments = self._bind(args, kwargs)
+        try:
+            arguments = self._bind(args, kwargs)
+        except TypeError as exc:
+            # Refused before anything ran, as in-process: recorded, never sent.
+            self._link.refused(str(self._public_name), {**kwargs}, str(exc))
+            raise
         value = self._link.call_tool(str(self._public_name), arguments)
         return rebuild(value, self._declared)
 

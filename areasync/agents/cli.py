@@ -94,6 +94,12 @@ def add_scenario_options(parser: argparse.ArgumentParser, *, purpose: str) -> No
 
 def session_url(url: str, session: str | None) -> str:
     """A session's WebSocket URL from a server URL and a session id (or a full session URL)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise ValueError(
+            f"--url {url!r} is not a WebSocket URL: use ws://HOST:PORT (or wss://), e.g. "
+            "ws://127.0.0.1:8765"
+        )
     base = url.rstrip("/")
     if "/sessions/" in base:
         if session is not None and not base.endswith(f"/sessions/{session}"):

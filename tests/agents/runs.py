@@ -55,7 +55,10 @@ def read_steps() -> list[dict[str, Any]]:
             "action": "EmailClientV2__get_email_by_index",
             "action_input": {"idx": 0, "folder_name": "SENT"},
         },
-        {"action": "EmailClientV2__search_emails", "action_input": {"query": "Hi", "folder_name": "SENT"}},
+        {
+            "action": "EmailClientV2__search_emails",
+            "action_input": {"query": "Hi", "folder_name": "SENT"},
+        },
         {"action": "EmailClientV2__get_email_by_id", "action_input": {"email_id": _NO_SUCH_ID}},
         {"action": "EmailClientV2__get_email_by_index", "action_input": {"folder_name": "SENT"}},
         {"action": "ContactsApp__get_current_user_details", "action_input": {}},
@@ -150,16 +153,16 @@ async def over_the_socket(
     speed: float = 1.0,
     controller: bool = True,
     on_session: Callable[[Any], None] | None = None,
+    service_options: dict[str, Any] | None = None,
 ) -> dict[str, Run]:
-    """ARE's default agent on one live session per scenario, one after another."""
+    """ARE's default agent on one live session per scenario, one after another
+    (``service_options``: more of the service's configuration)."""
     runs: dict[str, Run] = {}
-    async with Service(service_config(), []) as service:
+    async with Service(service_config(**(service_options or {})), []) as service:
         token = service.tokens.admin
         for scenario_id in scenario_ids:
             text = scenario_text(scenario_id)
-            session = service.registry.create(
-                text, mode=mode, speed=speed, import_mode="benchmark"
-            )
+            session = service.registry.create(text, mode=mode, speed=speed, import_mode="benchmark")
             if on_session is not None:
                 on_session(session)
             url = service.ws_url(session.id)

@@ -12,6 +12,7 @@ too. See tests/agents/runs.py for the two runs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 from unittest.mock import patch
@@ -20,8 +21,16 @@ import anyio
 import pytest
 
 from areasync.conformance import first_difference
-from areasync.gaia2.dataset import DELAY, SCENARIOS, agent_scripts
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2 import compare
+from areasync.gaia2.dataset import (
+    DELAY,
+    SCENARIOS,
+    agent_scripts,
+    expected_verdicts,
+    write_dataset,
+)
+from areasync.gaia2.stub_llm import JUDGE_MODEL, Script, StubLLM
+from areasync.service import ServiceConfig
 from tests.agents.runs import (
     READS_ID,
     READS_MARKER,
@@ -146,9 +155,9 @@ def test_the_agent_stops_the_session_when_done(live: dict[str, Any]) -> None:
 def test_fixed_generation_time_moves_the_clock_as_ares_runner_does(stub: StubLLM) -> None:
     """`fixed`: ARE adds 1 s of simulated time per generation; a controller's jump does here."""
     theirs = in_process(stub, "tiny_delay", generation="fixed")
-    ours = anyio.run(
-        lambda: over_the_socket(stub, ["tiny_delay"], generation="fixed")
-    )["tiny_delay"]
+    ours = anyio.run(lambda: over_the_socket(stub, ["tiny_delay"], generation="fixed"))[
+        "tiny_delay"
+    ]
     assert [call.time for call in ours.report.calls] == [1.0, 2.0, 304.0, 305.0]
     assert ours.report.generation_jumps == len(ours.requests)
     assert ours.log == theirs.log, first_difference(ours.log, theirs.log)
@@ -215,3 +224,41 @@ def test_a_realtime_clock_is_paused_while_the_model_generates() -> None:
         "EmailClientV2__send_email",
         "AgentUserInterface__send_message_to_user",
     ]
+
+
+# -- verdicts -------------------------------------------------------------------------------
+
+# The judged service: `areasync serve --judge_model/--judge_provider/--judge_endpoint` gives
+# Gaia2 sessions ARE's judge, and `ended.validation` carries its verdict. Until the service
+# has it, the runs above compare everything the verdict is computed from (the agent's calls
+# and the event log, which the judge reads); this test then compares the verdicts themselves.
+JUDGE_OPTIONS = ("judge_model", "judge_provider", "judge_endpoint")
+JUDGED_SERVICE = set(JUDGE_OPTIONS) <= {f.name for f in dataclasses.fields(ServiceConfig)}
+
+
+@pytest.mark.skipif(
+    not JUDGED_SERVICE,
+    reason="the service has no judge yet (ServiceConfig.judge_model/judge_provider/"
+    "judge_endpoint): runs as soon as it has",
+)
+def test_the_agent_over_the_socket_gets_ares_verdicts(
+    stub: StubLLM, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """ARE's verdicts (`are-benchmark run`'s pipeline with ARE's judge, the stub judging)
+    equal the judged sessions' `ended.validation` after the agent played them."""
+    dataset = write_dataset(tmp_path_factory.mktemp("gaia2"))
+    out = tmp_path_factory.mktemp("bench")
+    compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint))
+    theirs = {
+        scenario_id: row["status"] == "success"
+        for (scenario_id, _), row in compare.verdicts(out).items()
+    }
+    judge = {
+        "judge_model": f"openai/{JUDGE_MODEL}",
+        "judge_provider": "local",
+        "judge_endpoint": stub.endpoint,
+    }
+    runs = anyio.run(lambda: over_the_socket(stub, list(SCENARIOS), service_options=judge))
+    ours = {scenario_id: run.validation["success"] for scenario_id, run in runs.items()}
+    assert theirs == expected_verdicts()
+    assert ours == theirs

@@ -135,8 +135,12 @@ class SessionLink:
                 self.lost = str(exc)
                 return
         try:
-            async for item in client.stream(since=seq):
-                if isinstance(item, NotificationItem | EndedItem):
+            try:
+                stream = client.stream(since=seq)
+            except ValueError:  # the client holds the stream from a later seq (no since=0)
+                stream = client.stream()
+            async for item in stream:
+                if item.seq > seq and isinstance(item, NotificationItem | EndedItem):
                     return
         except AreasyncError as exc:
             self.lost = str(exc)

@@ -29,6 +29,7 @@ from areasync.client import connect
 from areasync.conformance import LogEntry, normalized_log
 from areasync.gaia2.dataset import SCENARIOS, scenario_json
 from areasync.gaia2.stub_llm import AGENT_MODEL, StubLLM
+from areasync.protocol import Role
 from areasync.service import Service, ServiceConfig
 
 MODEL = f"openai/{AGENT_MODEL}"
@@ -98,7 +99,9 @@ class Run:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def in_process(stub: StubLLM, scenario_id: str, generation: str = "measured") -> Run:
+def in_process(
+    stub: StubLLM, scenario_id: str, generation: str = "measured", import_mode: str = "benchmark"
+) -> Run:
     """ARE's ScenarioRunner with its default agent, on a virtual wall."""
     from are.simulation.agents.agent_log import ToolCallLog
     from are.simulation.scenario_runner import ScenarioRunner
@@ -106,7 +109,7 @@ def in_process(stub: StubLLM, scenario_id: str, generation: str = "measured") ->
 
     from areasync.gaia2.runner import virtual_clock
 
-    scenario = scenarios.load(scenario_text(scenario_id), import_mode="benchmark", oracle=False)
+    scenario = scenarios.load(scenario_text(scenario_id), import_mode=import_mode, oracle=False)
     config = ScenarioRunnerConfig(
         agent="default",
         model=MODEL,
@@ -154,6 +157,7 @@ async def over_the_socket(
     controller: bool = True,
     on_session: Callable[[Any], None] | None = None,
     service_options: dict[str, Any] | None = None,
+    import_mode: str = "benchmark",
 ) -> dict[str, Run]:
     """ARE's default agent on one live session per scenario, one after another
     (``service_options``: more of the service's configuration)."""
@@ -162,11 +166,11 @@ async def over_the_socket(
         token = service.tokens.admin
         for scenario_id in scenario_ids:
             text = scenario_text(scenario_id)
-            session = service.registry.create(text, mode=mode, speed=speed, import_mode="benchmark")
+            session = service.registry.create(text, mode=mode, speed=speed, import_mode=import_mode)
             if on_session is not None:
                 on_session(session)
             url = service.ws_url(session.id)
-            local = scenarios.load(text, import_mode="benchmark", oracle=False)
+            local = scenarios.load(text, import_mode=import_mode, oracle=False)
             options = AgentOptions(
                 model=MODEL,
                 provider="local",
@@ -175,7 +179,9 @@ async def over_the_socket(
             )
             before = len(stub.requests)
             with anyio.fail_after(WAIT):
-                async with connect(url, role="agent", token=token, since=0) as agent:
+                # Without a controller, the session's own agent token (the least it takes).
+                agent_token = token if controller else session.tokens[Role.AGENT]
+                async with connect(url, role="agent", token=agent_token, since=0) as agent:
                     if controller:
                         async with connect(url, role="controller", token=token) as control:
                             report = await run_are_agent(agent, local, options, controller=control)

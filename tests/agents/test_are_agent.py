@@ -262,3 +262,38 @@ def test_the_agent_over_the_socket_gets_ares_verdicts(
     ours = {scenario_id: run.validation["success"] for scenario_id, run in runs.items()}
     assert theirs == expected_verdicts()
     assert ours == theirs
+
+
+# -- without a controller ---------------------------------------------------------------------
+
+
+def test_with_an_agent_token_the_session_runs_on_to_its_end(
+    stub: StubLLM, reference: dict[str, Run]
+) -> None:
+    """An agent token cannot stop the session: once the agent is done it goes idle, and the
+    fast session runs to its duration at once."""
+    run = anyio.run(lambda: over_the_socket(stub, ["tiny_email"], controller=False))
+    ours = run["tiny_email"]
+    assert ours.calls == reference["tiny_email"].calls
+    assert not ours.report.stopped_by_agent
+    assert (ours.report.ended_state, ours.report.reason) == ("stopped", None)
+
+
+def test_the_agent_ends_its_loop_when_the_session_ends(stub: StubLLM) -> None:
+    """Imported plain, tiny_delay's second message hangs off the oracle's end of turn, so it
+    never comes: ARE's agent (no number of turns) waits for notifications until the
+    environment stops. The session's end stops it the same way, at the same point."""
+    import are.simulation.agents.default_agent.are_simulation_main as agent_main
+
+    theirs = in_process(stub, "tiny_delay", import_mode="plain")
+    spy = SleepSpy()
+    with patch.object(agent_main, "time", spy):
+        run = anyio.run(
+            lambda: over_the_socket(stub, ["tiny_delay"], import_mode="plain", controller=False)
+        )
+    ours = run["tiny_delay"]
+    assert ours.report.ok, ours.report.error
+    assert ours.calls == theirs.calls
+    assert ours.log == theirs.log, first_difference(ours.log, theirs.log)
+    assert prompts(ours) == prompts(theirs)
+    assert spy.slept == []

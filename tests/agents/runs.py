@@ -156,6 +156,7 @@ async def over_the_socket(
     speed: float = 1.0,
     controller: bool = True,
     on_session: Callable[[Any], None] | None = None,
+    on_agent: Callable[[Any], None] | None = None,
     service_options: dict[str, Any] | None = None,
     import_mode: str = "benchmark",
 ) -> dict[str, Run]:
@@ -182,6 +183,8 @@ async def over_the_socket(
                 # Without a controller, the session's own agent token (the least it takes).
                 agent_token = token if controller else session.tokens[Role.AGENT]
                 async with connect(url, role="agent", token=agent_token, since=0) as agent:
+                    if on_agent is not None:
+                        on_agent(agent)
                     if controller:
                         async with connect(url, role="controller", token=token) as control:
                             report = await run_are_agent(agent, local, options, controller=control)

@@ -297,3 +297,36 @@ def test_the_agent_ends_its_loop_when_the_session_ends(stub: StubLLM) -> None:
     assert ours.log == theirs.log, first_difference(ours.log, theirs.log)
     assert prompts(ours) == prompts(theirs)
     assert spy.slept == []
+
+
+def test_the_socket_keeps_receiving_while_the_model_generates() -> None:
+    """ARE's agent blocks while the model generates; the client's reader does not: in a
+    realtime session that nothing pauses (an agent token), the ticks of those wall seconds
+    reach the agent's client while the stub is still answering."""
+    clients: list[Any] = []
+    received: list[tuple[int, int]] = []
+
+    class Counting(Script):
+        def reply(self, request: Any) -> str:
+            import time
+
+            before = clients[0].seq
+            time.sleep(0.3)  # the model thinking, in the stub's own thread
+            received.append((before, clients[0].seq))
+            return super().reply(request)
+
+    counting = Counting(agent=agent_scripts())
+    with StubLLM(counting) as slow:
+        run = anyio.run(
+            lambda: over_the_socket(
+                slow,
+                ["tiny_email"],
+                mode="realtime",
+                speed=100.0,
+                controller=False,
+                on_agent=clients.append,
+            )
+        )
+    assert run["tiny_email"].report.ok
+    assert len(received) == 2
+    assert all(after > before for before, after in received), received

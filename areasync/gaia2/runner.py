@@ -71,6 +71,18 @@ def current_wall() -> VirtualWall:
         ) from None
 
 
+@contextmanager
+def own_wall() -> Iterator[VirtualWall]:
+    """A fresh virtual wall for ARE code run directly in this block (e.g. one
+    `ScenarioRunner.run` under `virtual_clock()`, outside the benchmark's pool)."""
+    wall = VirtualWall()
+    token = _wall.set(wall)
+    try:
+        yield wall
+    finally:
+        _wall.reset(token)
+
+
 class RunStats:
     """What `virtual_clock()` saw: runs given a wall, and the environments built."""
 

@@ -107,7 +107,7 @@ def in_process(
     from are.simulation.scenario_runner import ScenarioRunner
     from are.simulation.scenarios.config import ScenarioRunnerConfig
 
-    from areasync.gaia2.runner import virtual_clock
+    from areasync.gaia2.runner import own_wall, virtual_clock
 
     scenario = scenarios.load(scenario_text(scenario_id), import_mode=import_mode, oracle=False)
     config = ScenarioRunnerConfig(
@@ -121,7 +121,7 @@ def in_process(
         use_custom_logger=False,
     )
     before = len(stub.requests)
-    with virtual_clock() as holder:
+    with virtual_clock() as holder, own_wall():
         result = ScenarioRunner().run(config, scenario)
     env = holder.environments[-1]
     calls = [

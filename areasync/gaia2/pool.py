@@ -10,7 +10,11 @@ error)` as runs finish, with up to `max_workers` runs at once on threads (or pro
 `running_in(task_group)`: up to `max_workers` at once whatever `executor_type` says, all on
 one thread, their model calls overlapping on the loop. A run's timeout cancels it at its next
 wait (a run that never waits cannot be interrupted, as ARE's threads cannot); leaving the
-block early (a break, Ctrl-C) cancels the runs still going and waits until they unwound.
+block early (a break, an error) cancels the runs still going and waits until they unwound.
+
+An `Interruption` (Ctrl-C, see `runner.run`) stops a sweep gracefully instead: no new run
+starts, the runs still going are cancelled at their next wait, and the iterator simply ends
+after the outcomes of the runs that finished - so ARE's runner writes what finished.
 """
 
 from __future__ import annotations
@@ -32,23 +36,51 @@ R = TypeVar("R")
 Outcome = tuple[T, R | None, BaseException | None]
 
 _task_group: ContextVar[TaskGroup] = ContextVar("areasync_gaia2_task_group")
+_interruption: ContextVar[Interruption] = ContextVar("areasync_gaia2_interruption")
 
 
-async def run_cooperatively(fn: Callable[[], R]) -> R:
+class _Unfinished(Exception):
+    """The outcome of a run cancelled before it finished (never handed to the caller)."""
+
+
+class Interruption:
+    """A request to stop a sweep gracefully: pools stop starting runs and cancel theirs."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._listeners: list[Callable[[], None]] = []
+
+    def request(self) -> None:
+        if self.requested:
+            return
+        self.requested = True
+        for listener in list(self._listeners):
+            listener()
+
+    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener` on request; returns the function that stops listening."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+
+async def run_cooperatively(fn: Callable[[], R], interruption: Interruption | None = None) -> R:
     """Run `fn` (synchronous code that may use `stream_pool`) as a greenlet on this loop.
 
     What `fn` raises comes out as itself (not wrapped in an exception group), Ctrl-C included.
+    `interruption` (default: one nobody requests) stops the pools `fn` runs gracefully.
     """
     failure: BaseException | None = None
     async with anyio.create_task_group() as task_group:
         token = _task_group.set(task_group)
+        interruption_token = _interruption.set(interruption or Interruption())
         try:
             result = await spawn(fn)
         except anyio.get_cancelled_exc_class():
             raise
-        except BaseException as error:
+        except BaseException as error:  # re-raised below, unwrapped
             failure = error
         finally:
+            _interruption.reset(interruption_token)
             _task_group.reset(token)
     if failure is not None:
         raise failure
@@ -75,6 +107,7 @@ def stream_pool(
         ) from None
     if max_workers < 1:
         raise ValueError(f"max_workers must be at least 1, got {max_workers}")
+    interruption = _interruption.get()
     send, receive = anyio.create_memory_object_stream[Outcome[T, R]](max_buffer_size=math.inf)
     scopes: set[anyio.CancelScope] = set()
     unwound: anyio.Event | None = None  # set when the last run has unwound after a cancel
@@ -82,24 +115,22 @@ def stream_pool(
 
     async def run_one(item: T, scope: anyio.CancelScope) -> None:
         nonlocal live
+        outcome: Outcome[T, R] | None = None
         try:
             with scope:
-                if scope.cancel_called:  # cancelled before it started: never start it
-                    return
-                try:
-                    with anyio.fail_after(timeout_seconds or None):
-                        result = await spawn(process_func, item, **kwargs)
-                except TimeoutError:
-                    outcome: Outcome[T, R] = (
-                        item,
-                        None,
-                        TimeoutError(f"Operation timed out after {timeout_seconds} seconds"),
-                    )
-                except Exception as error:
-                    outcome = (item, None, error)
-                else:
-                    outcome = (item, result, None)
-                send.send_nowait(outcome)
+                if not scope.cancel_called:  # cancelled before it started: never start it
+                    try:
+                        with anyio.fail_after(timeout_seconds or None):
+                            result = await spawn(process_func, item, **kwargs)
+                    except TimeoutError:
+                        message = f"Operation timed out after {timeout_seconds} seconds"
+                        outcome = (item, None, TimeoutError(message))
+                    except Exception as error:  # noqa: BLE001 - the run's failure is its outcome
+                        outcome = (item, None, error)
+                    else:
+                        outcome = (item, result, None)
+            # A run cancelled before it finished is counted by the iterator, never handed out.
+            send.send_nowait(outcome or (item, None, _Unfinished()))
         finally:
             scopes.discard(scope)
             live -= 1
@@ -111,7 +142,7 @@ def stream_pool(
 
         def fill() -> None:
             nonlocal started, live
-            while started - finished < max_workers:
+            while started - finished < max_workers and not interruption.requested:
                 try:
                     item = next(iterator)
                 except StopIteration:
@@ -127,14 +158,21 @@ def stream_pool(
         while finished < started:
             outcome = wait(receive.receive())
             finished += 1
+            if isinstance(outcome[2], _Unfinished):
+                continue  # a run cancelled by the interruption: it did not finish
             fill()  # keep the pool full before handing the outcome out, as ARE does
             yield outcome
 
+    def cancel_all() -> None:
+        for scope in list(scopes):
+            scope.cancel()
+
+    stop_listening = interruption.listen(cancel_all)
     try:
         yield outcomes()
     finally:
-        for scope in list(scopes):
-            scope.cancel()
+        stop_listening()
+        cancel_all()
         if live:
             unwound = anyio.Event()
             wait(unwound.wait())

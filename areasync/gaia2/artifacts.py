@@ -23,7 +23,8 @@ has one (`runs.split_of`). Folder names are made safe (`[A-Za-z0-9._-]`, no lead
   ARE scores that run 0), `num_llm_calls`, `total_input_tokens`, `total_output_tokens`,
   `total_latency_ms`; and ARE's own: `status` (success, failed, exception, no_validation),
   `split`, `run_number`, `model`, `agent`, `duration` (simulated seconds), `are_traces` (the
-  traces these files come from, relative to OUTPUT_DIR).
+  traces these files come from, relative to OUTPUT_DIR) and `are_trace_errors` (those that
+  could not be read: the run keeps its verdict from `output.jsonl`, without the details).
 * `events.jsonl` - gaia2-cli's action log, one completed event a line in ARE's log order: `t`
   (simulated time, epoch seconds), `app`, `fn`, `args` (decoded from ARE's strings), `w` (a
   write), `ret` (the return value; ARE's export keeps only `str(value)`, decoded back where
@@ -163,6 +164,8 @@ def result_of(run: Run, output_dir: Path) -> dict[str, Any]:
             if path is not None
         },
     )
+    if run.problems:
+        result["are_trace_errors"] = run.problems
     return result
 
 

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from areasync.gaia2.artifacts import (
     EVENTS_JSONL,
@@ -73,6 +74,7 @@ tr.overall td { font-weight: 600; border-top: 2px solid var(--line); }
   font-weight: 600; font-size: .8rem; letter-spacing: .02em; }
 .verdict.pass { background: var(--pass); } .verdict.fail { background: var(--fail); }
 .verdict.none { background: var(--none); }
+code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .2rem 0; font-size: .85rem;
   font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 .why { max-width: 32rem; color: var(--muted); font-size: .85rem; white-space: pre-wrap;
@@ -133,13 +135,7 @@ def _page(title: str, body: Iterable[str]) -> str:
 def _href(target: Path, base: Path) -> str:
     """A relative link from a page in `base` to `target` (both on disk)."""
     relative = Path(os.path.relpath(target, base)).as_posix()
-    return h("/".join(_quote_segment(part) for part in relative.split("/")))
-
-
-def _quote_segment(part: str) -> str:
-    from urllib.parse import quote
-
-    return quote(part, safe="._-")
+    return h("/".join(quote(part, safe="._-") for part in relative.split("/")))
 
 
 def verdict_of(success: bool | None) -> tuple[str, str]:
@@ -156,20 +152,19 @@ def _verdict_badge(success: bool | None) -> str:
     return f'<span class="verdict {css}">{label}</span>'
 
 
-def _offset(t: float | None, start: float | None) -> str:
-    if t is None:
-        return ""
-    if start is None:
-        return sim_time(t)
-    seconds = max(0, round(t - start))
-    return f"+{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
 def _duration(seconds: float | None) -> str:
+    """Seconds as H:MM:SS."""
     if seconds is None:
         return ""
-    whole = round(seconds)
+    whole = max(0, round(seconds))
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def _offset(t: float | None, start: float | None) -> str:
+    """A simulated time as its offset from the scenario's start (+H:MM:SS)."""
+    if t is None:
+        return ""
+    return sim_time(t) if start is None else f"+{_duration(t - start)}"
 
 
 def _json(value: Any) -> str:
@@ -383,7 +378,7 @@ def render_trace_page(output_dir: Path, run: Run, folder: Path) -> str:
         + "</p>",
         '<h2 id="judge">Judge</h2><table class="judge"><tbody>',
         f"<tr><th>Verdict</th><td>{_verdict_badge(run.success)} (ARE: {h(run.status)}, "
-        f"score {h(run.score)})</td></tr>",
+        f"score {h('none' if run.score is None else run.score)})</td></tr>",
     ]
     if run.rationale:
         body.append(f"<tr><th>Rationale</th><td>{_pre(run.rationale)}</td></tr>")
@@ -392,6 +387,8 @@ def render_trace_page(output_dir: Path, run: Run, folder: Path) -> str:
     response = agent_response(run)
     if response is not None:
         body.append(f"<tr><th>Agent's last message</th><td>{_pre(response)}</td></tr>")
+    for problem in run.problems:
+        body.append(f'<tr><th>Unreadable trace</th><td class="error">{_pre(problem)}</td></tr>')
     if not run.listed:
         body.append(
             "<tr><th>Source</th><td>Not in output.jsonl (ARE rewrites it per dataset config): "
@@ -408,7 +405,7 @@ def render_trace_page(output_dir: Path, run: Run, folder: Path) -> str:
     else:
         body.append(
             '<p class="notice">No agent conversation: ARE wrote no lite trace for this run '
-            "(`--trace_dump_format hf`), or no agent ran (`--oracle`).</p>"
+            "(<code>--trace_dump_format hf</code>), or no agent ran (<code>--oracle</code>).</p>"
         )
     body.append('<h2 id="events">Events</h2>')
     if run.events is not None:
@@ -416,7 +413,7 @@ def render_trace_page(output_dir: Path, run: Run, folder: Path) -> str:
     else:
         body.append(
             '<p class="notice">No events: ARE wrote no hf trace for this run '
-            "(`--trace_dump_format lite`).</p>"
+            "(<code>--trace_dump_format lite</code>).</p>"
         )
     links = [
         (name, folder / name)
@@ -436,6 +433,8 @@ def render_trace_page(output_dir: Path, run: Run, folder: Path) -> str:
 
 @dataclass
 class Tally:
+    """The verdicts of a group of runs."""
+
     passed: int = 0
     failed: int = 0
     no_verdict: int = 0

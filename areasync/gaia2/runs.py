@@ -31,11 +31,14 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 OUTPUT_JSONL = "output.jsonl"
 STATS_JSON = "benchmark_stats.json"
@@ -121,6 +124,7 @@ class Run:
     lite_trace: Path | None = None
     listed: bool = True  # in output.jsonl (else its verdict comes from its traces)
     tags: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # traces that could not be read
 
     @property
     def success(self) -> bool | None:
@@ -215,13 +219,27 @@ def _is_lite(trace: Any) -> bool:
     return isinstance(trace, dict) and "per_agent_interaction_histories" in trace
 
 
-def _load_traces(files: _TraceFiles) -> tuple[Path | None, Any, Path | None, Any]:
+def _read_trace(path: Path | None, problems: list[str]) -> Any:
+    """A trace, or None: one unreadable trace (a run killed while ARE wrote it) costs that
+    run its details, not the whole directory its artifacts."""
+    if path is None:
+        return None
+    try:
+        return _read_json(path)
+    except OutputDirError as error:
+        problems.append(str(error))
+        return None
+
+
+def _load_traces(
+    files: _TraceFiles, problems: list[str]
+) -> tuple[Path | None, Any, Path | None, Any]:
     """(hf path, hf trace, lite path, lite trace) of one run, each None when absent."""
     hf_path, lite_path = files.hf, files.lite
-    hf = _read_json(hf_path) if hf_path else None
-    lite = _read_json(lite_path) if lite_path else None
+    hf = _read_trace(hf_path, problems)
+    lite = _read_trace(lite_path, problems)
     if files.single is not None and hf is None and lite is None:
-        single = _read_json(files.single)
+        single = _read_trace(files.single, problems)
         if _is_hf(single):
             hf_path, hf = files.single, single
         elif _is_lite(single):
@@ -310,14 +328,18 @@ def _listed_run(row: Mapping[str, Any], files: _TraceFiles, configs: list[str]) 
         rationale=_rationale(metadata.get("rationale")),
         exception=exception,
     )
-    _fill_from_traces(run, files, configs)
+    hf_path, hf, lite_path, lite = _load_traces(files, run.problems)
+    _fill(run, hf_path, hf, lite_path, lite, configs)
     return run
 
 
 def _unlisted_run(stem: str, files: _TraceFiles, configs: list[str]) -> Run | None:
-    hf_path, hf, lite_path, lite = _load_traces(files)
+    problems: list[str] = []
+    hf_path, hf, lite_path, lite = _load_traces(files, problems)
     if hf is None and lite is None:
-        return None  # some other JSON file
+        for problem in problems:
+            logger.warning("skipped a trace output.jsonl does not list: %s", problem)
+        return None  # unreadable, or some other JSON file
     if hf is not None:
         definition = hf["metadata"].get("definition") or {}
         scenario_id = str(definition.get("scenario_id") or stem)
@@ -341,16 +363,12 @@ def _unlisted_run(stem: str, files: _TraceFiles, configs: list[str]) -> Run | No
         score=score,
         exception=exception,
         listed=False,
+        problems=problems,
     )
     _fill(run, hf_path, hf, lite_path, lite, configs)
     if run.rationale is None and lite is not None:
         run.rationale = _rationale(lite.get("validation_rationale"))
     return run
-
-
-def _fill_from_traces(run: Run, files: _TraceFiles, configs: list[str]) -> None:
-    hf_path, hf, lite_path, lite = _load_traces(files)
-    _fill(run, hf_path, hf, lite_path, lite, configs)
 
 
 def _fill(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,9 +53,9 @@ FOLDERS = {
 }
 
 
-def retag(dataset: Path, scenario_id: str, tag: str) -> None:
+def retag(dataset: Path, scenario_id: str, tag: str, config: str = CONFIG) -> None:
     """Give a dataset scenario another capability tag (its Gaia2 split)."""
-    path = dataset / CONFIG / SPLIT / f"{scenario_id}.json"
+    path = dataset / config / SPLIT / f"{scenario_id}.json"
     document = json.loads(path.read_text(encoding="utf-8"))
     document["metadata"]["definition"]["tags"] = [tag]
     path.write_text(json.dumps(document), encoding="utf-8")
@@ -226,6 +227,42 @@ def test_writing_again_gives_the_same_files(bench: Bench) -> None:
     again = write_artifacts(bench.out)
     assert set(again) == set(before)
     assert {path: path.read_bytes() for path in again} == before
+
+
+def test_runs_of_every_config_get_artifacts(tmp_path: Path) -> None:
+    """Without `--config` ARE runs every config and rewrites output.jsonl for each, which ends
+    up listing the last config's runs only: the others' traces still give their artifacts."""
+    dataset = write_dataset(tmp_path / "dataset", only=["tiny_email"])
+    write_dataset(dataset, config="search", only=[SEARCH_SCENARIO])
+    retag(dataset, SEARCH_SCENARIO, "Search", config="search")
+    out = tmp_path / "out"
+    with StubLLM(Script(agent=agent_scripts())) as stub:
+        args = compare.bench_args(dataset, out, stub.endpoint)
+        del args[args.index("--config") : args.index("--config") + 2]
+        compare.run_areasync(args)
+    assert set(compare.verdicts(out)) == {(SEARCH_SCENARIO, None)}  # ARE's own listing
+    write_artifacts(out)
+    email = json.loads((out / "execution/tiny_email" / RESULT_JSON).read_text())
+    assert (email["success"], email["reward"], email["status"]) == (True, 1.0, "success")
+    assert len((out / "execution/tiny_email" / EVENTS_JSONL).read_text().splitlines()) == 3
+    skipped = json.loads((out / "search" / SEARCH_SCENARIO / RESULT_JSON).read_text())
+    assert (skipped["success"], skipped["status"]) == (False, "failed")
+
+
+def test_an_unreadable_trace_costs_only_its_runs_details(bench: Bench, tmp_path: Path) -> None:
+    """A trace cut short (a run killed while ARE wrote it): that run keeps its verdict from
+    output.jsonl and says which trace it could not read; the other runs are whole."""
+    out = tmp_path / "out"
+    shutil.copytree(bench.out, out, ignore=shutil.ignore_patterns("execution", "search"))
+    (damaged,) = (out / "hf").glob("tiny_email_*.json")
+    damaged.write_text(damaged.read_text()[:100])
+    write_artifacts(out)
+    folder = out / "execution/tiny_email"
+    result = json.loads((folder / RESULT_JSON).read_text())
+    assert result["success"] is True and result["num_agent_events"] is None
+    assert damaged.name in " ".join(result["are_trace_errors"])
+    assert not (folder / EVENTS_JSONL).exists() and (folder / TRACE_JSONL).is_file()
+    assert (out / "execution/tiny_delay" / EVENTS_JSONL).is_file()
 
 
 def test_folder_names_stay_one_safe_component() -> None:

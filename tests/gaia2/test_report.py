@@ -161,13 +161,15 @@ def test_a_trace_shows_the_user_message_events_and_judge(report: Report, page: A
 
 @with_browser
 def test_hostile_text_shows_as_text_and_runs_nothing(report: Report, page: Any) -> None:
-    """The user's task and the agent's reply show `HOSTILE` verbatim; no element of it exists."""
+    """The user's task and the agent's reply show their markup as text; none of it is markup."""
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     trace = report.out / "search/tiny_skip" / TRACE_HTML
     page.goto(trace.as_uri())
-    shown = page.inner_text("body")
-    assert shown.count(HOSTILE) >= 2, shown
+    assert HOSTILE in page.inner_text("li.user")  # the user's task, verbatim
+    # The agent's reply as ARE recorded it (its action parser rewrote the quotes).
+    reply = page.inner_text("table.judge")
+    assert "Done. </pre></td><script>window.__pwned = " in reply and "<img src=x onerror=" in reply
     for visited in (trace, report.index):
         page.goto(visited.as_uri())
         assert page.evaluate("document.querySelectorAll('script, img').length") == 0

@@ -577,10 +577,11 @@ def write_report(output_dir: Path, *, artifacts: bool = False) -> Path:
     return index
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m areasync.gaia2.report OUTPUT_DIR`: write the artifacts and the report."""
+def main(argv: Sequence[str] | None = None, prog: str = "python -m areasync.gaia2.report") -> int:
+    """`python -m areasync.gaia2.report OUTPUT_DIR`: write the artifacts and the report, print
+    the report's file URL; 2 with a one-line error when the directory holds no ARE output."""
     parser = argparse.ArgumentParser(
-        prog="python -m areasync.gaia2.report",
+        prog=prog,
         description=(
             "Write gaia2-cli's per-run artifacts (result.json, events.jsonl, trace.jsonl) and a "
             "static HTML report (index.html) for the output directory of `areasync bench run` "

@@ -125,7 +125,7 @@ def stream_pool(
                     except TimeoutError:
                         message = f"Operation timed out after {timeout_seconds} seconds"
                         outcome = (item, None, TimeoutError(message))
-                    except Exception as error:  # noqa: BLE001 - the run's failure is its outcome
+                    except Exception as error:  # the run's failure is its outcome
                         outcome = (item, None, error)
                     else:
                         outcome = (item, result, None)

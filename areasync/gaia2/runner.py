@@ -29,6 +29,10 @@ ARE's code reads at call time:
 * `jinja_format` in `are.simulation.validation.judge` and `...validation.utils.llm_utils` -
   `areasync.gaia2.templates.jinja_format`: the same text, each template compiled once per
   process instead of ~8,000 times per scenario while the judge is built;
+* `are.simulation.multi_scenario_runner.tqdm` and `MultiScenarioRunner._setup_signal_handlers`
+  (with a `Sweep`, see `areasync.gaia2.sweep`): plain progress lines off a terminal, and
+  Ctrl-C handled on the loop (`run`): the first stops the sweep gracefully - no new run, the
+  running ones cancelled, ARE writes what finished - the second interrupts at once;
 * ARE's two `threading.local`s (`EventRegisterer._thread_local`: whether events are being
   captured; `logging_config._thread_local`: which scenario a log line belongs to) become
   per-greenlet (`cooperative.GreenletLocal`), since the runs now share one thread.
@@ -41,7 +45,9 @@ the block with `pool.run_cooperatively(fn)` on an event loop (`run(fn)` does bot
 
 from __future__ import annotations
 
+import logging
 import signal
+import sys
 import threading
 import time as _time
 from collections.abc import Callable, Iterator
@@ -53,9 +59,11 @@ from unittest.mock import patch
 import anyio
 
 from areasync.bridge.sync import SyncEnvironment, VirtualWall
-from areasync.gaia2 import cooperative, pool, templates
+from areasync.gaia2 import cooperative, pool, sweep, templates
 
 R = TypeVar("R")
+
+logger = logging.getLogger("areasync.gaia2")
 
 _wall: ContextVar[VirtualWall] = ContextVar("areasync_gaia2_wall")
 
@@ -118,20 +126,82 @@ def _environment_class(stats: RunStats) -> type[SyncEnvironment]:
 
 def _cooperative_completion(blocking: Callable[..., Any]) -> Callable[..., Any]:
     def completion(*args: Any, **kwargs: Any) -> Any:
-        if not cooperative.cooperating():
-            return blocking(*args, **kwargs)
-        import litellm
+        try:
+            if not cooperative.cooperating():
+                return blocking(*args, **kwargs)
+            import litellm
 
-        return cooperative.wait(litellm.acompletion(*args, **kwargs))
+            return cooperative.wait(litellm.acompletion(*args, **kwargs))
+        except Exception as error:
+            sweep.note_endpoint_error(error)  # the model endpoint failed this run
+            raise
 
     return completion
 
 
+def _swept(original: Callable[..., Any], plan: sweep.Sweep, stats: RunStats) -> Callable[..., Any]:
+    """ARE's `process_scenario` for one run, with `plan`'s resume, retry and records."""
+    import are.simulation.multi_scenario_runner as multi
+
+    def process_scenario(item: Any, *args: Any, **kwargs: Any) -> Any:
+        scenario_id, run_number = multi.extract_scenario_id_and_run_number(item)
+        name = scenario_id if run_number is None else f"{scenario_id} (run {run_number})"
+        if plan.resume and plan.records is not None:
+            record = plan.records.get(scenario_id, run_number)
+            if record is not None and not record.infrastructure_failure:
+                plan.resumed += 1
+                return record.to_result()
+        attempts = 0
+        while True:
+            attempts += 1
+            # Each run is its own greenlet with its own context: this wall is the run's alone.
+            _wall.set(VirtualWall())
+            stats.walls += 1
+            attempt = sweep.begin_attempt()
+            try:
+                result = original(item, *args, **kwargs)
+            except Exception:
+                if attempt.endpoint_error_count and attempts <= plan.retry:
+                    plan.retried += 1
+                    logger.warning(
+                        "%s: the model endpoint failed (%s); retrying, attempt %d of %d",
+                        name,
+                        attempt.endpoint_errors[-1],
+                        attempts + 1,
+                        plan.retry + 1,
+                    )
+                    continue
+                raise
+            if (
+                result.success is not True
+                and attempt.endpoint_error_count
+                and attempts <= plan.retry
+            ):
+                plan.retried += 1
+                logger.warning(
+                    "%s: the run failed after its model endpoint failed (%s); retrying, "
+                    "attempt %d of %d",
+                    name,
+                    attempt.endpoint_errors[-1],
+                    attempts + 1,
+                    plan.retry + 1,
+                )
+                continue
+            if plan.records is not None:
+                record = sweep.record_of(scenario_id, run_number, result, attempt, attempts)
+                plan.records.put(record)
+            plan.finished += 1
+            return result
+
+    return process_scenario
+
+
 @contextmanager
-def virtual_clock(*, models: bool = True) -> Iterator[RunStats]:
+def virtual_clock(*, models: bool = True, plan: sweep.Sweep | None = None) -> Iterator[RunStats]:
     """Run ARE's benchmark pipeline inside this block on virtual clocks (see the module doc).
 
     `models=False` (an `--oracle` run, which calls no model) leaves LiteLLM unimported.
+    `plan` adds a sweep's records, resume, retry and progress lines (`areasync.gaia2.sweep`).
     """
     import are.simulation.agents.default_agent.are_simulation_main as agent_main
     import are.simulation.logging_config as logging_config
@@ -152,6 +222,9 @@ def virtual_clock(*, models: bool = True) -> Iterator[RunStats]:
         stats.walls += 1
         return original_process(*args, **kwargs)
 
+    if plan is not None:
+        process_scenario = _swept(original_process, plan, stats)
+
     main_thread = threading.current_thread() is threading.main_thread()
     sigint = signal.getsignal(signal.SIGINT) if main_thread else None
     with ExitStack() as stack:
@@ -168,6 +241,11 @@ def virtual_clock(*, models: bool = True) -> Iterator[RunStats]:
         stack.enter_context(
             patch.object(logging_config, "_thread_local", cooperative.GreenletLocal())
         )
+        if plan is not None:
+            stack.enter_context(patch.object(multi, "tqdm", sweep.progress_bar))
+            stack.enter_context(
+                patch.object(multi.MultiScenarioRunner, "_setup_signal_handlers", lambda self: None)
+            )
         if models:
             import are.simulation.agents.llm.litellm.litellm_engine as litellm_engine
 
@@ -185,7 +263,43 @@ def virtual_clock(*, models: bool = True) -> Iterator[RunStats]:
                 signal.signal(signal.SIGINT, sigint)
 
 
-def run(fn: Callable[[], R], *, models: bool = True) -> R:
-    """Call ARE's benchmark entry point `fn` under `virtual_clock()` on a new event loop."""
-    with virtual_clock(models=models):
-        return anyio.run(pool.run_cooperatively, fn)
+def run(
+    fn: Callable[[], R],
+    *,
+    models: bool = True,
+    plan: sweep.Sweep | None = None,
+    interruption: pool.Interruption | None = None,
+) -> R:
+    """Call ARE's benchmark entry point `fn` under `virtual_clock()` on a new event loop.
+
+    On the main thread the first Ctrl-C requests `interruption` (the sweep stops gracefully
+    and `fn` returns with what finished), the next one raises `KeyboardInterrupt` at once.
+    """
+    interruption = interruption or pool.Interruption()
+
+    async def main() -> R:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        on_main_thread = threading.current_thread() is threading.main_thread()
+
+        def on_sigint() -> None:
+            loop.remove_signal_handler(signal.SIGINT)  # the next Ctrl-C interrupts at once
+            print(
+                "\nStopping: no new runs; the runs still going are cancelled and what "
+                "finished is written. Press Ctrl-C again to quit at once.",
+                file=sys.stderr,
+                flush=True,
+            )
+            interruption.request()
+
+        if on_main_thread:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        try:
+            return await pool.run_cooperatively(fn, interruption)
+        finally:
+            if on_main_thread:
+                loop.remove_signal_handler(signal.SIGINT)
+
+    with virtual_clock(models=models, plan=plan):
+        return anyio.run(main)

@@ -120,17 +120,44 @@ def _completion(model: str, content: str) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Outage:
+    """The endpoint failing: the next `requests` completions get HTTP `status` (an outage)."""
+
+    requests: int = 0
+    status: int = 503
+    failed: int = 0
+    model: str | None = None  # only this model's requests (None: any)
+
+
+OUTAGE: web.AppKey[Outage] = web.AppKey("outage")
+
+
+def _model_name(body: Mapping[str, Any]) -> str:
+    return str(body.get("model", "")).split("/")[-1]
+
+
 def make_app(script: Script, latency: float = 0.0) -> web.Application:
     """The stub's routes; every reply takes `latency` seconds, as a model's would."""
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[REQUESTS] = []
     app[CONCURRENCY] = concurrency = Concurrency()
+    app[OUTAGE] = outage = Outage()
 
     async def completions(request: web.Request) -> web.Response:
         concurrency.now += 1
         concurrency.peak = max(concurrency.peak, concurrency.now)
         try:
             body = await request.json()
+            failing = outage.model is None or _model_name(body) == outage.model
+            if failing and outage.failed < outage.requests:
+                outage.failed += 1
+                return web.json_response(
+                    {"error": {"message": "stub outage", "type": "server_error"}},
+                    status=outage.status,
+                    # Clients may retry at once: an outage costs requests, not seconds.
+                    headers={"retry-after-ms": "1"},
+                )
             app[REQUESTS].append(body)
             model = str(body.get("model", ""))
             if latency > 0:
@@ -174,6 +201,13 @@ class StubLLM:
     def requests(self) -> list[dict[str, Any]]:
         seen: list[dict[str, Any]] = self.app[REQUESTS]
         return seen.copy()
+
+    def fail_next(self, requests: int, status: int = 503, model: str | None = None) -> Outage:
+        """Answer the next `requests` completions (of `model`, or any) with HTTP `status`,
+        as an endpoint outage."""
+        outage = self.app[OUTAGE]
+        outage.requests, outage.status, outage.failed, outage.model = requests, status, 0, model
+        return outage
 
     @property
     def peak_concurrency(self) -> int:

@@ -57,9 +57,7 @@ def run(dataset: Path, out: Path, stub: StubLLM, *extra: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def finished(
-    pair: Path, stub: StubLLM, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Any]:
+def finished(pair: Path, stub: StubLLM, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One complete sweep of the pair, and what the stub was asked during it."""
     out = tmp_path_factory.mktemp("finished") / "out"
     before = len(stub.requests)
@@ -174,9 +172,7 @@ def test_without_retry_an_endpoint_failure_is_recorded_and_resume_runs_it_again(
     assert compare.verdicts(out)[("tiny_email", None)]["status"] == "success"
 
 
-def test_an_agents_own_failure_is_never_retried(
-    pair: Path, stub: StubLLM, tmp_path: Path
-) -> None:
+def test_an_agents_own_failure_is_never_retried(pair: Path, stub: StubLLM, tmp_path: Path) -> None:
     assert run(pair, tmp_path / "out", stub, "--retry", "3") == 0
     skip = records(tmp_path / "out")["tiny_skip"]
     assert skip.success is False and skip.attempts == 1 and not skip.infrastructure_failure

@@ -62,6 +62,7 @@ REPORT = click.Option(
 )
 OWN_OPTIONS = ("resume", "retry", "report")
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
+HUB_UNREACHABLE = 1
 
 
 def bench_run_command() -> click.Command:
@@ -96,6 +97,17 @@ def bench_run_command() -> click.Command:
             # ARE asserts that a run finished; after Ctrl-C none may have.
             if not interruption.requested:
                 raise
+        if plan.hub_failures:
+            # ARE logs these, skips the config and exits 0; a script must not mistake an
+            # unreachable Hub for an evaluation.
+            for failure in plan.hub_failures:
+                click.echo(
+                    f"areasync bench run: could not load {failure}. Check the network (and "
+                    "HF_TOKEN for a gated dataset), or download the dataset and pass "
+                    "--dataset PATH.",
+                    err=True,
+                )
+            return HUB_UNREACHABLE
         if report and output_dir:
             _write_report(Path(output_dir))
         if plan.resumed or plan.retried:

@@ -139,6 +139,21 @@ def _cooperative_completion(blocking: Callable[..., Any]) -> Callable[..., Any]:
     return completion
 
 
+def _noting_hub_failures(load: Callable[..., Any], plan: sweep.Sweep) -> Callable[..., Any]:
+    """`datasets.load_dataset` as ARE's Hub loader calls it, noting what it could not load
+    (ARE's benchmark imports `datasets` already: patching it costs no import)."""
+
+    def load_dataset(path: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return load(path, *args, **kwargs)
+        except Exception as error:
+            where = "/".join(str(part) for part in (path, kwargs.get("name")) if part)
+            plan.hub_failures.append(f"{where}: {error}")
+            raise
+
+    return load_dataset
+
+
 def _swept(original: Callable[..., Any], plan: sweep.Sweep, stats: RunStats) -> Callable[..., Any]:
     """ARE's `process_scenario` for one run, with `plan`'s resume, retry and records."""
     import are.simulation.multi_scenario_runner as multi
@@ -242,6 +257,13 @@ def virtual_clock(*, models: bool = True, plan: sweep.Sweep | None = None) -> It
             patch.object(logging_config, "_thread_local", cooperative.GreenletLocal())
         )
         if plan is not None:
+            import datasets  # type: ignore[import-untyped]  # ARE imports load_dataset at each call
+
+            stack.enter_context(
+                patch.object(
+                    datasets, "load_dataset", _noting_hub_failures(datasets.load_dataset, plan)
+                )
+            )
             stack.enter_context(patch.object(multi, "tqdm", sweep.progress_bar))
             stack.enter_context(
                 patch.object(multi.MultiScenarioRunner, "_setup_signal_handlers", lambda self: None)

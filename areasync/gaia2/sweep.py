@@ -241,6 +241,8 @@ class Sweep:
     resumed: int = 0
     retried: int = 0
     finished: int = 0
+    # Datasets the Hugging Face Hub could not give (ARE logs these and goes on).
+    hub_failures: list[str] = field(default_factory=list)
     records: RunRecords | None = field(init=False)
 
     def __post_init__(self) -> None:

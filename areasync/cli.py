@@ -1,7 +1,7 @@
 """The `areasync` command: run a scenario, print the protocol schema, serve sessions.
 
 areasync run scenario_tutorial --mode fast --oracle
-areasync bench run [are-benchmark run's options] [--resume] [--retry N]
+areasync bench run|judge|gaia2-run [are-benchmark's options] [--resume] [--retry N]
 areasync bench report OUTPUT_DIR
 areasync schema
 areasync serve [--scenario ID_OR_PATH ...]
@@ -65,12 +65,12 @@ def port_number(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:2] == ["bench", "run"]:
-        # are-benchmark run's own options (click), so argparse never sees them; ARE is
-        # imported only here.
-        from areasync.gaia2.cli import main as bench_run
+    if argv[:1] == ["bench"] and argv[1:2] in (["run"], ["judge"], ["gaia2-run"]):
+        # are-benchmark's own options (click), so argparse never sees them; ARE is imported
+        # only here.
+        from areasync.gaia2.cli import main as bench
 
-        return bench_run(argv[2:])
+        return bench(argv[2:], command=argv[1])
     if argv[:2] == ["bench", "report"]:
         from areasync.gaia2.report import main as bench_report
 
@@ -114,9 +114,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("schema", help="print the areasync/1 protocol's JSON Schema")
     sub.add_parser(
         "bench",
-        help="bench run [are-benchmark run's options]: a Gaia2 run on the virtual clock "
-        "(areasync bench run --help); bench report OUTPUT_DIR: gaia2-cli's per-run files and "
-        "an HTML report for any run's output directory",
+        help="bench run|judge|gaia2-run [are-benchmark's options]: are-benchmark's commands "
+        "on the virtual clock (areasync bench run --help, ...); bench report OUTPUT_DIR: "
+        "gaia2-cli's per-run files and an HTML report for any run's output directory",
     )
     add_agent_parser(sub)
     add_session_parser(sub)
@@ -246,8 +246,8 @@ def _service_defaults() -> Any:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     print(
-        "usage: areasync bench run [are-benchmark run's options] | areasync bench report "
-        "OUTPUT_DIR (see --help)",
+        "usage: areasync bench run|judge|gaia2-run [are-benchmark's options] | areasync bench "
+        "report OUTPUT_DIR (see --help)",
         file=sys.stderr,
     )
     return 2

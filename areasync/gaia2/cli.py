@@ -1,29 +1,54 @@
-"""`areasync bench run`: `are-benchmark run` on the virtual clock.
+"""`areasync bench run|judge|gaia2-run`: `are-benchmark`'s three commands on the virtual clock.
 
-The command is ARE's own: its options are the very `click` parameters of
-`are.simulation.benchmark.cli.main` (all but the `run|judge|gaia2-run` argument), with the same
-names, defaults and meanings, and its body is ARE's, called with `command="run"` by
-`areasync.gaia2.runner.run()`. What differs is the clock and the concurrency (see `runner`):
-every environment runs on a virtual wall with no thread, up to `--max_concurrent_scenarios`
-runs share one event loop in this process (`--executor_type` is accepted and adds no threads
-or processes), and the agent's idle polling costs no wall time.
+Each command is ARE's own: its options are the very `click` parameters of
+`are.simulation.benchmark.cli.main` (all but its `run|judge|gaia2-run` argument), with the same
+names, defaults and meanings, and its body is ARE's, called with that argument (`command="run"`,
+`"judge"` or `"gaia2-run"`) by `areasync.gaia2.runner.run()`. So ARE's own checks hold as they
+are: `judge` refuses an explicit `--num_runs` (it reads the click context's parameter source,
+which is ours and has ARE's parameter) and forces 1; `gaia2-run` runs Gaia2's phases with
+Gaia2's settings (`handle_gaia2_run`). What differs is the clock and the concurrency (see
+`runner`): every environment runs on a virtual wall with no thread, up to
+`--max_concurrent_scenarios` runs share one event loop in this process (`--executor_type` is
+accepted and adds no threads or processes), and the agent's idle polling costs no wall time.
 
-Three options are areasync's own (`areasync.gaia2.sweep`): `--resume` (skip the runs already
-finished in `--output_dir`), `--retry N` (run again a run whose model endpoint failed) and
-`--report/--no-report` (gaia2-cli's per-run files and `index.html`, `areasync.gaia2.report`).
+`bench_command(name)` builds any of the three from `COMMANDS`: one callback, the differences
+are data (`BenchCommand`). Three options are areasync's own (`areasync.gaia2.sweep`), on every
+command, because each is a long sweep of the same per-run shape (ARE's `process_scenario`):
+
+* `--resume` / records: `run` and `gaia2-run` run agents for hours; `judge` calls the judge LLM
+  for every trace of a dataset, which is hours too. Each finished run is recorded beside the
+  `output.jsonl` ARE writes it to: `OUTPUT_DIR` for `run` and `judge`,
+  `OUTPUT_DIR/<phase>/<config>/` for `gaia2-run`, whose phases run the same scenarios again.
+  The options are kept (with the command) in `OUTPUT_DIR/.areasync/options.json`, so a
+  sweep is never resumed by another command or with options that change results.
+* `--retry N`: the model endpoint failing is the same failure whether it is the agent's model
+  or the judge's.
+* `--report/--no-report`: gaia2-cli's per-run files and `index.html` for each folder ARE wrote
+  an `output.jsonl` to (for `judge`: verdicts and rationales only, since ARE does not record
+  which trace it judged).
+
+`gaia2-run` without `--output_dir` writes where ARE's does (`./gaia2_results`, and
+`benchmark_stats.json` in the working directory, as ARE does); its records go there too. An
+interrupted `gaia2-run` never uploads (`--hf_upload`): ARE's own Ctrl-C kills the process before
+its upload, while here the sweep stops gracefully and ARE's code goes on, up to the upload,
+where it stops (without the stats and summary, which the `--resume` that finishes it writes):
+the one name of ARE's patched here, `...benchmark.gaia2_submission.
+upload_consolidated_results_to_hf`, raises `UploadSkipped` once the sweep was interrupted.
+
 Ctrl-C stops a sweep cleanly: no new runs, the running ones cancelled, what finished written
 (exit status 130); a second Ctrl-C quits at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import click
-
-PROG = "areasync bench run"
 
 
 def are_command() -> click.Command:
@@ -64,9 +89,63 @@ OWN_OPTIONS = ("resume", "retry", "report")
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 HUB_UNREACHABLE = 1
 
+# Said in every command's --help: what areasync changes, and adds.
+DIFFERENCES = (
+    "What differs from are-benchmark: every environment runs on a virtual clock (no "
+    "thread; idling costs no wall time), and up to --max_concurrent_scenarios runs share one "
+    "event loop in this process (--executor_type adds no threads or processes). areasync's "
+    "own options: --resume, --retry N, --report/--no-report. Ctrl-C stops cleanly, writing "
+    "what finished (twice: at once)."
+)
 
-def bench_run_command() -> click.Command:
-    """A click command with `are-benchmark run`'s options, running ARE's body on virtual time."""
+
+@dataclass(frozen=True)
+class BenchCommand:
+    """What sets one `are-benchmark` command apart; everything else is shared."""
+
+    name: str  # ARE's `command` argument
+    summary: str  # the first paragraph of --help
+    # Where ARE writes when --output_dir is not given (None: a temporary directory, unrecorded).
+    default_output_dir: str | None = None
+    # Runs are written to `OUTPUT_DIR/<phase>/<config>/` (each with its own output.jsonl).
+    per_config_dirs: bool = False
+
+    @property
+    def prog(self) -> str:
+        return f"areasync bench {self.name}"
+
+
+RUN = BenchCommand(
+    "run",
+    "Run a Gaia2 dataset as `are-benchmark run` does (same options).",
+)
+JUDGE = BenchCommand(
+    "judge",
+    "Judge the traces of a Gaia2 dataset offline as `are-benchmark judge` does (same options): "
+    "ARE's judge on the completed events each trace holds, as in `-d OUT --config hf` for the "
+    "hf/ traces an earlier run wrote to OUT (or DIR/CONFIG/SPLIT/*.json). --num_runs is 1, "
+    "and refused if given, as in ARE.",
+)
+GAIA2_RUN = BenchCommand(
+    "gaia2-run",
+    "The complete Gaia2 evaluation as `are-benchmark gaia2-run` does (same options): every "
+    "Gaia2 config of -d or --hf-dataset (execution, search, adaptability, time, ambiguity; then "
+    "mini with Agent2Agent and mini with noise), each scenario 3 times, ARE's default agent, "
+    "Gaia2's scenario durations (420 s for Time, 1,800 s for the rest); results in "
+    "OUTPUT_DIR/<phase>/<config>/ (default ./gaia2_results), benchmark_stats.json, and "
+    "submission_summary.md or --hf_upload. --config, --num_runs, --noise, --a2a_app_prop and "
+    "--trace_dump_format are Gaia2's, whatever is given, as in ARE. An interrupted evaluation "
+    "is never uploaded.",
+    # `handle_gaia2_run`'s own default.
+    default_output_dir="./gaia2_results",
+    per_config_dirs=True,
+)
+COMMANDS = {command.name: command for command in (RUN, JUDGE, GAIA2_RUN)}
+
+
+def bench_command(name: str) -> click.Command:
+    """A click command with `are-benchmark NAME`'s options, running ARE's body on virtual time."""
+    spec = COMMANDS[name]
     are_main = are_command()
     params = [p for p in are_main.params if p.name != "command"]
 
@@ -75,41 +154,50 @@ def bench_run_command() -> click.Command:
         from areasync.gaia2 import pool, runner, sweep
 
         resume, retry, report = (kwargs.pop(name) for name in OWN_OPTIONS)
-        output_dir = kwargs.get("output_dir")
+        output_dir = kwargs.get("output_dir") or spec.default_output_dir
         try:
             plan = sweep.Sweep(Path(output_dir) if output_dir else None, resume=resume, retry=retry)
             if output_dir:
-                sweep.check_options(output_dir, kwargs, resume)
+                sweep.check_options(output_dir, {"command": spec.name, **kwargs}, resume)
         except (ValueError, sweep.OptionsMismatch) as error:
             raise click.UsageError(str(error)) from None
         are_callback = are_main.callback
         assert are_callback is not None
         interruption = pool.Interruption()
         try:
-            # ARE's callback takes the click context itself (it is `pass_context`).
-            runner.run(
-                lambda: are_callback(command="run", **kwargs),
-                models=not kwargs.get("oracle"),
-                plan=plan,
-                interruption=interruption,
-            )
+            # ARE's callback takes the click context itself (it is `pass_context`): ours, with
+            # ARE's parameters, so ARE's parameter-source checks (judge's num_runs) hold.
+            with _no_upload_after(interruption):
+                runner.run(
+                    lambda: are_callback(command=spec.name, **kwargs),
+                    models=not kwargs.get("oracle"),
+                    plan=plan,
+                    interruption=interruption,
+                )
         except AssertionError:
             # ARE asserts that a run finished; after Ctrl-C none may have.
             if not interruption.requested:
                 raise
+        except UploadSkipped:
+            click.echo(
+                f"{spec.prog}: interrupted, so nothing was uploaded (--hf_upload); rerun the "
+                "same command with --resume to finish the evaluation and upload it.",
+                err=True,
+            )
         if plan.hub_failures:
             # ARE logs these, skips the config and exits 0; a script must not mistake an
             # unreachable Hub for an evaluation.
             for failure in plan.hub_failures:
                 click.echo(
-                    f"areasync bench run: could not load {failure}. Check the network (and "
+                    f"{spec.prog}: could not load {failure}. Check the network (and "
                     "HF_TOKEN for a gated dataset), or download the dataset and pass "
                     "--dataset PATH.",
                     err=True,
                 )
             return HUB_UNREACHABLE
         if report and output_dir:
-            _write_report(Path(output_dir))
+            for folder in _output_folders(Path(output_dir), spec):
+                _write_report(folder)
         if plan.resumed or plan.retried:
             click.echo(
                 f"areasync: {plan.resumed} runs resumed from {output_dir}, "
@@ -127,16 +215,44 @@ def bench_run_command() -> click.Command:
         return 0
 
     return click.Command(
-        "run",
+        spec.name,
         params=[*params, RESUME, RETRY, REPORT],
         callback=callback,
-        help=(
-            "Run a Gaia2 dataset as `are-benchmark run` does (same options), every run on a "
-            "virtual clock and up to --max_concurrent_scenarios runs at once on one event "
-            "loop: no thread per scenario, no wall time spent idling. Ctrl-C stops cleanly, "
-            "writing what finished (twice: at once)."
-        ),
+        help=f"{spec.summary}\n\n{DIFFERENCES}",
     )
+
+
+def bench_run_command() -> click.Command:
+    """`areasync bench run`'s click command."""
+    return bench_command("run")
+
+
+def _output_folders(output_dir: Path, spec: BenchCommand) -> list[Path]:
+    """The folders ARE wrote an `output.jsonl` to (gaia2-run: one per phase and config)."""
+    if not spec.per_config_dirs:
+        return [output_dir]
+    return sorted(path.parent for path in output_dir.glob("*/*/output.jsonl"))
+
+
+class UploadSkipped(Exception):
+    """An interrupted `gaia2-run` reached its upload: raised there, so that ARE neither uploads
+    nor logs that it did."""
+
+
+@contextmanager
+def _no_upload_after(interruption: Any) -> Iterator[None]:
+    """Keep `gaia2-run` from uploading a sweep that was interrupted (see the module doc)."""
+    import are.simulation.benchmark.gaia2_submission as submission
+
+    upload: Callable[..., Any] = submission.upload_consolidated_results_to_hf  # read at call time
+
+    def upload_unless_interrupted(*args: Any, **kwargs: Any) -> Any:
+        if interruption.requested:
+            raise UploadSkipped
+        return upload(*args, **kwargs)
+
+    with patch.object(submission, "upload_consolidated_results_to_hf", upload_unless_interrupted):
+        yield
 
 
 def _write_report(output_dir: Path) -> None:
@@ -151,11 +267,13 @@ def _write_report(output_dir: Path) -> None:
     click.echo(f"Report: {index.resolve().as_uri()}")
 
 
-def main(argv: Sequence[str]) -> int:
-    """Entry point for `areasync bench run ARGS...`; returns the exit status."""
-    command = bench_run_command()
+def main(argv: Sequence[str], command: str = "run") -> int:
+    """Entry point for `areasync bench COMMAND ARGS...`; returns the exit status."""
+    spec = COMMANDS[command]
     try:
-        status = command.main(args=list(argv), prog_name=PROG, standalone_mode=False)
+        status = bench_command(command).main(
+            args=list(argv), prog_name=spec.prog, standalone_mode=False
+        )
     except click.exceptions.Exit as exit_:
         return int(exit_.exit_code)
     except click.ClickException as error:

@@ -13,7 +13,8 @@ ARE's code reads at call time:
 
   both become `SyncEnvironment` on the current run's `VirtualWall`: ARE's Environment API
   without its thread, the time-based loop ticking only as the wall moves, the queue-based
-  (oracle) loop run straight through;
+  (oracle) loop run straight through (with `--executor_type thread` ARE pre-runs the oracle
+  as it loads each scenario, before any run: that pre-run gets a wall of its own);
 * `are.simulation.agents.default_agent.are_simulation_main.time` - the module the default
   agent's loop idles with (`time.sleep(1)` when it has no message): its `sleep` moves the
   current run's wall instead of blocking, so idling costs no wall time and the environment
@@ -113,12 +114,19 @@ class WallTime:
         return getattr(_time, name)
 
 
-def _environment_class(stats: RunStats) -> type[SyncEnvironment]:
+def _environment_class(stats: RunStats, *, outside_runs: bool = False) -> type[SyncEnvironment]:
+    """`outside_runs`: an environment built where no run is active gets a fresh wall."""
+
+    def wall() -> VirtualWall:
+        if outside_runs:
+            return _wall.get(None) or VirtualWall()
+        return current_wall()
+
     class BenchEnvironment(SyncEnvironment):
         """ARE's `Environment` signature, on the current run's virtual wall."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, wall=current_wall(), **kwargs)
+            super().__init__(*args, wall=wall(), **kwargs)
             stats.environments.append(self)
 
     return BenchEnvironment
@@ -161,8 +169,9 @@ def _swept(original: Callable[..., Any], plan: sweep.Sweep, stats: RunStats) -> 
     def process_scenario(item: Any, *args: Any, **kwargs: Any) -> Any:
         scenario_id, run_number = multi.extract_scenario_id_and_run_number(item)
         name = scenario_id if run_number is None else f"{scenario_id} (run {run_number})"
-        if plan.resume and plan.records is not None:
-            record = plan.records.get(scenario_id, run_number)
+        records = plan.records_for(kwargs.get("config"))
+        if plan.resume and records is not None:
+            record = records.get(scenario_id, run_number)
             if record is not None and not record.infrastructure_failure:
                 plan.resumed += 1
                 return record.to_result()
@@ -202,9 +211,9 @@ def _swept(original: Callable[..., Any], plan: sweep.Sweep, stats: RunStats) -> 
                     plan.retry + 1,
                 )
                 continue
-            if plan.records is not None:
+            if records is not None:
                 record = sweep.record_of(scenario_id, run_number, result, attempt, attempts)
-                plan.records.put(record)
+                records.put(record)
             plan.finished += 1
             return result
 
@@ -244,7 +253,9 @@ def virtual_clock(*, models: bool = True, plan: sweep.Sweep | None = None) -> It
     sigint = signal.getsignal(signal.SIGINT) if main_thread else None
     with ExitStack() as stack:
         stack.enter_context(patch.object(scenario_runner, "Environment", environment))
-        stack.enter_context(patch.object(preprocess, "Environment", environment))
+        stack.enter_context(
+            patch.object(preprocess, "Environment", _environment_class(stats, outside_runs=True))
+        )
         stack.enter_context(patch.object(agent_main, "time", WallTime()))
         stack.enter_context(patch.object(multi, "stream_pool", pool.stream_pool))
         stack.enter_context(patch.object(multi, "process_scenario", process_scenario))

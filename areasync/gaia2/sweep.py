@@ -252,6 +252,15 @@ class Sweep:
             raise ValueError("--resume needs the --output_dir of the sweep to resume")
         self.records = None if self.output_dir is None else RunRecords(self.output_dir)
 
+    def records_for(self, run_config: Any) -> RunRecords | None:
+        """Where a run is recorded: beside the `output.jsonl` ARE writes it to (its runner
+        config's `output_dir`), since `gaia2-run` gives each phase and config a folder of its
+        own and runs the same scenarios in several."""
+        run_dir = getattr(run_config, "output_dir", None)
+        if self.records is None or run_dir is None:
+            return self.records
+        return RunRecords(run_dir)
+
 
 class PlainProgress:
     """ARE's progress bar for a stream that is not a terminal: a line per finished run."""

@@ -153,7 +153,7 @@ def bench_command(name: str) -> click.Command:
     def callback(ctx: click.Context, **kwargs: Any) -> int:
         from areasync.gaia2 import pool, runner, sweep
 
-        resume, retry, report = (kwargs.pop(name) for name in OWN_OPTIONS)
+        resume, retry, report = (kwargs.pop(option) for option in OWN_OPTIONS)
         output_dir = kwargs.get("output_dir") or spec.default_output_dir
         try:
             plan = sweep.Sweep(Path(output_dir) if output_dir else None, resume=resume, retry=retry)

@@ -64,6 +64,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from are.simulation.scenarios.scenario import Scenario
 
+from areasync.bridge.judge import judge_link
 from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import ScenarioError, import_mode_of, release
 from areasync.loop.clock import ClockMode
@@ -72,6 +73,7 @@ from areasync.protocol.frames import ImportMode, Mode, Role
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.hub import StreamHub
+from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
 from areasync.service.recipes import Recipe, source_text
@@ -154,6 +156,13 @@ class Session:
         return None if mode is None else mode.value
 
     @property
+    def judge(self) -> dict[str, str] | None:
+        """The judge that scores this session (model, provider), None if none does."""
+        if isinstance(self.sim, JudgedSimulation):
+            return self.sim.judge.options.public()
+        return None
+
+    @property
     def fast(self) -> bool:
         return self.sim.clock.mode is ClockMode.FAST
 
@@ -179,6 +188,7 @@ class Session:
             "ended": self.ended,
             "oracle": self.oracle,
             "import_mode": self.import_mode,
+            "judge": self.judge,
             "waiting_for_agent": self.waiting_for_agent,
             "restartable": self.recipe is not None,
             "clock": self.sim.clock_state(peek=True),
@@ -218,6 +228,13 @@ class Session:
 
     async def run(self, on_end: Callable[[Session], None]) -> None:
         """Drive the simulation to its end, then write the trace. Never raises."""
+        if isinstance(self.sim, JudgedSimulation):
+            # Its judge may be called anywhere below, the failure path's validation included.
+            await self.sim.bridge(self._run(on_end))
+        else:
+            await self._run(on_end)
+
+    async def _run(self, on_end: Callable[[Session], None]) -> None:
         try:
             async with anyio.create_task_group() as tg:
                 if self.waiting_for_agent:
@@ -302,6 +319,8 @@ class SessionRegistry:
         # Scenario imports under way in worker threads (create_async), and their one lane.
         self._importing = 0
         self._import_limiter = anyio.CapacityLimiter(1)
+        # Judge LLM calls in flight, server-wide (`JudgedSimulation`).
+        self._judge_limiter = anyio.CapacityLimiter(config.judge_calls)
 
     def bind(self, task_group: anyio.abc.TaskGroup) -> None:
         """Sessions created from now on run in `task_group`."""
@@ -382,6 +401,7 @@ class SessionRegistry:
             import_mode=str(import_mode or self.config.import_mode),
             oracle=oracle,
             max_file_bytes=self.config.max_file_bytes,
+            judge=self.config.judge,
         )
 
     def _admit(self, source: ScenarioSource) -> None:
@@ -420,8 +440,10 @@ class SessionRegistry:
         with nothing awaited: it exists entirely or not at all)."""
         assert self._task_group is not None
         scenario, sandbox = built
+        judged = judge_link(scenario) is not None
+        extra: dict[str, Any] = {"judge_limiter": self._judge_limiter} if judged else {}
         with _refused_as_data():
-            sim = Simulation.load(
+            sim = (JudgedSimulation if judged else Simulation).load(
                 scenario,
                 sandbox=sandbox,
                 mode=str(Mode(mode or self.config.mode).value),
@@ -434,6 +456,7 @@ class SessionRegistry:
                 max_ticks=self.config.max_ticks,
                 max_jump=self.config.max_jump,
                 max_file_bytes=self.config.max_file_bytes,
+                **extra,
             )
         wanted = session_id or session_id_for(source, sim.scenario)
         sid = self._unique(wanted)

@@ -8,7 +8,7 @@ duration (1,800 s; 420 s for the Time capability), hangs each later turn on a co
 runs the judge once the agent has ended the previous turn (a rejected turn stops the run),
 and makes `scenario.validate` the judge's verdict on the last turn. A session scored "as
 `are-benchmark` would" needs exactly that, so `preprocess_judged` makes that very call, with
-the `ScenarioRunnerConfig` `are-benchmark run` gives it, and changes two things around it:
+the `ScenarioRunnerConfig` `are-benchmark run` gives it, and changes three things around it:
 
 * the oracle pre-run: ARE runs it in an `Environment` on a thread of its own, and a thread
   starts with an empty `contextvars.Context`, outside the session's sandbox
@@ -18,6 +18,8 @@ the `ScenarioRunnerConfig` `are-benchmark run` gives it, and changes two things 
   context (the import's, sandboxed). This swaps one module attribute of ARE's, process-wide
   while the call runs (as `areasync.gaia2.runner.virtual_clock` does for the benchmark
   runner): do not run both in one process at the same time;
+* the judge's construction: ARE compiles its prompt templates thousands of times per judge
+  (seconds of CPU); `judge_templates` compiles each once per process, for the same text;
 * the judge's LLM: its engine's `chat_completion` (every request the judge makes goes through
   it) becomes `JudgeLink.chat_completion`, which hands ARE's own call to `offload`: a session
   run through `areasync.bridge.offload.bridged` awaits it in a worker thread while the event
@@ -40,6 +42,7 @@ from unittest.mock import patch
 from are.simulation.environment import Environment
 
 from areasync.bridge.judge_options import JudgeOptions
+from areasync.bridge.judge_templates import cached_templates
 from areasync.bridge.offload import OffloadRefusedError, offload
 
 
@@ -84,8 +87,15 @@ def preprocess_judged(scenario: Any, options: JudgeOptions) -> JudgeLink | None:
     events: nothing to judge against, validation is ARE's "no validation")."""
     import are.simulation.scenarios.scenario_imported_from_json.utils as preprocessing
 
+    # Library code, not the session's: litellm's import sets environment variables, which the
+    # session's sandbox refuses. Imported once, outside it.
+    contextvars.Context().run(_import_judge_modules)
     config = runner_config(options)
-    with _swap_lock, patch.object(preprocessing, "Environment", _PreRunEnvironment):
+    with (
+        _swap_lock,
+        patch.object(preprocessing, "Environment", _PreRunEnvironment),
+        cached_templates(),
+    ):
         preprocessing.preprocess_scenario_from_config(scenario, config)
     judge = getattr(scenario, "judge", None)
     if judge is None:
@@ -97,10 +107,15 @@ def prepare(options: JudgeOptions) -> None:
     """Build this judge's LLM engine as ARE's preprocessing will (`create_judge_engine`), and
     discard it: ARE's judge modules and litellm are imported, and a judge ARE cannot build
     raises here. Blocking (seconds, once per process): call it from a worker thread."""
-    from are.simulation.validation import JudgeFactory  # noqa: F401 - imported for ARE's judge
     from are.simulation.validation.configs import create_judge_engine
 
+    _import_judge_modules()
     create_judge_engine(runner_config(options).judge_engine_config)
+
+
+def _import_judge_modules() -> None:
+    import are.simulation.agents.llm.litellm.litellm_engine
+    import are.simulation.validation  # noqa: F401 - ARE's judges, imported for their side
 
 
 def judge_link(scenario: Any) -> JudgeLink | None:
@@ -120,7 +135,6 @@ class JudgeLink:
         self.judge = judge
         # The first failure of the judge's LLM in this session (sticky: see the module doc).
         self.failure: str | None = None
-        self.calls = 0  # LLM calls the judge made
         engine = judge.config.engine  # the one engine every part of ARE's judge calls
         self._are_call = engine.chat_completion  # ARE's own, bound to its engine
         engine.chat_completion = self.chat_completion
@@ -133,7 +147,6 @@ class JudgeLink:
             raise JudgeError(self.failure)
         stops = [] if stop_sequences is None else stop_sequences
         call = functools.partial(self._are_call, messages, stops, **kwargs)
-        self.calls += 1
         try:
             return offload(call)
         except OffloadRefusedError as exc:

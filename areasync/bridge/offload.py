@@ -24,6 +24,11 @@ Context: the greenlet runs in the very `contextvars.Context` of the task that aw
 (`areasync.bridge.sandbox`), entered by the lane, applies to the synchronous code and to the
 blocking call alike.
 
+Cancelled while a call is in flight (a server shutting down), `bridged` leaves the worker
+thread to finish on its own (its result is dropped) and raises the cancellation in the
+synchronous code at once: a shutdown never waits on an endpoint that hangs. So `offload` only
+what touches nothing the session owns (the judge's HTTP request).
+
 Outside `bridged`, `offload(fn)` calls `fn` directly when no event loop runs in the thread
 (synchronous use), and refuses (`OffloadRefusedError`) when one does: a blocking call must
 never run on the event loop's thread.
@@ -121,7 +126,7 @@ class _Bridged:
                 while isinstance(out, _Call):
                     try:
                         result = yield from anyio.to_thread.run_sync(
-                            out.fn, limiter=self._limiter
+                            out.fn, limiter=self._limiter, abandon_on_cancel=True
                         ).__await__()
                     except BaseException as exc:
                         runner.parent = getcurrent()  # whoever resumed this generator

@@ -116,3 +116,29 @@ async def test_a_blocking_call_on_the_loop_outside_a_bridge_is_refused() -> None
 
 def test_without_an_event_loop_the_call_runs_right_there() -> None:
     assert deep_sync_code(lambda: "direct") == (threading.main_thread().name, "direct")
+
+
+async def test_a_cancelled_bridge_leaves_the_blocking_call_behind() -> None:
+    gate = threading.Event()
+    entered = threading.Event()
+    finished = threading.Event()
+    went_on: list[bool] = []
+
+    def blocking() -> None:
+        entered.set()
+        gate.wait(WAIT_S)
+        finished.set()
+
+    async def session() -> None:
+        offload(blocking)
+        went_on.append(True)  # never: the cancellation is raised where the call was made
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(bridged, session())
+            assert await anyio.to_thread.run_sync(entered.wait, WAIT_S)
+            tg.cancel_scope.cancel()
+        assert not finished.is_set()  # the bridge did not wait for the call to come back
+        assert not went_on
+    finally:
+        gate.set()

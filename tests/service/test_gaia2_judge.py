@@ -30,7 +30,7 @@ import pytest
 from areasync.bridge import sandbox as sandbox_module
 from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL, JudgeOptions
 from areasync.cli import main
-from areasync.client import Client, connect
+from areasync.client import AreasyncError, Client, connect
 from areasync.client.sessions import CreatedSession
 from areasync.gaia2.dataset import DONE, EMAIL, START_TIME, json_arg, json_event, scenario_json
 from areasync.gaia2.stub_llm import JUDGE_MODEL, Script, StubLLM
@@ -585,3 +585,25 @@ def test_the_default_judge_model_is_ares() -> None:
     from are.simulation.validation.configs import DEFAULT_JUDGE_MODEL as ARES
 
     assert DEFAULT_JUDGE_MODEL == ARES
+
+
+# -- the sandbox ----------------------------------------------------------------------------
+
+
+def with_attachment(text: str, path: Path) -> str:
+    """The scenario with its oracle's email carrying `path` as an attachment."""
+    document = json.loads(text)
+    [email] = [e for e in document["events"] if e["event_id"] == "email0"]
+    email["action"]["args"].append(json_arg("attachment_paths", json.dumps([str(path)]), "list"))
+    return json.dumps(document)
+
+
+async def test_the_oracle_pre_run_reads_no_host_file(
+    judged: Service, script: JudgeScript, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the host's secret")
+    text = with_attachment(scenario_json("tiny_email", "task:email"), secret)
+    with pytest.raises(AreasyncError, match="could not set up Gaia2's judge") as refused:
+        await create(judged, text)
+    assert "it is outside this session's sandbox" in str(refused.value)

@@ -30,6 +30,14 @@ its switches per thread, and the worker thread's are ARE's defaults). One import
 create (the server shutting down) waits for its thread's import to finish, then starts
 nothing; a failed import is an `invalid_field` error that changes nothing.
 
+Judged sessions. With a judge (`ServiceConfig.judge`, `areasync serve --judge_*`), a JSON
+scenario imported the benchmark way is prepared in that same worker thread by ARE's own
+preprocessing with Gaia2's judge (`areasync.bridge.judge`), and its session is a
+`JudgedSimulation`, whose judge calls go to worker threads (`service/judged.py`, under
+`judge_calls` at once, server-wide) while the event loop serves on; `Session.run` runs the
+session's whole task through its bridge. `describe()` and the `create_session` result name the
+judge (model, provider; None when the session is not judged).
+
 Fast-mode turn-taking (leases: README, "Modes"). The server holds an agent's busy lease while it
 is the agent's turn: from its attach, from each notification put on the stream and from each
 tool result, until the agent sends `idle`, calls `SystemApp__wait_for_notification`, or

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -26,6 +28,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
+from anyio.streams.text import TextReceiveStream
 
 from areasync.bridge import sandbox as sandbox_module
 from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL, JudgeOptions
@@ -570,6 +573,32 @@ def test_serve_refuses_incomplete_judge_options_at_start_up(
 ) -> None:
     assert main(["serve", "--port", "0", *options]) == 2
     assert message in capsys.readouterr().err
+
+
+async def test_serve_with_judge_options_judges_its_gaia2_scenarios(
+    stub: StubLLM, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "tiny_email.json"
+    scenario.write_text(scenario_json("tiny_email", "task:email"))
+    command = [
+        sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--mode", "fast",
+        "--token", ADMIN, "--trace-dir", str(tmp_path / "traces"), "--scenario", str(scenario),
+        "--judge_model", f"openai/{JUDGE_MODEL}", "--judge_provider", "local",
+        "--judge_endpoint", stub.endpoint,
+    ]  # fmt: skip
+    async with await anyio.open_process(command) as process:
+        assert process.stdout is not None
+        banner = ""
+        with anyio.fail_after(WALL_S):
+            async for chunk in TextReceiveStream(process.stdout):
+                banner += chunk
+                if "Ctrl-C" in banner:
+                    break
+        process.send_signal(signal.SIGINT)
+        with anyio.fail_after(WALL_S):
+            assert await process.wait() == 0
+    assert "judge:       model 'openai/judge' via provider 'local'" in banner
+    assert "session tiny_email  (scenario tiny_email, fast, benchmark import, judged" in banner
 
 
 def test_serve_help_documents_the_judge_options(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,6 +1,8 @@
 """The `areasync` command: run a scenario, print the protocol schema, serve sessions.
 
 areasync run scenario_tutorial --mode fast --oracle
+areasync bench run [are-benchmark run's options] [--resume] [--retry N]
+areasync bench report OUTPUT_DIR
 areasync schema
 areasync serve [--scenario ID_OR_PATH ...]
 areasync session create|stop|list --url ws://HOST:PORT --token ADMIN_TOKEN
@@ -70,6 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from areasync.gaia2.cli import main as bench_run
 
         return bench_run(argv[2:])
+    if argv[:2] == ["bench", "report"]:
+        from areasync.gaia2.report import main as bench_report
+
+        return bench_report(argv[2:], prog="areasync bench report")
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -110,7 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "bench",
         help="bench run [are-benchmark run's options]: a Gaia2 run on the virtual clock "
-        "(areasync bench run --help)",
+        "(areasync bench run --help); bench report OUTPUT_DIR: gaia2-cli's per-run files and "
+        "an HTML report for any run's output directory",
     )
     add_agent_parser(sub)
     add_session_parser(sub)
@@ -270,7 +277,11 @@ def _service_defaults() -> Any:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    print("usage: areasync bench run [are-benchmark run's options] (see --help)", file=sys.stderr)
+    print(
+        "usage: areasync bench run [are-benchmark run's options] | areasync bench report "
+        "OUTPUT_DIR (see --help)",
+        file=sys.stderr,
+    )
     return 2
 
 

@@ -1,6 +1,9 @@
 """`areasync agent ...`: reference agents run from a shell against a live session.
 
     areasync agent oracle --url ws://127.0.0.1:8765 --session scenario_tutorial --token T
+    areasync agent are --url ws://127.0.0.1:8765 --session ID --token T --model M --provider P
+
+`oracle` is here; `are` (ARE's own default agent, driven by a model) is in `are_cli`.
 
 The subcommand is added to the `areasync` parser by `add_agent_parser`; `run_agent` handles it.
 """
@@ -36,26 +39,8 @@ def add_agent_parser(sub: Any) -> None:
             "exits 1 if a call failed that did not fail in ARE's own oracle run."
         ),
     )
-    oracle.add_argument(
-        "--url",
-        required=True,
-        help="the server (ws://HOST:PORT) or a session URL (ws://HOST:PORT/sessions/ID)",
-    )
-    oracle.add_argument("--session", default=None, help="session id (if --url is the server)")
-    oracle.add_argument("--token", required=True, help="the session's agent token, or admin")
-    oracle.add_argument(
-        "--scenario",
-        default=None,
-        help="the session's scenario (registered id, JSON file); default: the session's "
-        "scenario id as a registered scenario",
-    )
-    oracle.add_argument(
-        "--import-mode",
-        choices=[mode.value for mode in ImportMode],
-        default="auto",
-        help="how --scenario's JSON is imported, to plan as the session runs: the session's "
-        "own import mode (the server's --import-mode or create_session's; auto by default)",
-    )
+    _add_connection_options(oracle)
+    add_scenario_options(oracle, purpose="to plan as the session runs")
     oracle.add_argument(
         "--pace",
         choices=["auto", "wait", "jump"],
@@ -64,7 +49,22 @@ def add_agent_parser(sub: Any) -> None:
         "controller or admin token); wait: SystemApp__wait_for_notification until then (the "
         "agent-only way; ARE logs the waits); auto (default): jump if the token allows it",
     )
-    oracle.add_argument(
+    oracle.add_argument("-v", "--verbose", action="store_true", help="log each call to stderr")
+    from areasync.agents.are_cli import add_are_parser
+
+    add_are_parser(agents)
+
+
+def _add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """The options every agent takes to reach its session."""
+    parser.add_argument(
+        "--url",
+        required=True,
+        help="the server (ws://HOST:PORT) or a session URL (ws://HOST:PORT/sessions/ID)",
+    )
+    parser.add_argument("--session", default=None, help="session id (if --url is the server)")
+    parser.add_argument("--token", required=True, help="the session's agent token, or admin")
+    parser.add_argument(
         "--wait",
         type=float,
         default=10.0,
@@ -72,12 +72,34 @@ def add_agent_parser(sub: Any) -> None:
         help="wall seconds to wait for the server to accept connections before giving up "
         "(default 10; it may start after the agent)",
     )
-    oracle.add_argument("--encoding", choices=["json", "msgpack"], default="msgpack")
-    oracle.add_argument("-v", "--verbose", action="store_true", help="log each call to stderr")
+    parser.add_argument("--encoding", choices=["json", "msgpack"], default="msgpack")
+
+
+def add_scenario_options(parser: argparse.ArgumentParser, *, purpose: str) -> None:
+    """--scenario and --import-mode: the session's scenario, loaded as the session loaded it."""
+    parser.add_argument(
+        "--scenario",
+        default=None,
+        help="the session's scenario (registered id, JSON file); default: the session's "
+        "scenario id as a registered scenario",
+    )
+    parser.add_argument(
+        "--import-mode",
+        choices=[mode.value for mode in ImportMode],
+        default="auto",
+        help=f"how --scenario's JSON is imported, {purpose}: the session's own import mode "
+        "(the server's --import-mode or create_session's; auto by default)",
+    )
 
 
 def session_url(url: str, session: str | None) -> str:
     """A session's WebSocket URL from a server URL and a session id (or a full session URL)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise ValueError(
+            f"--url {url!r} is not a WebSocket URL: use ws://HOST:PORT (or wss://), e.g. "
+            "ws://127.0.0.1:8765"
+        )
     base = url.rstrip("/")
     if "/sessions/" in base:
         if session is not None and not base.endswith(f"/sessions/{session}"):
@@ -98,6 +120,11 @@ def run_agent(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"areasync agent: {exc}", file=sys.stderr)
         return 2
+    if args.agent == "are":
+        from areasync.agents.are_cli import run_are
+
+        status: int = anyio.run(run_are, args, url)
+        return status
     result: int = anyio.run(_oracle, args, url)
     return result
 

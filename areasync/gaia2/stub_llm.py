@@ -92,6 +92,17 @@ class Script:
         )
 
 
+@dataclass
+class Concurrency:
+    """How many requests the stub is answering now, and the most it answered at once."""
+
+    now: int = 0
+    peak: int = 0
+
+
+CONCURRENCY: web.AppKey[Concurrency] = web.AppKey("concurrency")
+
+
 def _completion(model: str, content: str) -> dict[str, Any]:
     return {
         "id": "chatcmpl-stub",
@@ -109,15 +120,51 @@ def _completion(model: str, content: str) -> dict[str, Any]:
     }
 
 
-def make_app(script: Script) -> web.Application:
+@dataclass
+class Outage:
+    """The endpoint failing: the next `requests` completions get HTTP `status` (an outage)."""
+
+    requests: int = 0
+    status: int = 503
+    failed: int = 0
+    model: str | None = None  # only this model's requests (None: any)
+
+
+OUTAGE: web.AppKey[Outage] = web.AppKey("outage")
+
+
+def _model_name(body: Mapping[str, Any]) -> str:
+    return str(body.get("model", "")).split("/")[-1]
+
+
+def make_app(script: Script, latency: float = 0.0) -> web.Application:
+    """The stub's routes; every reply takes `latency` seconds, as a model's would."""
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[REQUESTS] = []
+    app[CONCURRENCY] = concurrency = Concurrency()
+    app[OUTAGE] = outage = Outage()
 
     async def completions(request: web.Request) -> web.Response:
-        body = await request.json()
-        app[REQUESTS].append(body)
-        model = str(body.get("model", ""))
-        return web.json_response(_completion(model, script.reply(body)))
+        concurrency.now += 1
+        concurrency.peak = max(concurrency.peak, concurrency.now)
+        try:
+            body = await request.json()
+            failing = outage.model is None or _model_name(body) == outage.model
+            if failing and outage.failed < outage.requests:
+                outage.failed += 1
+                return web.json_response(
+                    {"error": {"message": "stub outage", "type": "server_error"}},
+                    status=outage.status,
+                    # Clients may retry at once: an outage costs requests, not seconds.
+                    headers={"retry-after-ms": "1"},
+                )
+            app[REQUESTS].append(body)
+            model = str(body.get("model", ""))
+            if latency > 0:
+                await asyncio.sleep(latency)
+            return web.json_response(_completion(model, script.reply(body)))
+        finally:
+            concurrency.now -= 1
 
     async def models(_: web.Request) -> web.Response:
         data = [{"id": m, "object": "model"} for m in (AGENT_MODEL, script.judge_model)]
@@ -138,10 +185,10 @@ def free_port() -> int:
 class StubLLM:
     """The stub, served on 127.0.0.1 from a background thread: `with StubLLM(script) as s:`."""
 
-    def __init__(self, script: Script, port: int = 0) -> None:
+    def __init__(self, script: Script, port: int = 0, latency: float = 0.0) -> None:
         self.script = script
         self.port = port or free_port()
-        self.app = make_app(script)
+        self.app = make_app(script, latency)
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -154,6 +201,18 @@ class StubLLM:
     def requests(self) -> list[dict[str, Any]]:
         seen: list[dict[str, Any]] = self.app[REQUESTS]
         return seen.copy()
+
+    def fail_next(self, requests: int, status: int = 503, model: str | None = None) -> Outage:
+        """Answer the next `requests` completions (of `model`, or any) with HTTP `status`,
+        as an endpoint outage."""
+        outage = self.app[OUTAGE]
+        outage.requests, outage.status, outage.failed, outage.model = requests, status, 0, model
+        return outage
+
+    @property
+    def peak_concurrency(self) -> int:
+        """The most requests the stub was answering at the same time."""
+        return self.app[CONCURRENCY].peak
 
     async def _start(self) -> None:
         self._runner = web.AppRunner(self.app, access_log=None)
@@ -187,6 +246,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--scripts", help="JSON file: {marker: [action, ...]}")
     parser.add_argument("--judge-reply", default=DEFAULT_JUDGE_REPLY)
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds every reply takes, as a model's"
+    )
     args = parser.parse_args(argv)
     agent: dict[str, list[Action]] = {}
     if args.scripts:
@@ -195,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     port = args.port or free_port()
     print(f"http://127.0.0.1:{port}/v1", flush=True)
     web.run_app(
-        make_app(Script(agent=agent, judge_reply=args.judge_reply)),
+        make_app(Script(agent=agent, judge_reply=args.judge_reply), args.latency),
         host="127.0.0.1",
         port=port,
         print=None,

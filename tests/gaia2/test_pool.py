@@ -1,0 +1,140 @@
+"""`pool.stream_pool`: ARE's `stream_pool` contract with every item a cooperative task."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from areasync.gaia2.cooperative import wait
+from areasync.gaia2.pool import run_cooperatively, stream_pool
+
+
+def run(fn: Callable[[], Any]) -> Any:
+    return anyio.run(run_cooperatively, fn)
+
+
+class Load:
+    """A process_func that waits `delays[item]` seconds on the loop, counting overlap."""
+
+    def __init__(self, delays: dict[int, float]) -> None:
+        self.delays = delays
+        self.running = 0
+        self.peak = 0
+        self.finished: list[int] = []
+
+    def __call__(self, item: int, *, scale: float = 1.0) -> int:
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            wait(anyio.sleep(self.delays[item] * scale))
+        finally:
+            self.running -= 1
+        self.finished.append(item)
+        return item * 10
+
+
+def test_outcomes_come_as_runs_finish_with_their_results() -> None:
+    load = Load({1: 0.06, 2: 0.0, 3: 0.03})
+
+    def main() -> list[Any]:
+        with stream_pool(iter([1, 2, 3]), load, max_workers=3) as outcomes:
+            return list(outcomes)
+
+    assert run(main) == [(2, 20, None), (3, 30, None), (1, 10, None)]
+
+
+def test_at_most_max_workers_run_at_once_and_all_run() -> None:
+    load = Load(dict.fromkeys(range(10), 0.01))
+
+    def main() -> list[Any]:
+        with stream_pool(iter(range(10)), load, max_workers=3) as outcomes:
+            return list(outcomes)
+
+    outcomes = run(main)
+    assert sorted(item for item, _, _ in outcomes) == list(range(10))
+    assert load.peak == 3
+
+
+def test_keyword_arguments_reach_every_run() -> None:
+    load = Load({1: 10.0})
+
+    def main() -> list[Any]:
+        with stream_pool(iter([1]), load, max_workers=1, scale=0.0) as outcomes:
+            return list(outcomes)
+
+    assert run(main) == [(1, 10, None)]
+
+
+def test_a_failing_run_is_an_outcome_and_the_others_go_on() -> None:
+    def process(item: int) -> int:
+        wait(anyio.lowlevel.checkpoint())
+        if item == 2:
+            raise ValueError("item 2 is bad")
+        return item
+
+    def main() -> list[Any]:
+        with stream_pool(iter([1, 2, 3]), process, max_workers=2) as outcomes:
+            return list(outcomes)
+
+    outcomes = {item: (result, error) for item, result, error in run(main)}
+    assert outcomes[1] == (1, None) and outcomes[3] == (3, None)
+    result, error = outcomes[2]
+    assert result is None and isinstance(error, ValueError)
+
+
+def test_a_run_past_its_timeout_gives_ares_timeout_error_and_is_stopped() -> None:
+    load = Load({1: 60.0, 2: 0.0})
+
+    def main() -> list[Any]:
+        with stream_pool(iter([1, 2]), load, max_workers=2, timeout_seconds=0.05) as outcomes:
+            return list(outcomes)
+
+    outcomes = {item: (result, error) for item, result, error in run(main)}
+    assert outcomes[2] == (20, None)
+    result, error = outcomes[1]
+    assert result is None and isinstance(error, TimeoutError)
+    assert str(error) == "Operation timed out after 0.05 seconds"
+    assert load.finished == [2] and load.running == 0
+
+
+def test_leaving_early_cancels_the_runs_still_going_and_waits_for_them() -> None:
+    load = Load({1: 0.0, 2: 60.0, 3: 60.0, 4: 0.0})
+    started: list[int] = []
+
+    def items() -> Iterator[int]:
+        for item in (1, 2, 3, 4):
+            started.append(item)
+            yield item
+
+    def main() -> Any:
+        with stream_pool(items(), load, max_workers=3) as outcomes:
+            first = next(outcomes)
+        return first, load.running
+
+    first, running_after = run(main)
+    assert first == (1, 10, None)
+    # The freed slot was refilled before the outcome was handed out (as ARE's pool does);
+    # leaving cancelled 2, 3 and 4 and waited until they unwound.
+    assert started == [1, 2, 3, 4]
+    assert running_after == 0 and load.finished == [1]
+
+
+def test_outside_run_cooperatively_is_a_clear_error() -> None:
+    with (
+        pytest.raises(RuntimeError, match="run_cooperatively"),
+        stream_pool(iter([1]), Load({1: 0.0}), max_workers=1),
+    ):
+        pass
+
+
+def test_max_workers_below_one_is_refused() -> None:
+    def main() -> None:
+        with stream_pool(iter([1]), Load({1: 0.0}), max_workers=0):
+            pass
+
+    with pytest.raises(ValueError, match="at least 1"):
+        run(main)

@@ -307,12 +307,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.log_level != "debug":
         # ARE narrates scenario registration and every run at INFO: keep the banner readable.
         logging.getLogger("are").setLevel(logging.WARNING)
-    from areasync.bridge.judge_options import JudgeOptions
-
     try:
-        judge = JudgeOptions.from_options(
-            args.judge_model, args.judge_provider, args.judge_endpoint
-        )
         config = ServiceConfig(
             host=args.host,
             port=args.port,
@@ -327,7 +322,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             lease_timeout=args.lease_timeout,
             lease_policy=LeasePolicy(args.lease_policy),
             max_sessions=args.max_sessions,
-            judge=judge,
+            judge_model=args.judge_model,
+            judge_provider=args.judge_provider,
+            judge_endpoint=args.judge_endpoint,
             **{
                 name: getattr(args, name)
                 for name, _, _ in SERVE_TUNABLES

@@ -227,7 +227,9 @@ async def serving(tmp_path: Path, judge: JudgeOptions | None) -> AsyncIterator[S
         admin_token=ADMIN,
         trace_dir=tmp_path / "traces",
         mode="fast",
-        judge=judge,
+        judge_model=None if judge is None else judge.model,
+        judge_provider=None if judge is None else judge.provider,
+        judge_endpoint=None if judge is None else judge.endpoint,
         close_timeout=2.0,
         shutdown_grace=1.0,
     )

@@ -403,6 +403,7 @@ async def test_the_sessions_verdict_is_ares_own(
     actions: list[dict[str, Any]],
     reply: str,
 ) -> None:
+    """The same JSON, the same actions, the same judge: over the socket and in ARE itself."""
     script.judge_reply = reply
     text = scenario()
     created = await create(judged, text)

@@ -2,10 +2,11 @@
 
 Why: ARE's `GraphPerEventJudge` builds an LLM checker for each of ~90 tools, and every checker
 formats its prompts with `jinja_format`, which parses (to check the variables) and compiles
-its template anew on each call: about 4,100 compilations of 21 distinct templates, ~2.3 s of
-CPU for every judged scenario (bench: `create_session` of the tiny dataset's email scenario,
-0.09 s with this). `are-benchmark run` pays it per scenario too; a server that creates a
-judged session per run would spend most of its import lane on it.
+its template anew on each call: about 4,100 compilations of 21 distinct templates, seconds
+of CPU for every judged scenario (`bench/judge.py`, the tiny dataset's email scenario: ARE's
+own preparation 2.70 s, areasync's 0.079 s with this). `are-benchmark run` pays it per
+scenario too; a server that creates a judged session per run would spend most of its import
+lane on it.
 
 What: `cached_jinja_format` is ARE's function with the parse and the compilation of each
 template string kept (a `jinja2.Template` is immutable once compiled and renders the same

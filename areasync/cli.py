@@ -20,6 +20,7 @@ from typing import Any, TextIO
 import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
+from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.loop.clock import ClockMode
 from areasync.protocol.frames import ImportMode
@@ -178,6 +179,37 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help=IMPORT_MODE_HELP + "; also the default of create_session",
     )
+    judge = serve.add_argument_group(
+        "judge (Gaia2's LLM judge; are-benchmark run's options)",
+        "With them, a JSON scenario imported the benchmark way (--import-mode auto picks it for "
+        "every scenario with oracle events, outside --oracle) is prepared exactly as "
+        "are-benchmark run prepares it (ARE's preprocess_scenario_from_config: the oracle "
+        "pre-run, GraphPerEventJudge, a duration of 1800 s, 420 s for Time scenarios), each "
+        "later turn opens only once the judge accepts the previous one (a rejected turn ends "
+        "the session), and `ended` carries ARE's verdict: validation.success true or false, "
+        "and validation.rationale. A judge that fails ends the session with success false and "
+        "the reason in validation.exception. Without them nothing is judged (success null).",
+    )
+    judge.add_argument(
+        "--judge_model",
+        default=None,
+        metavar="MODEL",
+        help=f"the judge's model (default: ARE's {DEFAULT_JUDGE_MODEL})",
+    )
+    judge.add_argument(
+        "--judge_provider",
+        default=None,
+        metavar="PROVIDER",
+        help="the judge model's provider, one of ARE's (local, openai, huggingface...); "
+        "required with any --judge_* option (serve has no agent model to share it with)",
+    )
+    judge.add_argument(
+        "--judge_endpoint",
+        default=None,
+        metavar="URL",
+        help="URL of the judge model's endpoint (required with --judge_provider local, e.g. "
+        "http://127.0.0.1:8000/v1)",
+    )
     serve.add_argument(
         "--lease-timeout",
         type=float,
@@ -290,6 +322,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             lease_timeout=args.lease_timeout,
             lease_policy=LeasePolicy(args.lease_policy),
             max_sessions=args.max_sessions,
+            judge_model=args.judge_model,
+            judge_provider=args.judge_provider,
+            judge_endpoint=args.judge_endpoint,
             **{
                 name: getattr(args, name)
                 for name, _, _ in SERVE_TUNABLES

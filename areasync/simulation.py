@@ -63,6 +63,7 @@ from are.simulation.types import EnvironmentState, EnvironmentType
 
 from areasync.bridge import scenarios
 from areasync.bridge.environment import AsyncEnvironment
+from areasync.bridge.judge_options import JudgeOptions
 from areasync.bridge.records import to_plain
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
 from areasync.bridge.tools import ToolBox
@@ -1022,16 +1023,18 @@ def build_scenario(
     import_mode: scenarios.ImportMode | str = scenarios.ImportMode.AUTO,
     oracle: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    judge: JudgeOptions | None = None,
 ) -> tuple[Scenario, Sandbox]:
     """The initialised scenario of `source`, built inside a new sandbox, and that sandbox (for
     `Simulation.load(scenario, sandbox=...)`). It creates no event-loop object, so that a
     server can build an untrusted scenario in a worker thread: the sandbox's context variable
-    follows the thread's copied context, so the guard covers the import there too."""
+    follows the thread's copied context, so the guard covers the import there too. `judge`:
+    a benchmark import is judged by it (`areasync.bridge.scenarios`)."""
     _discover_registered(source)
     sandbox = Sandbox(max_file_bytes=max_file_bytes)
     try:
         with sandbox.loading(_scenario_file(source)):
-            scenario = scenarios.load(source, import_mode=import_mode, oracle=oracle)
+            scenario = scenarios.load(source, import_mode=import_mode, oracle=oracle, judge=judge)
             sandbox.adopt(scenario.apps or [])
     except BaseException:
         sandbox.release()  # what ARE created for a scenario that did not load

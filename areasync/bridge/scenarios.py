@@ -31,6 +31,16 @@ Two ways to import JSON (`ImportMode`)
     or `plain` wins, in any mode (a refused benchmark import is then an error). `import_mode`
     has no effect on registered ids and Scenario objects (they are not imported from JSON).
 
+With a judge (`JudgeOptions`: `areasync serve --judge_*`)
+    The benchmark import is then Gaia2's runner's with its judge: ARE's
+    `preprocess_scenario_from_config` as `are-benchmark run` calls it (`areasync.bridge.judge`:
+    the oracle pre-run, the judge, 1,800 s or 420 s for the Time capability, turns that the
+    judge opens). Scoring needs that import, so `auto` then picks `benchmark` for every JSON
+    scenario with an oracle event that is not run in oracle mode (single-turn ones too: with
+    nothing to wait on, ARE's plain import would be validated as ARE validates any scenario,
+    which says nothing of the agent's work); oracle runs are never judged, as in
+    `are-benchmark run --oracle`.
+
 JSON scenarios are untrusted input (an admin may upload one over the socket), so they are vetted
 (`vet_json`) before ARE's importer sees them, whichever the import: size, nesting depth, clock
 numbers, and what they may name. ARE's importer only instantiates classes from its own
@@ -71,6 +81,7 @@ import msgspec
 from are.simulation.scenarios.scenario import Scenario
 
 from areasync.bridge.json_import import import_benchmark, import_plain
+from areasync.bridge.judge_options import JudgeOptions
 
 logger = logging.getLogger(__name__)
 
@@ -159,21 +170,24 @@ def from_json(
     origin: str = "inline JSON",
     import_mode: ImportMode | str = ImportMode.AUTO,
     oracle: bool = False,
+    judge: JudgeOptions | None = None,
 ) -> Scenario:
     """An ARE/Gaia2 JSON scenario (the format of ARE's `JsonScenarioExporter`), vetted first.
 
     `plain` returns the imported scenario, not yet initialised; `benchmark` returns it
-    preprocessed as Gaia2's runner does (initialised, turns rewired). `auto` picks one for a
-    run in oracle mode or not (`oracle`), see the module docstring.
+    preprocessed as Gaia2's runner does (initialised, turns rewired), judged by `judge` unless
+    the run is in oracle mode. `auto` picks one for a run in oracle mode or not (`oracle`),
+    with a judge or not, see the module docstring.
     """
     mode = parse_import_mode(import_mode)
     data = _vetted(text, origin)
+    judge = None if oracle else judge  # are-benchmark run --oracle judges nothing
     chosen = mode
     if mode is ImportMode.AUTO:
-        chosen = detect_import_mode(data, oracle=oracle, origin=origin)
+        chosen = detect_import_mode(data, oracle=oracle, origin=origin, judged=judge is not None)
     if chosen is ImportMode.BENCHMARK:
         try:
-            return _benchmark(data, origin)
+            return _benchmark(data, origin, judge)
         except _TurnsRefusedError as exc:
             if mode is not ImportMode.AUTO:
                 raise
@@ -186,14 +200,19 @@ def from_json(
 
 
 def detect_import_mode(
-    data: str | bytes | dict[str, Any], *, oracle: bool = False, origin: str = "inline JSON"
+    data: str | bytes | dict[str, Any],
+    *,
+    oracle: bool = False,
+    origin: str = "inline JSON",
+    judged: bool = False,
 ) -> ImportMode:
     """What `auto` picks for a JSON scenario (text, vetted first, or decoded): BENCHMARK or
     PLAIN (see the module docstring).
 
     BENCHMARK when a USER or ENV event depends on an oracle (AGENT)
     `AgentUserInterface.send_message_to_user` event, i.e. a later turn waits on the oracle's end
-    of turn, and the run is not in oracle mode.
+    of turn, and the run is not in oracle mode; `judged` (a judge will score the run), when the
+    scenario has any oracle event and the run is not in oracle mode.
     """
     if isinstance(data, str | bytes):
         data = _vetted(data, origin)
@@ -203,6 +222,8 @@ def detect_import_mode(
     if not isinstance(events, list):
         return ImportMode.PLAIN
     events = [event for event in events if isinstance(event, dict)]
+    if judged and any(event.get("event_type") == "AGENT" for event in events):
+        return ImportMode.BENCHMARK
     ends_of_turn = {
         event["event_id"]
         for event in events
@@ -229,8 +250,9 @@ def _calls(event: dict[str, Any], target: tuple[str, str]) -> bool:
     return isinstance(action, dict) and (action.get("app"), action.get("function")) == target
 
 
-def _benchmark(data: dict[str, Any], origin: str) -> Scenario:
-    """Gaia2's runner path without a judge: import_from_json_to_benchmark + preprocess_scenario."""
+def _benchmark(data: dict[str, Any], origin: str, judge: JudgeOptions | None) -> Scenario:
+    """Gaia2's runner path: import_from_json_to_benchmark, then preprocess_scenario without a
+    judge, or ARE's preprocess_scenario_from_config with `judge` (`areasync.bridge.judge`)."""
     from are.simulation.scenarios.scenario_imported_from_json.utils import preprocess_scenario
 
     metadata = data.get("metadata")
@@ -246,10 +268,24 @@ def _benchmark(data: dict[str, Any], origin: str) -> Scenario:
     except Exception as exc:
         raise ScenarioError(_not_a_scenario(origin, exc)) from exc
     try:
-        preprocess_scenario(scenario, judge_config=None)  # initialises it, then wires turns
+        if judge is None:
+            preprocess_scenario(scenario, judge_config=None)  # initialises it, then wires turns
+        else:
+            from areasync.bridge.judge import preprocess_judged
+
+            preprocess_judged(scenario, judge)  # the same, after the oracle pre-run
     except Exception as exc:
         if not scenario._initialized:
             raise ScenarioError(_failed_to_initialise(scenario, exc)) from exc
+        if judge is not None and getattr(scenario, "judge", None) is None and _has_oracle(data):
+            # Initialised, but ARE failed before it set the judge: its oracle pre-run (the
+            # judge's reference) or the judge's construction.
+            raise ScenarioError(
+                f"ARE could not set up Gaia2's judge for {origin}: {_first_line(exc)} (ARE "
+                "runs the scenario's oracle events once as the judge's reference, and they "
+                "must all succeed); check the scenario's oracle events, or create the session "
+                "with import_mode 'plain' to run it unjudged"
+            ) from exc
         raise _TurnsRefusedError(
             f"{origin} cannot be run as a Gaia2 benchmark scenario: ARE's preprocess_scenario "
             f"refused its turns ({_first_line(exc)}); in Gaia2 a turn's user and env events "
@@ -258,6 +294,13 @@ def _benchmark(data: dict[str, Any], origin: str) -> Scenario:
             "it as exported (a live agent then never gets past that turn)"
         ) from exc
     return scenario
+
+
+def _has_oracle(data: dict[str, Any]) -> bool:
+    events = data.get("events")
+    return isinstance(events, list) and any(
+        isinstance(event, dict) and event.get("event_type") == "AGENT" for event in events
+    )
 
 
 class _TurnsRefusedError(ScenarioError):
@@ -283,6 +326,7 @@ def load(
     *,
     import_mode: ImportMode | str = ImportMode.AUTO,
     oracle: bool = False,
+    judge: JudgeOptions | None = None,
     **init_kwargs: Any,
 ) -> Scenario:
     """Resolve `source` to an initialised Scenario.
@@ -290,8 +334,9 @@ def load(
     `source` is a Scenario (used as is), a path to a JSON file, JSON text (starts with `{`), or
     a registered scenario id. `import_mode` says how JSON is imported (`auto`, `benchmark`,
     `plain`; see the module docstring); `oracle` tells `auto` whether the scenario will run in
-    ARE's oracle mode. `init_kwargs` go to `Scenario.initialize` (not with a benchmark import:
-    ARE's preprocess_scenario initialises the scenario itself).
+    ARE's oracle mode; `judge`, which LLM judges a benchmark import (none: not judged).
+    `init_kwargs` go to `Scenario.initialize` (not with a benchmark import: ARE's
+    preprocess_scenario initialises the scenario itself).
     """
     mode = parse_import_mode(import_mode)
     if isinstance(source, Scenario):
@@ -309,9 +354,10 @@ def load(
             origin=f"scenario file {str(path)!r}",
             import_mode=mode,
             oracle=oracle,
+            judge=judge,
         )
     elif isinstance(source, str) and source.lstrip().startswith("{"):
-        scenario = from_json(source, import_mode=mode, oracle=oracle)
+        scenario = from_json(source, import_mode=mode, oracle=oracle, judge=judge)
     elif isinstance(source, str):
         scenario = from_registry(source)
     else:

@@ -7,6 +7,7 @@ Modules, each with one job:
 - :mod:`~areasync.service.roles`: which role may send which frame;
 - :mod:`~areasync.service.hub`: a session's stream, encoded once, fanned out to cursors;
 - :mod:`~areasync.service.session`: a session (Simulation + hub + tokens) and the registry;
+- :mod:`~areasync.service.judged`: a session scored by Gaia2's LLM judge (``serve --judge_*``);
 - :mod:`~areasync.service.connection`: one WebSocket client, from hello to close;
 - :mod:`~areasync.service.limits`: the per-connection request-rate bucket;
 - :mod:`~areasync.service.http`: plain HTTP GET on the same port (health, API, metrics, page);

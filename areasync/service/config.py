@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from areasync.bridge.judge_options import JudgeOptions
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
 from areasync.policies import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 from areasync.protocol.frames import ImportMode, Mode
@@ -42,6 +43,19 @@ class ServiceConfig:
     import_mode: ImportMode = ImportMode.AUTO
     lease_timeout: float = 300.0  # wall seconds an agent may keep its turn (fast mode)
     lease_policy: LeasePolicy = LeasePolicy.RELEASE  # what an expired lease does
+    # Gaia2's LLM judge: `areasync serve --judge_model/--judge_provider/--judge_endpoint`,
+    # with `are-benchmark run`'s meanings (`JudgeOptions`: the provider is needed with any of
+    # them, the model defaults to ARE's, `local` needs the endpoint). With them, a JSON
+    # scenario imported the benchmark way (which `auto` then picks for every scenario with
+    # oracle events, outside oracle mode) is prepared and judged exactly as `are-benchmark
+    # run` would (`areasync.bridge.judge`); all None: no judge, as before. `judge` is the
+    # three, checked.
+    judge_model: str | None = None
+    judge_provider: str | None = None
+    judge_endpoint: str | None = None
+    # Judge LLM calls in flight at once, server-wide, each in a worker thread (the sessions
+    # whose judge must wait for a place stand still meanwhile; other sessions never wait).
+    judge_calls: int = 16
 
     # -- limits -----------------------------------------------------------------------------
     max_sessions: int = 64  # live sessions; create_session beyond it answers `capacity`
@@ -152,6 +166,7 @@ class ServiceConfig:
             "max_pending_replies",
             "max_pending_reply_bytes",
             "max_ticks",
+            "judge_calls",
         ):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -177,7 +192,22 @@ class ServiceConfig:
             problems.append("max_jump must be a finite number of simulated seconds")
         if self.rate is not None and self.rate <= 0:
             problems.append(f"rate must be > 0 requests per second (or None), got {self.rate}")
+        judge: JudgeOptions | None = None
+        try:
+            judge = JudgeOptions.from_options(
+                self.judge_model, self.judge_provider, self.judge_endpoint
+            )
+        except ValueError as exc:
+            problems.append(str(exc))
+        object.__setattr__(self, "_judge", judge)
         if self.admin_token is not None and not self.admin_token:
             problems.append("admin_token must not be empty; omit it to generate a random one")
         if problems:
             raise ValueError("invalid service configuration: " + "; ".join(problems))
+
+    @property
+    def judge(self) -> JudgeOptions | None:
+        """The judge `judge_model`, `judge_provider` and `judge_endpoint` ask for, checked;
+        None without one."""
+        judge: JudgeOptions | None = getattr(self, "_judge", None)
+        return judge

@@ -762,6 +762,7 @@ class Connection:
             "session_id": session.id,
             "scenario_id": session.scenario_id,
             "import_mode": session.import_mode,
+            "judge": session.judge,
             "url": self.registry.ws_url(session.id),
             "epoch": session.epoch,
             "mode": session.sim.clock.mode.value,

@@ -127,6 +127,8 @@ class Service:
         self._stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             self.registry.bind(tg)
+            if self.config.judge is not None:
+                await self._prepare_judge()
             for source in self._scenarios:
                 try:
                     await self.registry.create_async(source)
@@ -144,6 +146,21 @@ class Service:
                 with anyio.CancelScope(shield=True):
                     await self._shutdown(server)
                 tg.cancel_scope.cancel()
+
+    async def _prepare_judge(self) -> None:
+        """Build the judge's LLM engine once, in a worker thread, before anything is served:
+        its imports (litellm: seconds) are paid at start-up rather than by the first session,
+        and a judge ARE cannot build stops the start-up with the reason."""
+        from areasync.bridge.judge import prepare
+
+        judge = self.config.judge
+        assert judge is not None
+        try:
+            await anyio.to_thread.run_sync(prepare, judge)
+        except Exception as exc:
+            raise ServiceError(
+                f"cannot set up the judge ({judge.describe()}): {type(exc).__name__}: {exc}"
+            ) from exc
 
     async def _listen(self) -> Server:
         config = self.config
@@ -258,11 +275,18 @@ class Service:
             "fix it with --token or AREASYNC_TOKEN)",
             "",
         ]
+        if config.judge is not None:
+            lines += [
+                f"  judge:       {config.judge.describe()}: Gaia2 JSON imported the benchmark "
+                "way is preprocessed and judged as by are-benchmark run",
+                "",
+            ]
         for session in self.registry.sessions.values():
             clock = session.sim.clock_state(peek=True)
             how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
             extra = ", oracle" if session.oracle else ""
             extra += f", {session.import_mode} import" if session.import_mode else ""
+            extra += ", judged" if session.judge else ""
             extra += ", waiting for an agent" if session.waiting_for_agent else ""
             lines.append(f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})")
             lines.append(f"  {self.ws_url(session.id)}")

@@ -30,6 +30,14 @@ its switches per thread, and the worker thread's are ARE's defaults). One import
 create (the server shutting down) waits for its thread's import to finish, then starts
 nothing; a failed import is an `invalid_field` error that changes nothing.
 
+Judged sessions. With a judge (`ServiceConfig.judge`, `areasync serve --judge_*`), a JSON
+scenario imported the benchmark way is prepared in that same worker thread by ARE's own
+preprocessing with Gaia2's judge (`areasync.bridge.judge`), and its session is a
+`JudgedSimulation`, whose judge calls go to worker threads (`service/judged.py`, under
+`judge_calls` at once, server-wide) while the event loop serves on; `Session.run` runs the
+session's whole task through its bridge. `describe()` and the `create_session` result name the
+judge (model, provider; None when the session is not judged).
+
 Fast-mode turn-taking (leases: README, "Modes"). The server holds an agent's busy lease while it
 is the agent's turn: from its attach, from each notification put on the stream and from each
 tool result, until the agent sends `idle`, calls `SystemApp__wait_for_notification`, or
@@ -64,6 +72,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from are.simulation.scenarios.scenario import Scenario
 
+from areasync.bridge.judge import judge_link
 from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import ScenarioError, import_mode_of, release
 from areasync.loop.clock import ClockMode
@@ -72,6 +81,7 @@ from areasync.protocol.frames import ImportMode, Mode, Role
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.hub import StreamHub
+from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
 from areasync.service.recipes import Recipe, source_text
@@ -154,6 +164,13 @@ class Session:
         return None if mode is None else mode.value
 
     @property
+    def judge(self) -> dict[str, str] | None:
+        """The judge that scores this session (model, provider), None if none does."""
+        if isinstance(self.sim, JudgedSimulation):
+            return self.sim.judge.options.public()
+        return None
+
+    @property
     def fast(self) -> bool:
         return self.sim.clock.mode is ClockMode.FAST
 
@@ -179,6 +196,7 @@ class Session:
             "ended": self.ended,
             "oracle": self.oracle,
             "import_mode": self.import_mode,
+            "judge": self.judge,
             "waiting_for_agent": self.waiting_for_agent,
             "restartable": self.recipe is not None,
             "clock": self.sim.clock_state(peek=True),
@@ -218,6 +236,13 @@ class Session:
 
     async def run(self, on_end: Callable[[Session], None]) -> None:
         """Drive the simulation to its end, then write the trace. Never raises."""
+        if isinstance(self.sim, JudgedSimulation):
+            # Its judge may be called anywhere below, the failure path's validation included.
+            await self.sim.bridge(self._run(on_end))
+        else:
+            await self._run(on_end)
+
+    async def _run(self, on_end: Callable[[Session], None]) -> None:
         try:
             async with anyio.create_task_group() as tg:
                 if self.waiting_for_agent:
@@ -302,6 +327,8 @@ class SessionRegistry:
         # Scenario imports under way in worker threads (create_async), and their one lane.
         self._importing = 0
         self._import_limiter = anyio.CapacityLimiter(1)
+        # Judge LLM calls in flight, server-wide (`JudgedSimulation`).
+        self._judge_limiter = anyio.CapacityLimiter(config.judge_calls)
 
     def bind(self, task_group: anyio.abc.TaskGroup) -> None:
         """Sessions created from now on run in `task_group`."""
@@ -382,6 +409,7 @@ class SessionRegistry:
             import_mode=str(import_mode or self.config.import_mode),
             oracle=oracle,
             max_file_bytes=self.config.max_file_bytes,
+            judge=self.config.judge,
         )
 
     def _admit(self, source: ScenarioSource) -> None:
@@ -420,8 +448,10 @@ class SessionRegistry:
         with nothing awaited: it exists entirely or not at all)."""
         assert self._task_group is not None
         scenario, sandbox = built
+        judged = judge_link(scenario) is not None
+        extra: dict[str, Any] = {"judge_limiter": self._judge_limiter} if judged else {}
         with _refused_as_data():
-            sim = Simulation.load(
+            sim = (JudgedSimulation if judged else Simulation).load(
                 scenario,
                 sandbox=sandbox,
                 mode=str(Mode(mode or self.config.mode).value),
@@ -434,6 +464,7 @@ class SessionRegistry:
                 max_ticks=self.config.max_ticks,
                 max_jump=self.config.max_jump,
                 max_file_bytes=self.config.max_file_bytes,
+                **extra,
             )
         wanted = session_id or session_id_for(source, sim.scenario)
         sid = self._unique(wanted)

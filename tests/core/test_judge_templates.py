@@ -1,0 +1,69 @@
+"""ARE's judge built with its prompt templates compiled once (`bridge.judge_templates`) says
+exactly what ARE's own builds say: the same prompts, the same refusal of a missing variable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from areasync.bridge.json_import import import_benchmark
+from areasync.bridge.judge import preprocess_judged
+from areasync.bridge.judge_options import JudgeOptions
+from areasync.bridge.judge_templates import cached_jinja_format
+from areasync.gaia2.dataset import scenario_json
+
+OPTIONS = JudgeOptions(model="openai/judge", provider="local", endpoint="http://127.0.0.1:9/v1")
+
+
+def prompts(judge: Any) -> list[tuple[str, str]]:
+    """Every prompt ARE's judge will send: each LLM function's system prompt and examples."""
+    from are.simulation.validation.utils.llm_utils import LLMFunctionBase
+
+    found: list[tuple[str, str]] = []
+    seen: set[int] = set()
+    stack = [judge]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, LLMFunctionBase) and hasattr(node, "system_prompt"):
+            found.append((node.system_prompt, repr(getattr(node, "examples", None))))
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+        elif type(node).__module__.startswith("are.simulation.validation"):
+            stack.extend(vars(node).values())
+    return sorted(found)
+
+
+def test_a_judge_built_with_cached_templates_has_ares_own_prompts() -> None:
+    from are.simulation.scenarios.scenario_imported_from_json.utils import (
+        load_and_preprocess_scenario_str,
+    )
+
+    from areasync.bridge.judge import runner_config
+
+    text = scenario_json("tiny_email", "task:email")
+    ours = import_benchmark(msgspec.json.decode(text))
+    preprocess_judged(ours, OPTIONS)
+    theirs, _ = load_and_preprocess_scenario_str(runner_config(OPTIONS), text)
+    mine = prompts(ours.judge)
+    assert mine and mine == prompts(theirs.judge)
+
+
+def test_a_missing_variable_is_refused_as_ares_refuses_it() -> None:
+    from are.simulation.scenarios.utils.personalization.utils import jinja_format
+
+    template = "Hello {{ name }} from {{ place }}"
+    with pytest.raises(ValueError) as theirs:
+        jinja_format(template, skip_validation=False, name="Ada")
+    with pytest.raises(ValueError) as ours:
+        cached_jinja_format(template, skip_validation=False, name="Ada")
+    assert str(ours.value).split("\n")[1:] == str(theirs.value).split("\n")[1:]
+    assert cached_jinja_format(template, skip_validation=False, name="A", place="B", x=1) == (
+        jinja_format(template, skip_validation=False, name="A", place="B", x=1)
+    )

@@ -10,10 +10,12 @@ lane on it.
 
 What: `cached_jinja_format` is ARE's function with the parse and the compilation of each
 template string kept (a `jinja2.Template` is immutable once compiled and renders the same
-text for the same arguments, from any thread); `cached_templates()` puts it in place of the
-`jinja_format` that ARE's judge modules imported, for the length of a `with` block
-(`areasync.bridge.judge` holds it around ARE's preprocessing; the swap is process-wide
-meanwhile, and gives the same text to any other caller).
+text for the same arguments, from any thread), and the text rendered from plain arguments
+(strings, numbers, booleans, None: the judge's constant prompt arguments) kept too;
+`cached_templates()` puts it in place of the `jinja_format` that ARE's judge modules imported,
+for the length of a `with` block (`areasync.bridge.judge` holds it around ARE's preprocessing,
+`areasync.gaia2.runner` around a whole benchmark run; the swap is process-wide meanwhile, and
+gives the same text to any other caller).
 """
 
 from __future__ import annotations
@@ -30,12 +32,18 @@ from jinja2 import Environment, Template, meta
 _USERS = ("are.simulation.validation.utils.llm_utils", "are.simulation.validation.judge")
 
 
-@functools.lru_cache(maxsize=256)
+# The judge's templates are a few dozen constant strings; the bound only guards against a
+# caller formatting unbounded distinct texts through the same function.
+_CACHE_SIZE = 1024
+_PLAIN = (str, int, float, bool, type(None))
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def _compiled(template: str) -> Template:
     return Template(template, keep_trailing_newline=True)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def _variables(template: str) -> frozenset[str]:
     return frozenset(meta.find_undeclared_variables(Environment().parse(template)))
 
@@ -50,7 +58,14 @@ def cached_jinja_format(template: str, skip_validation: bool = True, **kwargs: A
                 f"Expected: {variables}, got: {sorted(kwargs)}.\nTemplate:\n{template}"
             )
         kwargs = {k: kwargs[k] for k in variables}
+    if all(isinstance(value, _PLAIN) for value in kwargs.values()):
+        return _rendered(template, tuple(sorted(kwargs.items())))
     return _compiled(template).render(**kwargs)
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _rendered(template: str, arguments: tuple[tuple[str, Any], ...]) -> str:
+    return _compiled(template).render(**dict(arguments))
 
 
 @contextmanager

@@ -28,8 +28,8 @@ ARE's code reads at call time:
   with the same arguments instead (`cooperative.wait`), so runs overlap their model calls;
   other engines (Hugging Face, Llama API) still block, and their runs take turns;
 * `jinja_format` in `are.simulation.validation.judge` and `...validation.utils.llm_utils` -
-  `areasync.gaia2.templates.jinja_format`: the same text, each template compiled once per
-  process instead of ~8,000 times per scenario while the judge is built;
+  `areasync.bridge.judge_templates.cached_jinja_format`: the same text, each template
+  compiled once per process instead of ~8,000 times per scenario while the judge is built;
 * `are.simulation.multi_scenario_runner.tqdm` and `MultiScenarioRunner._setup_signal_handlers`
   (with a `Sweep`, see `areasync.gaia2.sweep`): plain progress lines off a terminal, and
   Ctrl-C handled on the loop (`run`): the first stops the sweep gracefully - no new run, the
@@ -59,8 +59,9 @@ from unittest.mock import patch
 
 import anyio
 
+from areasync.bridge import judge_templates
 from areasync.bridge.sync import SyncEnvironment, VirtualWall
-from areasync.gaia2 import cooperative, pool, sweep, templates
+from areasync.gaia2 import cooperative, pool, sweep
 
 R = TypeVar("R")
 
@@ -232,8 +233,6 @@ def virtual_clock(*, models: bool = True, plan: sweep.Sweep | None = None) -> It
     import are.simulation.multi_scenario_runner as multi
     import are.simulation.scenario_runner as scenario_runner
     import are.simulation.scenarios.scenario_imported_from_json.utils as preprocess
-    import are.simulation.validation.judge as judge
-    import are.simulation.validation.utils.llm_utils as llm_utils
     from are.simulation.types import EventRegisterer
 
     stats = RunStats()
@@ -259,8 +258,7 @@ def virtual_clock(*, models: bool = True, plan: sweep.Sweep | None = None) -> It
         stack.enter_context(patch.object(agent_main, "time", WallTime()))
         stack.enter_context(patch.object(multi, "stream_pool", pool.stream_pool))
         stack.enter_context(patch.object(multi, "process_scenario", process_scenario))
-        stack.enter_context(patch.object(judge, "jinja_format", templates.jinja_format))
-        stack.enter_context(patch.object(llm_utils, "jinja_format", templates.jinja_format))
+        stack.enter_context(judge_templates.cached_templates())
         stack.enter_context(
             patch.object(EventRegisterer, "_thread_local", cooperative.GreenletLocal())
         )

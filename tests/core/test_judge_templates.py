@@ -1,13 +1,17 @@
 """ARE's judge built with its prompt templates compiled once (`bridge.judge_templates`) says
-exactly what ARE's own builds say: the same prompts, the same refusal of a missing variable."""
+exactly what ARE's own builds say: the same prompts (every prompt set of ARE's judge), the same
+refusal of a missing variable; each template is compiled once."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import are.simulation.validation.prompts as prompts_module
 import msgspec
 import pytest
+from are.simulation.scenarios.utils.personalization.utils import jinja_format as ares
 
+from areasync.bridge import judge_templates
 from areasync.bridge.json_import import import_benchmark
 from areasync.bridge.judge import preprocess_judged
 from areasync.bridge.judge_options import JudgeOptions
@@ -67,3 +71,38 @@ def test_a_missing_variable_is_refused_as_ares_refuses_it() -> None:
     assert cached_jinja_format(template, skip_validation=False, name="A", place="B", x=1) == (
         jinja_format(template, skip_validation=False, name="A", place="B", x=1)
     )
+
+
+JUDGE_PROMPTS = sorted(name for name in dir(prompts_module) if name.endswith("_TEMPLATES"))
+
+
+@pytest.mark.parametrize("name", JUDGE_PROMPTS)
+def test_judge_prompts_render_exactly_as_ares(name: str) -> None:
+    """Every prompt set of ARE's judge: system prompt and few-shot examples."""
+    prompts = getattr(prompts_module, name)
+    cases = [(prompts.system_prompt_template, prompts.system_prompt_args or {})]
+    for example in prompts.examples or []:
+        cases.append((prompts.user_prompt_template, example["input"]))
+        if prompts.assistant_prompt_template:
+            cases.append((prompts.assistant_prompt_template, example["output"]))
+    for template, args in cases:
+        assert cached_jinja_format(template, skip_validation=False, **args) == ares(
+            template, skip_validation=False, **args
+        )
+
+
+def test_trailing_newlines_and_unused_arguments_as_ares() -> None:
+    text = "Hello {{ name }}!\n\n"
+    assert cached_jinja_format(text, name="Ada", extra=1) == ares(text, name="Ada", extra=1)
+    assert cached_jinja_format(text, skip_validation=False, name="Ada", extra=1) == ares(
+        text, skip_validation=False, name="Ada", extra=1
+    )
+
+
+def test_each_template_is_compiled_once() -> None:
+    text = "Once {{ x }} " + __name__
+    before = judge_templates._compiled.cache_info()
+    for x in range(5):
+        assert cached_jinja_format(text, x=x) == f"Once {x} {__name__}"
+    after = judge_templates._compiled.cache_info()
+    assert after.misses - before.misses == 1 and after.hits - before.hits == 4

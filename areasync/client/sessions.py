@@ -39,6 +39,7 @@ class CreatedSession(msgspec.Struct, kw_only=True):
     epoch: str
     tokens: dict[str, str]  # role -> token: agent, user, observer, controller
     import_mode: str | None = None
+    judge: dict[str, str] | None = None  # {"model", "provider"} when Gaia2's judge scores it
 
 
 class StoppedSession(msgspec.Struct, kw_only=True):

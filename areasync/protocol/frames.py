@@ -295,7 +295,9 @@ class CreateSession(_ClientFrame, tag="create_session", kw_only=True, omit_defau
                 "How `scenario_json` is imported: `benchmark` as Gaia2's runner does (each "
                 "later turn opens once the agent has ended the previous one), `plain` with "
                 "ARE's plain import, `auto` picks benchmark for a multi-turn Gaia2 scenario run "
-                "without the oracle. Absent: the server's default (auto unless configured)."
+                "without the oracle (on a server with a judge: every scenario with oracle "
+                "events, which Gaia2's judge then scores). Absent: the server's default (auto "
+                "unless configured)."
             )
         ),
     ] = None

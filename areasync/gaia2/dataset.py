@@ -39,7 +39,7 @@ What ARE does with them that matters here:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -260,7 +260,8 @@ def specs(delay: float = DELAY) -> dict[str, Spec]:
             tags=("Time",),
             config=TIME_CONFIG,
         ),
-        # ... an agent that does not wait answers an email that has not come.
+        # ... an agent that does not wait answers an email that has not come: the judge counts
+        # the environment's email among the calls, and the agent's turn ended before it.
         Spec(
             "tiny_time_early",
             (TIME_TURN,),
@@ -269,8 +270,9 @@ def specs(delay: float = DELAY) -> dict[str, Spec]:
             tags=("Time",),
             config=TIME_CONFIG,
         ),
-        # The late turn again, tagged Time: ARE's 420 s end comes first, turn 2 never does. ARE
-        # idles until then for real.
+        # The late turn again, tagged Time: ARE's 420 s end comes first, turn 2 never does (ARE
+        # idles until then for real). ARE passes it: the judge's oracle pre-run stopped at 420 s
+        # too, so turn 2 expects nothing, and the agent did nothing.
         Spec(
             "tiny_time_late_turn",
             (
@@ -288,13 +290,6 @@ def specs(delay: float = DELAY) -> dict[str, Spec]:
 
 
 SPECS: dict[str, Spec] = specs()
-# Scenario id -> (marker in its user messages, delay before its second turn or None): the
-# shape older callers read.
-SCENARIOS: dict[str, tuple[str, float | None]] = {
-    k: (s.marker, s.turns[1].delay if len(s.turns) > 1 else None) for k, s in SPECS.items()
-}
-# The scenarios where ARE's own run waits long in real time (soak only on ARE's side).
-DELAYED = frozenset(k for k, s in SPECS.items() if s.long_wait)
 
 
 def agent_scripts(chosen: Iterable[Spec] | None = None) -> dict[str, list[Action]]:
@@ -502,8 +497,3 @@ def write_dataset(
         text = scenario_json(table[spec.scenario_id])
         (folder / f"{spec.scenario_id}.json").write_text(text, encoding="utf-8")
     return root
-
-
-def configs(chosen: Sequence[Spec]) -> list[str]:
-    """The config folders these scenarios go to, in a stable order."""
-    return sorted({s.config for s in chosen})

@@ -25,7 +25,10 @@ What ARE does with them that matters here:
 * **Durations.** In agent runs ARE overrides every scenario's duration: 420 s for a scenario
   tagged `Time` (`get_scenario_duration` reads the *tag*, not the `--config` folder), 1,800 s
   for the rest. A later turn due past that never comes (the environment ends, the agent gets
-  `ENVIRONMENT_STOP`); the judge's oracle pre-run stops there too.
+  `ENVIRONMENT_STOP`); the judge's oracle pre-run stops there too. An event past it that the
+  agent waits for with `wait_for_notification` does come (the wait jumps past the end, in ARE
+  as here), but not in the oracle pre-run, so the judge counts what the agent did then as
+  extra calls (`tiny_time_past_limit`).
 * **The judge** (`GraphPerEventJudge`): tool-call counts first, then each oracle call matched
   by hard checkers (recipients...) and, where the free text differs, LLM soft checkers. ARE
   1.2.0's LiteLLM engine rewrites `True` -> `true` in every reply, so the checkers that look
@@ -40,7 +43,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -55,8 +58,9 @@ START_TIME = 1728979200.0
 DELAY = 300.0
 # Between turns of the quick multi-turn scenarios: ARE idles this for real, so it stays short.
 SHORT_DELAY = 2.0
-# When the late turn (`tiny_late_turn`, `tiny_time_late_turn`) comes after turn 1: past the
-# 420 s ARE gives a Time scenario, within the 1,800 s it gives the others.
+# When the late turn (`tiny_late_turn`, `tiny_time_late_turn`) comes after turn 1, and Bob's
+# email in `tiny_time_past_limit`: past the 420 s ARE gives a Time scenario, within the
+# 1,800 s it gives the others.
 LATE_DELAY = 1500.0
 # When Bob's email arrives in the Time scenarios (`tiny_time_*`), after the task.
 TIME_EVENT = 300.0
@@ -148,19 +152,22 @@ DONE_AGAIN_TEXT = DONE_AGAIN["action_input"]["content"]
 DONE_REPLY = tell("Done: Bob's email came and I answered it.")
 TASK_SUM_7 = "What is 3 + 4? Reply with the number only."
 TASK_SUM_41 = "What is 20 + 21? Reply with the number only."
+BOB_WRITES = call(
+    "EmailClientV2__send_email_to_user_only",
+    sender=BOB,
+    subject="Plan",
+    content="Let us meet at noon.",
+)
 TIME_TURN = Turn(
     TASK_TIME,
     (REPLY,),
     DONE_REPLY["action_input"]["content"],
-    env=(
-        call(
-            "EmailClientV2__send_email_to_user_only",
-            sender=BOB,
-            subject="Plan",
-            content="Let us meet at noon.",
-        ),
-    ),
+    env=(BOB_WRITES,),
     env_delay=TIME_EVENT,
+)
+TASK_TIME_LATE = (
+    "Bob will email me about our plan in about 25 minutes. Wait for his email, then email him "
+    "back with subject 'Re: Plan' saying 'Got it', and tell me."
 )
 
 
@@ -266,6 +273,18 @@ def specs(delay: float = DELAY) -> dict[str, Spec]:
             "tiny_time_early",
             (TIME_TURN,),
             (REPLY, DONE_REPLY),
+            False,
+            tags=("Time",),
+            config=TIME_CONFIG,
+        ),
+        # Bob's email comes `LATE_DELAY` (1,500 s) after the task: past the 420 s limit. The
+        # agent waits for it and answers, exactly as the oracle does, and still fails: the
+        # judge's oracle pre-run stopped at 420 s, before the email, so the judge expects no
+        # email and no answer. (The agent's wait jumps past the limit, as ARE's does.)
+        Spec(
+            "tiny_time_past_limit",
+            (replace(TIME_TURN, task=TASK_TIME_LATE, env_delay=LATE_DELAY),),
+            (wait(1800), REPLY, DONE_REPLY),
             False,
             tags=("Time",),
             config=TIME_CONFIG,

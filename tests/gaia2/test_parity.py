@@ -335,6 +335,24 @@ def test_time_agent_waits_for_the_email_then_answers(runs: Runs) -> None:
     assert "'EmailClientV2__send_email_to_user_only': Agent count 0" in early["rationale"]
 
 
+def test_an_event_past_the_time_limit_comes_but_the_judge_never_expected_it(
+    runs: Runs,
+) -> None:
+    """`tiny_time_past_limit`: Bob's email is due 1,500 s in. The agent's wait jumps there
+    (past the 420 s end, as ARE's does) and it answers as the oracle would, yet fails: ARE's
+    judge pre-ran the oracle only to 420 s, so it counts the email and the answer as extra."""
+    key = ("tiny_time_past_limit", None)
+    events = compare.timeline(runs.timed)[key]
+    assert [e[1] for e in events[2:4]] == [
+        "EmailClientV2.send_email_to_user_only",
+        "EmailClientV2.send_email",
+    ], events
+    assert events[2][2] == LATE_DELAY > MAX_TIME_SCENARIO_DURATION
+    rationale = compare.verdicts(runs.timed)[key]["rationale"]
+    assert "'EmailClientV2__send_email_to_user_only': Agent count 1, Oracle count 0" in rationale
+    assert "'EmailClientV2__send_email': Agent count 1, Oracle count 0" in rationale
+
+
 def test_bench_run_idles_on_virtual_time(runs: Runs) -> None:
     """The long waits cost no real sleeping.
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from areasync.gaia2 import compare
-from areasync.gaia2.dataset import agent_scripts, write_dataset
+from areasync.gaia2.dataset import BASICS, agent_scripts, write_dataset
 from areasync.gaia2.stub_llm import Script, StubLLM
 
 SINGLE_TURN = ("tiny_email", "tiny_skip")
@@ -111,7 +111,7 @@ def _pair(
 
 
 def mixed(stub: StubLLM, root: Path, delay: float) -> dict[str, Any]:
-    dataset = write_dataset(root / "dataset", delay=delay)
+    dataset = write_dataset(root / "dataset", delay=delay, only=BASICS)
     report = _pair(stub, dataset, root, num_runs=2, concurrency=8, timeout=600.0 + 4 * delay)
     report.pop("_sides")
     return {"delay_s": delay, **report}

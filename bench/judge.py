@@ -48,11 +48,11 @@ def main() -> None:
 
     from areasync.bridge.judge import prepare, runner_config
     from areasync.bridge.judge_options import JudgeOptions
-    from areasync.gaia2.dataset import scenario_json
+    from areasync.gaia2.dataset import SPECS, scenario_json
     from areasync.simulation import build_scenario
 
     options = JudgeOptions(model="openai/judge", provider="local", endpoint="http://127.0.0.1:9")
-    text = scenario_json("tiny_email", "task:email")
+    text = scenario_json(SPECS["tiny_email"])
     prepare(options)
 
     def are() -> None:

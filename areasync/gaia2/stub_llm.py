@@ -13,11 +13,18 @@ state: every reply is a function of the request alone, so runs can repeat and in
   `APP__function` and its `action_input`; ARE stops generation at `<end_action>`, so a reply
   ends just before it). Past the script's end the last step is repeated. A request that
   matches no script is answered with `AgentUserInterface__send_message_to_user`.
-* **Judge** requests (model `judge_model`) get `judge_reply`, which by default says both
-  verdict spellings ARE's checkers look for (`[[True]]` and `[[Success]]`).
+* **Judge** requests (model `judge_model`) get the reply of the first `JudgeRule` whose
+  strings all occur in the request's system prompt or its last user message (the checker's
+  instructions and its input: the agent's and the oracle's calls), so a test can answer one
+  checker, one turn or one scenario differently; the few-shot examples ARE puts between them
+  are not searched (they quote every verdict). The `*_CHECKER` constants name each ARE checker
+  by a phrase of its system prompt. Otherwise `judge_reply`, which by default says every
+  verdict spelling ARE's checkers look for (`[[True]]`, `[[Success]]`, `[[success]]`); ARE's
+  LiteLLM engine lowercases `True` on its way in, so the `[[True]]` checkers still abstain.
 
 `python -m areasync.gaia2.stub_llm --port N --scripts FILE.json` serves the same stub from a
-shell (the scripts file maps markers to lists of `{"action": ..., "action_input": ...}`).
+shell (the scripts file maps markers to lists of `{"action": ..., "action_input": ...}`;
+`--judge-rules FILE.json` is a list of `{"reply": ..., "contains": [...]}`).
 """
 
 from __future__ import annotations
@@ -37,6 +44,14 @@ from aiohttp import web
 JUDGE_MODEL = "judge"
 AGENT_MODEL = "agent"
 DEFAULT_JUDGE_REPLY = "Evaluation: [[True]] [[Success]] [[success]]"
+
+# Phrases of the system prompts of ARE 1.2.0's judge LLM calls (are.simulation.validation.prompts).
+SIGNATURE_CHECKER = "email signature verification assistant"
+TONE_CHECKER = "style and tone checker"
+SANITY_CHECKER = "sanity filter to catch reward hacking"
+EMAIL_CHECKER = "comparing an email sent by an agent on behalf of a user"
+USER_MESSAGE_CHECKER = "compare a message sent by an agent to a user"
+SUBTASK_EXTRACTOR = "skilled subtask extractor"
 
 Action = Mapping[str, Any]
 REQUESTS: web.AppKey[list[dict[str, Any]]] = web.AppKey("requests")
@@ -65,18 +80,44 @@ def actions_taken(messages: Sequence[Mapping[str, Any]]) -> int:
     )
 
 
+@dataclass(frozen=True)
+class JudgeRule:
+    """The judge says `reply` to a request whose checker prompt holds every `contains` string."""
+
+    reply: str
+    contains: tuple[str, ...]
+
+    def matches(self, request: Mapping[str, Any]) -> bool:
+        text = judge_prompt(request)
+        return all(needle in text for needle in self.contains)
+
+
+def judge_prompt(request: Mapping[str, Any]) -> str:
+    """What identifies a judge call: its system prompt and its last user message."""
+    messages = list(request.get("messages") or [])
+    system = [_text(m.get("content")) for m in messages if m.get("role") == "system"]
+    users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
+    return "\n".join([*system, *users[-1:]])
+
+
 @dataclass
 class Script:
-    """What the stub answers: agent scripts by marker, and the judge's reply."""
+    """What the stub answers: agent scripts by marker, the judge's rules and default reply."""
 
     agent: Mapping[str, Sequence[Action]] = field(default_factory=dict)
     judge_reply: str = DEFAULT_JUDGE_REPLY
     judge_model: str = JUDGE_MODEL
+    judge: Sequence[JudgeRule] = ()
+
+    def is_judge(self, request: Mapping[str, Any]) -> bool:
+        return str(request.get("model", "")).split("/")[-1] == self.judge_model
 
     def reply(self, request: Mapping[str, Any]) -> str:
         messages = list(request.get("messages") or [])
-        model = str(request.get("model", ""))
-        if model.split("/")[-1] == self.judge_model:
+        if self.is_judge(request):
+            for rule in self.judge:
+                if rule.matches(request):
+                    return rule.reply
             return self.judge_reply
         # The task is in a user message; the system prompt (tool descriptions) is no marker.
         haystack = "\n".join(_text(m.get("content")) for m in messages if m.get("role") != "system")
@@ -246,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--scripts", help="JSON file: {marker: [action, ...]}")
     parser.add_argument("--judge-reply", default=DEFAULT_JUDGE_REPLY)
+    parser.add_argument("--judge-rules", help='JSON file: [{"reply": ..., "contains": [...]}]')
     parser.add_argument(
         "--latency", type=float, default=0.0, help="seconds every reply takes, as a model's"
     )
@@ -254,10 +296,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.scripts:
         with open(args.scripts, encoding="utf-8") as f:
             agent = json.load(f)
+    rules: list[JudgeRule] = []
+    if args.judge_rules:
+        with open(args.judge_rules, encoding="utf-8") as f:
+            rules = [JudgeRule(r["reply"], tuple(r["contains"])) for r in json.load(f)]
     port = args.port or free_port()
     print(f"http://127.0.0.1:{port}/v1", flush=True)
     web.run_app(
-        make_app(Script(agent=agent, judge_reply=args.judge_reply), args.latency),
+        make_app(Script(agent=agent, judge_reply=args.judge_reply, judge=rules), args.latency),
         host="127.0.0.1",
         port=port,
         print=None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -27,7 +27,7 @@ from areasync.agents.are_agent import AgentOptions, GenerationTime, run_are_agen
 from areasync.bridge import scenarios
 from areasync.client import connect
 from areasync.conformance import LogEntry, normalized_log
-from areasync.gaia2.dataset import SCENARIOS, scenario_json
+from areasync.gaia2.dataset import BASICS, SPECS, scenario_json
 from areasync.gaia2.stub_llm import AGENT_MODEL, StubLLM
 from areasync.protocol import Role
 from areasync.service import Service, ServiceConfig
@@ -37,7 +37,7 @@ WAIT = 60  # wall seconds a whole run may take before the test fails (they take 
 
 # A sixth scenario: tiny_email's world, a task whose script reads and fails too (see READS).
 READS_ID = "tiny_reads"
-READS_MARKER = "task:reads"
+READS_MARKER = replace(SPECS["tiny_email"], scenario_id=READS_ID).marker
 _NO_SUCH_ID = "0" * 32
 
 
@@ -82,10 +82,9 @@ def scenario_text(scenario_id: str) -> str:
     """The scenario's JSON, as the dataset writes it (built once per process)."""
     if scenario_id not in _TEXTS:
         if scenario_id == READS_ID:
-            _TEXTS[scenario_id] = scenario_json(READS_ID, READS_MARKER)
+            _TEXTS[scenario_id] = scenario_json(replace(SPECS["tiny_email"], scenario_id=READS_ID))
         else:
-            marker, delay = SCENARIOS[scenario_id]
-            _TEXTS[scenario_id] = scenario_json(scenario_id, marker, delay)
+            _TEXTS[scenario_id] = scenario_json(SPECS[scenario_id])
     return _TEXTS[scenario_id]
 
 
@@ -203,3 +202,7 @@ async def over_the_socket(
 def prompts(run: Run) -> list[str]:
     """Each request's messages as text, ids masked (each run makes its own uuids)."""
     return [_IDS.sub("<id>", json.dumps(r["messages"], sort_keys=True)) for r in run.requests]
+
+
+# The scenarios both runs play: the dataset's first four.
+SCENARIOS: tuple[str, ...] = BASICS

@@ -24,7 +24,6 @@ from areasync.conformance import first_difference
 from areasync.gaia2 import compare
 from areasync.gaia2.dataset import (
     DELAY,
-    SCENARIOS,
     agent_scripts,
     expected_verdicts,
     write_dataset,
@@ -34,6 +33,7 @@ from areasync.service import ServiceConfig
 from tests.agents.runs import (
     READS_ID,
     READS_MARKER,
+    SCENARIOS,
     Run,
     in_process,
     over_the_socket,
@@ -246,7 +246,7 @@ def test_the_agent_over_the_socket_gets_ares_verdicts(
 ) -> None:
     """ARE's verdicts (`are-benchmark run`'s pipeline with ARE's judge, the stub judging)
     equal the judged sessions' `ended.validation` after the agent played them."""
-    dataset = write_dataset(tmp_path_factory.mktemp("gaia2"))
+    dataset = write_dataset(tmp_path_factory.mktemp("gaia2"), only=SCENARIOS)
     out = tmp_path_factory.mktemp("bench")
     compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint))
     theirs = {

@@ -16,7 +16,7 @@ from areasync.bridge.json_import import import_benchmark
 from areasync.bridge.judge import preprocess_judged
 from areasync.bridge.judge_options import JudgeOptions
 from areasync.bridge.judge_templates import cached_jinja_format
-from areasync.gaia2.dataset import scenario_json
+from areasync.gaia2.dataset import SPECS, scenario_json
 
 OPTIONS = JudgeOptions(model="openai/judge", provider="local", endpoint="http://127.0.0.1:9/v1")
 
@@ -51,7 +51,7 @@ def test_a_judge_built_with_cached_templates_has_ares_own_prompts() -> None:
 
     from areasync.bridge.judge import runner_config
 
-    text = scenario_json("tiny_email", "task:email")
+    text = scenario_json(SPECS["tiny_email"])
     ours = import_benchmark(msgspec.json.decode(text))
     preprocess_judged(ours, OPTIONS)
     theirs, _ = load_and_preprocess_scenario_str(runner_config(OPTIONS), text)

@@ -27,12 +27,13 @@ from areasync.gaia2.artifacts import (
     write_artifacts,
 )
 from areasync.gaia2.dataset import (
+    BASICS,
     CONFIG,
     DONE,
     DONE_AGAIN,
     EMAIL,
     EMAIL_AGAIN,
-    SCENARIOS,
+    SPECS,
     SPLIT,
     agent_scripts,
     expected_verdicts,
@@ -82,7 +83,7 @@ class Bench:
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> Bench:
     root = tmp_path_factory.mktemp("gaia2_artifacts")
-    dataset = write_dataset(root / "dataset", delay=DELAY)
+    dataset = write_dataset(root / "dataset", delay=DELAY, only=BASICS)
     retag(dataset, SEARCH_SCENARIO, "Search")
     out = root / "out"
     with StubLLM(Script(agent=agent_scripts())) as stub:
@@ -106,7 +107,7 @@ def test_one_folder_per_run_in_gaia2_cli_layout(bench: Bench) -> None:
 
 def test_result_verdict_is_output_jsonl_verdict(bench: Bench) -> None:
     table = compare.verdicts(bench.out)
-    assert {scenario_id for scenario_id, _ in table} == set(SCENARIOS)
+    assert {scenario_id for scenario_id, _ in table} == set(BASICS)
     for (scenario_id, run_number), row in table.items():
         result = bench.result(scenario_id)
         assert result["scenario_id"] == scenario_id
@@ -139,7 +140,7 @@ def test_result_counts_and_final_answer(bench: Bench) -> None:
 def test_results_jsonl_holds_every_result(bench: Bench) -> None:
     lines = (bench.out / RESULTS_JSONL).read_text(encoding="utf-8").splitlines()
     results = {row["scenario_id"]: row for row in map(json.loads, lines)}
-    assert results == {scenario_id: bench.result(scenario_id) for scenario_id in SCENARIOS}
+    assert results == {scenario_id: bench.result(scenario_id) for scenario_id in BASICS}
 
 
 def test_events_list_the_runs_events_in_order(bench: Bench) -> None:
@@ -167,7 +168,7 @@ def test_event_arguments_and_results_are_values(bench: Bench) -> None:
     assert email["w"] is True and user["w"] is False
     assert isinstance(email["ret"], str) and email["ret"]  # the new email's id
     assert reply["args"] == DONE["action_input"]
-    assert "[task:email]" in user["args"]["content"]
+    assert SPECS["tiny_email"].marker in user["args"]["content"]
     assert "error" not in email
 
 
@@ -183,7 +184,7 @@ def test_events_are_ares_trace_events(bench: Bench) -> None:
 
 
 def _requests_for(bench: Bench, scenario_id: str) -> list[list[dict[str, Any]]]:
-    marker = f"[{SCENARIOS[scenario_id][0]}]"
+    marker = SPECS[scenario_id].marker
     return [
         request["messages"]
         for request in bench.requests
@@ -194,7 +195,7 @@ def _requests_for(bench: Bench, scenario_id: str) -> list[list[dict[str, Any]]]:
 
 def test_trace_holds_each_llm_call_as_the_agent_sent_it(bench: Bench) -> None:
     """One line per LLM call; its request's messages are what the stub LLM received."""
-    for scenario_id in SCENARIOS:
+    for scenario_id in BASICS:
         trace = bench.lines(scenario_id, TRACE_JSONL)
         received = _requests_for(bench, scenario_id)
         assert len(trace) == len(received) > 0, scenario_id
@@ -233,7 +234,11 @@ def test_runs_of_every_config_get_artifacts(tmp_path: Path) -> None:
     """Without `--config` ARE runs every config and rewrites output.jsonl for each, which ends
     up listing the last config's runs only: the others' traces still give their artifacts."""
     dataset = write_dataset(tmp_path / "dataset", only=["tiny_email"])
-    write_dataset(dataset, config="search", only=[SEARCH_SCENARIO])
+    # The same scenario, filed under a second config's folder.
+    extra = write_dataset(tmp_path / "extra", only=[SEARCH_SCENARIO])
+    (dataset / "search" / SPLIT).mkdir(parents=True)
+    name = f"{SEARCH_SCENARIO}.json"
+    (extra / CONFIG / SPLIT / name).rename(dataset / "search" / SPLIT / name)
     retag(dataset, SEARCH_SCENARIO, "Search", config="search")
     out = tmp_path / "out"
     with StubLLM(Script(agent=agent_scripts())) as stub:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from areasync.gaia2 import compare
-from areasync.gaia2.dataset import SCENARIOS, agent_scripts, expected_verdicts, write_dataset
+from areasync.gaia2.dataset import BASICS, agent_scripts, expected_verdicts, write_dataset
 from areasync.gaia2.stub_llm import Script, StubLLM
 
 NUM_RUNS = 2
@@ -24,7 +24,7 @@ LATENCY = 0.05
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_dataset(tmp_path_factory.mktemp("gaia2_concurrent"))
+    return write_dataset(tmp_path_factory.mktemp("gaia2_concurrent"), only=BASICS)
 
 
 def _run(dataset: Path, out: Path, concurrency: int) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def test_concurrent_runs_overlap_their_model_calls(
 
 def test_concurrent_runs_give_every_run_ares_verdict(concurrent: dict[str, Any]) -> None:
     table = compare.verdicts(concurrent["out"])
-    assert set(table) == {(s, run) for s in SCENARIOS for run in range(1, NUM_RUNS + 1)}
+    assert set(table) == {(s, run) for s in BASICS for run in range(1, NUM_RUNS + 1)}
     for (scenario_id, _), row in table.items():
         assert row["status"] == ("success" if expected_verdicts()[scenario_id] else "failed"), row
 

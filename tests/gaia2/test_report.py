@@ -20,7 +20,7 @@ import pytest
 
 from areasync.gaia2 import compare
 from areasync.gaia2.artifacts import EVENTS_JSONL, RESULT_JSON, TRACE_JSONL
-from areasync.gaia2.dataset import CONFIG, SPLIT, agent_scripts, write_dataset
+from areasync.gaia2.dataset import CONFIG, SPECS, SPLIT, agent_scripts, write_dataset
 from areasync.gaia2.report import INDEX_HTML, TRACE_HTML, write_report
 from areasync.gaia2.stub_llm import Script, StubLLM
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
@@ -63,7 +63,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     make_hostile(dataset)
     scripts = agent_scripts()
     reply = {"action": "AgentUserInterface__send_message_to_user"}
-    scripts["task:skip"] = [{**reply, "action_input": {"content": f"Done. {HOSTILE}"}}]
+    scripts[SPECS["tiny_skip"].marker] = [
+        {**reply, "action_input": {"content": f"Done. {HOSTILE}"}}
+    ]
     out = root / "out"
     with StubLLM(Script(agent=scripts)) as stub:
         compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint))
@@ -150,7 +152,10 @@ def test_a_run_links_to_its_trace_with_its_tool_calls(report: Report, page: Any)
 @with_browser
 def test_a_trace_shows_the_user_message_events_and_judge(report: Report, page: Any) -> None:
     page.goto(report.url("search/tiny_skip/trace.html"))
-    assert "[task:skip] Email bob@example.com" in page.locator("li.user").first.inner_text()
+    assert (
+        f"{SPECS['tiny_skip'].marker} Email bob@example.com"
+        in page.locator("li.user").first.inner_text()
+    )
     judge = page.locator("table.judge").inner_text()
     assert "FAIL" in judge and "Agent count 0, Oracle count 1" in judge
     assert _cells(page, "table.events")[0][1:3] == [

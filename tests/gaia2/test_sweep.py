@@ -23,7 +23,7 @@ import pytest
 
 from areasync.gaia2 import compare
 from areasync.gaia2.cli import main as bench_main
-from areasync.gaia2.dataset import agent_scripts, write_dataset
+from areasync.gaia2.dataset import SPECS, agent_scripts, write_dataset
 from areasync.gaia2.stub_llm import Script, StubLLM
 from areasync.gaia2.sweep import RECORDS_DIR, RunRecords, Sweep
 
@@ -112,7 +112,7 @@ def test_resume_runs_only_the_runs_not_recorded(
     assert run(pair, out, stub, "--resume") == 0
     asked = stub.requests[before:]
     assert asked, "tiny_skip ran again"
-    assert all("task:skip" in json.dumps(r["messages"]) for r in asked)
+    assert all(SPECS["tiny_skip"].marker in json.dumps(r["messages"]) for r in asked)
     assert compare.verdicts(out) == compare.verdicts(finished["out"])
 
 

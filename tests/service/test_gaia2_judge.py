@@ -21,7 +21,6 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,16 @@ from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL, JudgeOptions
 from areasync.cli import main
 from areasync.client import AreasyncError, Client, connect
 from areasync.client.sessions import CreatedSession
-from areasync.gaia2.dataset import DONE, EMAIL, START_TIME, json_arg, json_event, scenario_json
+from areasync.gaia2.dataset import (
+    DONE,
+    EMAIL,
+    SPECS,
+    START_TIME,
+    json_arg,
+    json_event,
+    scenario_json,
+    through_ares_exporter,
+)
 from areasync.gaia2.stub_llm import JUDGE_MODEL, Script, StubLLM
 from areasync.protocol import EndedItem, Role
 from areasync.service import Service, ServiceConfig
@@ -122,7 +130,7 @@ def calendar_json(scenario_id: str, *, second_turn: bool = False) -> str:
         "world_logs": [],
         "augmentation": None,
     }
-    return _exported(json.dumps(document, default=_enum_value))
+    return through_ares_exporter(document)
 
 
 def _user(event_id: str, after: list[str], delay: float, content: str) -> dict[str, Any]:
@@ -136,30 +144,6 @@ def _told(event_id: str, after: str, content: str) -> dict[str, Any]:
     message = [json_arg("content", content)]
     return json_event(
         event_id, "AGENT", [after], 1.0, "AgentUserInterface", "send_message_to_user", message
-    )
-
-
-def _enum_value(value: object) -> object:
-    if isinstance(value, Enum):
-        return value.value
-    raise TypeError(f"not JSON serializable: {value!r}")
-
-
-def _exported(text: str) -> str:
-    """Through ARE's benchmark importer and its exporter, as the tiny dataset is written."""
-    from are.simulation.data_handler.exporter import JsonScenarioExporter
-    from are.simulation.data_handler.importer import JsonScenarioImporter
-    from are.simulation.environment import Environment, EnvironmentConfig
-
-    scenario, _, _ = JsonScenarioImporter().import_from_json_to_benchmark(
-        text, load_completed_events=False
-    )
-    scenario.initialize()
-    env = Environment(
-        EnvironmentConfig(oracle_mode=True, queue_based_loop=True, start_time=scenario.start_time)
-    )
-    return JsonScenarioExporter().export_to_json(
-        env=env, scenario=scenario, scenario_id=scenario.scenario_id, runner_config=None
     )
 
 
@@ -350,7 +334,7 @@ def without_ids(validation: dict[str, Any] | None) -> dict[str, Any] | None:
 async def test_an_agent_doing_the_oracles_actions_succeeds_with_ares_rationale(
     judged: Service, script: JudgeScript
 ) -> None:
-    created = await create(judged, scenario_json("tiny_email", "task:email"))
+    created = await create(judged, scenario_json(SPECS["tiny_email"]))
     ended = await play(created, [EMAIL, DONE])
     assert ended.validation == {"success": True, "exception": None, "rationale": "None"}
     assert created.import_mode == "benchmark"  # auto, with a judge: Gaia2's import
@@ -359,7 +343,7 @@ async def test_an_agent_doing_the_oracles_actions_succeeds_with_ares_rationale(
 async def test_an_agent_that_skips_the_email_fails_with_ares_rationale(
     judged: Service, script: JudgeScript
 ) -> None:
-    created = await create(judged, scenario_json("tiny_skip", "task:skip"))
+    created = await create(judged, scenario_json(SPECS["tiny_skip"]))
     ended = await play(created, [DONE])
     assert ended.validation is not None
     assert ended.validation["success"] is False
@@ -388,8 +372,8 @@ async def test_a_judge_that_rejects_fails_the_session(judged: Service, script: J
 @pytest.mark.parametrize(
     ("scenario", "actions", "reply"),
     [
-        (lambda: scenario_json("tiny_email", "task:email"), [EMAIL, DONE], ACCEPT),
-        (lambda: scenario_json("tiny_skip", "task:skip"), [DONE], ACCEPT),
+        (lambda: scenario_json(SPECS["tiny_email"]), [EMAIL, DONE], ACCEPT),
+        (lambda: scenario_json(SPECS["tiny_skip"]), [DONE], ACCEPT),
         (lambda: calendar_json("lunch"), [CALENDAR_REWORDED, CALENDAR_DONE], ACCEPT),
         (lambda: calendar_json("lunch"), [CALENDAR_REWORDED, CALENDAR_DONE], REJECT),
     ],
@@ -484,7 +468,7 @@ async def test_the_event_loop_serves_on_while_the_judge_thinks(
 async def test_a_judged_session_lasts_as_long_as_in_gaia2(
     judged: Service, script: JudgeScript, tags: tuple[str, ...], duration: float
 ) -> None:
-    created = await create(judged, tagged(scenario_json("tiny_email", "task:email"), *tags))
+    created = await create(judged, tagged(scenario_json(SPECS["tiny_email"]), *tags))
     assert simulation(judged, created).clock_state().duration == duration
 
 
@@ -492,18 +476,19 @@ async def test_without_a_judge_a_benchmark_session_is_not_judged_and_keeps_its_d
     tmp_path: Path,
 ) -> None:
     async with serving(tmp_path, None) as service:
-        created = await create(
-            service, scenario_json("tiny_email", "task:email"), import_mode="benchmark"
-        )
-        assert simulation(service, created).clock_state().duration == 60.0  # the JSON's
+        text = scenario_json(SPECS["tiny_email"])
+        created = await create(service, text, import_mode="benchmark")
+        json_duration = json.loads(text)["metadata"]["definition"]["duration"]
+        assert json_duration not in (1800.0, 420.0)
+        assert simulation(service, created).clock_state().duration == json_duration
         ended = await play(created, [EMAIL, DONE])
         assert ended.validation == NO_JUDGE
-        auto = await create(service, scenario_json("tiny_skip", "task:skip"))
+        auto = await create(service, scenario_json(SPECS["tiny_skip"]))
         assert auto.import_mode == "plain"  # single-turn: auto imports it plain, as before
 
 
 async def test_the_session_listing_names_its_judge(judged: Service, script: JudgeScript) -> None:
-    created = await create(judged, scenario_json("tiny_email", "task:email"))
+    created = await create(judged, scenario_json(SPECS["tiny_email"]))
     status, _headers, body = await http_get(
         judged, "/api/sessions", {"Authorization": f"Bearer {ADMIN}"}
     )
@@ -582,7 +567,7 @@ async def test_serve_with_judge_options_judges_its_gaia2_scenarios(
     stub: StubLLM, tmp_path: Path
 ) -> None:
     scenario = tmp_path / "tiny_email.json"
-    scenario.write_text(scenario_json("tiny_email", "task:email"))
+    scenario.write_text(scenario_json(SPECS["tiny_email"]))
     command = [
         sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--mode", "fast",
         "--token", ADMIN, "--trace-dir", str(tmp_path / "traces"), "--scenario", str(scenario),
@@ -625,7 +610,11 @@ def test_the_default_judge_model_is_ares() -> None:
 def with_attachment(text: str, path: Path) -> str:
     """The scenario with its oracle's email carrying `path` as an attachment."""
     document = json.loads(text)
-    [email] = [e for e in document["events"] if e["event_id"] == "email0"]
+    [email] = [
+        e
+        for e in document["events"]
+        if e["event_type"] == "AGENT" and e["action"]["function"] == "send_email"
+    ]
     email["action"]["args"].append(json_arg("attachment_paths", json.dumps([str(path)]), "list"))
     return json.dumps(document)
 
@@ -635,7 +624,7 @@ async def test_the_oracle_pre_run_reads_no_host_file(
 ) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("the host's secret")
-    text = with_attachment(scenario_json("tiny_email", "task:email"), secret)
+    text = with_attachment(scenario_json(SPECS["tiny_email"]), secret)
     with pytest.raises(AreasyncError, match="could not set up Gaia2's judge") as refused:
         await create(judged, text)
     assert "it is outside this session's sandbox" in str(refused.value)

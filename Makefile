@@ -8,7 +8,7 @@ JS_AGENT := examples/js-agent
 # Root installs Debian packages directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install browser js test lint unit conformance bench serve soak fuzz clean schema
+.PHONY: install browser js test lint unit conformance bench serve soak fuzz clean schema gaia2-soak
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -74,3 +74,7 @@ soak: $(STAMP)
 	$(PY) bench/soak.py --seconds $${SOAK_SECONDS:-600}
 	STORM_SECONDS=$${STORM_SECONDS:-120} $(PY) -m pytest -q -m soak \
 		tests/hardening/test_reconnect_storm.py
+
+# Gaia2 parity with ARE's own are-benchmark on the scenarios it idles in real time (~30 min).
+gaia2-soak: $(STAMP)
+	$(PY) -m pytest -q -m soak tests/gaia2

@@ -19,8 +19,11 @@ from typing import Any
 
 import anyio
 
-MODES = ["realtime", "fast", "manual"]  # ClockMode's values (checked by a test)
-IMPORT_MODES = ["auto", "benchmark", "plain"]  # ImportMode's values (checked by a test)
+from areasync.loop.clock import ClockMode
+from areasync.protocol.frames import ImportMode
+
+MODES = [m.value for m in ClockMode]
+IMPORT_MODES = [m.value for m in ImportMode]
 
 
 def add_session_parser(sub: Any) -> None:

@@ -411,7 +411,10 @@ async def run_oracle_agent(
                 return False
             if pace is Pace.JUMP:
                 assert controller is not None
-                clock = await controller.jump(to=max(target, now()), inclusive=not exclusive)
+                try:
+                    clock = await controller.jump(to=max(target, now()), inclusive=not exclusive)
+                except SessionEndedError:
+                    return False
                 resting_before = clock.time if exclusive else None
                 settle = False
                 # Replies and stream items share one ordered connection: once the agent's own
@@ -449,6 +452,8 @@ async def run_oracle_agent(
         try:
             paused_at = (await controller.pause()).time
             paused_here = True
+        except SessionEndedError:
+            pass  # `reach` finds the session ended and reports it
         except BadStateError:
             # Not running: paused by someone else (it stays paused), or ending. The clock
             # stands still either way; the controller's view of it is exact once its own

@@ -10,8 +10,8 @@ lane on it.
 
 What: `cached_jinja_format` is ARE's function with the parse and the compilation of each
 template string kept (a `jinja2.Template` is immutable once compiled and renders the same
-text for the same arguments, from any thread), and the text rendered from plain arguments
-(strings, numbers, booleans, None: the judge's constant prompt arguments) kept too;
+text for the same arguments, from any thread); rendering stays per call, so no prompt text (a
+session's data, once the judge formats the agent's events) outlives the call;
 `cached_templates()` puts it in place of the `jinja_format` that ARE's judge modules imported,
 for the length of a `with` block (`areasync.bridge.judge` holds it around ARE's preprocessing,
 `areasync.gaia2.runner` around a whole benchmark run; the swap is process-wide meanwhile, and
@@ -35,7 +35,6 @@ _USERS = ("are.simulation.validation.utils.llm_utils", "are.simulation.validatio
 # The judge's templates are a few dozen constant strings; the bound only guards against a
 # caller formatting unbounded distinct texts through the same function.
 _CACHE_SIZE = 1024
-_PLAIN = (str, int, float, bool, type(None))
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
@@ -58,14 +57,7 @@ def cached_jinja_format(template: str, skip_validation: bool = True, **kwargs: A
                 f"Expected: {variables}, got: {sorted(kwargs)}.\nTemplate:\n{template}"
             )
         kwargs = {k: kwargs[k] for k in variables}
-    if all(isinstance(value, _PLAIN) for value in kwargs.values()):
-        return _rendered(template, tuple(sorted(kwargs.items())))
     return _compiled(template).render(**kwargs)
-
-
-@functools.lru_cache(maxsize=_CACHE_SIZE)
-def _rendered(template: str, arguments: tuple[tuple[str, Any], ...]) -> str:
-    return _compiled(template).render(**dict(arguments))
 
 
 @contextmanager

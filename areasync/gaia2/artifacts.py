@@ -267,11 +267,12 @@ def write_run(output_dir: Path, run: Run) -> tuple[list[Path], dict[str, Any]]:
     return written, result
 
 
-def write_results(output_dir: Path, results: Iterable[tuple[Run, dict[str, Any]]]) -> list[Path]:
-    """Write each run root's `results.jsonl` (gaia2-cli's: one `result.json` a line)."""
+def write_results(results: Iterable[tuple[Path, dict[str, Any]]]) -> list[Path]:
+    """Write each run root's `results.jsonl` (gaia2-cli's: one `result.json` a line), from
+    (run root, result) pairs: the runs themselves, traces and all, need not stay in memory."""
     per_root: dict[Path, list[dict[str, Any]]] = {}
-    for run, result in results:
-        per_root.setdefault(run_root(output_dir, run), []).append(result)
+    for root, result in results:
+        per_root.setdefault(root, []).append(result)
     written = []
     for root, lines in per_root.items():
         path = root / RESULTS_JSONL
@@ -287,9 +288,9 @@ def write_artifacts(output_dir: Path) -> list[Path]:
     """
     output_dir = Path(output_dir)
     written: list[Path] = []
-    results: list[tuple[Run, dict[str, Any]]] = []
+    results: list[tuple[Path, dict[str, Any]]] = []
     for run in iter_runs(output_dir):
         files, result = write_run(output_dir, run)
         written += files
-        results.append((run, result))
-    return written + write_results(output_dir, results)
+        results.append((run_root(output_dir, run), result))
+    return written + write_results(results)

@@ -222,11 +222,6 @@ def bench_command(name: str) -> click.Command:
     )
 
 
-def bench_run_command() -> click.Command:
-    """`areasync bench run`'s click command."""
-    return bench_command("run")
-
-
 def _output_folders(output_dir: Path, spec: BenchCommand) -> list[Path]:
     """The folders ARE wrote an `output.jsonl` to (gaia2-run: one per phase and config)."""
     if not spec.per_config_dirs:

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -35,6 +35,24 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 # worker, each importing ARE again), with room to run every scenario at once, so ARE's real-time
 # waits overlap. areasync accepts both and runs everything in one process anyway.
 CONCURRENT = ("--executor_type", "thread", "--max_concurrent_scenarios", "32")
+
+
+def model_args(endpoint: str) -> list[str]:
+    """The agent's and the judge's models: the stub LLM at `endpoint`, quiet logs."""
+    return [
+        "--provider",
+        "local",
+        "--model",
+        f"openai/{AGENT_MODEL}",
+        "--endpoint",
+        endpoint,
+        "--judge_model",
+        f"openai/{JUDGE_MODEL}",
+        "--judge_endpoint",
+        endpoint,
+        "--log-level",
+        "WARNING",
+    ]
 
 
 def bench_args(
@@ -55,22 +73,11 @@ def bench_args(
         config,
         "--split",
         SPLIT,
-        "--provider",
-        "local",
-        "--model",
-        f"openai/{AGENT_MODEL}",
-        "--endpoint",
-        endpoint,
-        "--judge_model",
-        f"openai/{JUDGE_MODEL}",
-        "--judge_endpoint",
-        endpoint,
+        *model_args(endpoint),
         "--num_runs",
         str(num_runs),
         "--output_dir",
         str(output_dir),
-        "--log-level",
-        "WARNING",
     ]
     if oracle:
         args.append("--oracle")
@@ -80,8 +87,8 @@ def bench_args(
 
 
 def _env() -> dict[str, str]:
-    # litellm insists on a key, which the stub ignores.
-    return {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "stub")}
+    # litellm insists on a key (an empty one fails too), which the stub ignores.
+    return {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY") or "stub"}
 
 
 @dataclass
@@ -148,28 +155,43 @@ def run_areasync(
     else:
         from areasync.gaia2.cli import main
 
-        os.environ.setdefault("OPENAI_API_KEY", "stub")
+        os.environ["OPENAI_API_KEY"] = _env()["OPENAI_API_KEY"]
         status = main(list(args))
         if status != 0:
             raise RuntimeError(f"areasync bench run exited {status}")
     return time.perf_counter() - start
 
 
-def verdicts(output_dir: str | Path) -> dict[tuple[str, int | None], dict[str, Any]]:
-    """`output.jsonl` per (scenario id, run number): score and metadata, trace path aside."""
-    table: dict[tuple[str, int | None], dict[str, Any]] = {}
+Key = tuple[str, int | None]  # (scenario id, run number)
+
+
+def _rows(output_dir: str | Path) -> Iterator[tuple[Key, dict[str, Any]]]:
+    """`output.jsonl`'s rows, each with its (scenario id, run number)."""
     with open(Path(output_dir) / "output.jsonl", encoding="utf-8") as f:
         for line in f:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            metadata: dict[str, Any] = {
+            if line.strip():
+                row = json.loads(line)
+                yield (str(row["task_id"]), row["metadata"].get("run_number")), row
+
+
+def _trace(path: str | Path) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as f:
+        trace: dict[str, Any] = json.load(f)
+    return trace
+
+
+def verdicts(output_dir: str | Path) -> dict[Key, dict[str, Any]]:
+    """`output.jsonl` per (scenario id, run number): score and metadata, trace path aside."""
+    return {
+        key: {
+            "score": row["score"],
+            **{
                 k: UUID.sub("<uuid>", v) if isinstance(v, str) else v
                 for k, v in row["metadata"].items()
-            }
-            key = (str(row["task_id"]), metadata.get("run_number"))
-            table[key] = {"score": row["score"], **metadata}
-    return table
+            },
+        }
+        for key, row in _rows(output_dir)
+    }
 
 
 def _without_timing(value: Any) -> Any:
@@ -182,73 +204,51 @@ def _without_timing(value: Any) -> Any:
 
 def stats(output_dir: str | Path) -> dict[str, Any]:
     """`benchmark_stats.json` without its timestamp and durations."""
-    with open(Path(output_dir) / "benchmark_stats.json", encoding="utf-8") as f:
-        result: dict[str, Any] = _without_timing(json.load(f))
+    result: dict[str, Any] = _without_timing(_trace(Path(output_dir) / "benchmark_stats.json"))
     return result
 
 
 _NO_ACTION = {"app": None, "function": None}
 
 
-def timeline(output_dir: str | Path) -> dict[tuple[str, int | None], list[tuple[str, str, float]]]:
+def timeline(output_dir: str | Path) -> dict[Key, list[tuple[str, str, float]]]:
     """Each run's completed events from its trace: (event type, `App.function`, seconds in).
 
     Read from the trace ARE's exporter wrote (`output.jsonl`'s `trace_id`), in log order;
     condition checks are left out (ARE's turn triggers, not what the scenario did).
     """
-    table: dict[tuple[str, int | None], list[tuple[str, str, float]]] = {}
-    with open(Path(output_dir) / "output.jsonl", encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            with open(row["trace_id"], encoding="utf-8") as trace_file:
-                trace = json.load(trace_file)
-            start = float(trace["metadata"]["definition"]["start_time"])
-            key = (str(row["task_id"]), row["metadata"].get("run_number"))
-            table[key] = [
-                (
-                    str(event["event_type"]),
-                    "{app}.{function}".format(**(event.get("action") or _NO_ACTION)),
-                    float(event["event_time"]) - start,
-                )
-                for event in trace["completed_events"]
-                if event["event_type"] != "CONDITION"
-            ]
+    table: dict[Key, list[tuple[str, str, float]]] = {}
+    for key, row in _rows(output_dir):
+        trace = _trace(row["trace_id"])
+        start = float(trace["metadata"]["definition"]["start_time"])
+        table[key] = [
+            (
+                str(event["event_type"]),
+                "{app}.{function}".format(**(event.get("action") or _NO_ACTION)),
+                float(event["event_time"]) - start,
+            )
+            for event in trace["completed_events"]
+            if event["event_type"] != "CONDITION"
+        ]
     return table
 
 
-def run_durations(output_dir: str | Path) -> dict[tuple[str, int | None], float]:
+def run_durations(output_dir: str | Path) -> dict[Key, float]:
     """Each run's simulated seconds, start to end (`run_duration` of ARE's lite trace).
 
     ARE's exporter writes the same trace twice, `hf/NAME.json` (`trace_id`) and
     `lite/NAME.json`; the lite one records how far the run's clock went.
     """
-    table: dict[tuple[str, int | None], float] = {}
-    with open(Path(output_dir) / "output.jsonl", encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            hf = Path(row["trace_id"])
-            lite = hf.parent.parent / "lite" / hf.name
-            with open(lite, encoding="utf-8") as trace_file:
-                duration = float(json.load(trace_file)["run_duration"])
-            table[(str(row["task_id"]), row["metadata"].get("run_number"))] = duration
+    table: dict[Key, float] = {}
+    for key, row in _rows(output_dir):
+        hf = Path(row["trace_id"])
+        table[key] = float(_trace(hf.parent.parent / "lite" / hf.name)["run_duration"])
     return table
 
 
-def durations(output_dir: str | Path) -> dict[tuple[str, int | None], float]:
+def durations(output_dir: str | Path) -> dict[Key, float]:
     """Each run's scenario duration as ARE set it (the trace's `definition.duration`)."""
-    table: dict[tuple[str, int | None], float] = {}
-    with open(Path(output_dir) / "output.jsonl", encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            with open(row["trace_id"], encoding="utf-8") as trace_file:
-                definition = json.load(trace_file)["metadata"]["definition"]
-            table[(str(row["task_id"]), row["metadata"].get("run_number"))] = float(
-                definition["duration"]
-            )
-    return table
+    return {
+        key: float(_trace(row["trace_id"])["metadata"]["definition"]["duration"])
+        for key, row in _rows(output_dir)
+    }

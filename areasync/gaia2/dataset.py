@@ -48,6 +48,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+# ARE's agent-run durations, for the tests' expectations.
 from areasync.gaia2.stub_llm import USER_MESSAGE_CHECKER, JudgeRule
 
 CONFIG = "execution"
@@ -64,9 +65,6 @@ SHORT_DELAY = 2.0
 LATE_DELAY = 1500.0
 # When Bob's email arrives in the Time scenarios (`tiny_time_*`), after the task.
 TIME_EVENT = 300.0
-# ARE's agent-run durations (are.simulation.scenarios.config), for the tests' expectations.
-MAX_SCENARIO_DURATION = 1800.0
-MAX_TIME_SCENARIO_DURATION = 420.0
 
 Action = Mapping[str, Any]
 

@@ -120,15 +120,13 @@ def stream_pool(
             with scope:
                 if not scope.cancel_called:  # cancelled before it started: never start it
                     try:
-                        with anyio.fail_after(timeout_seconds or None):
-                            result = await spawn(process_func, item, **kwargs)
-                    except TimeoutError:
+                        with anyio.move_on_after(timeout_seconds or None) as deadline:
+                            outcome = (item, await spawn(process_func, item, **kwargs), None)
+                    except Exception as error:  # the run's failure (its own timeouts too)
+                        outcome = (item, None, error)
+                    if deadline.cancelled_caught:
                         message = f"Operation timed out after {timeout_seconds} seconds"
                         outcome = (item, None, TimeoutError(message))
-                    except Exception as error:  # the run's failure is its outcome
-                        outcome = (item, None, error)
-                    else:
-                        outcome = (item, result, None)
             # A run cancelled before it finished is counted by the iterator, never handed out.
             send.send_nowait(outcome or (item, None, _Unfinished()))
         finally:

@@ -46,6 +46,7 @@ from areasync.gaia2.artifacts import (
     TRACE_JSONL,
     agent_response,
     run_dir,
+    run_root,
     sim_time,
     write_results,
     write_run,
@@ -540,13 +541,13 @@ def write_report(output_dir: Path, *, artifacts: bool = False) -> Path:
     """
     output_dir = Path(output_dir)
     rows: list[Row] = []
-    results: list[tuple[Run, dict[str, Any]]] = []
+    results: list[tuple[Path, dict[str, Any]]] = []
     for run in iter_runs(output_dir):
         folder = run_dir(output_dir, run)
         folder.mkdir(parents=True, exist_ok=True)
         if artifacts:
             _, result = write_run(output_dir, run)
-            results.append((run, result))
+            results.append((run_root(output_dir, run), result))
         page = folder / TRACE_HTML
         page.write_text(render_trace_page(output_dir, run, folder), encoding="utf-8")
         rows.append(
@@ -571,7 +572,7 @@ def write_report(output_dir: Path, *, artifacts: bool = False) -> Path:
             )
         )
     if artifacts:
-        write_results(output_dir, results)
+        write_results(results)
     index = output_dir / INDEX_HTML
     index.write_text(render_index(output_dir, rows, read_stats(output_dir)), encoding="utf-8")
     return index

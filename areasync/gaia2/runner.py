@@ -94,21 +94,17 @@ def own_wall() -> Iterator[VirtualWall]:
 
 
 class RunStats:
-    """What `virtual_clock()` saw: runs given a wall, and the environments built."""
+    """What `virtual_clock()` saw: the last environment built (only the last: a sweep builds
+    thousands, each holding its world)."""
 
     def __init__(self) -> None:
-        self.walls = 0
-        self.environments: list[SyncEnvironment] = []
+        self.last_environment: SyncEnvironment | None = None
 
 
 class WallTime:
     """Stands in for the `time` module: `sleep` moves the current run's virtual wall."""
 
-    def __init__(self) -> None:
-        self.slept = 0.0
-
     def sleep(self, seconds: float) -> None:
-        self.slept += seconds
         current_wall().sleep(seconds)
 
     def __getattr__(self, name: str) -> Any:
@@ -128,7 +124,7 @@ def _environment_class(stats: RunStats, *, outside_runs: bool = False) -> type[S
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, wall=wall(), **kwargs)
-            stats.environments.append(self)
+            stats.last_environment = self
 
     return BenchEnvironment
 
@@ -163,13 +159,26 @@ def _noting_hub_failures(load: Callable[..., Any], plan: sweep.Sweep) -> Callabl
     return load_dataset
 
 
-def _swept(original: Callable[..., Any], plan: sweep.Sweep, stats: RunStats) -> Callable[..., Any]:
-    """ARE's `process_scenario` for one run, with `plan`'s resume, retry and records."""
+def _process_scenario(original: Callable[..., Any], plan: sweep.Sweep | None) -> Callable[..., Any]:
+    """ARE's `process_scenario` for one run, on a wall of its own, with `plan`'s resume, retry
+    and records (if any)."""
     import are.simulation.multi_scenario_runner as multi
 
+    def attempt_run(item: Any, *args: Any, **kwargs: Any) -> tuple[Any, sweep.RunAttempt]:
+        # Each run is its own greenlet with its own context: this wall is the run's alone.
+        _wall.set(VirtualWall())
+        attempt = sweep.begin_attempt()
+        try:
+            return original(item, *args, **kwargs), attempt
+        except Exception as error:
+            attempt.raised = error
+            return None, attempt
+
     def process_scenario(item: Any, *args: Any, **kwargs: Any) -> Any:
+        if plan is None:
+            _wall.set(VirtualWall())
+            return original(item, *args, **kwargs)
         scenario_id, run_number = multi.extract_scenario_id_and_run_number(item)
-        name = scenario_id if run_number is None else f"{scenario_id} (run {run_number})"
         records = plan.records_for(kwargs.get("config"))
         if plan.resume and records is not None:
             record = records.get(scenario_id, run_number)
@@ -179,39 +188,21 @@ def _swept(original: Callable[..., Any], plan: sweep.Sweep, stats: RunStats) -> 
         attempts = 0
         while True:
             attempts += 1
-            # Each run is its own greenlet with its own context: this wall is the run's alone.
-            _wall.set(VirtualWall())
-            stats.walls += 1
-            attempt = sweep.begin_attempt()
-            try:
-                result = original(item, *args, **kwargs)
-            except Exception:
-                if attempt.endpoint_error_count and attempts <= plan.retry:
-                    plan.retried += 1
-                    logger.warning(
-                        "%s: the model endpoint failed (%s); retrying, attempt %d of %d",
-                        name,
-                        attempt.endpoint_errors[-1],
-                        attempts + 1,
-                        plan.retry + 1,
-                    )
-                    continue
-                raise
-            if (
-                result.success is not True
-                and attempt.endpoint_error_count
-                and attempts <= plan.retry
-            ):
+            result, attempt = attempt_run(item, *args, **kwargs)
+            succeeded = attempt.raised is None and result.success is True
+            if not succeeded and attempt.endpoint_error_count and attempts <= plan.retry:
                 plan.retried += 1
                 logger.warning(
-                    "%s: the run failed after its model endpoint failed (%s); retrying, "
-                    "attempt %d of %d",
-                    name,
+                    "%s run %s: the model endpoint failed (%s); retrying, attempt %d of %d",
+                    scenario_id,
+                    run_number,
                     attempt.endpoint_errors[-1],
                     attempts + 1,
                     plan.retry + 1,
                 )
                 continue
+            if attempt.raised is not None:
+                raise attempt.raised
             if records is not None:
                 record = sweep.record_of(scenario_id, run_number, result, attempt, attempts)
                 records.put(record)
@@ -237,16 +228,7 @@ def virtual_clock(*, models: bool = True, plan: sweep.Sweep | None = None) -> It
 
     stats = RunStats()
     environment = _environment_class(stats)
-    original_process = multi.process_scenario
-
-    def process_scenario(*args: Any, **kwargs: Any) -> Any:
-        # Each run is its own greenlet with its own context: this wall is the run's alone.
-        _wall.set(VirtualWall())
-        stats.walls += 1
-        return original_process(*args, **kwargs)
-
-    if plan is not None:
-        process_scenario = _swept(original_process, plan, stats)
+    process_scenario = _process_scenario(multi.process_scenario, plan)
 
     main_thread = threading.current_thread() is threading.main_thread()
     sigint = signal.getsignal(signal.SIGINT) if main_thread else None

@@ -75,6 +75,7 @@ class RunAttempt:
 
     endpoint_errors: list[str] = field(default_factory=list)
     endpoint_error_count: int = 0
+    raised: Exception | None = None  # what the attempt raised, if it did not return
 
 
 _attempt: ContextVar[RunAttempt] = ContextVar("areasync_gaia2_attempt")
@@ -202,11 +203,10 @@ class OptionsMismatch(Exception):
 
 
 def _comparable(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        key: (list(value) if isinstance(value, tuple) else value)
-        for key, value in sorted(options.items())
-        if key not in NEUTRAL_OPTIONS
-    }
+    """The options that change results, as they read back from `options.json`."""
+    kept = {key: value for key, value in sorted(options.items()) if key not in NEUTRAL_OPTIONS}
+    comparable: dict[str, Any] = json.loads(json.dumps(kept, default=str))
+    return comparable
 
 
 def check_options(output_dir: str | Path, options: Mapping[str, Any], resume: bool) -> None:
@@ -218,7 +218,7 @@ def check_options(output_dir: str | Path, options: Mapping[str, Any], resume: bo
             before = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             before = None
-        if isinstance(before, dict) and before != json.loads(json.dumps(current, default=str)):
+        if isinstance(before, dict) and before != current:
             changed = sorted(
                 key for key in set(before) | set(current) if before.get(key) != current.get(key)
             )
@@ -228,7 +228,7 @@ def check_options(output_dir: str | Path, options: Mapping[str, Any], resume: bo
                 "--output_dir"
             )
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(current, indent=2, default=str), encoding="utf-8")
+    path.write_text(json.dumps(current, indent=2), encoding="utf-8")
 
 
 @dataclass

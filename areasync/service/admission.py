@@ -163,7 +163,10 @@ class Admission:
 
     def _pump(self) -> None:
         """Let parked sockets in, oldest first, while there are places (or evictions)."""
-        self._timer = None
+        # Called by the timer and by `leave`: either way the pending wake-up is replaced.
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         while self._waiting and (self.pending < self.max_pending or self._evict_one()):
             ws = next(iter(self._waiting))
             del self._waiting[ws]

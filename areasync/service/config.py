@@ -56,6 +56,10 @@ class ServiceConfig:
     # Judge LLM calls in flight at once, server-wide, each in a worker thread (the sessions
     # whose judge must wait for a place stand still meanwhile; other sessions never wait).
     judge_calls: int = 16
+    # The judge the three options above ask for, checked in `__post_init__` (see `judge`).
+    _judge: JudgeOptions | None = dataclasses.field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     # -- limits -----------------------------------------------------------------------------
     max_sessions: int = 64  # live sessions; create_session beyond it answers `capacity`
@@ -209,5 +213,4 @@ class ServiceConfig:
     def judge(self) -> JudgeOptions | None:
         """The judge `judge_model`, `judge_provider` and `judge_endpoint` ask for, checked;
         None without one."""
-        judge: JudgeOptions | None = getattr(self, "_judge", None)
-        return judge
+        return self._judge

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import email.utils
 from collections.abc import Callable
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -71,18 +72,6 @@ _ADMIN_ONLY_WHY = {
 }
 _PAGES = frozenset({"/", "/index.html"})
 
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    421: "Misdirected Request",
-    426: "Upgrade Required",
-    503: "Service Unavailable",
-}
-
 
 def _response(
     status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None
@@ -101,7 +90,7 @@ def _response(
         if name in headers:  # a websockets Headers adds a value on assignment: replace
             del headers[name]
         headers[name] = value
-    return Response(status, _REASONS.get(status, "Error"), headers, body)
+    return Response(status, HTTPStatus(status).phrase, headers, body)
 
 
 def secure(response: Response) -> None:

@@ -45,27 +45,23 @@ def source_text(
     source: str | Path | Scenario, max_bytes: int
 ) -> tuple[str | None, str | None, str]:
     """(registered id, JSON text, why neither) for a session's source: one of the first two is
-    set, or the third says why it could not be kept."""
+    set, or the third says why it could not be kept. A file is read here (call it off the
+    loop); JSON text was already held to `max_bytes` when the session was admitted. Files are
+    told from ids as the loader tells them (a path object, or a name ending in `.json`)."""
     if isinstance(source, Scenario):
         return None, None, "it was started from a Scenario object in the server's process"
     if isinstance(source, str) and source.lstrip().startswith("{"):
-        return _bounded(source, max_bytes, "its JSON")
-    path = Path(source)
-    if isinstance(source, Path) or source.endswith(".json") or path.is_file():
+        return None, source, ""
+    if isinstance(source, Path) or source.endswith(".json"):
+        path = Path(source)
         try:
-            if path.stat().st_size > max_bytes:
-                return None, None, _too_large(path.stat().st_size, max_bytes, f"{path.name}")
-            return _bounded(path.read_text(encoding="utf-8"), max_bytes, path.name)
+            size = path.stat().st_size
+            if size > max_bytes:
+                return None, None, _too_large(size, max_bytes, path.name)
+            return None, path.read_text(encoding="utf-8"), ""
         except (OSError, UnicodeDecodeError) as exc:
             return None, None, f"its file {path.name} cannot be read again ({exc})"
     return source, None, ""
-
-
-def _bounded(text: str, max_bytes: int, what: str) -> tuple[str | None, str | None, str]:
-    size = len(text.encode(errors="surrogatepass"))
-    if size > max_bytes:
-        return None, None, _too_large(size, max_bytes, what)
-    return None, text, ""
 
 
 def _too_large(size: int, max_bytes: int, what: str) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import re
 import traceback
-from collections.abc import MutableMapping
 from typing import Any
 
 REDACTED = "[redacted]"
@@ -66,9 +65,6 @@ class RedactingLogger(logging.LoggerAdapter[logging.Logger]):
 
     def __init__(self, logger: logging.Logger) -> None:
         super().__init__(logger, {})
-
-    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, Any]:
-        return msg, kwargs
 
     def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
         if level == logging.INFO and msg in PER_CONNECTION:

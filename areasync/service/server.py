@@ -34,6 +34,7 @@ import anyio
 import anyio.abc
 from websockets.asyncio.server import Server, ServerConnection, serve
 
+from areasync.bridge.scenarios import registered_ids
 from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import Role
 from areasync.service.admission import Admission, connection_class
@@ -129,6 +130,10 @@ class Service:
             self.registry.bind(tg)
             if self.config.judge is not None:
                 await self._prepare_judge()
+            # ARE discovers its registered scenarios by importing every scenario module (about
+            # a second) on the first lookup; /api/scenarios and create_session look them up on
+            # the loop, so the discovery happens here, in a worker thread, before serving.
+            await anyio.to_thread.run_sync(registered_ids)
             for source in self._scenarios:
                 try:
                     await self.registry.create_async(source)

@@ -58,7 +58,6 @@ with a *waiting-for-agent* hold:
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import secrets
 import time
@@ -97,6 +96,10 @@ WAITING_HOLDER = "areasync:waiting-for-agent"
 """Lease holder of the waiting-for-agent hold (agents hold leases under their connection id)."""
 
 ScenarioSource: TypeAlias = str | Path | Scenario
+# What a restart needs of a source (`recipes.source_text`): (registered id, JSON text, why neither).
+KeptSource: TypeAlias = tuple[str | None, str | None, str]
+# A built scenario, its sandbox, and what a restart needs of its source.
+Built: TypeAlias = tuple[Scenario, Sandbox, KeptSource]
 """A registered scenario id, a path to an ARE JSON scenario, JSON text, or a Scenario."""
 
 
@@ -401,16 +404,21 @@ class SessionRegistry:
 
     def _builder(
         self, source: ScenarioSource, oracle: bool, import_mode: ImportMode | str | None
-    ) -> Callable[[], tuple[Scenario, Sandbox]]:
-        """Builds `source`'s scenario in a new sandbox when called (on any thread)."""
-        return functools.partial(
-            build_scenario,
-            source,
-            import_mode=str(import_mode or self.config.import_mode),
-            oracle=oracle,
-            max_file_bytes=self.config.max_file_bytes,
-            judge=self.config.judge,
-        )
+    ) -> Callable[[], Built]:
+        """Builds `source`'s scenario in a new sandbox, and reads what a restart needs of its
+        source, when called (on any thread: the server calls it off the loop)."""
+
+        def build() -> Built:
+            scenario, sandbox = build_scenario(
+                source,
+                import_mode=str(import_mode or self.config.import_mode),
+                oracle=oracle,
+                max_file_bytes=self.config.max_file_bytes,
+                judge=self.config.judge,
+            )
+            return scenario, sandbox, source_text(source, self.config.max_scenario_bytes)
+
+        return build
 
     def _admit(self, source: ScenarioSource) -> None:
         """Refuse a scenario the server has no room for, or too large to parse."""
@@ -437,7 +445,7 @@ class SessionRegistry:
     def _start(
         self,
         source: ScenarioSource,
-        built: tuple[Scenario, Sandbox],
+        built: Built,
         mode: Mode | str | None,
         speed: float | None,
         oracle: bool,
@@ -447,7 +455,7 @@ class SessionRegistry:
         """The session of a built scenario: its simulation, id, tokens and task (on the loop,
         with nothing awaited: it exists entirely or not at all)."""
         assert self._task_group is not None
-        scenario, sandbox = built
+        scenario, sandbox, kept = built
         judged = judge_link(scenario) is not None
         extra: dict[str, Any] = {"judge_limiter": self._judge_limiter} if judged else {}
         with _refused_as_data():
@@ -476,21 +484,21 @@ class SessionRegistry:
             config=self.config,
             metrics=self.metrics,
         )
-        self._remember(session, source, import_mode)
+        self._remember(session, kept, import_mode)
         self.sessions[sid] = session
         self.metrics.sessions_created += 1
         self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
         return session
 
     def _remember(
-        self, session: Session, source: ScenarioSource, import_mode: ImportMode | str | None
+        self, session: Session, kept: KeptSource, import_mode: ImportMode | str | None
     ) -> None:
         """Keep what a restart needs: the source (bounded by max_scenario_bytes), the options."""
-        scenario, text, why = source_text(source, self.config.max_scenario_bytes)
+        scenario, text, why = kept
         if scenario is None and text is None:
             session.no_recipe = why
             return
-        clock = session.sim.clock_state()
+        clock = session.sim.clock_state(peek=True)
         session.recipe = Recipe(
             scenario=scenario,
             scenario_json=text,

@@ -122,7 +122,8 @@ def in_process(
     before = len(stub.requests)
     with virtual_clock() as holder, own_wall():
         result = ScenarioRunner().run(config, scenario)
-    env = holder.environments[-1]
+    env = holder.last_environment
+    assert env is not None
     calls = [
         (log.tool_name, dict(log.tool_arguments))
         for log in env.world_logs

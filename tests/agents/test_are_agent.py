@@ -12,7 +12,6 @@ too. See tests/agents/runs.py for the two runs.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 from unittest.mock import patch
@@ -29,7 +28,6 @@ from areasync.gaia2.dataset import (
     write_dataset,
 )
 from areasync.gaia2.stub_llm import JUDGE_MODEL, Script, StubLLM
-from areasync.service import ServiceConfig
 from tests.agents.runs import (
     READS_ID,
     READS_MARKER,
@@ -228,19 +226,9 @@ def test_a_realtime_clock_is_paused_while_the_model_generates() -> None:
 
 # -- verdicts -------------------------------------------------------------------------------
 
-# The judged service: `areasync serve --judge_model/--judge_provider/--judge_endpoint` gives
-# Gaia2 sessions ARE's judge, and `ended.validation` carries its verdict. Until the service
-# has it, the runs above compare everything the verdict is computed from (the agent's calls
-# and the event log, which the judge reads); this test then compares the verdicts themselves.
-JUDGE_OPTIONS = ("judge_model", "judge_provider", "judge_endpoint")
-JUDGED_SERVICE = set(JUDGE_OPTIONS) <= {f.name for f in dataclasses.fields(ServiceConfig)}
 
-
-@pytest.mark.skipif(
-    not JUDGED_SERVICE,
-    reason="the service has no judge yet (ServiceConfig.judge_model/judge_provider/"
-    "judge_endpoint): runs as soon as it has",
-)
+# The judged service (`areasync serve --judge_model/--judge_provider/--judge_endpoint`) gives
+# Gaia2 sessions ARE's judge, and `ended.validation` carries its verdict.
 def test_the_agent_over_the_socket_gets_ares_verdicts(
     stub: StubLLM, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -311,7 +299,11 @@ def test_the_socket_keeps_receiving_while_the_model_generates() -> None:
             import time
 
             before = clients[0].seq
-            time.sleep(0.3)  # the model thinking, in the stub's own thread
+            # The model thinking, in the stub's own thread, until a tick reached the agent's
+            # client meanwhile; the deadline only guards against a hang (a blocked reader).
+            deadline = time.monotonic() + 30
+            while clients[0].seq == before and time.monotonic() < deadline:
+                time.sleep(0.01)
             received.append((before, clients[0].seq))
             return super().reply(request)
 

@@ -286,9 +286,14 @@ async def test_areasync_agent_oracle_runs_from_the_command_line(
 # tutorial's 20 s take under 7 wall seconds, and the agent's process (about 2 s to start and
 # plan) still connects well before the oracle's action at 17 s.
 @pytest.mark.areasync(mode="realtime", speed=3.0)
-@pytest.mark.parametrize(("token_role", "pace"), [("admin", "jump"), ("agent", "wait")])
+@pytest.mark.parametrize(
+    ("token_role", "pace", "exact_time"),
+    # With jumps the action is made with the clock paused at exactly its time; waiting, the
+    # clock flows on between the wait's end and the call.
+    [("admin", "jump", 17.0), ("agent", "wait", None)],
+)
 async def test_areasync_agent_oracle_passes_a_realtime_session(
-    areasync_server: AreasyncServer, token_role: str, pace: str
+    areasync_server: AreasyncServer, token_role: str, pace: str, exact_time: float | None
 ) -> None:
     token = areasync_server.token if token_role == "admin" else areasync_server.tokens()[Role.AGENT]
     command = [sys.executable, "-m", "areasync.cli", "agent", "oracle", "--url"]
@@ -300,8 +305,10 @@ async def test_areasync_agent_oracle_passes_a_realtime_session(
     assert (report["ok"], report["pace"]) == (True, pace)
     [call] = report["calls"]
     assert call["tool"] == "EmailClientApp__forward_email"
-    if pace == "jump":
-        assert call["time"] == 17.0  # made with the clock paused at exactly its time
+    if exact_time is not None:
+        assert call["time"] == exact_time
+    else:
+        assert call["time"] >= 17.0  # never before the oracle's time
     with anyio.fail_after(WAIT):
         await areasync_server.session().done.wait()
     assert areasync_server.simulation().validation == {

@@ -9,7 +9,6 @@ import sys
 import anyio
 import pytest
 
-from areasync.cli_sessions import IMPORT_MODES, MODES
 from areasync.client import (
     CreatedSession,
     ForbiddenError,
@@ -18,8 +17,7 @@ from areasync.client import (
     connect_sync,
     list_sessions,
 )
-from areasync.loop.clock import ClockMode
-from areasync.protocol import ImportMode, Role
+from areasync.protocol import Role
 from areasync.testing import AreasyncServer
 
 WAIT = 60
@@ -109,9 +107,3 @@ async def test_areasync_session_says_when_the_token_is_wrong(
     code, _, err = await areasync_session("create", *where, "scenario_tutorial")
     assert code == 1
     assert "token was refused" in err and "--token" in err
-
-
-def test_the_session_commands_choices_are_the_protocols() -> None:
-    # The CLI lists them literally so that `areasync --help` imports nothing heavy.
-    assert sorted(MODES) == sorted(m.value for m in ClockMode)
-    assert sorted(IMPORT_MODES) == sorted(m.value for m in ImportMode)

@@ -88,6 +88,7 @@ async def test_a_failed_realtime_session_keeps_the_time_it_failed_at() -> None:
         failed_at = sim.now
         wall.now += 0.5
         assert sim.now == failed_at and sim.state == "failed"
+    assert 1.0 < failed_at < 20.0  # it did follow the wall until it failed
 
 
 async def test_a_realtime_session_left_by_its_owner_keeps_the_time_it_ended_at() -> None:
@@ -99,3 +100,4 @@ async def test_a_realtime_session_left_by_its_owner_keeps_the_time_it_ended_at()
     ended_at = sim.now
     wall.now += 0.5
     assert sim.ended and sim.now == ended_at
+    assert 1.0 < ended_at < 20.0  # it did follow the wall until it ended

@@ -76,6 +76,10 @@ def test_a_missing_variable_is_refused_as_ares_refuses_it() -> None:
 JUDGE_PROMPTS = sorted(name for name in dir(prompts_module) if name.endswith("_TEMPLATES"))
 
 
+def test_ares_judge_prompt_sets_are_found() -> None:
+    assert len(JUDGE_PROMPTS) >= 10, JUDGE_PROMPTS  # else the parametrised test checks nothing
+
+
 @pytest.mark.parametrize("name", JUDGE_PROMPTS)
 def test_judge_prompts_render_exactly_as_ares(name: str) -> None:
     """Every prompt set of ARE's judge: system prompt and few-shot examples."""

@@ -87,7 +87,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Bench:
     retag(dataset, SEARCH_SCENARIO, "Search")
     out = root / "out"
     with StubLLM(Script(agent=agent_scripts())) as stub:
-        compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint))
+        compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint, extra=["--no-report"]))
         requests = stub.requests
     return Bench(out=out, written=write_artifacts(out), requests=requests)
 
@@ -338,7 +338,9 @@ def test_same_artifacts_from_are_benchmark_run(tmp_path: Path) -> None:
     are_out, ours_out = tmp_path / "are", tmp_path / "areasync"
     with StubLLM(Script(agent=agent_scripts())) as stub:
         compare.run_are(compare.bench_args(dataset, are_out, stub.endpoint))
-        compare.run_areasync(compare.bench_args(dataset, ours_out, stub.endpoint))
+        compare.run_areasync(
+            compare.bench_args(dataset, ours_out, stub.endpoint, extra=["--no-report"])
+        )
     write_artifacts(are_out)
     write_artifacts(ours_out)
     ours = _artifacts(ours_out)

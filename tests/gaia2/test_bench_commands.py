@@ -42,7 +42,7 @@ from areasync.gaia2 import compare
 from areasync.gaia2.cli import COMMANDS, are_command, bench_command
 from areasync.gaia2.cli import main as bench_main
 from areasync.gaia2.dataset import agent_scripts, expected_verdicts, write_dataset
-from areasync.gaia2.stub_llm import AGENT_MODEL, JUDGE_MODEL, Script, StubLLM
+from areasync.gaia2.stub_llm import Script, StubLLM
 from areasync.gaia2.sweep import RECORDS_DIR, RunRecords
 
 PAIR = ("tiny_email", "tiny_skip")
@@ -137,29 +137,20 @@ def gaia2_layout(root: Path, *, full: bool) -> Path:
 # -- running both sides -------------------------------------------------------------------------
 
 
-def model_args(endpoint: str) -> list[str]:
+def judge_args(traces: Path, out: Path, endpoint: str) -> list[str]:
     return [
-        "--provider",
-        "local",
-        "--model",
-        f"openai/{AGENT_MODEL}",
-        "--endpoint",
-        endpoint,
-        "--judge_model",
-        f"openai/{JUDGE_MODEL}",
-        "--judge_endpoint",
-        endpoint,
-        "--log-level",
-        "WARNING",
+        "-d",
+        str(traces),
+        "--config",
+        "hf",
+        "--output_dir",
+        str(out),
+        *compare.model_args(endpoint),
     ]
 
 
-def judge_args(traces: Path, out: Path, endpoint: str) -> list[str]:
-    return ["-d", str(traces), "--config", "hf", "--output_dir", str(out), *model_args(endpoint)]
-
-
 def gaia2_args(layout: Path, out: Path, endpoint: str) -> list[str]:
-    return ["-d", str(layout), "--output_dir", str(out), *model_args(endpoint)]
+    return ["-d", str(layout), "--output_dir", str(out), *compare.model_args(endpoint)]
 
 
 @dataclass
@@ -553,7 +544,7 @@ def test_gaia2_run_without_output_dir_writes_where_are_does(
     """Runs, records and reports in ./gaia2_results; benchmark_stats.json in the working
     directory, as ARE writes it."""
     monkeypatch.chdir(tmp_path)
-    args = ["-d", str(execution_layout), *model_args(stub.endpoint)]
+    args = ["-d", str(execution_layout), *compare.model_args(stub.endpoint)]
     assert ours("gaia2-run", args) == 0
     results = tmp_path / "gaia2_results"
     assert output_folders(results) == [STANDARD_EXECUTION]
@@ -614,7 +605,7 @@ def test_an_interrupted_gaia2_run_uploads_nothing(execution_layout: Path, tmp_pa
             "someone/gaia2-results",
             "--output_dir",
             str(out),
-            *model_args(slow.endpoint)[:-2],
+            *compare.model_args(slow.endpoint)[:-2],
             "--log-level",
             "INFO",  # ARE logs each upload step at INFO
             "--no-report",

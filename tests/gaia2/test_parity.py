@@ -23,14 +23,13 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
+from are.simulation.scenarios.config import MAX_SCENARIO_DURATION, MAX_TIME_SCENARIO_DURATION
 
 from areasync.gaia2 import compare
 from areasync.gaia2.dataset import (
     CONFIG,
     DELAY,
     LATE_DELAY,
-    MAX_SCENARIO_DURATION,
-    MAX_TIME_SCENARIO_DURATION,
     SPECS,
     TIME_CONFIG,
     TIME_EVENT,
@@ -407,14 +406,17 @@ def test_bench_run_restores_are(runs: Runs) -> None:
 # --- The command itself --------------------------------------------------------------------------
 
 
-def test_cli_hook_is_lazy() -> None:
-    """`areasync bench run --help` goes through areasync's CLI to ARE's options."""
+def test_bench_run_help_goes_through_areasync_cli_to_ares_options(capsys: Any) -> None:
+    """(That `areasync --help` imports no ARE is tests/core/test_cli_messages.py's.)"""
     from areasync.cli import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["--help"])
     assert exit_.value.code == 0
+    assert "bench run" in capsys.readouterr().out
     assert main(["bench", "run", "--help"]) == 0
+    help_text = capsys.readouterr().out
+    assert "--judge_model" in help_text and "--max_concurrent_scenarios" in help_text
 
 
 # --- Soak: ARE's side of the long waits, and --num_runs 2 with the agent -----------------------

@@ -8,11 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from are.simulation.scenarios.config import MAX_SCENARIO_DURATION, MAX_TIME_SCENARIO_DURATION
 
 from areasync.gaia2.dataset import (
     CONFIG,
-    MAX_SCENARIO_DURATION,
-    MAX_TIME_SCENARIO_DURATION,
     SPECS,
     TIME_CONFIG,
     scenario_json,

@@ -26,11 +26,11 @@ class Load:
         self.peak = 0
         self.finished: list[int] = []
 
-    def __call__(self, item: int, *, scale: float = 1.0) -> int:
+    def __call__(self, item: int) -> int:
         self.running += 1
         self.peak = max(self.peak, self.running)
         try:
-            wait(anyio.sleep(self.delays[item] * scale))
+            wait(anyio.sleep(self.delays[item]))
         finally:
             self.running -= 1
         self.finished.append(item)
@@ -38,10 +38,20 @@ class Load:
 
 
 def test_outcomes_come_as_runs_finish_with_their_results() -> None:
-    load = Load({1: 0.06, 2: 0.0, 3: 0.03})
+    # Runs finish in the order 2, 3, 1, whatever their start order: each opens the next one's
+    # gate as it finishes (no timing involved).
+    gates = {1: anyio.Event(), 3: anyio.Event()}
+    opens = {2: 3, 3: 1}
+
+    def process(item: int) -> int:
+        if item in gates:
+            wait(gates[item].wait())
+        if item in opens:
+            gates[opens[item]].set()
+        return item * 10
 
     def main() -> list[Any]:
-        with stream_pool(iter([1, 2, 3]), load, max_workers=3) as outcomes:
+        with stream_pool(iter([1, 2, 3]), process, max_workers=3) as outcomes:
             return list(outcomes)
 
     assert run(main) == [(2, 20, None), (3, 30, None), (1, 10, None)]
@@ -60,13 +70,14 @@ def test_at_most_max_workers_run_at_once_and_all_run() -> None:
 
 
 def test_keyword_arguments_reach_every_run() -> None:
-    load = Load({1: 10.0})
+    def process(item: int, *, scale: float) -> float:
+        return item * scale
 
     def main() -> list[Any]:
-        with stream_pool(iter([1]), load, max_workers=1, scale=0.0) as outcomes:
+        with stream_pool(iter([1, 2]), process, max_workers=2, scale=0.5) as outcomes:
             return list(outcomes)
 
-    assert run(main) == [(1, 10, None)]
+    assert sorted(run(main)) == [(1, 0.5, None), (2, 1.0, None)]
 
 
 def test_a_failing_run_is_an_outcome_and_the_others_go_on() -> None:
@@ -99,6 +110,21 @@ def test_a_run_past_its_timeout_gives_ares_timeout_error_and_is_stopped() -> Non
     assert result is None and isinstance(error, TimeoutError)
     assert str(error) == "Operation timed out after 0.05 seconds"
     assert load.finished == [2] and load.running == 0
+
+
+def test_a_runs_own_timeout_error_is_its_own_outcome() -> None:
+    """Only the pool's deadline reads as the pool's timeout; a run's own is left as it is."""
+
+    def process(item: int) -> int:
+        wait(anyio.lowlevel.checkpoint())
+        raise TimeoutError("the run's socket read timed out")
+
+    def main() -> list[Any]:
+        with stream_pool(iter([1]), process, max_workers=1, timeout_seconds=60) as outcomes:
+            return list(outcomes)
+
+    [(item, result, error)] = run(main)
+    assert (item, result, str(error)) == (1, None, "the run's socket read timed out")
 
 
 def test_leaving_early_cancels_the_runs_still_going_and_waits_for_them() -> None:

@@ -68,7 +68,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     ]
     out = root / "out"
     with StubLLM(Script(agent=scripts)) as stub:
-        compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint))
+        compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint, extra=["--no-report"]))
     return Report(out=out, index=write_report(out, artifacts=True))
 
 

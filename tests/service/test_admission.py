@@ -6,6 +6,7 @@ test's. The same rules over real sockets: `tests/hardening/test_floods.py`.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -103,6 +104,23 @@ async def test_within_the_grace_a_newcomer_waits_unread_and_comes_in_when_a_plac
     assert second.transport.paused and not first.closed_4408
     assert admission.admit(first)  # it said hello: its place goes to the one waiting
     assert not second.transport.paused and admission.pending == 1 and admission.waiting == 0
+
+
+async def test_however_many_sockets_leave_while_others_wait_one_wake_up_is_pending() -> None:
+    now = [0.0]
+    admission = Admission(1, 10, grace=0.5, max_waiting=100, clock=lambda: now[0])
+    pending = _open(admission, "pending")
+    parked = [_open(admission, f"parked {n}") for n in range(20)]
+    for ws in [pending, *parked[:10]]:  # each leaves; the next parked one takes its place
+        admission.leave(ws)
+    assert admission.waiting == 9
+    loop = asyncio.get_running_loop()
+    wake_ups = [
+        handle
+        for handle in loop._scheduled  # type: ignore[attr-defined]
+        if not handle.cancelled() and getattr(handle._callback, "__self__", None) is admission
+    ]
+    assert len(wake_ups) == 1
 
 
 async def test_the_queue_is_bounded_and_a_socket_beyond_it_is_dropped() -> None:

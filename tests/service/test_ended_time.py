@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 
 from areasync.protocol import Role, StopSession
+from tests.hardening.faults import eventually
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, json_body, serving
 
 
@@ -27,13 +28,16 @@ async def test_a_stopped_realtime_session_is_listed_at_the_time_it_stopped() -> 
         serving(mode="realtime", speed=100.0) as service,
         attach(service, Role.ADMIN) as admin,
     ):
-        await anyio.sleep(0.05)  # let some simulated time flow first
+        sim = service.registry.get(TUTORIAL).sim
+        start = sim.clock_state(peek=True).start_time
+        await eventually(lambda: sim.clock_state(peek=True).time > start)  # time flows first
         await admin.call(StopSession, session_id=TUTORIAL)
         await admin.until_ended()
         first = await listed_clock(service)
         await anyio.sleep(0.2)  # 20 simulated seconds, were the clock still running
         second = await listed_clock(service)
     assert first["state"] == "stopped"
+    assert first["time"] > first["start_time"]  # time did flow before the stop
     assert second["time"] == first["time"]
 
 
@@ -47,5 +51,5 @@ async def test_a_realtime_session_that_ran_its_duration_is_listed_at_its_end() -
         await anyio.sleep(0.2)  # 200 simulated seconds, were the clock still running
         second = await listed_clock(service)
     assert second["time"] == first["time"]
-    if first["duration"] is not None:
-        assert first["time"] <= first["start_time"] + first["duration"]
+    assert first["duration"] is not None
+    assert first["start_time"] < first["time"] <= first["start_time"] + first["duration"]

@@ -18,15 +18,32 @@ aggregates, raising the very exception ARE would have raised first (same type, s
   the events graph...") asks whether an end-of-turn or user message lies outside the connected
   part of the predecessors: a union-find with a count of such messages per part;
 - the time rules (`validate_events_dag_message_to_user_time`) need each event's turn and its
-  accumulated time within its turn. ARE's turn map at any step is the final graph's turn map
-  restricted to the events added so far: events are added after all their dependencies and
-  before all their successors, so the events not yet added never lie on a path the search takes
-  to one already added, and the search meets the added ones in the same order with the same
-  values. An event's accumulated time depends only on its dependencies in that order, so it is
-  fixed once the event exists. So the turn map is computed once, with ARE's own
-  `build_event_id_to_turn_idx`, and each step reads per-turn running values (the latest time,
-  the first end-of-turn message, whether every time is 0 or 1 s, the first event set before its
-  predecessors' time).
+  accumulated time within its turn (`accumulate_times_from_event`, over the turn's events in
+  the order of the turn map's keys: a dependency later in that order reads 0).
+
+  Turn values: ARE's map at any step gives the events added so far the values of the final
+  graph's map. Events are added after all their dependencies and before all their successors,
+  so the events not yet added never lie on a path the search takes to one already added: the
+  search visits the added ones in the same order (the final search's visit order restricted to
+  them) with the same values. So the turns are computed once, with ARE's own
+  `build_event_id_to_turn_idx`.
+
+  Key order is another matter: the map is a defaultdict, and a visited event reading a
+  dependency the search has not visited yet inserts that dependency's key then and there. An
+  event's key sits at the first of these touches: its own visit, or the visit of a successor
+  met before it (just after that successor's key, in dependency-list order). Only successors
+  already added touch it at a given step, so its key starts at its own visit when it is added
+  and moves earlier each time a successor the search meets before it is added. A move changes
+  its own accumulated time (its dependencies now after it read 0) and the times of its
+  successors it now precedes, and from them whatever comes after them in the map: those are
+  retimed in map order, stopping where a time does not change (an absolute time never does).
+  Common graphs (fan-in, the search meeting an event before some of its dependencies) move
+  keys often but retime a handful of events per move; a graph built to cascade every move
+  through a whole turn costs up to that turn's size per move, which ARE pays at every step.
+
+  Each step then reads per-turn running values: the largest time (first in map order, as
+  `max` picks it), the first end-of-turn message in map order, whether every time is 0 or 1 s,
+  the first event (in map order) set before its predecessors' time.
 
 Event ids must be unique for this to hold (ARE looks events up by id; with two events of one id
 it mixes their dependencies up): `vet_json` refuses a scenario that repeats one.
@@ -37,6 +54,7 @@ refused with the same exception, and that every one it accepts gives the same ev
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict, deque
 from typing import Any
 
@@ -192,50 +210,25 @@ class _Checks:
 
     def __init__(self, scenario: Any) -> None:
         self.scenario = scenario
+        self.start: float = scenario.start_time or 0
         self.by_id: dict[str, AbstractEvent] = {}
         self.added: set[str] = set()
         # Union-find over the undirected event graph, with its AUI messages counted per part.
         self.parent: dict[str, str] = {}
         self.aui_in: dict[str, int] = {}
         self.aui_total = 0
-        # The final graph's turns (ARE's own search), restricted step by step to what exists.
+        # The final graph's turns (ARE's own search): the same values at every step.
         self.turn: dict[str, int] = scenario.build_event_id_to_turn_idx()
-        self.position = {event_id: i for i, event_id in enumerate(self.turn)}
-        self.accumulated: dict[str, float] = {}
-        self.too_early: dict[str, ValueError] = {}
-        self._accumulate()
+        self.visit = _visit_order(scenario.events)
+        # Each added event's key position in ARE's turn map at the current step (see above).
+        self.position: dict[str, tuple[int, int]] = {}
+        self.time: dict[str, float] = {}
         self.members: dict[int, int] = defaultdict(int)
         self.not_zero_or_one: dict[int, int] = defaultdict(int)
-        self.latest: dict[int, float] = {}
-        self.first_end_of_turn: dict[int, AbstractEvent] = {}
-        self.early_added: dict[int, list[AbstractEvent]] = defaultdict(list)
-
-    def _accumulate(self) -> None:
-        """Each event's time within its turn, as ARE's `accumulate_times_from_event` reckons it
-        over the turn's events in turn-map order (fixed once the event exists, see above)."""
-        events_map = {event.event_id: event for event in self.scenario.events}
-        by_turn: dict[int, list[AbstractEvent]] = defaultdict(list)
-        for event_id, turn in self.turn.items():
-            by_turn[turn].append(events_map[event_id])
-        start = self.scenario.start_time or 0
-        for events_in_turn in by_turn.values():
-            times = {event.event_id: 0.0 for event in events_in_turn}
-            for event in events_in_turn:
-                latest_predecessor = max(
-                    (times.get(dependency.event_id, 0) for dependency in event.dependencies),
-                    default=start,
-                )
-                if event.event_time is not None:
-                    if event.event_time < latest_predecessor:
-                        self.too_early[event.event_id] = ValueError(
-                            f"Event {event.event_id} has an absolute time of {event.event_time}, "
-                            "which is less than the maximum predecessor time of "
-                            f"{latest_predecessor}."
-                        )
-                    times[event.event_id] = event.event_time
-                else:
-                    times[event.event_id] = latest_predecessor + (event.event_relative_time or 0)
-            self.accumulated.update(times)
+        # Per turn: (-time, position, id, time) of its events, stale entries skipped when read.
+        self.by_time: dict[int, list[tuple[float, tuple[int, int], str, float]]] = defaultdict(list)
+        self.ends_of_turn: dict[int, set[str]] = defaultdict(set)
+        self.too_early: dict[int, dict[str, ValueError]] = defaultdict(dict)
 
     def run(self, steps: list[_Step]) -> None:
         for step in steps:
@@ -281,14 +274,14 @@ class _Checks:
         turn = predecessor_turns[0]
         if self.members[turn] and not self.not_zero_or_one[turn]:
             return  # every time in the turn is 0 or 1 s: ARE skips the time rules
-        if self.early_added[turn]:
-            first = min(self.early_added[turn], key=lambda e: self.position[e.event_id])
-            raise self.too_early[first.event_id]
-        times = self.accumulated
+        too_early = self.too_early[turn]
+        if too_early:  # ARE's accumulation stops at the first one in turn-map order
+            raise too_early[min(too_early, key=self.position.__getitem__)]
+        times = self.time
         latest_predecessor = max(times.get(i, 0) for i in predecessor_ids)
         relative, absolute = step.relative_time, step.event_time
         if step.function_name == "send_message_to_user":
-            latest = self.latest[turn]
+            latest = self._latest(turn)
             if relative:
                 if latest_predecessor + relative < latest:
                     raise ValueError(
@@ -301,10 +294,13 @@ class _Checks:
                     f"of the turn ({latest})."
                 )
             return
-        end_of_turn = self.first_end_of_turn.get(turn)
-        if end_of_turn is None or end_of_turn.event_id in predecessor_ids:
+        ends = self.ends_of_turn[turn]
+        if not ends:
             return
-        end_time = times.get(end_of_turn.event_id, 0)
+        end_of_turn = min(ends, key=self.position.__getitem__)
+        if end_of_turn in predecessor_ids:
+            return
+        end_time = times.get(end_of_turn, 0)
         if relative:
             if end_time < latest_predecessor + relative:
                 raise ValueError(
@@ -317,13 +313,21 @@ class _Checks:
                 f"time ({end_time})."
             )
 
+    def _latest(self, turn: int) -> float:
+        """`max(accumulated_times.values())` over the turn: the first largest in map order."""
+        heap = self.by_time[turn]
+        while True:
+            _, position, event_id, time = heap[0]
+            if self.position[event_id] == position and _same(self.time[event_id], time):
+                return time
+            heapq.heappop(heap)
+
     # -- the running aggregates --------------------------------------------------------------
 
     def _add(self, event: AbstractEvent) -> None:
         scenario = self.scenario
         event_id = event.event_id
         self.by_id.setdefault(event_id, event)
-        self.added.add(event_id)
         is_aui = scenario._is_event_send_message_to_agent(
             event
         ) or scenario._is_event_send_message_to_user(event)
@@ -332,19 +336,81 @@ class _Checks:
         self.aui_total += int(bool(is_aui))
         for dependency in event.dependencies:
             self._union(event_id, dependency.event_id)
+        # ARE's search visits this event and reads its dependencies' keys: one it has not
+        # visited yet gets its key now, earlier than it had (see above).
+        visit = self.visit[event_id]
+        self.position[event_id] = (visit, 0)
+        for index, dependency in enumerate(event.dependencies):
+            touched = (visit, 1 + index)
+            if touched < self.position[dependency.event_id]:
+                self._move(dependency, touched)
+        self.added.add(event_id)
         turn = self.turn[event_id]
         self.members[turn] += 1
         if not (event.event_relative_time == 1 or event.event_relative_time == 0):
             self.not_zero_or_one[turn] += 1
-        time = self.accumulated[event_id]
-        if turn not in self.latest or time > self.latest[turn]:
-            self.latest[turn] = time
         if scenario.is_send_message_to_user(event):
-            first = self.first_end_of_turn.get(turn)
-            if first is None or self.position[event_id] < self.position[first.event_id]:
-                self.first_end_of_turn[turn] = event
-        if event_id in self.too_early:
-            self.early_added[turn].append(event)
+            self.ends_of_turn[turn].add(event_id)
+        self._retime(event)
+
+    def _move(self, event: AbstractEvent, position: tuple[int, int]) -> None:
+        """`event`'s key moved earlier: retime it, the successors it now precedes, and what
+        their new times reach, in map order (only events after a changed one can change)."""
+        self.position[event.event_id] = position
+        turn = self.turn[event.event_id]
+        pending: list[tuple[tuple[int, int], str, AbstractEvent]] = []
+        queued: set[str] = set()
+
+        def follow(changed: AbstractEvent) -> None:
+            after = self.position[changed.event_id]
+            for successor in changed.successors:
+                successor_id = successor.event_id
+                if (
+                    successor_id in self.added
+                    and successor_id not in queued
+                    and self.turn[successor_id] == turn
+                    and self.position[successor_id] > after
+                ):
+                    queued.add(successor_id)
+                    heapq.heappush(pending, (self.position[successor_id], successor_id, successor))
+
+        self._retime(event)
+        follow(event)  # its successors between its old and new key now read its time
+        while pending:
+            _, _, successor = heapq.heappop(pending)
+            if self._retime(successor):
+                follow(successor)
+
+    def _retime(self, event: AbstractEvent) -> bool:
+        """ARE's `accumulate_times_from_event` for one event of its turn, from its dependencies'
+        times: a dependency later in the map (or in another turn) reads 0. Whether it changed."""
+        event_id = event.event_id
+        turn = self.turn[event_id]
+        position = self.position[event_id]
+        latest_predecessor = max(
+            (
+                (self.time[d.event_id] if self.position[d.event_id] < position else 0.0)
+                if self.turn[d.event_id] == turn
+                else 0
+                for d in event.dependencies
+            ),
+            default=self.start,
+        )
+        too_early = self.too_early[turn]
+        too_early.pop(event_id, None)
+        if event.event_time is not None:
+            if event.event_time < latest_predecessor:
+                too_early[event_id] = ValueError(
+                    f"Event {event_id} has an absolute time of {event.event_time}, "
+                    f"which is less than the maximum predecessor time of {latest_predecessor}."
+                )
+            time = event.event_time
+        else:
+            time = latest_predecessor + (event.event_relative_time or 0)
+        old = self.time.get(event_id)
+        self.time[event_id] = time
+        heapq.heappush(self.by_time[turn], (-time, position, event_id, time))
+        return old is None or not _same(old, time)
 
     def _find(self, event_id: str) -> str:
         root = event_id
@@ -359,6 +425,24 @@ class _Checks:
         if root_a != root_b:
             self.parent[root_b] = root_a
             self.aui_in[root_a] += self.aui_in.pop(root_b)
+
+
+def _same(a: float, b: float) -> bool:
+    """Equal and of one type: ARE's messages print 0 and 0.0 differently."""
+    return type(a) is type(b) and a == b
+
+
+def _visit_order(events: list[AbstractEvent]) -> dict[str, int]:
+    """When ARE's breadth-first search over the final graph visits each event (its queue, its
+    roots and successors in list order, visited events skipped when popped)."""
+    order: dict[str, int] = {}
+    queue = deque(event for event in events if not event.dependencies)
+    while queue:
+        event = queue.popleft()
+        if event.event_id not in order:
+            order[event.event_id] = len(order)
+            queue.extend(s for s in event.successors if s.event_id not in order)
+    return order
 
 
 class LinearScenarioImportedFromJson(LinearEventImport, ScenarioImportedFromJson):

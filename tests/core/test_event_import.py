@@ -221,3 +221,85 @@ def test_randomly_rewired_scenarios_import_as_ares_does(seed: int) -> None:
     for benchmark in (False, True):
         are = imported(text, benchmark=benchmark, fast=False)
         assert imported(text, benchmark=benchmark, fast=True) == are
+
+
+def fanned_in(seed: int) -> str:
+    """A small synthetic scenario with random AGENT fan-in, ENV rewiring, a few relative and
+    absolute times, sometimes its events shuffled: ARE's breadth-first turn search then often
+    visits an event before one of its dependencies, which moves that dependency's key earlier
+    in ARE's turn map as events are added (and changes the times ARE accumulates)."""
+    rng = random.Random(seed)
+    data = json.loads(
+        synthetic_scenario_json(rng.choice([16, 24, 32]), turns=rng.choice([1, 2, 3]))
+    )
+    events = data["events"]
+    ids = [e["event_id"] for e in events]
+    agents = [i for i, e in enumerate(events) if e["event_type"] == "AGENT"]
+    for index in rng.sample(agents, min(len(agents), rng.randint(2, 8))):
+        pool = ids[:index]
+        events[index]["dependencies"] = rng.sample(pool, min(len(pool), rng.choice([1, 2, 3, 4])))
+    for index in rng.sample(range(1, len(events)), rng.randint(0, 5)):
+        if events[index]["event_type"] == "ENV":
+            pool = [ids[j] for j in range(index) if events[j]["event_type"] in ("ENV", "USER")]
+            if pool:
+                events[index]["dependencies"] = [rng.choice(pool)]
+    if rng.random() < 0.3:
+        rng.shuffle(events)
+    for target in rng.sample(events, rng.randint(0, 6)):
+        if rng.random() < 0.6:
+            target.update(event_time=None, event_relative_time=float(rng.choice([0, 1, 2, 5, 40])))
+        else:
+            target.update(event_time=1728979200.0 + rng.choice([0, 10, 60, 300]))
+            target["event_relative_time"] = None
+    return json.dumps(data)
+
+
+def visits_an_event_before_a_dependency(snapshot_events: list[Any]) -> bool:
+    """Whether ARE's turn search (breadth-first from the events without dependencies, in list
+    order) meets some event before one of its dependencies, read from an import's snapshot."""
+    dependencies = {e[1]: e[5] for e in snapshot_events}
+    successors = {e[1]: e[6] for e in snapshot_events}
+    visited: set[str] = set()
+    queue = [e[1] for e in snapshot_events if not e[5]]
+    while queue:
+        event_id = queue.pop(0)
+        if event_id in visited:
+            continue
+        if any(d not in visited for d in dependencies[event_id]):
+            return True
+        visited.add(event_id)
+        queue.extend(s for s in successors[event_id] if s not in visited)
+    return False
+
+
+def test_an_event_met_before_its_dependency_gets_the_time_ares_import_gives_it() -> None:
+    # In the final graph ARE's search reaches `t0_done` before `t0_env2` and reads the key of
+    # `t0_agent2` early, putting it before `t0_env2` in the turn map. When ARE checks `t0_done`
+    # itself that has not happened yet: `t0_agent2` follows `t0_env2` and accumulates its time,
+    # and ARE accepts the end of turn that reading the final order would refuse.
+    text = fanned_in(123)
+    are = imported(text, benchmark=False, fast=False)
+    assert are[0] == "ok", are
+    assert visits_an_event_before_a_dependency(are[1][0])
+    assert imported(text, benchmark=False, fast=True) == are
+
+
+def test_randomly_fanned_in_scenarios_import_as_ares_does() -> None:
+    outcomes = {
+        seed: (
+            imported(text, benchmark=False, fast=False),
+            imported(text, benchmark=False, fast=True),
+        )
+        for seed, text in ((seed, fanned_in(seed)) for seed in range(300))
+    }
+    differing = [seed for seed, (are, ours) in outcomes.items() if are != ours]
+    assert differing == [], f"seeds where the linear import and ARE's disagree: {differing}"
+    # The sample has both verdicts, and accepted graphs whose turn-map order moves.
+    verdicts = {are[0] for are, _ in outcomes.values()}
+    assert verdicts == {"ok", "refused"}
+    moving = [
+        seed
+        for seed, (are, _) in outcomes.items()
+        if are[0] == "ok" and visits_an_event_before_a_dependency(are[1][0])
+    ]
+    assert len(moving) >= 10, moving

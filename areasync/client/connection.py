@@ -24,8 +24,8 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -36,6 +36,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from areasync.client.errors import AreasyncError, ConnectionClosedError, fresh, from_frame
 from areasync.client.handshake import Handshake, Refusal
+from areasync.client.options import ConnectOptions
 from areasync.client.reconnect import (
     BACK_OFF_CLOSE_CODES,
     FATAL_CLOSE_CODES,
@@ -52,7 +53,6 @@ from areasync.protocol import (
     Batch,
     ClientFrame,
     ClockItem,
-    Encoding,
     EndedItem,
     Error,
     EventItem,
@@ -61,14 +61,13 @@ from areasync.protocol import (
     Pong,
     ProtocolError,
     Result,
-    Role,
     StreamItem,
     Welcome,
     decode_server_frame,
     encode_client_frame,
 )
 
-__all__ = ["ConnectOptions", "ResumingConnection"]
+__all__ = ["ResumingConnection"]
 
 logger = logging.getLogger("areasync.client")
 
@@ -83,24 +82,6 @@ class _Fatal(Exception):
 
 class _AskPlainly(Exception):
     """The server refused an optional field of the hello: say hello again without it."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConnectOptions:
-    """How a client connects and reconnects; :func:`~areasync.client.connect` documents each."""
-
-    url: str
-    role: Role
-    token: str = field(repr=False)
-    encoding: Encoding
-    reconnect: bool
-    since: int | None
-    max_reconnect_attempts: int | None
-    backoff_initial: float
-    backoff_max: float
-    open_timeout: float | None
-    batch: bool
-    ws_options: Mapping[str, Any]
 
 
 @dataclass(eq=False)

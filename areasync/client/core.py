@@ -36,8 +36,9 @@ from typing import Any, Final
 
 import msgspec
 
-from areasync.client.connection import ConnectOptions, ResumingConnection
+from areasync.client.connection import ResumingConnection
 from areasync.client.errors import AreasyncError
+from areasync.client.options import ConnectOptions
 from areasync.client.sessions import CreatedSession, StoppedSession
 from areasync.protocol import (
     CallTool,

@@ -73,6 +73,7 @@ class FakeServer:
         self.before_welcome: Callable[[Hello], Awaitable[None]] | None = None
         # False: refuse hello.batch and offer no capabilities, as a server older than both
         self.knows_batch = True
+        self.capabilities: list[str] = [Capability.BATCH]  # offered in the welcome
         self._server: Server | None = None
         self.port = 0
 
@@ -156,7 +157,7 @@ class FakeServer:
             scenario_id="fake",
             clock=ClockState(state="running", time=0.0, tick=0, mode="manual", speed=1.0),
             replay=replay,
-            capabilities=[Capability.BATCH] if self.knows_batch else [],
+            capabilities=self.capabilities if self.knows_batch else [],
         )
         await ws.send(encode_server_frame(welcome, encoding))
         for item in self.items[len(self.items) if since is None else since :]:

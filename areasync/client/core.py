@@ -359,7 +359,8 @@ class Client:
         ``inclusive=False`` stops just before the target's own items: the clock rests at
         exactly the target with what is due there not yet run (it runs at the target on the
         session's next step), so an agent's next tool call is logged at the target, ahead of
-        those items. Needs a server that knows the field (older ones refuse it by name)."""
+        those items. Needs a server that offers ``jump_inclusive`` (see :attr:`capabilities`;
+        older ones refuse the field by name)."""
         if (to is None) == (by is None):
             raise ValueError("jump needs exactly one of `to` (a time) or `by` (seconds)")
         return _clock(
@@ -400,7 +401,8 @@ class Client:
     ) -> CreatedSession:
         """Create a session on this server from a registered scenario id (``scenario``) or an
         ARE/Gaia2 scenario as JSON text (``scenario_json``); returns its id, URL and a token
-        per role. ``import_mode`` None: the server's default. Admin role only."""
+        per role. ``import_mode`` None: the server's default (another needs a server that
+        offers ``import_mode``, see :attr:`capabilities`). Admin role only."""
         if (scenario is None) == (scenario_json is None):
             raise ValueError("create_session needs exactly one of `scenario` or `scenario_json`")
         how = Mode(mode)

@@ -552,7 +552,7 @@ def comparable_log(env: Any, report: OracleReport, ndigits: int = 1) -> list[Any
     with events disabled: one event per action). Everything else must match ARE's oracle run
     exactly: compare the result with ``conformance.normalized_log`` of ARE's run.
     """
-    from areasync.conformance import normalize_events
+    from areasync.conformance.normal_form import normalize_events
 
     events = [
         event

@@ -78,8 +78,11 @@ from areasync.protocol.frames import (
     StreamItem,
     Tick,
     Welcome,
+    frame_tag,
 )
 from areasync.protocol.records import (
+    GENERATED_ID,
+    WAIT_TOOL,
     ClockState,
     EventRecord,
     NotificationRecord,
@@ -89,8 +92,10 @@ from areasync.protocol.records import (
 
 __all__ = [
     "CLIENT_FRAME_TYPES",
+    "GENERATED_ID",
     "PROTOCOL",
     "SERVER_FRAME_TYPES",
+    "WAIT_TOOL",
     "Batch",
     "BatchedFrame",
     "CallTool",
@@ -139,4 +144,5 @@ __all__ = [
     "encode_server_bytes",
     "encode_server_frame",
     "encoding_of",
+    "frame_tag",
 ]

@@ -22,7 +22,8 @@ from are.simulation.scenarios.scenario import Scenario
 from areasync import ScenarioError, Simulation
 from areasync.bridge import scenarios
 from areasync.bridge.scenarios import ImportMode, detect_import_mode, import_mode_of
-from areasync.conformance import GAIA2_SHAPED_ID, export_scenario_json
+from areasync.conformance.scenario_json import export_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from areasync.protocol import ImportMode as WireImportMode
 from areasync.service import ServiceConfig
 from areasync.service.traces import export_trace

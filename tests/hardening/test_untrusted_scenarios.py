@@ -23,7 +23,8 @@ from are.simulation.data_handler.importer import JsonScenarioImporter
 
 from areasync.bridge import scenarios
 from areasync.bridge.scenarios import MAX_JSON_DEPTH, ScenarioError, vet_json
-from areasync.conformance import GAIA2_SHAPED_ID, export_scenario_json, offline_scenario_ids
+from areasync.conformance.scenario_json import export_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID, offline_scenario_ids
 from areasync.protocol import (
     CallTool,
     CreateSession,

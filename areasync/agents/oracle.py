@@ -182,7 +182,7 @@ async def oracle_plan(source: Any, *, import_mode: str = "auto") -> OraclePlan:
 
     A JSON scenario is imported as the live session imports it for an agent (``import_mode``
     as the session's, resolved for a run without the oracle): a Gaia2 benchmark import's turn
-    conditions decide when the agent must end a turn (see ``_TICK_EVE``).
+    conditions decide when the agent must end a turn.
     """
     # Imported here: the client side of areasync does not otherwise need ARE loaded.
     from are.simulation.types import OracleEvent
@@ -200,14 +200,33 @@ async def oracle_plan(source: Any, *, import_mode: str = "auto") -> OraclePlan:
     start = float(simulation.env.start_time or 0.0)
     completed = {str(event.event_id): event for event in simulation.env.event_log.list_view()}
     records = simulation.events()
+    actions = _oracle_actions(records, completed, oracle_ids, public_names, start)
+    return OraclePlan(
+        scenario_id=str(scenario.scenario_id),
+        start_time=start,
+        actions=actions,
+        events=records,
+        initial_state=initial_state,
+        end_time=max((record.time - start for record in records), default=0.0),
+        simulation=simulation,
+    )
+
+
+def _oracle_actions(
+    records: list[EventRecord],
+    completed: dict[str, Any],
+    oracle_ids: set[str],
+    public_names: dict[str, str],
+    start: float,
+) -> list[OracleAction]:
+    """The oracle run's completed OracleEvents, in execution order, as tool calls."""
     actions = []
     busy_times: set[float] = set()  # times at which ARE had run something else already
     for record in records:
         if record.event_type != "AGENT" or record.event_id not in oracle_ids:
             busy_times.add(record.time)
             continue
-        event = completed[record.event_id]
-        action = event.action
+        action = completed[record.event_id].action
         internal_name = f"{record.app}__{record.function}"
         args = dict(action.resolved_args or action.args or {})
         args.pop("self", None)
@@ -224,15 +243,7 @@ async def oracle_plan(source: Any, *, import_mode: str = "auto") -> OraclePlan:
                 before_tick=record.time not in busy_times,
             )
         )
-    return OraclePlan(
-        scenario_id=str(scenario.scenario_id),
-        start_time=start,
-        actions=actions,
-        events=records,
-        initial_state=initial_state,
-        end_time=max((record.time - start for record in records), default=0.0),
-        simulation=simulation,
-    )
+    return actions
 
 
 def _plain(value: Any) -> Any:
@@ -262,24 +273,11 @@ async def run_oracle_agent(
     lets the clock reach the end of the oracle run (so everything the oracle run logged has
     happened), then idles.
     """
-    pace = Pace(pace) if pace is not None else (Pace.JUMP if controller else Pace.WAIT)
-    if pace is Pace.JUMP and controller is None:
-        raise ValueError("pace='jump' needs a controller client of the same session")
-    # ARE's wait tool belongs to SystemApp, which not every scenario has.
-    can_wait = pace is Pace.WAIT and WAIT_TOOL in {tool.name for tool in await client.list_tools()}
-    if pace is Pace.WAIT and plan.actions and not can_wait:
-        raise ValueError(
-            f"the session has no {WAIT_TOOL} tool (its scenario has no SystemApp), so an "
-            "agent cannot wait for a time: use pace='jump' with a controller"
-        )
+    pace = _chosen_pace(pace, controller)
+    can_wait = await _can_wait(client, plan, pace)
     report = OracleReport(session_id=client.session_id, scenario_id=plan.scenario_id, pace=pace)
-    ids = IdMap()
     # The agent role may not read the apps' state; an observer or controller may.
-    reader = observer or controller or client
-    try:
-        ids.learn(plan.initial_state, await reader.get_state())
-    except ForbiddenError:
-        logger.info("no role that may read the state: learning ids from events only")
+    ids = await _ids_from_initial_state(plan, observer or controller or client)
     run = _OracleRun(client, controller, report)
     aligner = EventAligner(plan, ids)
     for action in plan.actions:
@@ -300,6 +298,34 @@ async def run_oracle_agent(
         if client.ended is None:
             await client.idle()
     return report
+
+
+def _chosen_pace(pace: Pace | str | None, controller: Client | None) -> Pace:
+    chosen = Pace(pace) if pace is not None else (Pace.JUMP if controller else Pace.WAIT)
+    if chosen is Pace.JUMP and controller is None:
+        raise ValueError("pace='jump' needs a controller client of the same session")
+    return chosen
+
+
+async def _can_wait(client: Client, plan: OraclePlan, pace: Pace) -> bool:
+    """Pace wait and the session has ARE's wait tool (SystemApp's, which not every scenario
+    has); ValueError if the plan needs it and it has none."""
+    can_wait = pace is Pace.WAIT and WAIT_TOOL in {tool.name for tool in await client.list_tools()}
+    if pace is Pace.WAIT and plan.actions and not can_wait:
+        raise ValueError(
+            f"the session has no {WAIT_TOOL} tool (its scenario has no SystemApp), so an "
+            "agent cannot wait for a time: use pace='jump' with a controller"
+        )
+    return can_wait
+
+
+async def _ids_from_initial_state(plan: OraclePlan, reader: Client) -> IdMap:
+    ids = IdMap()
+    try:
+        ids.learn(plan.initial_state, await reader.get_state())
+    except ForbiddenError:
+        logger.info("no role that may read the state: learning ids from events only")
+    return ids
 
 
 class _OracleRun:

@@ -45,6 +45,8 @@ _CALLABLE_MARKS = (
 )
 
 
+# Defined in the lowest of the scenario modules so that vetting can raise it; loading
+# (`areasync.bridge.scenarios`) raises it too and lists it as part of its API.
 class ScenarioError(ValueError):
     """The scenario could not be loaded; nothing was created."""
 

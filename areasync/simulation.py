@@ -326,7 +326,7 @@ class Simulation:
                     options,
                 )
         except BaseException:
-            sandbox.release()  # what ARE created for a scenario that did not load
+            sandbox.remove_directories()  # what ARE created for a scenario that did not load
             raise
 
     @classmethod
@@ -1037,7 +1037,7 @@ def build_scenario(
             scenario = scenarios.load(source, import_mode=import_mode, oracle=oracle, judge=judge)
             sandbox.adopt(scenario.apps or [])
     except BaseException:
-        sandbox.release()  # what ARE created for a scenario that did not load
+        sandbox.remove_directories()  # what ARE created for a scenario that did not load
         raise
     return scenario, sandbox
 

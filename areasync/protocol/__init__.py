@@ -82,8 +82,11 @@ from areasync.protocol.frames import (
     StreamItem,
     Tick,
     Welcome,
+    frame_tag,
 )
 from areasync.protocol.records import (
+    GENERATED_ID,
+    WAIT_TOOL,
     ClockState,
     EventRecord,
     NotificationRecord,
@@ -93,9 +96,11 @@ from areasync.protocol.records import (
 
 __all__ = [
     "CLIENT_FRAME_TYPES",
+    "GENERATED_ID",
     "PROTOCOL",
     "SERVER_CAPABILITIES",
     "SERVER_FRAME_TYPES",
+    "WAIT_TOOL",
     "Batch",
     "BatchedFrame",
     "CallTool",
@@ -145,4 +150,5 @@ __all__ = [
     "encode_server_bytes",
     "encode_server_frame",
     "encoding_of",
+    "frame_tag",
 ]

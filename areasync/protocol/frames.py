@@ -516,8 +516,13 @@ ServerFrame: TypeAlias = (
 """Any frame the server may send."""
 
 
+def frame_tag(frame: msgspec.Struct | type[msgspec.Struct]) -> str:
+    """A frame's ``type`` tag (``"hello"``, ``"call_tool"``...), from the frame or its class."""
+    return str(frame.__struct_config__.tag)
+
+
 def _tags(union: Any) -> dict[str, type[msgspec.Struct]]:
-    return {cls.__struct_config__.tag: cls for cls in union.__args__}
+    return {frame_tag(cls): cls for cls in union.__args__}
 
 
 CLIENT_FRAME_TYPES: Final[dict[str, type[msgspec.Struct]]] = _tags(ClientFrame)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
@@ -70,11 +70,9 @@ from areasync.protocol import (
     ToolInfo,
     Welcome,
 )
+from areasync.protocol.records import WAIT_TOOL
 
 __all__ = ["WAIT_TOOL", "Client", "Connect", "connect"]
-
-WAIT_TOOL: Final = "SystemApp__wait_for_notification"
-"""ARE's tool for "nothing to do until something happens"; releases the agent's lease."""
 
 
 # -- connect --------------------------------------------------------------------------------

@@ -22,16 +22,11 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-
 from areasync.client.errors import AreasyncError, ConnectionLostError, from_frame
 from areasync.protocol import ClientFrame, Error, Pong, Result
+from areasync.protocol.frames import frame_tag
 
 __all__ = ["PendingRequest", "RequestTable"]
-
-
-def _tag(frame: msgspec.Struct) -> str:
-    return str(frame.__struct_config__.tag)
 
 
 class PendingRequest:
@@ -116,7 +111,8 @@ class RequestTable:
             else:
                 request.settle(
                     error=ConnectionLostError(
-                        f"the connection broke before the reply to `{_tag(request.frame)}` (id "
+                        "the connection broke before the reply to "
+                        f"`{frame_tag(request.frame)}` (id "
                         f"{request.id}) arrived; the server may or may not have applied it",
                         request_id=request.id,
                     )

@@ -465,10 +465,11 @@ class Simulation:
     async def _drive(self) -> None:
         if self._held_until_driven:
             self._held_until_driven = False
-            self.clock.release()
+            self.clock.unhold()
         if self.engine.started and self.env.tick_count == 0 and self.clock.flowing:
             # The first tick is due now (the clock rests at it unless a later time was read).
-            self.clock.anchor(self.engine.next_grid_us(), self.clock.wall())
+            first_tick_us = max(self.engine.next_grid_us(), self.clock.reported_us)
+            self.clock.anchor(first_tick_us, self.clock.wall())
         try:
             while not self._concluded:
                 # Planning may end the session (a lease policy): it is a command like any other.
@@ -596,12 +597,14 @@ class Simulation:
         else:
             # A tick takes no simulated time: ARE's thread spends ~1 ms of wall time per tick,
             # which at speed k would otherwise become k ms of simulated time inside the tick.
-            self.clock.anchor(target, self.clock.wall())
+            # A late tick runs at the latest time already given out, if that is later than its
+            # own: what was read stays read.
+            self.clock.anchor(max(target, self.clock.reported_us), self.clock.wall())
             self.clock.hold()
             try:
                 self.engine.step_grid()
             finally:
-                self.clock.release()
+                self.clock.unhold()
         wall = self.clock.wall()
         if wall - self._last_clock_publish >= CLOCK_PUBLISH_INTERVAL_S:
             self._publish_clock()
@@ -805,7 +808,7 @@ class Simulation:
                 except ClockError as exc:
                     raise InvalidRequestError(str(exc)) from exc
             finally:
-                self.clock.release()
+                self.clock.unhold()
             return self._after_control()
 
     async def next_event(self) -> ClockState:
@@ -827,7 +830,7 @@ class Simulation:
                 self._record("jump", {"next_event": True})
                 await self._advance(target, True, "next_event")
             finally:
-                self.clock.release()
+                self.clock.unhold()
             return self._after_control()
 
     async def tick(self, n: int = 1) -> ClockState:
@@ -858,7 +861,7 @@ class Simulation:
                             self._give_way_to_a_stop("tick", f"{done} of its {n} ticks ran")
                             done += self._ticks(n - done, self._out_of_time())
             finally:
-                self.clock.release()
+                self.clock.unhold()
             return self._after_control()
 
     def _ticks(self, n: int, out_of_time: Callable[[], bool]) -> int:

@@ -25,6 +25,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from are.simulation import environment as are_environment
@@ -219,6 +220,41 @@ class AsyncEnvironment(Environment):
 
     def wait_for_next_notification(self) -> None:
         self.wait_handler()
+
+    # -- what the engine steps (`areasync.loop.environment.SteppableEnvironment`) --------------
+
+    def begin_run(self) -> None:
+        self.state = EnvironmentState.RUNNING
+        self.prepare_events_for_start()
+        self.current_time = self.time_manager.time()
+
+    def note_current_time(self) -> None:
+        self.current_time = self.time_manager.time()
+
+    def stop_requested(self) -> bool:
+        return bool(self.stop_event.is_set())
+
+    def next_event_time(self) -> float | None:
+        head = self.event_queue.peek()
+        return None if head is None else float(head.event_time)
+
+    def wait_timeout_time(self) -> float | None:
+        system = self.system_app
+        timeout = system.wait_for_notification_timeout if system is not None else None
+        return None if timeout is None else float(timeout.timeout_timestamp)
+
+    def reset_wait_timeout(self) -> None:
+        system = self.system_app
+        if system is not None:
+            system.reset_wait_for_notification_timeout()
+
+    def next_notification_time(self) -> float | None:
+        t = self.notification_system.get_next_notification_time()
+        return None if t is None else float(t)
+
+    def take_notifications_until(self, t: float) -> None:
+        stamp = datetime.fromtimestamp(t, tz=UTC)
+        self.notification_system.message_queue.get_by_timestamp(stamp)
 
     # -- conveniences --------------------------------------------------------------------------
 

@@ -29,9 +29,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from are.simulation import environment as are_environment
+from are.simulation.apps.agent_user_interface import AgentUserInterface
 from are.simulation.apps.system import SystemApp
 from are.simulation.environment import Environment, EnvironmentConfig
-from are.simulation.notification_system import BaseNotificationSystem, Message
+from are.simulation.notification_system import (
+    BaseNotificationSystem,
+    Message,
+    VerboseNotificationSystem,
+)
+from are.simulation.scenarios.scenario import Scenario
 from are.simulation.tool_utils import AppTool
 from are.simulation.types import (
     AbstractEvent,
@@ -52,6 +58,8 @@ from areasync.bridge.time_manager import VirtualTimeManager
 from areasync.loop.clock import ClockMode, VirtualClock
 from areasync.loop.engine import Engine
 from areasync.protocol.records import EventRecord, NotificationRecord
+
+__all__ = ["AsyncEnvironment", "PublishingEventLog", "Scenario", "session_environment"]
 
 EventListener = Callable[[EventRecord], None]
 NotificationListener = Callable[[NotificationRecord], None]
@@ -256,6 +264,26 @@ class AsyncEnvironment(Environment):
         stamp = datetime.fromtimestamp(t, tz=UTC)
         self.notification_system.message_queue.get_by_timestamp(stamp)
 
+    # -- a session's run ----------------------------------------------------------------------
+
+    def start_scenario(self, scenario: Scenario) -> None:
+        """ARE's `run(scenario, wait_for_end=False)`: register the apps, schedule the events."""
+        self.run(scenario, wait_for_end=False)
+        aui = self.agent_user_interface
+        if aui is not None:
+            # ARE's GUI mode busy-waits (time.sleep) for a reply to send_message_to_user;
+            # here the user's reply arrives on the stream like any other notification.
+            aui.wait_for_user_response = False
+
+    @property
+    def agent_user_interface(self) -> AgentUserInterface | None:
+        """The scenario's AgentUserInterface app (the user the agent talks to), if it has one."""
+        return self.get_app_with_class(AgentUserInterface)
+
+    def stop_run(self, *, failed: bool = False) -> None:
+        """ARE's `stop`, ending in its FAILED state if `failed`, else in STOPPED."""
+        self.stop(final_state=EnvironmentState.FAILED if failed else EnvironmentState.STOPPED)
+
     # -- conveniences --------------------------------------------------------------------------
 
     def get_tools_by_app(self) -> dict[str, list[AppTool]]:
@@ -312,3 +340,35 @@ def _has_placeholder(event: Event) -> bool:
 
 def _nothing() -> None:
     return None
+
+
+def session_environment(
+    scenario: Scenario,
+    *,
+    oracle: bool,
+    exit_when_no_events: bool | None,
+    mode: ClockMode | str,
+    speed: float,
+    wall: Callable[[], float],
+) -> AsyncEnvironment:
+    """The environment a session runs `scenario` in, as ARE's CLI runner configures it.
+
+    `oracle` runs the oracle events as the agent's actions; by default the run then ends when
+    no event is left (`exit_when_no_events`), as ARE's does.
+    """
+    config = EnvironmentConfig(
+        oracle_mode=oracle,
+        time_increment_in_seconds=scenario.time_increment_in_seconds,
+        exit_when_no_events=oracle if exit_when_no_events is None else exit_when_no_events,
+        verbose=False,
+    )
+    if scenario.start_time and scenario.start_time > 0:
+        config.start_time = scenario.start_time
+    return AsyncEnvironment(
+        config,
+        EnvironmentType.CLI,
+        notification_system=VerboseNotificationSystem(),
+        mode=ClockMode(mode),
+        speed=speed,
+        wall=wall,
+    )

@@ -6,7 +6,10 @@ Everything ARE users know keeps working (`event_log`, `apps`, `tick`, `process_e
 * the TimeManager reads the `VirtualClock` (swapped in right after ARE's constructor, before any
   app, agent or the notification system can keep a reference to the old one);
 * `start()` schedules events but starts no thread: an `Engine` (owned here, driven by the async
-  `Simulation` or the synchronous `SyncEnvironment`) advances time;
+  `Simulation` or the synchronous `SyncEnvironment`) advances time, through the few methods of
+  `areasync.loop.environment.SteppableEnvironment` implemented here (the engine imports no ARE);
+* `session_environment` configures one for a session, as ARE's CLI runner does, and
+  `start_scenario` runs the scenario in it: the simulation reaches ARE only through bridge;
 * every completed event (as it enters the log) and every notification (`MessageQueue.put`) is
   converted to a plain record and handed to listeners the moment ARE produces it;
 * events that cannot produce a notification skip ARE's template search, in the notification

@@ -1,4 +1,7 @@
-"""The engine: advances an ARE environment on the virtual clock, one tick at a time.
+"""The engine: advances an environment on the virtual clock, one tick at a time.
+
+It imports no ARE: what it needs from the environment is the `SteppableEnvironment` protocol
+(`loop.environment`), which bridge's `AsyncEnvironment` implements over ARE's Environment.
 
 This is the loop that ARE runs on a background thread (`_time_based_loop`, `_queue_based_loop`,
 `wait_for_next_notification`), rewritten as plain synchronous steps with no sleeping, no threads

@@ -201,6 +201,11 @@ class SimulationCore:
         if self._leases.end(holder):
             self._wake()
 
+    # The names the lease methods had before (`release` also named a sandbox's cleanup and a
+    # clock's hold, so the lease methods now say what they do); kept for existing callers.
+    acquire = begin_lease
+    release = end_lease
+
     @property
     def leases(self) -> dict[str, float]:
         """Holder -> wall deadline of every lease held."""

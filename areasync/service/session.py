@@ -2,7 +2,7 @@
 
 A session is a thin shell around a `Simulation`: everything that changes the ARE environment
 goes through the simulation's own methods, on the event loop, between engine steps. The
-session's one ordered lane is the simulation's `lane` (a FIFO lock, see `simulation.py`): each
+session's one ordered lane is the simulation's `lane` (a FIFO lock, see `areasync.simulation`): each
 request takes it the moment its frame is decoded and runs to completion holding it, so tool
 calls and controls apply in the order they arrive, never inside a tick and never inside one
 another. Most requests never yield; a long `jump`/`next_event`/`tick` does, every

@@ -115,7 +115,7 @@ async def split(calls: int, repeats: int) -> dict[str, Any]:
     from are.simulation.notification_system import VerboseNotificationSystem
     from are.simulation.types import disable_events
 
-    from areasync.conformance import load_scenario
+    from areasync.conformance.scenarios import load_scenario
 
     out: dict[str, Any] = {"call_tool": (await hot(calls, repeats, True))["us_per_call"]}
     sim = Simulation.load("scenario_tutorial", mode="manual")

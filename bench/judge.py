@@ -60,7 +60,7 @@ def main() -> None:
 
     def areasync() -> None:
         _scenario, sandbox = build_scenario(text, import_mode="benchmark", judge=options)
-        sandbox.release()
+        sandbox.remove_directories()
 
     are()
     areasync()

@@ -50,38 +50,32 @@ logs the agent's waits; when its *oracle run* executes the same action, it logs 
 events as it goes (:attr:`OracleReport.extra_event_ids`); :func:`comparable_log` is the session's
 log without them, which must equal ARE's oracle log in the conformance normal form.
 
-Ids. A live session is a different instance of the scenario, so ids made with ``uuid4`` when the
-scenario was built (a task id, an email id) differ from those in the oracle run; a perfect agent
-would read them from the apps. The oracle agent learns the correspondence by aligning what it can
-see on both sides: the apps' initial state (``get_state``), every tool result against the oracle
-run's return value, and every scenario event on the stream against the same event of the oracle
-run; it then rewrites ids in each action's arguments before calling.
+Ids generated when the scenario was built differ between the oracle run and the live session:
+the agent maps them (``areasync.agents.oracle_ids``). The pacing decisions (which jump or wait
+next) are made without I/O in ``areasync.agents.oracle_pacing``.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-import math
-import re
-from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
+from areasync.agents.oracle_ids import EventAligner, IdMap
+from areasync.agents.oracle_pacing import JumpPacing, WaitPacing
 from areasync.client import (
-    WAIT_TOOL,
     BadStateError,
     Client,
     ForbiddenError,
     SessionEndedError,
     ToolError,
 )
-from areasync.protocol import EventItem, EventRecord
+from areasync.protocol import WAIT_TOOL, EventItem, EventRecord
 
 __all__ = [
-    "IdMap",
     "OracleAction",
     "OraclePlan",
     "OracleReport",
@@ -92,10 +86,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("areasync.agents.oracle")
-
-WAIT_FUNCTION: Final = ("SystemApp", "wait_for_notification")
-# Times are compared at this resolution: ARE's are floats built from integer offsets.
-_EPSILON: Final = 1e-6
 
 
 class Pace(enum.StrEnum):
@@ -192,7 +182,7 @@ async def oracle_plan(source: Any, *, import_mode: str = "auto") -> OraclePlan:
 
     A JSON scenario is imported as the live session imports it for an agent (``import_mode``
     as the session's, resolved for a run without the oracle): a Gaia2 benchmark import's turn
-    conditions decide when the agent must end a turn (see ``_TICK_EVE``).
+    conditions decide when the agent must end a turn.
     """
     # Imported here: the client side of areasync does not otherwise need ARE loaded.
     from are.simulation.types import OracleEvent
@@ -210,14 +200,33 @@ async def oracle_plan(source: Any, *, import_mode: str = "auto") -> OraclePlan:
     start = float(simulation.env.start_time or 0.0)
     completed = {str(event.event_id): event for event in simulation.env.event_log.list_view()}
     records = simulation.events()
+    actions = _oracle_actions(records, completed, oracle_ids, public_names, start)
+    return OraclePlan(
+        scenario_id=str(scenario.scenario_id),
+        start_time=start,
+        actions=actions,
+        events=records,
+        initial_state=initial_state,
+        end_time=max((record.time - start for record in records), default=0.0),
+        simulation=simulation,
+    )
+
+
+def _oracle_actions(
+    records: list[EventRecord],
+    completed: dict[str, Any],
+    oracle_ids: set[str],
+    public_names: dict[str, str],
+    start: float,
+) -> list[OracleAction]:
+    """The oracle run's completed OracleEvents, in execution order, as tool calls."""
     actions = []
     busy_times: set[float] = set()  # times at which ARE had run something else already
     for record in records:
         if record.event_type != "AGENT" or record.event_id not in oracle_ids:
             busy_times.add(record.time)
             continue
-        event = completed[record.event_id]
-        action = event.action
+        action = completed[record.event_id].action
         internal_name = f"{record.app}__{record.function}"
         args = dict(action.resolved_args or action.args or {})
         args.pop("self", None)
@@ -234,113 +243,13 @@ async def oracle_plan(source: Any, *, import_mode: str = "auto") -> OraclePlan:
                 before_tick=record.time not in busy_times,
             )
         )
-    return OraclePlan(
-        scenario_id=str(scenario.scenario_id),
-        start_time=start,
-        actions=actions,
-        events=records,
-        initial_state=initial_state,
-        end_time=max((record.time - start for record in records), default=0.0),
-        simulation=simulation,
-    )
+    return actions
 
 
 def _plain(value: Any) -> Any:
     from areasync.bridge.records import to_plain
 
     return to_plain(value)
-
-
-# -- ids ------------------------------------------------------------------------------------
-
-
-# The ids ARE generates: uuid4 (with dashes) or 32 hex digits (uuid4().hex, ARE's uuid_hex).
-_UUID: Final = re.compile(
-    r"(?<![0-9a-f])"
-    r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})"
-    r"(?![0-9a-f])"
-)
-
-
-class IdMap:
-    """Oracle-run id -> live-session id, learned by aligning values seen on both sides.
-
-    Only generated ids (uuid-shaped) are mapped, and only where two values agree everywhere
-    else: a file name or a user's text is never rewritten.
-    """
-
-    def __init__(self) -> None:
-        self.ids: dict[str, str] = {}
-
-    def learn(self, oracle: Any, live: Any) -> None:
-        """Walk two values of the same shape side by side; record ids that differ."""
-        if isinstance(oracle, str) and isinstance(live, str):
-            self._learn_string(oracle, live)
-        elif isinstance(oracle, dict) and isinstance(live, dict):
-            if oracle.keys() == live.keys():
-                for key, value in oracle.items():
-                    self.learn(value, live[key])
-            elif len(oracle) == len(live):
-                # Keyed by ids (tasks by task id, emails by email id): align in insertion order,
-                # which both sides built the same way.
-                pairs = zip(oracle.items(), live.items(), strict=True)
-                for (okey, ovalue), (lkey, lvalue) in pairs:
-                    self._learn_string(okey, lkey)
-                    self.learn(ovalue, lvalue)
-        elif isinstance(oracle, list) and isinstance(live, list) and len(oracle) == len(live):
-            for ovalue, lvalue in zip(oracle, live, strict=True):
-                self.learn(ovalue, lvalue)
-
-    def _learn_string(self, oracle: str, live: str) -> None:
-        if oracle == live:
-            return
-        found = _UUID.findall(oracle)
-        if not found or _UUID.sub("<id>", oracle) != _UUID.sub("<id>", live):
-            return
-        for old, new in zip(found, _UUID.findall(live), strict=True):
-            if old != new:
-                self.ids.setdefault(old, new)
-
-    def translate(self, value: Any) -> Any:
-        """``value`` with every known oracle id replaced by its live counterpart."""
-        if not self.ids:
-            return value
-        if isinstance(value, str):
-            return _UUID.sub(lambda match: self.ids.get(match[0], match[0]), value)
-        if isinstance(value, dict):
-            return {self.translate(k): self.translate(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.translate(v) for v in value]
-        return value
-
-
-class _EventAligner:
-    """Pairs the session's scenario events with the oracle run's, to learn ids from both."""
-
-    def __init__(self, plan: OraclePlan, ids: IdMap) -> None:
-        self._ids = ids
-        self._start = plan.start_time
-        self._unmatched: dict[tuple[Any, ...], list[EventRecord]] = defaultdict(list)
-        for record in plan.events:
-            if record.event_type != "AGENT":
-                self._unmatched[self._key(record, plan.start_time)].append(record)
-        self._position = 0
-
-    @staticmethod
-    def _key(record: EventRecord, start: float) -> tuple[Any, ...]:
-        return (record.event_type, round(record.time - start, 3), record.app, record.function)
-
-    def catch_up(self, client: Client) -> None:
-        history = client.history
-        live_start = client.clock.start_time
-        for item in history[self._position :]:
-            if isinstance(item, EventItem) and item.event.event_type != "AGENT":
-                candidates = self._unmatched.get(self._key(item.event, live_start))
-                if candidates:
-                    oracle = candidates.pop(0)
-                    self._ids.learn(oracle.args, item.event.args)
-                    self._ids.learn(oracle.return_value, item.event.return_value)
-        self._position = len(history)
 
 
 # -- running --------------------------------------------------------------------------------
@@ -364,93 +273,131 @@ async def run_oracle_agent(
     lets the clock reach the end of the oracle run (so everything the oracle run logged has
     happened), then idles.
     """
-    pace = Pace(pace) if pace is not None else (Pace.JUMP if controller else Pace.WAIT)
-    if pace is Pace.JUMP and controller is None:
+    pace = _chosen_pace(pace, controller)
+    can_wait = await _can_wait(client, plan, pace)
+    report = OracleReport(session_id=client.session_id, scenario_id=plan.scenario_id, pace=pace)
+    # The agent role may not read the apps' state; an observer or controller may.
+    ids = await _ids_from_initial_state(plan, observer or controller or client)
+    run = _OracleRun(client, controller, report)
+    aligner = EventAligner(plan, ids)
+    for action in plan.actions:
+        async with run.held():
+            if not await run.reach(action.time, before_tick=action.before_tick):
+                report.unexpected_failures.append(
+                    f"the session ended at {client.now - run.start:g} s, before the oracle's "
+                    f"{action.tool} at {action.time:g} s"
+                )
+                return report
+            aligner.catch_up(client)
+            outcome = await _perform(client, action, ids, report, run.start)
+        logger.info("%7.1f s  %s -> %s", outcome.time, action.tool, outcome.error or "ok")
+    if finish:
+        if pace is Pace.JUMP or can_wait:
+            async with run.held():
+                await run.reach(plan.end_time)
+        if client.ended is None:
+            await client.idle()
+    return report
+
+
+def _chosen_pace(pace: Pace | str | None, controller: Client | None) -> Pace:
+    chosen = Pace(pace) if pace is not None else (Pace.JUMP if controller else Pace.WAIT)
+    if chosen is Pace.JUMP and controller is None:
         raise ValueError("pace='jump' needs a controller client of the same session")
-    # ARE's wait tool belongs to SystemApp, which not every scenario has.
+    return chosen
+
+
+async def _can_wait(client: Client, plan: OraclePlan, pace: Pace) -> bool:
+    """Pace wait and the session has ARE's wait tool (SystemApp's, which not every scenario
+    has); ValueError if the plan needs it and it has none."""
     can_wait = pace is Pace.WAIT and WAIT_TOOL in {tool.name for tool in await client.list_tools()}
     if pace is Pace.WAIT and plan.actions and not can_wait:
         raise ValueError(
             f"the session has no {WAIT_TOOL} tool (its scenario has no SystemApp), so an "
             "agent cannot wait for a time: use pace='jump' with a controller"
         )
-    report = OracleReport(session_id=client.session_id, scenario_id=plan.scenario_id, pace=pace)
+    return can_wait
+
+
+async def _ids_from_initial_state(plan: OraclePlan, reader: Client) -> IdMap:
     ids = IdMap()
-    # The agent role may not read the apps' state; an observer or controller may.
-    reader = observer or controller or client
     try:
         ids.learn(plan.initial_state, await reader.get_state())
     except ForbiddenError:
         logger.info("no role that may read the state: learning ids from events only")
-    aligner = _EventAligner(plan, ids)
-    start = client.clock.start_time
-    # Where an exclusive jump left the clock, while the items due there have not run yet.
-    resting_before: float | None = None
-    # Realtime with a controller: the clock flows between reading it and jumping, so each
-    # action is made with the clock paused (see "Realtime" in the module docstring).
-    hold = pace is Pace.JUMP and client.clock.mode == "realtime"
-    # While held: the exact, stopped clock (the stream may not have told the agent yet).
-    paused_at: float | None = None
+    return ids
 
-    def now() -> float:
-        return client.now if paused_at is None else max(client.now, paused_at)
 
-    async def reach(relative: float, *, before_tick: bool = False) -> bool:
+class _OracleRun:
+    """The I/O around the pacing decisions (`oracle_pacing`): jumps through the controller or
+    waits of the agent's own, and, in a realtime session with a controller, the clock paused
+    around each action (see "Realtime" in the module docstring)."""
+
+    def __init__(self, client: Client, controller: Client | None, report: OracleReport) -> None:
+        self.client = client
+        self.controller = controller
+        self.report = report
+        self.start = client.clock.start_time
+        self.jumps = JumpPacing()
+        self.waits = WaitPacing()
+        # Realtime with a controller: the clock flows between reading it and jumping.
+        self.hold = report.pace is Pace.JUMP and client.clock.mode == "realtime"
+
+    async def reach(self, relative: float, *, before_tick: bool = False) -> bool:
         """Get the session's clock to ``relative``: after the items due then, or (pace jump,
         ``before_tick``) just before them; False if the session ended first."""
-        nonlocal resting_before
-        target = start + relative
-        exclusive = before_tick and pace is Pace.JUMP
-        # Already there, but before the items of this very time, for an action ARE ran after
-        # them: run them first (an inclusive jump to where the clock is).
-        settle = (
-            not exclusive and resting_before is not None and target < resting_before + _EPSILON / 2
-        )
-        while settle or now() < target - _EPSILON / 2:
+        target = self.start + relative
+        if self.report.pace is Pace.JUMP:
+            return await self._jump_to(target, before_tick)
+        return await self._wait_until(target)
+
+    async def _jump_to(self, target: float, before_tick: bool) -> bool:
+        client, controller = self.client, self.controller
+        assert controller is not None
+        while (
+            jump := self.jumps.next_jump(target, before_tick=before_tick, seen=client.now)
+        ) is not None:
             if client.ended is not None:
                 return False
-            if pace is Pace.JUMP:
-                assert controller is not None
-                try:
-                    clock = await controller.jump(to=max(target, now()), inclusive=not exclusive)
-                except SessionEndedError:
-                    return False
-                resting_before = clock.time if exclusive else None
-                settle = False
-                # Replies and stream items share one ordered connection: once the agent's own
-                # ping comes back, its stream holds everything the jump produced.
-                await client.ping()
-                if clock.time >= target - _EPSILON / 2:
-                    return client.ended is None
-            else:
-                timeout = math.floor(target - client.now + _EPSILON)
-                if timeout < 1:
-                    break  # ARE's wait has whole seconds: act now, less than a second early
-                before = client.seq
-                try:
-                    await client.wait_for_notification(timeout)
-                except SessionEndedError:
-                    return False
-                report.waits += 1
-                report.extra_event_ids.update(
-                    record.event_id
-                    for record in _agent_events(client, before)
-                    if (record.app, record.function) == WAIT_FUNCTION
-                )
+            try:
+                clock = await controller.jump(to=jump.to, inclusive=jump.inclusive)
+            except SessionEndedError:
+                return False
+            arrived = self.jumps.landed(jump, clock.time, target)
+            # Replies and stream items share one ordered connection: once the agent's own
+            # ping comes back, its stream holds everything the jump produced.
+            await client.ping()
+            if arrived:
+                break
+        return client.ended is None
+
+    async def _wait_until(self, target: float) -> bool:
+        client = self.client
+        while (timeout := self.waits.next_wait(target, client.now)) is not None:
+            if client.ended is not None:
+                return False
+            before = client.seq
+            try:
+                await client.wait_for_notification(timeout)
+            except SessionEndedError:
+                return False
+            self.report.waits += 1
+            waits = self.waits.wait_events(_agent_events(client, before))
+            self.report.extra_event_ids.update(waits)
         return client.ended is None
 
     @asynccontextmanager
-    async def held() -> AsyncIterator[None]:
+    async def held(self) -> AsyncIterator[None]:
         """In a realtime session with a controller: the clock paused for the duration (then
         resumed, if this agent paused it); elsewhere nothing."""
-        nonlocal paused_at, resting_before
-        if not hold:
+        if not self.hold:
             yield
             return
+        controller = self.controller
         assert controller is not None
         paused_here = False
         try:
-            paused_at = (await controller.pause()).time
+            self.jumps.held((await controller.pause()).time)
             paused_here = True
         except SessionEndedError:
             pass  # `reach` finds the session ended and reports it
@@ -459,34 +406,15 @@ async def run_oracle_agent(
             # stands still either way; the controller's view of it is exact once its own
             # reply comes back.
             await controller.ping()
-            paused_at = controller.clock.time
+            self.jumps.held(controller.clock.time)
         try:
             yield
         finally:
-            paused_at = None
-            if paused_here and client.ended is None:
+            resumed = paused_here and self.client.ended is None
+            self.jumps.unheld(resumed=resumed)
+            if resumed:
                 with suppress(BadStateError, SessionEndedError):
                     await controller.resume()
-                resting_before = None  # resumed: the items owed at the clock run at once
-
-    for action in plan.actions:
-        async with held():
-            if not await reach(action.time, before_tick=action.before_tick):
-                report.unexpected_failures.append(
-                    f"the session ended at {client.now - start:g} s, before the oracle's "
-                    f"{action.tool} at {action.time:g} s"
-                )
-                return report
-            aligner.catch_up(client)
-            outcome = await _perform(client, action, ids, report, start)
-        logger.info("%7.1f s  %s -> %s", outcome.time, action.tool, outcome.error or "ok")
-    if finish:
-        if pace is Pace.JUMP or can_wait:
-            async with held():
-                await reach(plan.end_time)
-        if client.ended is None:
-            await client.idle()
-    return report
 
 
 async def _perform(
@@ -550,9 +478,9 @@ def comparable_log(env: Any, report: OracleReport, ndigits: int = 1) -> list[Any
     ARE logs both when an agent calls tools (``AppTool`` runs the app method with events on)
     and neither when its oracle run executes the same actions (``Event.execute`` runs them
     with events disabled: one event per action). Everything else must match ARE's oracle run
-    exactly: compare the result with ``conformance.normalized_log`` of ARE's run.
+    exactly: compare the result with ``normal_form.normalized_log`` of ARE's run.
     """
-    from areasync.conformance import normalize_events
+    from areasync.conformance.normal_form import normalize_events
 
     events = [
         event

@@ -56,23 +56,29 @@ import contextvars
 import gc
 import mimetypes
 import os
-import re
 import shutil
 import stat
 import sys
-import sysconfig
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+
+from areasync.bridge.confinement import confine_file_system
+from areasync.bridge.sandbox_paths import (
+    in_temp_dir,
+    inside,
+    installation_dirs,
+    is_are_sandbox_dir,
+    regular_or_dir,
+    resolve,
+    shown,
+    temp_dir,
+)
 
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 """Largest file a session may open for reading (an attachment, a document): 10 MiB."""
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _CREATE_NEW = os.O_CREAT | os.O_EXCL
-# What ARE's SandboxLocalFileSystem names its temporary directory (tempfile's 8 random
-# characters after the prefix), so that a load-time path beside it (`..._evil`) is not one.
-_ARE_SANDBOX_NAME = re.compile(r"are_simulation_fs_sandbox_[a-z0-9_]{8}")
 
 
 class SandboxViolation(PermissionError):
@@ -101,7 +107,7 @@ class Sandbox:
         self.temp_files: set[str] = set()  # made by tempfile for this session
         self.is_loading = False
         self.readable: set[str] = set()  # single files readable while loading (its JSON)
-        self._created: list[str] = []  # directories ARE made for it at load: removed at release
+        self._created: list[str] = []  # directories ARE made for it at load: see remove_directories
         self._rmtree_seen = False
 
     # -- entering ----------------------------------------------------------------------------
@@ -128,7 +134,7 @@ class Sandbox:
 
     def adopt(self, apps: Iterable[Any]) -> None:
         """Make the session's roots those of its file-system apps, and confine the apps' own
-        path check (ARE's is a string prefix test; see `confine_file_system`)."""
+        path check (ARE's is a string prefix test; see `areasync.bridge.confinement`)."""
         from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 
         roots: list[str] = []
@@ -144,8 +150,8 @@ class Sandbox:
         self.roots = roots
         self.read_roots = read_roots
 
-    def release(self) -> None:
-        """Remove what ARE created for the session (its file systems' directories)."""
+    def remove_directories(self) -> None:
+        """Remove the directories ARE created for the session's file systems."""
         for path in self._created:
             shutil.rmtree(path, ignore_errors=True)
         self._created = []
@@ -155,14 +161,14 @@ class Sandbox:
     # -- the checks (called by the audit hook, with this sandbox current) --------------------
 
     def check_read(self, path: Any, *, dir_fd: Any = None, file: bool = False) -> None:
-        real = _resolve(path, dir_fd)
+        real = resolve(path, dir_fd)
         if real is None:
             return
         if not (
             real == os.devnull
-            or _inside(real, self.roots)
-            or _inside(real, self.read_roots)
-            or _inside(real, _installation())
+            or inside(real, self.roots)
+            or inside(real, self.read_roots)
+            or inside(real, installation_dirs())
             or real in self.temp_files
             or real in self.readable
         ):
@@ -171,12 +177,12 @@ class Sandbox:
             self._check_regular(path, real)
 
     def check_write(self, path: Any, *, dir_fd: Any = None, follow: bool = True) -> None:
-        real = _resolve(path, dir_fd, follow=follow)
+        real = resolve(path, dir_fd, follow=follow)
         if real is None:
             return
-        if real == os.devnull or _inside(real, self.roots) or real in self.temp_files:
+        if real == os.devnull or inside(real, self.roots) or real in self.temp_files:
             return
-        if self.is_loading and _is_are_sandbox_dir(real):
+        if self.is_loading and is_are_sandbox_dir(real):
             return
         raise SandboxViolation(self._outside(path, "write"))
 
@@ -199,27 +205,27 @@ class Sandbox:
             # the audit event carries no dir_fd to resolve `name` against; its top was checked.
             return
         if writes:
-            real = _resolve(path, None)
-            if real is not None and (flags & _CREATE_NEW) == _CREATE_NEW and _in_temp_dir(real):
+            real = resolve(path, None)
+            if real is not None and (flags & _CREATE_NEW) == _CREATE_NEW and in_temp_dir(real):
                 return  # tempfile.mkstemp: a brand-new file, registered below
-            if real == _temp_dir and mode is not None:
+            if real == temp_dir() and mode is not None:
                 # NamedTemporaryFile: `open(tempdir, mode, opener=...)` whose opener makes the
                 # file with mkstemp (audited above); the directory itself is never written.
                 return
             self.check_write(path)
-            if real not in (None, os.devnull) and not _regular_or_dir(real):
+            if real not in (None, os.devnull) and not regular_or_dir(real):
                 raise SandboxViolation(self._not_regular(path))
             return
         self.check_read(path, file=True)
 
     def on_mkstemp(self, path: Any) -> None:
-        real = _resolve(path, None)
-        if real is not None and _in_temp_dir(real):
+        real = resolve(path, None)
+        if real is not None and in_temp_dir(real):
             self.temp_files.add(real)
 
     def on_mkdtemp(self, path: Any) -> None:
-        real = _resolve(path, None)
-        if real is not None and self.is_loading and _is_are_sandbox_dir(real):
+        real = resolve(path, None)
+        if real is not None and self.is_loading and is_are_sandbox_dir(real):
             self.roots.append(real)
             self._created.append(real)
 
@@ -229,7 +235,7 @@ class Sandbox:
 
     def on_remove(self, path: Any, dir_fd: Any) -> None:
         self.check_write(path, dir_fd=dir_fd, follow=False)
-        real = _resolve(path, dir_fd, follow=False)
+        real = resolve(path, dir_fd, follow=False)
         self.temp_files.discard(real or "")
 
     def _check_regular(self, path: Any, real: str) -> None:
@@ -256,13 +262,13 @@ class Sandbox:
             "SandboxLocalFileSystem), so there are no files to attach, read or save to"
         )
         return (
-            f"cannot {action} {_shown(path)}: it is outside this session's sandbox. A session "
+            f"cannot {action} {shown(path)}: it is outside this session's sandbox. A session "
             f"may {action} {where}; host paths, '..' and symlinks out of it are refused"
         )
 
     def _not_regular(self, path: Any) -> str:
         return (
-            f"cannot open {_shown(path)}: only regular files (at most {self.max_file_bytes} "
+            f"cannot open {shown(path)}: only regular files (at most {self.max_file_bytes} "
             "bytes) may be opened in a session's sandbox, not FIFOs, devices or sockets"
         )
 
@@ -284,118 +290,6 @@ class _Entered:
         if self.token is not None:
             _current.reset(self.token)
             self.token = None
-
-
-# -- confining ARE's own path check ---------------------------------------------------------
-
-
-def confine_file_system(app: Any) -> None:
-    """Give a `SandboxLocalFileSystem` app a strict path check: ARE's compares strings
-    (`full_path.startswith(tmpdir)`), which lets `/../<sandbox name>_x/...` out beside the
-    sandbox and names the sandbox in its error messages. The strict check compares whole path
-    components of the resolved path (symlinks included) with the sandbox root."""
-    if "_validate_path" not in vars(app):
-        # An instance attribute shadows the class's method for this app only.
-        app._validate_path = _confined(app._validate_path, app.tmpdir)
-
-
-def _confined(are_check: Callable[[str], str], tmpdir: str) -> Callable[[str], str]:
-    root = os.path.realpath(tmpdir)
-
-    def validate_path(path: str) -> str:
-        refused = PermissionError(f"operation not allowed outside the sandbox: {path!r}")
-        try:
-            full_path = are_check(path)  # ARE's mapping: "/" is the sandbox root, "~" home
-        except PermissionError:
-            raise refused from None
-        real = os.path.realpath(full_path)
-        if real != root and os.path.commonpath([root, real]) != root:
-            raise refused
-        return full_path
-
-    return validate_path
-
-
-# -- paths ----------------------------------------------------------------------------------
-
-
-def _resolve(path: Any, dir_fd: Any, *, follow: bool = True) -> str | None:
-    """The real path `path` names (relative to `dir_fd` when one is given); None for a file
-    descriptor. `follow=False` resolves the directory only (an operation on the name itself:
-    removing a symlink touches the link, not its target)."""
-    if isinstance(path, int) or path is None:
-        return None if isinstance(path, int) else os.path.realpath(".")
-    name = os.fsdecode(path)
-    if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(name):
-        try:
-            name = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), name)
-        except OSError:
-            name = os.path.join(f"/proc/self/fd/{dir_fd}", name)  # refused: not in any root
-    if follow:
-        return os.path.realpath(name)
-    head, tail = os.path.split(os.path.abspath(name))
-    return os.path.join(os.path.realpath(head), tail)
-
-
-def _inside(real: str, roots: Iterable[str]) -> bool:
-    return any(real == root or real.startswith(root + os.sep) for root in roots)
-
-
-def _regular_or_dir(real: str | None) -> bool:
-    if real is None:
-        return True
-    try:
-        mode = os.stat(real).st_mode
-    except OSError:
-        return True  # a dangling name: `open` creates a regular file or fails
-    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
-
-
-def _is_are_sandbox_dir(real: str) -> bool:
-    from are.simulation.apps import sandbox_file_system
-
-    head, tail = os.path.split(real)
-    return (
-        head == os.path.realpath(sandbox_file_system.ARE_SIMULATION_SANDBOX_PATH)
-        and _ARE_SANDBOX_NAME.fullmatch(tail) is not None
-    )
-
-
-_temp_dir = ""
-
-
-def _in_temp_dir(real: str) -> bool:
-    return os.path.dirname(real) == _temp_dir
-
-
-_install_roots: list[str] | None = None
-
-
-def _installation() -> list[str]:
-    """Directories of the Python installation: read-only for sessions (module docstring)."""
-    global _install_roots
-    if _install_roots is None:
-        import zoneinfo
-
-        import are
-
-        import areasync
-
-        paths: set[str] = set()
-        for scheme_vars in (
-            None,
-            {"base": sys.base_prefix, "platbase": sys.base_exec_prefix},
-        ):
-            found = sysconfig.get_paths(vars=scheme_vars) if scheme_vars else sysconfig.get_paths()
-            paths.update(found[key] for key in ("stdlib", "platstdlib", "purelib", "platlib"))
-        paths.update(os.path.dirname(p) for p in (are.__file__ or "", areasync.__file__ or ""))
-        paths.update(zoneinfo.TZPATH)
-        _install_roots = sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
-    return _install_roots
-
-
-def _shown(path: Any) -> str:
-    return repr(os.fsdecode(path)) if isinstance(path, str | bytes | os.PathLike) else repr(path)
 
 
 # -- the audit hook -------------------------------------------------------------------------
@@ -447,7 +341,7 @@ def _link(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
 def _symlink(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
     target, link, dir_fd = args
     sandbox.check_write(link, dir_fd=dir_fd, follow=False)
-    real_link = _resolve(link, dir_fd, follow=False) or ""
+    real_link = resolve(link, dir_fd, follow=False) or ""
     sandbox.check_write(os.path.join(os.path.dirname(real_link), os.fsdecode(target)))
 
 
@@ -533,14 +427,14 @@ def _on_gc(phase: str, info: dict[str, Any]) -> None:
 
 def install() -> None:
     """Install the audit hook (once per process; an audit hook cannot be removed)."""
-    global _installed, _temp_dir
+    global _installed
     if _installed:
         return
     # What the standard library reads or probes lazily, done once here, outside any session:
     # mimetypes reads /etc/mime.types; gettempdir probes candidate directories by writing.
     mimetypes.init()
-    _temp_dir = os.path.realpath(tempfile.gettempdir())
-    _installation()
+    temp_dir()
+    installation_dirs()
     gc.callbacks.append(_on_gc)
     sys.addaudithook(_hook)
     _installed = True

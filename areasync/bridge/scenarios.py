@@ -1,119 +1,58 @@
 """Scenario loading: a registered id, an ARE/Gaia2 JSON file or string, or a Scenario object.
 
 Whatever the source, the result is an initialised ARE `Scenario`, ready for
-`Environment.run`. Failures raise `ScenarioError` with a message that says what was wrong and
-what to do; nothing is half-built.
+`Environment.run`, its file-system apps confined (`areasync.bridge.confinement`). Failures
+raise `ScenarioError` with a message that says what was wrong and what to do; nothing is
+half-built. JSON is vetted first (`areasync.bridge.scenario_vetting`: it is untrusted input).
 
-Two ways to import JSON (`ImportMode`)
-    ARE's export format is also the format of Gaia2's scenarios, and ARE imports it two ways:
-    `plain` (`JsonScenarioImporter.import_from_json`: ARE's `are-run --json_file`, its GUI) and
-    `benchmark`, the way Gaia2's runner does (`are-benchmark`: `import_from_json_to_benchmark`,
-    then `preprocess_scenario`, here with `judge_config=None`). In a plain import the user
-    message that opens a later turn hangs off the oracle's end-of-turn `send_message_to_user`
-    (an OracleEvent), which only oracle mode runs: a live agent never gets turn 2. The benchmark
-    import rewires each turn through a `condition_turn_N` ConditionCheckEvent checked every tick,
-    which opens the turn once the *agent* has sent N messages to the user; with no judge,
-    validation returns `success=None` (ARE's "no validation"), as Gaia2's runner does without an
-    LLM judge. It also adds a SystemApp when the JSON declares none.
+Two ways to import JSON (`ImportMode`). ARE's export format is also Gaia2's, and ARE imports it
+two ways: `plain` (`JsonScenarioImporter.import_from_json`: `are-run --json_file`, ARE's GUI)
+and `benchmark`, as Gaia2's runner does (`are-benchmark`: `import_from_json_to_benchmark`, then
+`preprocess_scenario`). In a plain import the user message that opens a later turn hangs off
+the oracle's end-of-turn `send_message_to_user`, which only oracle mode runs: a live agent never
+gets turn 2. The benchmark import rewires each turn through a `condition_turn_N` condition
+checked every tick, which opens the turn once the *agent* has sent N messages to the user; it
+also adds a SystemApp when the JSON declares none. Nothing in the JSON says "Gaia2", so `auto`
+(the default) decides from the event graph (`detect_import_mode`). An explicit `benchmark` or
+`plain` wins, in any mode. `import_mode` has no effect on registered ids and Scenario objects.
 
-    ARE chooses by command, not by file: nothing in the JSON says "Gaia2". So `auto` (the
-    default) looks at what decides whether a live agent can play the plain import, the event
-    graph: it picks `benchmark` when a USER or ENV event depends on an oracle (AGENT)
-    `AgentUserInterface.send_message_to_user` event - a later turn waiting on the oracle's end
-    of turn, exactly what `preprocess_scenario` rewires - unless the run is in oracle mode;
-    otherwise `plain`. In oracle mode the oracle sends those messages itself, so the plain
-    import reaches every turn, and Gaia2's runner does not rewire an oracle run's turns either
-    (`preprocess_scenario_from_config`). So `auto` keeps the plain import for everything a live
-    agent can play through it (single-turn scenarios, exports whose later turns do not wait on
-    the oracle, any oracle run) and switches only where the plain import would leave the agent
-    in turn 1 for ever; should ARE's `preprocess_scenario` refuse the turns of a scenario `auto`
-    picked it for, `auto` imports it plain, as before, with a warning. An explicit `benchmark`
-    or `plain` wins, in any mode (a refused benchmark import is then an error). `import_mode`
-    has no effect on registered ids and Scenario objects (they are not imported from JSON).
+With a judge (`JudgeOptions`: `areasync serve --judge_*`) the benchmark import is Gaia2's
+runner's with its judge: ARE's `preprocess_scenario_from_config` as `are-benchmark run` calls it
+(`areasync.bridge.judge`: the oracle pre-run, the judge, 1,800 s or 420 s for the Time
+capability, turns that the judge opens); without one, validation returns `success=None` (ARE's
+"no validation"), as Gaia2's runner does without an LLM judge.
 
-With a judge (`JudgeOptions`: `areasync serve --judge_*`)
-    The benchmark import is then Gaia2's runner's with its judge: ARE's
-    `preprocess_scenario_from_config` as `are-benchmark run` calls it (`areasync.bridge.judge`:
-    the oracle pre-run, the judge, 1,800 s or 420 s for the Time capability, turns that the
-    judge opens). Scoring needs that import, so `auto` then picks `benchmark` for every JSON
-    scenario with an oracle event that is not run in oracle mode (single-turn ones too: with
-    nothing to wait on, ARE's plain import would be validated as ARE validates any scenario,
-    which says nothing of the agent's work); oracle runs are never judged, as in
-    `are-benchmark run --oracle`.
-
-JSON scenarios are untrusted input (an admin may upload one over the socket), so they are vetted
-(`vet_json`) before ARE's importer sees them, whichever the import: size, nesting depth, clock
-numbers, and what they may name. ARE's importer only instantiates classes from its own
-`ALL_APPS` (an unknown class is skipped with a log line, never imported), but an event's
-`function` is resolved with a bare `getattr(app, function)`: any attribute, private or dunder
-(`__init__`, `load_state`, `_validate_path`). So an event may name only a public method ARE
-marked as a tool or as event-registered, of an app the scenario declares with one of ARE's own
-app classes. The benchmark import is also refused a JSON without apps that names a Hugging Face
-dataset (`metadata.definition.hf_metadata`): ARE's benchmark importer would download its apps.
-
-File-system apps (`SandboxLocalFileSystem`, `Files`) are confined after initialisation
-(`confine_file_systems`): ARE checks a path with a plain string prefix test
-(`full_path.startswith(tmpdir)`), which lets `/../<sandbox name>_x/...` write beside the sandbox,
-and its error messages reveal the sandbox name. The confined check compares whole path components
-of the resolved path (symlinks included) with the sandbox root.
-
-A server runs scenario after scenario in one process, and ARE keeps per-instance objects in
-class-level state: every `AppTool` sets itself as an attribute of its method's *function* (shared
-by every instance of the app class), and every `Action` created later - a scenario's events, each
-completed event - picks up whichever AppTool that is, very likely another session's. Through it,
-the AppTool's app and the app's callbacks into its environment, a session's log kept another
-session's whole environment alive, which kept another's: memory grew with every session served.
-`release` cuts a finished session's apps loose from their environment once the server forgets the
-session, so whatever still points at one of its apps holds that app alone. (fsspec's instance
-cache likewise kept every sandbox file system's `FallbackFileSystem`; `release` drops those.)
+`detach_apps` frees what ARE keeps of a finished scenario in class-level state.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
-import math
 import os
 from pathlib import Path
 from typing import Any
 
-import msgspec
 from are.simulation.scenarios.scenario import Scenario
 
+from areasync.bridge.confinement import confine_file_systems
 from areasync.bridge.json_import import import_benchmark, import_plain
 from areasync.bridge.judge_options import JudgeOptions
+from areasync.bridge.scenario_vetting import MAX_JSON_BYTES, ScenarioError, vetted_json
+from areasync.protocol.frames import ImportMode
+
+__all__ = [
+    "ScenarioError",
+    "detach_apps",
+    "detect_import_mode",
+    "from_json",
+    "from_registry",
+    "import_mode_of",
+    "load",
+    "parse_import_mode",
+    "registered_ids",
+]
 
 logger = logging.getLogger(__name__)
-
-# Gaia2 scenario files are a few MB at most; anything far larger is refused before parsing.
-MAX_JSON_BYTES = 64 * 1024 * 1024
-# Nesting of a scenario's JSON. Real scenarios stay far below (a file-system tree adds two
-# levels per directory); every consumer downstream (pydantic, ARE's load_state, the trace
-# exporter, msgspec) recurses, so a deep document is refused up front with a clear message.
-MAX_JSON_DEPTH = 100
-# Simulated times are seconds since the epoch; ARE turns them into datetimes (year <= 9999).
-MAX_TIMESTAMP = 253_402_300_799.0
-# Marks ARE puts on the methods a scenario's events may call: tools of each kind, and
-# `event_registered` (every method that logs an event when it runs).
-_CALLABLE_MARKS = (
-    "__event_registered__",
-    "_is_app_tool",
-    "_is_env_tool",
-    "_is_user_tool",
-    "_is_data_tool",
-)
-
-
-class ScenarioError(ValueError):
-    """The scenario could not be loaded; nothing was created."""
-
-
-class ImportMode(enum.StrEnum):
-    """How a JSON scenario is imported (see the module docstring)."""
-
-    AUTO = "auto"  # benchmark for a multi-turn Gaia2 scenario played by an agent, else plain
-    BENCHMARK = "benchmark"  # Gaia2's runner: import_from_json_to_benchmark + preprocess_scenario
-    PLAIN = "plain"  # JsonScenarioImporter.import_from_json
 
 
 def parse_import_mode(value: ImportMode | str) -> ImportMode:
@@ -180,7 +119,7 @@ def from_json(
     with a judge or not, see the module docstring.
     """
     mode = parse_import_mode(import_mode)
-    data = _vetted(text, origin)
+    data = vetted_json(text, origin)
     judge = None if oracle else judge  # are-benchmark run --oracle judges nothing
     chosen = mode
     if mode is ImportMode.AUTO:
@@ -199,6 +138,19 @@ def from_json(
         raise ScenarioError(_not_a_scenario(origin, exc)) from exc
 
 
+# Why `auto` picks what it picks. It looks at what decides whether a live agent can play the
+# plain import: the event graph. A USER or ENV event that depends on an oracle (AGENT)
+# `AgentUserInterface.send_message_to_user` is a later turn waiting on the oracle's end of turn,
+# exactly what `preprocess_scenario` rewires: `benchmark`, unless the run is in oracle mode (the
+# oracle then sends those messages itself, so the plain import reaches every turn, and Gaia2's
+# runner does not rewire an oracle run's turns either: `preprocess_scenario_from_config`).
+# Otherwise `plain`: single-turn scenarios, exports whose later turns do not wait on the oracle.
+# Should ARE's `preprocess_scenario` refuse the turns of a scenario `auto` picked it for, `auto`
+# imports it plain, with a warning (an explicit `benchmark` is then an error). With a judge,
+# scoring needs the benchmark import, so `auto` picks it for every JSON scenario with an oracle
+# event not run in oracle mode (single-turn ones too: a plain import would be validated as ARE
+# validates any scenario, which says nothing of the agent's work); oracle runs are never judged,
+# as with `are-benchmark run --oracle`.
 def detect_import_mode(
     data: str | bytes | dict[str, Any],
     *,
@@ -207,7 +159,7 @@ def detect_import_mode(
     judged: bool = False,
 ) -> ImportMode:
     """What `auto` picks for a JSON scenario (text, vetted first, or decoded): BENCHMARK or
-    PLAIN (see the module docstring).
+    PLAIN (see the comment above).
 
     BENCHMARK when a USER or ENV event depends on an oracle (AGENT)
     `AgentUserInterface.send_message_to_user` event, i.e. a later turn waits on the oracle's end
@@ -215,7 +167,7 @@ def detect_import_mode(
     scenario has any oracle event and the run is not in oracle mode.
     """
     if isinstance(data, str | bytes):
-        data = _vetted(data, origin)
+        data = vetted_json(data, origin)
     if oracle:
         return ImportMode.PLAIN
     events = data.get("events") if isinstance(data, dict) else None
@@ -379,174 +331,25 @@ def load(
     return scenario
 
 
-# -- vetting untrusted JSON -----------------------------------------------------------------
-
-
-def vet_json(text: str | bytes, *, origin: str = "inline JSON") -> None:
-    """Refuse, before any work, JSON that ARE should not be handed (see the module docstring).
-
-    Checks size, that it parses (strict JSON: no NaN), nesting depth, the clock numbers of
-    its definition, the class of each app, the method each event calls and that no two events
-    share an id. Cheap: one C parse and one walk, no ARE object is built. Raises ScenarioError
-    saying what to fix.
-    """
-    _vetted(text, origin)
-
-
-def _vetted(text: str | bytes, origin: str) -> dict[str, Any]:
-    """`vet_json`, returning the decoded document."""
-    if len(text) > MAX_JSON_BYTES:
-        raise ScenarioError(
-            f"{origin} is {len(text)} bytes, above the {MAX_JSON_BYTES}-byte limit for scenarios"
-        )
-    try:
-        data = msgspec.json.decode(text)
-    except RecursionError:
-        raise ScenarioError(_too_deep(origin)) from None
-    except (msgspec.DecodeError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
-        raise ScenarioError(f"{origin} is not valid JSON ({exc}); check the file") from None
-    if _deeper_than(data, MAX_JSON_DEPTH):
-        raise ScenarioError(_too_deep(origin))
-    if not isinstance(data, dict):
-        raise ScenarioError(
-            f"{origin} is not an ARE scenario: expected a JSON object (the text ARE's "
-            "JsonScenarioExporter writes)"
-        )
-    _vet_definition(data, origin)
-    classes = _vet_apps(data.get("apps"), origin)
-    _vet_events(data.get("events"), classes, origin)
-    return data
-
-
-def _too_deep(origin: str) -> str:
-    return (
-        f"{origin} nests deeper than {MAX_JSON_DEPTH} levels; ARE scenarios are far flatter: "
-        "check the file"
-    )
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Is any container in `value` nested more than `limit` levels deep? (iterative)"""
-    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _vet_definition(data: dict[str, Any], origin: str) -> None:
-    metadata = data.get("metadata")
-    definition = metadata.get("definition") if isinstance(metadata, dict) else None
-    if not isinstance(definition, dict):
-        return  # ARE's importer reports the missing definition itself
-    problems = []
-    increment = definition.get("time_increment_in_seconds")
-    if increment is not None and not (isinstance(increment, int) and increment >= 1):
-        problems.append(f"time_increment_in_seconds must be a whole number >= 1, got {increment!r}")
-    for name, low, high in (
-        ("start_time", 0.0, MAX_TIMESTAMP),
-        ("duration", 0.0, MAX_TIMESTAMP),
-    ):
-        value = definition.get(name)
-        if value is None:
-            continue
-        number = _number(value)
-        if number is None or not math.isfinite(number) or not low <= number <= high:
-            problems.append(f"{name} must be a number of seconds in [{low:g}, {high:g}]")
-    if problems:
-        raise ScenarioError(f"{origin}: metadata.definition: " + "; ".join(problems))
-
-
-def _app_classes() -> dict[str, type]:
-    """The classes ARE's JSON importer can build, by name: exactly its `ALL_APPS`."""
-    from are.simulation.apps import ALL_APPS
-
-    return {cls.__name__: cls for cls in ALL_APPS}
-
-
-def _vet_apps(apps: Any, origin: str) -> dict[str, type]:
-    """Every app's class must be one of ARE's own; returns app name -> class."""
-    known = _app_classes()
-    by_name: dict[str, type] = {}
-    for cls_name in ("SystemApp", "AgentUserInterface"):  # the importer adds these two
-        by_name[cls_name] = known[cls_name]
-    if apps is None:
-        return by_name
-    if not isinstance(apps, list):
-        raise ScenarioError(f"{origin}: `apps` must be a list of apps")
-    for index, app in enumerate(apps):
-        if not isinstance(app, dict) or not isinstance(app.get("name"), str):
-            raise ScenarioError(f"{origin}: apps[{index}] must be an object with a `name`")
-        class_name = app.get("class_name") or app["name"]
-        cls = known.get(class_name) if isinstance(class_name, str) else None
-        if cls is None:
-            raise ScenarioError(
-                f"{origin}: app {app['name']!r} names class {class_name!r}, which is not one of "
-                f"ARE's app classes its importer can build ({', '.join(sorted(known))})"
-            )
-        by_name[app["name"]] = cls
-    return by_name
-
-
-def _vet_events(events: Any, classes: dict[str, type], origin: str) -> None:
-    """Every event action must call a public, ARE-marked method of a declared app."""
-    if events is None:
-        return
-    if not isinstance(events, list):
-        raise ScenarioError(f"{origin}: `events` must be a list of events")
-    seen: set[Any] = set()
-    for index, event in enumerate(events):
-        event_id = event.get("event_id") if isinstance(event, dict) else None
-        if isinstance(event_id, str):
-            # ARE links dependencies by id, and two events of one id get each other's
-            # dependencies mixed up; the linear import (event_import.py) relies on unique ids.
-            if event_id in seen:
-                raise ScenarioError(
-                    f"{origin}: events[{index}] repeats the event id {event_id!r}; every event "
-                    "needs its own id (dependencies name events by id)"
-                )
-            seen.add(event_id)
-        action = event.get("action") if isinstance(event, dict) else None
-        if not isinstance(action, dict) or action.get("app") is None:
-            continue  # no action, or a condition (ARE resolves those from a fixed table)
-        app, function = action.get("app"), action.get("function")
-        where = f"{origin}: events[{index}] ({event.get('event_id')!r})"
-        cls = classes.get(app) if isinstance(app, str) else None
-        if cls is None:
-            raise ScenarioError(f"{where} calls app {app!r}, which the scenario does not declare")
-        if not _callable_by_events(cls, function):
-            raise ScenarioError(
-                f"{where} calls {app}.{function}, which is not a tool or event-registered method "
-                f"of {cls.__name__}; events may only call those"
-            )
-
-
-def _callable_by_events(cls: type, function: Any) -> bool:
-    if not isinstance(function, str) or not function or function.startswith("_"):
-        return False
-    method = getattr(cls, function, None)
-    return callable(method) and any(getattr(method, mark, False) for mark in _CALLABLE_MARKS)
-
-
-# -- releasing a finished scenario ----------------------------------------------------------
+# -- detaching a finished scenario's apps ---------------------------------------------------
 
 # What ARE's Environment.register_apps hands an app that points back at the environment.
 _ENV_LINKS = ("pause_env", "resume_env", "wait_for_next_notification")
 
 
-def release(scenario: Scenario) -> None:
-    """Cut the apps of a finished scenario loose from their environment (see the module doc).
+def detach_apps(scenario: Scenario) -> None:
+    """Cut the apps of a finished scenario loose from their environment.
 
     Call it once the scenario's session is over and forgotten: its apps then log nothing more.
+    Why: a server runs scenario after scenario in one process, and ARE keeps per-instance
+    objects in class-level state. Every `AppTool` sets itself as an attribute of its method's
+    *function* (shared by every instance of the app class), and every `Action` created later - a
+    scenario's events, each completed event - picks up whichever AppTool that is, very likely
+    another session's. Through it, the AppTool's app and the app's callbacks into its
+    environment, a session's log kept another session's whole environment alive: memory grew
+    with every session served. Detached, whatever still points at one of its apps holds that
+    app alone. fsspec's instance cache likewise kept every sandbox file system's
+    `FallbackFileSystem`: dropped here too.
     """
     from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 
@@ -559,21 +362,6 @@ def release(scenario: Scenario) -> None:
             # fsspec caches every file system instance it builds, by constructor arguments:
             # each sandbox's is unique, so the cache only ever grows. Live apps keep their own.
             type(app.local_fs).clear_instance_cache()
-
-
-# -- confining file-system apps -------------------------------------------------------------
-
-
-def confine_file_systems(scenario: Scenario) -> None:
-    """Give every sandboxed file-system app of `scenario` a strict path check (see above and
-    `areasync.bridge.sandbox.confine_file_system`)."""
-    from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
-
-    from areasync.bridge.sandbox import confine_file_system
-
-    for app in getattr(scenario, "apps", None) or []:
-        if isinstance(app, SandboxLocalFileSystem):
-            confine_file_system(app)
 
 
 def _first_line(exc: BaseException) -> str:

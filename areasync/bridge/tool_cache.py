@@ -20,7 +20,7 @@ fresh `AppToolArg`s (an example value that is a list or a dict is copied, as ARE
 one for every build).
 
 What the cache may hold. ARE's class-level AppTool references chained sessions together
-(`scenarios.release`), so the cache holds nothing of a session: it is keyed weakly by the
+(`scenarios.detach_apps`), so the cache holds nothing of a session: it is keyed weakly by the
 class's function object (a plain function defined on an app class: a bound method, an instance's
 own attribute or anything else is left to ARE's `build_tool` every time), and its entries are
 strings, type objects, the function's own default values and a fingerprint of the function

@@ -46,6 +46,7 @@ __all__ = [
     "UnknownToolError",
     "UnknownTypeError",
     "error_class",
+    "fresh",
     "from_frame",
 ]
 
@@ -247,3 +248,17 @@ def from_frame(frame: Error) -> AreasyncError:
     return error_class(frame.code)(
         frame.message, code=frame.code, retryable=frame.retryable, request_id=frame.id
     )
+
+
+def fresh(error: AreasyncError) -> AreasyncError:
+    """A new exception like ``error``: one instance raised in many tasks would pile up their
+    tracebacks on each other."""
+    copy: AreasyncError
+    if isinstance(error, StreamResetError):
+        copy = StreamResetError(error.message, welcome=error.welcome)
+    else:
+        copy = type(error)(
+            error.message, code=error.code, retryable=error.retryable, request_id=error.request_id
+        )
+    copy.__cause__ = error.__cause__
+    return copy

@@ -50,6 +50,7 @@ from typing import Any
 
 # ARE's agent-run durations, for the tests' expectations.
 from areasync.gaia2.stub_llm import USER_MESSAGE_CHECKER, JudgeRule
+from areasync.protocol.records import WAIT_TOOL
 
 CONFIG = "execution"
 TIME_CONFIG = "time"
@@ -86,7 +87,7 @@ def tell(content: str) -> dict[str, Any]:
 
 
 def wait(timeout: int) -> dict[str, Any]:
-    return call("SystemApp__wait_for_notification", timeout=timeout)
+    return call(WAIT_TOOL, timeout=timeout)
 
 
 # The oracle's (and the faithful agent's) calls, reused across scenarios.

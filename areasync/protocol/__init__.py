@@ -22,7 +22,9 @@ Compatibility rules (what may change within ``areasync/1``):
    field added to a client frame is left off the wire while it has its default (the frame is
    ``omit_defaults``: ``hello.batch``, ``jump.inclusive``), so a client that does not use it
    still works with servers older than the field, and one that does gets a clear
-   ``invalid_field`` from them (rule 3) rather than a silently different behaviour.
+   ``invalid_field`` from them (rule 3) rather than a silently different behaviour. A server
+   lists the optional features it offers in ``welcome.capabilities``; clients read that list,
+   never an error's text, to know what they may ask for.
 2. Clients ignore unknown fields in server frames and ignore server frames whose ``type`` they
    do not know (:func:`decode_server_frame` returns None for those). A client treats an error
    ``code`` it does not know like ``internal`` and decides on ``retryable``.
@@ -45,10 +47,12 @@ from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import (
     CLIENT_FRAME_TYPES,
     PROTOCOL,
+    SERVER_CAPABILITIES,
     SERVER_FRAME_TYPES,
     Batch,
     BatchedFrame,
     CallTool,
+    Capability,
     ClientFrame,
     ClockItem,
     CreateSession,
@@ -78,8 +82,11 @@ from areasync.protocol.frames import (
     StreamItem,
     Tick,
     Welcome,
+    frame_tag,
 )
 from areasync.protocol.records import (
+    GENERATED_ID,
+    WAIT_TOOL,
     ClockState,
     EventRecord,
     NotificationRecord,
@@ -89,11 +96,15 @@ from areasync.protocol.records import (
 
 __all__ = [
     "CLIENT_FRAME_TYPES",
+    "GENERATED_ID",
     "PROTOCOL",
+    "SERVER_CAPABILITIES",
     "SERVER_FRAME_TYPES",
+    "WAIT_TOOL",
     "Batch",
     "BatchedFrame",
     "CallTool",
+    "Capability",
     "ClientFrame",
     "ClockItem",
     "ClockState",
@@ -139,4 +150,5 @@ __all__ = [
     "encode_server_bytes",
     "encode_server_frame",
     "encoding_of",
+    "frame_tag",
 ]

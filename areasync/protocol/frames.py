@@ -20,11 +20,16 @@ Stream items (``event``, ``notification``, ``clock``, ``ended``) carry the sessi
 (``hello.since``). ``clock`` nests a :class:`ClockState` (rather than flattening its fields) so
 that ``welcome.clock`` and ``clock.clock`` are the same record and grow together.
 
-A client that says ``hello{batch: true}`` receives frames that are ready at the same moment
-(a burst of stream items, a tool call's event and its result) as one ``batch`` message, in
-order; it handles each as if it had arrived alone. The server never waits to fill a batch, so
-batching changes how many messages a client parses, never when a frame leaves. Clients that
-do not ask (the default) never receive one.
+A client that says ``hello{batch: true}`` to a server that offers ``batch`` receives frames
+that are ready at the same moment (a burst of stream items, a tool call's event and its result)
+as one ``batch`` message, in order; it handles each as if it had arrived alone. The server never
+waits to fill a batch, so batching changes how many messages a client parses, never when a frame
+leaves. Clients that do not ask (the default) never receive one.
+
+Optional features are negotiated, never guessed: ``welcome.capabilities`` lists what the server
+offers (:data:`SERVER_CAPABILITIES`), and a client reads it rather than an error's text. A feature
+is granted when the client asks for it and the server offers it; a welcome without the field
+comes from a server that offers none of them.
 """
 
 from __future__ import annotations
@@ -68,6 +73,21 @@ class ImportMode(enum.StrEnum):
     AUTO = "auto"
     BENCHMARK = "benchmark"
     PLAIN = "plain"
+
+
+class Capability(enum.StrEnum):
+    """An optional feature a server offers, named in ``welcome.capabilities``."""
+
+    BATCH = "batch"
+    """The server honours ``hello.batch``: frames ready together go as one ``batch`` message."""
+    JUMP_INCLUSIVE = "jump_inclusive"
+    """The server understands ``jump.inclusive`` (older ones refuse the field)."""
+    IMPORT_MODE = "import_mode"
+    """The server understands ``create_session.import_mode`` (older ones refuse the field)."""
+
+
+SERVER_CAPABILITIES: Final = (Capability.BATCH, Capability.JUMP_INCLUSIVE, Capability.IMPORT_MODE)
+"""What this server offers, announced in every ``welcome.capabilities``."""
 
 
 class Replay(enum.StrEnum):
@@ -133,7 +153,10 @@ class Hello(_ClientFrame, tag="hello", kw_only=True, omit_defaults=True):
         Meta(
             description=(
                 "Receive frames that are ready together as one `batch` message (fewer messages "
-                "to parse: for busy streams). Off by default: each frame is its own message."
+                "to parse: for busy streams). Off by default: each frame is its own message. "
+                "Granted only by a server whose welcome.capabilities offers `batch`: the welcome "
+                "tells the client which it gets. Servers older than the field refuse it "
+                "(invalid_field): ask again without it, and after a welcome ask only if offered."
             )
         ),
     ] = False
@@ -371,6 +394,17 @@ class Welcome(_ServerFrame, tag="welcome", kw_only=True):
         ),
     ] = Replay.NONE
     id: Annotated[int | None, Meta(description="The id of the hello.")] = None
+    capabilities: Annotated[
+        list[str],
+        Meta(
+            description=(
+                "The optional features this server offers: `batch` (hello.batch is honoured: "
+                "batches follow when the hello asked), `jump_inclusive` (jump.inclusive), "
+                "`import_mode` (create_session.import_mode). Absent or empty: none of them. "
+                "Clients ignore names they do not know."
+            )
+        ),
+    ] = msgspec.field(default_factory=list)
 
 
 class Result(_ServerFrame, tag="result", kw_only=True):
@@ -482,8 +516,13 @@ ServerFrame: TypeAlias = (
 """Any frame the server may send."""
 
 
+def frame_tag(frame: msgspec.Struct | type[msgspec.Struct]) -> str:
+    """A frame's ``type`` tag (``"hello"``, ``"call_tool"``...), from the frame or its class."""
+    return str(frame.__struct_config__.tag)
+
+
 def _tags(union: Any) -> dict[str, type[msgspec.Struct]]:
-    return {cls.__struct_config__.tag: cls for cls in union.__args__}
+    return {frame_tag(cls): cls for cls in union.__args__}
 
 
 CLIENT_FRAME_TYPES: Final[dict[str, type[msgspec.Struct]]] = _tags(ClientFrame)

@@ -8,9 +8,24 @@ the WebSocket frames, the dashboard) passes them on unchanged. Fields hold JSON 
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Final
 
 import msgspec
+
+WAIT_TOOL: Final = "SystemApp__wait_for_notification"
+"""ARE's wait tool (its SystemApp's `wait_for_notification`), under its public name: the one
+tool that moves an agent's time forward."""
+
+GENERATED_ID: Final = re.compile(
+    r"(?<![0-9a-f])"
+    r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})"
+    r"(?![0-9a-f])"
+)
+"""The ids ARE generates, wherever they appear in a record's values: a uuid4 with dashes, or
+32 hex digits (`uuid4().hex`, ARE's seeded `uuid_hex`). Two runs of one scenario draw different
+ones, so whoever compares runs (the conformance normal form, the oracle agent) masks or maps
+them."""
 
 
 class EventRecord(msgspec.Struct, kw_only=True, omit_defaults=False):

@@ -43,6 +43,7 @@ from websockets.protocol import State
 from areasync.bridge.scenarios import ScenarioError, registered_ids
 from areasync.bridge.tools import InvalidArgsError, ToolFailedError, UnknownToolError
 from areasync.loop.clock import ClockMode
+from areasync.protocol import SERVER_CAPABILITIES, Capability
 from areasync.protocol.codec import (
     Encoding,
     decode_client_frame,
@@ -390,7 +391,7 @@ class Connection:
         self.session = session
         self.role = frame.role
         self._allowed = roles.ALLOWED[frame.role]
-        self.batch = frame.batch
+        self.batch = frame.batch and Capability.BATCH in SERVER_CAPABILITIES
         self.wants_items = frame.role is Role.AGENT
         self.position = start
         self.drained_at = seq  # replaying the items before it is a backlog, not lag
@@ -403,6 +404,7 @@ class Connection:
             scenario_id=session.scenario_id,
             clock=session.sim.clock_state(),
             replay=replay,
+            capabilities=list(SERVER_CAPABILITIES),
         )
         self._queue(welcome, after=start, alone=True)
         session.attach(self)

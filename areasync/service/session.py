@@ -73,7 +73,7 @@ from are.simulation.scenarios.scenario import Scenario
 
 from areasync.bridge.judge import judge_link
 from areasync.bridge.sandbox import Sandbox
-from areasync.bridge.scenarios import ScenarioError, import_mode_of, release
+from areasync.bridge.scenarios import ScenarioError, detach_apps, import_mode_of
 from areasync.loop.clock import ClockMode
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode, Mode, Role
@@ -396,7 +396,7 @@ class SessionRegistry:
             try:
                 await anyio.lowlevel.checkpoint_if_cancelled()
             except BaseException:
-                built[1].release()  # the directories ARE made for the scenario
+                built[1].remove_directories()  # the directories ARE made for the scenario
                 raise
         finally:
             self._importing -= 1
@@ -555,8 +555,8 @@ class SessionRegistry:
         self.tokens.forget(session_id)
         if session.ended:
             # Whatever ARE left pointing at its apps must not keep its environment alive.
-            release(session.sim.scenario)
-            session.sim.sandbox.release()  # its file systems' directories
+            detach_apps(session.sim.scenario)
+            session.sim.sandbox.remove_directories()  # its file systems' directories
         for connection in list(session.connections):
             connection.request_close(
                 CloseCode.NORMAL,

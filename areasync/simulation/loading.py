@@ -17,6 +17,7 @@ from areasync.bridge import scenarios
 from areasync.bridge.environment import Scenario
 from areasync.bridge.judge_options import JudgeOptions
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
+from areasync.protocol.frames import ImportMode
 
 ScenarioSource: TypeAlias = str | os.PathLike[str] | Scenario
 
@@ -24,7 +25,7 @@ ScenarioSource: TypeAlias = str | os.PathLike[str] | Scenario
 def build_scenario(
     source: ScenarioSource,
     *,
-    import_mode: scenarios.ImportMode | str = scenarios.ImportMode.AUTO,
+    import_mode: ImportMode | str = ImportMode.AUTO,
     oracle: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     judge: JudgeOptions | None = None,
@@ -48,7 +49,7 @@ def sandboxed_loading(
 ) -> Iterator[Sandbox]:
     """Load `source` in the body, inside `sandbox` (a new one if None), which it yields.
 
-    The sandbox is released (what ARE created removed) if the body raises."""
+    If the body raises, what ARE created for the scenario is removed."""
     if sandbox is None:
         _discover_registered(source)
         sandbox = Sandbox(max_file_bytes=max_file_bytes)
@@ -56,7 +57,7 @@ def sandboxed_loading(
         with sandbox.loading(_scenario_file(source)):
             yield sandbox
     except BaseException:
-        sandbox.release()  # what ARE created for a scenario that did not load
+        sandbox.remove_directories()  # what ARE created for a scenario that did not load
         raise
 
 
@@ -64,7 +65,7 @@ def load_in(
     sandbox: Sandbox,
     source: ScenarioSource,
     *,
-    import_mode: scenarios.ImportMode | str,
+    import_mode: ImportMode | str,
     oracle: bool,
     judge: JudgeOptions | None = None,
 ) -> Scenario:

@@ -12,19 +12,17 @@ import time
 from collections.abc import Callable
 from typing import Any, Unpack
 
-from areasync.bridge import scenarios
 from areasync.bridge.environment import session_environment
 from areasync.bridge.records import to_plain
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
 from areasync.loop.clock import ClockMode
-from areasync.protocol.frames import NotificationItem
+from areasync.protocol.frames import ImportMode, NotificationItem
+from areasync.protocol.records import WAIT_TOOL
 from areasync.simulation.controls import Controls
 from areasync.simulation.driver import Driver
 from areasync.simulation.errors import BadStateError
 from areasync.simulation.loading import ScenarioSource, load_in, sandboxed_loading
 from areasync.simulation.options import SimulationOptions
-
-WAIT_TOOL = "SystemApp__wait_for_notification"
 
 
 class Simulation(Controls, Driver):
@@ -40,7 +38,7 @@ class Simulation(Controls, Driver):
         speed: float = 1.0,
         exit_when_no_events: bool | None = None,
         wall: Callable[[], float] = time.monotonic,
-        import_mode: scenarios.ImportMode | str = scenarios.ImportMode.AUTO,
+        import_mode: ImportMode | str = ImportMode.AUTO,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         sandbox: Sandbox | None = None,
         **options: Unpack[SimulationOptions],
@@ -55,7 +53,7 @@ class Simulation(Controls, Driver):
         sandbox (`areasync.bridge.sandbox`) from the moment the scenario is built: its apps may
         touch only its file-system apps' files, and read none larger than `max_file_bytes`.
         A Scenario built by `build_scenario` comes with its `sandbox`: pass it on (it is
-        released if the simulation cannot be made). `options`: the session's tuning
+        cleaned up if the simulation cannot be made). `options`: the session's tuning
         (`SimulationOptions`).
         """
         with sandboxed_loading(source, sandbox=sandbox, max_file_bytes=max_file_bytes) as box:

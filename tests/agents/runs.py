@@ -26,7 +26,7 @@ import anyio
 from areasync.agents.are_agent import AgentOptions, GenerationTime, run_are_agent
 from areasync.bridge import scenarios
 from areasync.client import connect
-from areasync.conformance import LogEntry, normalized_log
+from areasync.conformance.normal_form import LogEntry, normalized_log
 from areasync.gaia2.dataset import BASICS, SPECS, scenario_json
 from areasync.gaia2.stub_llm import AGENT_MODEL, StubLLM
 from areasync.protocol import Role

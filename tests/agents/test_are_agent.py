@@ -19,7 +19,7 @@ from unittest.mock import patch
 import anyio
 import pytest
 
-from areasync.conformance import first_difference
+from areasync.conformance.normal_form import first_difference
 from areasync.gaia2 import compare
 from areasync.gaia2.dataset import (
     DELAY,

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from areasync.client import connect
-from areasync.conformance import first_difference, normalized_log
+from areasync.conformance.normal_form import first_difference, normalized_log
 from areasync.gaia2.dataset import agent_scripts
 from areasync.gaia2.stub_llm import Script, StubLLM
 from areasync.testing import AreasyncServer

@@ -16,6 +16,7 @@ import anyio
 from websockets.asyncio.server import Server, ServerConnection, serve
 
 from areasync.protocol import (
+    Capability,
     ClientFrame,
     ClockState,
     EncodedFrame,
@@ -70,7 +71,9 @@ class FakeServer:
         self.received: list[ClientFrame] = []
         self.skip_seqs: set[int] = set()  # never sent live (to provoke a gap)
         self.before_welcome: Callable[[Hello], Awaitable[None]] | None = None
-        self.knows_batch = True  # False: refuse hello.batch, as a server older than the field
+        # False: refuse hello.batch and offer no capabilities, as a server older than both
+        self.knows_batch = True
+        self.capabilities: list[str] = [Capability.BATCH]  # offered in the welcome
         self._server: Server | None = None
         self.port = 0
 
@@ -154,6 +157,7 @@ class FakeServer:
             scenario_id="fake",
             clock=ClockState(state="running", time=0.0, tick=0, mode="manual", speed=1.0),
             replay=replay,
+            capabilities=self.capabilities if self.knows_batch else [],
         )
         await ws.send(encode_server_frame(welcome, encoding))
         for item in self.items[len(self.items) if since is None else since :]:

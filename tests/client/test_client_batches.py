@@ -78,3 +78,17 @@ async def test_a_server_that_does_not_know_batch_is_asked_again_without_it() -> 
                     assert item.seq == 1
                     break
     assert [hello.batch for hello in fake.hellos] == [True, False]
+
+
+async def test_a_server_that_does_not_offer_batch_is_not_asked_again() -> None:
+    async with FakeServer() as fake:
+        fake.capabilities = []  # knows the field, offers no batches
+        async with connect(fake.url, token=TOKEN, since=0) as client:
+            await eventually(lambda: len(fake.connections) == 1)
+            await fake.publish(event)
+            async for _ in client.stream(since=0):
+                break
+            fake.cut()
+            with anyio.fail_after(10):
+                await eventually(lambda: len(fake.hellos) == 2)
+    assert [hello.batch for hello in fake.hellos] == [True, False]

@@ -13,6 +13,7 @@ from areasync.client import (
     StreamResetError,
     connect,
 )
+from areasync.client.connection import ResumingConnection
 from areasync.protocol import CallTool, ClientFrame, Hello, NotificationItem, StreamItem
 from tests.client.fake_server import TOKEN, FakeServer, event, note
 from tests.hardening.faults import eventually
@@ -195,11 +196,11 @@ async def _closed_by_server_then_resumed(
     """Backoffs the client asked for after the server closed it with `code` (None: a cut)."""
     asked: list[int] = []
 
-    def no_wait(self: Client, failures: int) -> float:
+    def no_wait(self: ResumingConnection, failures: int) -> float:
         asked.append(failures)
         return 0.0
 
-    monkeypatch.setattr(Client, "_backoff", no_wait)
+    monkeypatch.setattr(ResumingConnection, "_backoff", no_wait)
     async with FakeServer() as fake, connect(fake.url, token=TOKEN, since=0) as client:
         await fake.publish(event)
         await take(client, 1)

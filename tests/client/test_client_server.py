@@ -14,11 +14,19 @@ from areasync.client import (
     UnknownToolError,
     connect,
 )
-from areasync.protocol import ClockState, EndedItem, EventItem, ToolInfo
+from areasync.protocol import SERVER_CAPABILITIES, ClockState, EndedItem, EventItem, ToolInfo
 from areasync.testing import AreasyncServer, ClientFactory
 from tests.scenarios import timeline
 
 WAIT = 20  # wall seconds any one test step may take before it fails instead of hanging
+
+
+async def test_the_welcome_offers_the_servers_capabilities(
+    areasync_client: ClientFactory,
+) -> None:
+    client = await areasync_client()
+    assert client.capabilities == set(SERVER_CAPABILITIES)
+    assert "batch" in client.capabilities
 
 
 async def test_list_tools_gives_typed_tool_infos(areasync_client: ClientFactory) -> None:

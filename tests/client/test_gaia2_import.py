@@ -4,8 +4,9 @@ ARE's plain JSON import chains a later turn's user message to the oracle's end-o
 `send_message_to_user`, which only oracle mode runs. Served from a file (start-up scenarios,
 `areasync serve --scenario`) or inline (`create_session`), a two-turn Gaia2 JSON is imported
 the benchmark way by default (`import_mode` auto): `import_from_json_to_benchmark` +
-`preprocess_scenario` without a judge, as in `areasync.conformance.load_scenario_json(...,
-benchmark=True)`, the reference the live log is compared with (ARE's oracle run of that import).
+`preprocess_scenario` without a judge, as in
+`areasync.conformance.scenario_json.load_scenario_json(..., benchmark=True)`, the reference the
+live log is compared with (ARE's oracle run of that import).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from anyio.streams.text import TextReceiveStream
 
 from areasync.agents.oracle import Pace, oracle_plan, run_oracle_agent
 from areasync.client import connect
-from areasync.conformance import load_scenario_json, run_are_queue_loop
+from areasync.conformance.reference_loops import run_are_queue_loop
+from areasync.conformance.scenario_json import load_scenario_json
 from areasync.protocol import CreateSession, EventItem, EventRecord, ImportMode, Mode
 from areasync.testing import AreasyncServer
 from tests.client.test_oracle_agent import WAIT, assert_same_log, gaia2_json, run_agent

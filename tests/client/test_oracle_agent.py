@@ -37,15 +37,10 @@ from areasync.agents.oracle import (
     run_oracle_agent,
 )
 from areasync.client import SessionEndedError, connect
-from areasync.conformance import (
-    GAIA2_SHAPED_ID,
-    export_scenario_json,
-    first_difference,
-    load_scenario_json,
-    normalized_log,
-    offline_scenario_ids,
-    run_are_queue_loop,
-)
+from areasync.conformance.normal_form import first_difference, normalized_log
+from areasync.conformance.reference_loops import run_are_queue_loop
+from areasync.conformance.scenario_json import export_scenario_json, load_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID, offline_scenario_ids
 from areasync.protocol import EventRecord, Role
 from areasync.testing import AreasyncServer
 from tests.scenarios import timeline

@@ -28,7 +28,8 @@ from are.simulation.types import (
     ValidationEvent,
 )
 
-from areasync.conformance import GAIA2_SHAPED_ID, export_scenario_json, load_scenario_json
+from areasync.conformance.scenario_json import export_scenario_json, load_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 
 ROBOT = "I am a robot"
 NOT_A_ROBOT = "I am not a robot"

@@ -15,16 +15,10 @@ import pytest
 from are.simulation.scenarios.scenario import Scenario
 
 from areasync import Simulation
-from areasync.conformance import (
-    GAIA2_SHAPED_ID,
-    export_scenario_json,
-    first_difference,
-    load_scenario,
-    normalized_log,
-    reference_scenario_ids,
-    run_are_queue_loop,
-    run_are_time_loop,
-)
+from areasync.conformance.normal_form import first_difference, normalized_log
+from areasync.conformance.reference_loops import run_are_queue_loop, run_are_time_loop
+from areasync.conformance.scenario_json import export_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID, load_scenario, reference_scenario_ids
 from areasync.protocol import EventItem
 from tests.scenarios import timeline
 

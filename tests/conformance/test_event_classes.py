@@ -16,12 +16,8 @@ import pytest
 from are.simulation.environment import Environment
 
 from areasync import Simulation
-from areasync.conformance import (
-    first_difference,
-    normalized_log,
-    run_are_queue_loop,
-    run_are_time_loop,
-)
+from areasync.conformance.normal_form import first_difference, normalized_log
+from areasync.conformance.reference_loops import run_are_queue_loop, run_are_time_loop
 from areasync.protocol import EventItem
 from tests.conformance.event_classes import CASES, event_class_scenario
 

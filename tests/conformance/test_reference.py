@@ -28,22 +28,25 @@ from are.simulation.types import (
     EventType,
 )
 
-from areasync.conformance import (
-    GAIA2_SHAPED_ID,
-    REMINDER_TICKS_ID,
-    FakeClockLimitError,
+from areasync.conformance.normal_form import (
     LogEntry,
-    export_scenario_json,
-    fake_wall_clock,
     first_difference,
-    load_scenario,
-    load_scenario_json,
     normalize_events,
     normalized_log,
-    offline_scenario_ids,
-    reference_scenario_ids,
+)
+from areasync.conformance.reference_loops import (
+    FakeClockLimitError,
+    fake_wall_clock,
     run_are_queue_loop,
     run_are_time_loop,
+)
+from areasync.conformance.scenario_json import export_scenario_json, load_scenario_json
+from areasync.conformance.scenarios import (
+    GAIA2_SHAPED_ID,
+    REMINDER_TICKS_ID,
+    load_scenario,
+    offline_scenario_ids,
+    reference_scenario_ids,
 )
 
 # (queue-loop tick_count, time-loop tick_count) under ARE 1.2.0. The queue loop reports the index

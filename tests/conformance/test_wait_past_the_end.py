@@ -17,7 +17,8 @@ from are.simulation.environment import Environment, EnvironmentConfig
 from are.simulation.types import EventRegisterer
 
 from areasync import SyncEnvironment
-from areasync.conformance import LogEntry, fake_wall_clock, normalize_events
+from areasync.conformance.normal_form import LogEntry, normalize_events
+from areasync.conformance.reference_loops import fake_wall_clock
 from areasync.protocol import CallTool, Idle, Role
 from tests.scenarios import timeline
 from tests.service.support import attach, serving

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from areasync import Simulation
-from areasync.conformance import normalized_log
+from areasync.conformance.normal_form import normalized_log
 from areasync.protocol import EventItem
 from bench.synthetic import synthetic_scenario
 from tests.scenarios import timeline

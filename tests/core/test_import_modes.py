@@ -21,9 +21,10 @@ from are.simulation.scenarios.scenario import Scenario
 
 from areasync import ScenarioError, Simulation
 from areasync.bridge import scenarios
-from areasync.bridge.scenarios import ImportMode, detect_import_mode, import_mode_of
-from areasync.conformance import GAIA2_SHAPED_ID, export_scenario_json
-from areasync.protocol import ImportMode as WireImportMode
+from areasync.bridge.scenarios import detect_import_mode, import_mode_of
+from areasync.conformance.scenario_json import export_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID
+from areasync.protocol import ImportMode
 from areasync.service import ServiceConfig
 from areasync.service.traces import export_trace
 from tests.client.test_oracle_agent import gaia2_json
@@ -145,10 +146,6 @@ def test_an_unknown_import_mode_is_a_clear_error(load: Any) -> None:
 def test_an_unknown_import_mode_in_the_service_config_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="import_mode must be one of auto, benchmark, plain"):
         ServiceConfig(import_mode="gaia2")  # type: ignore[arg-type]
-
-
-def test_the_wire_import_modes_are_the_loaders() -> None:
-    assert [mode.value for mode in WireImportMode] == [mode.value for mode in ImportMode]
 
 
 # -- areasync run -----------------------------------------------------------------------------

@@ -8,7 +8,9 @@ from are.simulation.types import EnvironmentState
 
 from areasync import SyncEnvironment
 from areasync.bridge.sync import VirtualWall
-from areasync.conformance import first_difference, load_scenario, normalized_log, run_are_time_loop
+from areasync.conformance.normal_form import first_difference, normalized_log
+from areasync.conformance.reference_loops import run_are_time_loop
+from areasync.conformance.scenarios import load_scenario
 from tests.scenarios import timeline
 
 

@@ -18,7 +18,7 @@ from are.simulation.types import EnvironmentState, StopEvent
 
 from areasync import SyncEnvironment
 from areasync.bridge.sync import VirtualWall
-from areasync.conformance import fake_wall_clock
+from areasync.conformance.reference_loops import fake_wall_clock
 from tests.scenarios import timeline
 
 

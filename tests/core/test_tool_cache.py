@@ -26,7 +26,7 @@ from are.simulation.tool_utils import AppTool, AppToolArg, ToolAttributeName
 from areasync import Simulation
 from areasync.bridge import tool_cache
 from areasync.bridge.records import tool_info
-from areasync.conformance import load_scenario, offline_scenario_ids
+from areasync.conformance.scenarios import load_scenario, offline_scenario_ids
 
 KINDS = [
     (ToolType.APP, ToolAttributeName.APP),

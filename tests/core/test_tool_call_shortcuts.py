@@ -18,7 +18,7 @@ from are.simulation.types import disable_events
 
 from areasync import InvalidArgsError, Simulation
 from areasync.bridge import tools as bridge_tools
-from areasync.conformance import load_scenario, offline_scenario_ids
+from areasync.conformance.scenarios import load_scenario, offline_scenario_ids
 
 WAIT = "SystemApp__wait_for_notification"
 

@@ -17,7 +17,8 @@ pytest.importorskip("playwright.async_api", reason="playwright is not installed 
 
 from playwright.async_api import Page, expect
 
-from areasync.conformance import GAIA2_SHAPED_ID, export_scenario_json
+from areasync.conformance.scenario_json import export_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from tests.dashboard.conftest import (
     CHROMIUM,
     DEFAULT_SESSION,

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from areasync.conformance import LogEntry, normalized_log
+from areasync.conformance.normal_form import LogEntry, normalized_log
 from areasync.protocol import (
     CallTool,
     ClockItem,

@@ -18,7 +18,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 
-from areasync.conformance import first_difference
+from areasync.conformance.normal_form import first_difference
 from tests.hardening.fuzzing import FRAME_LIMIT, SCRIPT, Garbage, Outcome, garbage_plan, run_script
 
 SHORT_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))

@@ -3,7 +3,7 @@
 `create_session` with a multi-turn Gaia2 JSON imports it as Gaia2's runner does
 (`import_from_json_to_benchmark` + `preprocess_scenario`; `import_mode` auto or benchmark). The
 same vetting runs first (`vet_json`: size, depth, clock numbers, app classes, event methods),
-file systems are confined and finished sessions released as on the plain path; what only the
+file systems are confined and finished sessions detached as on the plain path; what only the
 benchmark path could do (download apps from a dataset hub) or refuse (turns ARE cannot rewire)
 is refused clearly. A refused upload is `invalid_field`, changes nothing, and the server serves on.
 """
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from are.simulation.data_handler.importer import JsonScenarioImporter
 
+from areasync.bridge.scenario_vetting import MAX_JSON_DEPTH
 from areasync.bridge.scenarios import _ENV_LINKS as ENV_LINKS
-from areasync.bridge.scenarios import MAX_JSON_DEPTH
 from areasync.protocol import CallTool, CreateSession, Error, ErrorCode, Ping, Pong, Role
 from tests.client.test_oracle_agent import gaia2_json
 from tests.hardening.test_untrusted_scenarios import ESCAPES, FS, event_calling, nested
@@ -165,7 +165,7 @@ async def test_file_systems_of_a_benchmark_import_are_confined() -> None:
         assert "outside the sandbox" in reply.message, (path, reply)  # type: ignore[union-attr]
 
 
-async def test_a_discarded_benchmark_session_has_its_apps_released() -> None:
+async def test_a_discarded_benchmark_session_has_its_apps_detached() -> None:
     async with serving(mode="fast", keep_ended=0) as service:
         session = service.registry.create(gaia2_json(), oracle=True, import_mode="benchmark")
         apps = list(session.sim.scenario.apps or [])

@@ -4,7 +4,7 @@ file system may reach, and that one whose events raise does not take the server 
 A scenario uploaded with `create_session` is ARE JSON from whoever holds the admin token (or a
 file handed to `areasync serve`). ARE's importer only builds classes from its own `ALL_APPS`,
 but resolves an event's `function` with a bare `getattr`; areasync vets the JSON first
-(`areasync.bridge.scenarios.vet_json`), before ARE's importer runs, and confines file-system
+(`areasync.bridge.scenario_vetting.vet_json`), before ARE's importer runs, and confines file-system
 apps to their sandbox directory (ARE's own check is a string prefix test).
 """
 
@@ -22,8 +22,14 @@ from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 from are.simulation.data_handler.importer import JsonScenarioImporter
 
 from areasync.bridge import scenarios
-from areasync.bridge.scenarios import MAX_JSON_DEPTH, ScenarioError, vet_json
-from areasync.conformance import GAIA2_SHAPED_ID, export_scenario_json, offline_scenario_ids
+from areasync.bridge.scenario_vetting import (
+    MAX_JSON_DEPTH,
+    ScenarioError,
+    importable_app_classes,
+    vet_json,
+)
+from areasync.conformance.scenario_json import export_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID, offline_scenario_ids
 from areasync.protocol import (
     CallTool,
     CreateSession,
@@ -128,7 +134,7 @@ async def test_an_event_calling_an_undeclared_app_is_refused(importer_calls: lis
 @pytest.mark.parametrize("scenario_id", offline_scenario_ids())
 def test_vetting_refuses_no_scenario_ares_importer_can_run(scenario_id: str) -> None:
     text = export_scenario_json(scenario_id)
-    classes = {cls for cls in scenarios._app_classes()}
+    classes = {cls for cls in importable_app_classes()}
     declared = {app.get("class_name") or app["name"] for app in json.loads(text)["apps"]}
     if not declared <= classes:
         # ARE's importer would silently drop these apps; areasync says so instead.

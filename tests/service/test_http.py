@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from areasync.conformance import GAIA2_SHAPED_ID, export_scenario_json
+from areasync.conformance.scenario_json import export_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from areasync.protocol import CallTool, Role
 from areasync.protocol.schema import render_schema
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, json_body, serving, tokens

@@ -149,13 +149,13 @@ async def test_an_import_cancelled_after_its_thread_built_it_removes_its_sandbox
     gate: Gate, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     released: list[bool] = []
-    real = sandbox_module.Sandbox.release
+    real = sandbox_module.Sandbox.remove_directories
 
     def spying(self: sandbox_module.Sandbox) -> None:
         released.append(True)
         real(self)
 
-    monkeypatch.setattr(sandbox_module.Sandbox, "release", spying)
+    monkeypatch.setattr(sandbox_module.Sandbox, "remove_directories", spying)
     async with serving() as service:
         with anyio.CancelScope() as scope:
             async with anyio.create_task_group() as tg:

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from areasync.conformance import (
-    first_difference,
-    load_scenario,
-    normalized_log,
-    run_are_queue_loop,
-)
+from areasync.conformance.normal_form import first_difference, normalized_log
+from areasync.conformance.reference_loops import run_are_queue_loop
+from areasync.conformance.scenarios import load_scenario
 from areasync.protocol import CallTool, Idle, Jump, Role, Stop
 from areasync.simulation import Simulation
 from tests.service.support import attach, serving

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from areasync.conformance import GAIA2_SHAPED_ID, export_scenario_json
+from areasync.conformance.scenario_json import export_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from areasync.protocol import CreateSession, ErrorCode, Role, StopSession
 from tests.service.support import attach, serving
 

@@ -117,8 +117,10 @@ export class Connection {
       if (!this.welcomed) {
         // A refused hello: the close that follows decides what to do (next role, start over).
         if (frame.code === "unauthorized") this._authFailed = true;
-        if (frame.code === "invalid_field" && this.batch && /batch/.test(frame.message || "")) {
-          this._batchRefused = true; // a server older than hello.batch: ask again without it
+        if (frame.code === "invalid_field" && this.batch) {
+          // hello.batch is the only field a server may not know: one older than it. Ask again
+          // without it (never read the error's text: welcome.capabilities says what is offered).
+          this._batchRefused = true;
         }
         if (frame.code === "replay_unavailable") this._replayFailed = true;
         this._helloError = frame;
@@ -259,6 +261,8 @@ export class Connection {
         });
       }
     }
+    // Ask for batches only while the server offers them (no capabilities: it offers none).
+    if (!(w.capabilities || []).includes("batch")) this.batch = false;
     this.welcomed = true;
     this.attempt = 0;
     this.stats.connects += 1;

@@ -6,7 +6,10 @@ Everything ARE users know keeps working (`event_log`, `apps`, `tick`, `process_e
 * the TimeManager reads the `VirtualClock` (swapped in right after ARE's constructor, before any
   app, agent or the notification system can keep a reference to the old one);
 * `start()` schedules events but starts no thread: an `Engine` (owned here, driven by the async
-  `Simulation` or the synchronous `SyncEnvironment`) advances time;
+  `Simulation` or the synchronous `SyncEnvironment`) advances time, through the few methods of
+  `areasync.loop.environment.SteppableEnvironment` implemented here (the engine imports no ARE);
+* `session_environment` configures one for a session, as ARE's CLI runner does, and
+  `start_scenario` runs the scenario in it: the simulation reaches ARE only through bridge;
 * every completed event (as it enters the log) and every notification (`MessageQueue.put`) is
   converted to a plain record and handed to listeners the moment ARE produces it;
 * events that cannot produce a notification skip ARE's template search, in the notification
@@ -25,12 +28,19 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from are.simulation import environment as are_environment
+from are.simulation.apps.agent_user_interface import AgentUserInterface
 from are.simulation.apps.system import SystemApp
 from are.simulation.environment import Environment, EnvironmentConfig
-from are.simulation.notification_system import BaseNotificationSystem, Message
+from are.simulation.notification_system import (
+    BaseNotificationSystem,
+    Message,
+    VerboseNotificationSystem,
+)
+from are.simulation.scenarios.scenario import Scenario
 from are.simulation.tool_utils import AppTool
 from are.simulation.types import (
     AbstractEvent,
@@ -51,6 +61,8 @@ from areasync.bridge.time_manager import VirtualTimeManager
 from areasync.loop.clock import ClockMode, VirtualClock
 from areasync.loop.engine import Engine
 from areasync.protocol.records import EventRecord, NotificationRecord
+
+__all__ = ["AsyncEnvironment", "PublishingEventLog", "Scenario", "session_environment"]
 
 EventListener = Callable[[EventRecord], None]
 NotificationListener = Callable[[NotificationRecord], None]
@@ -220,6 +232,61 @@ class AsyncEnvironment(Environment):
     def wait_for_next_notification(self) -> None:
         self.wait_handler()
 
+    # -- what the engine steps (`areasync.loop.environment.SteppableEnvironment`) --------------
+
+    def begin_run(self) -> None:
+        self.state = EnvironmentState.RUNNING
+        self.prepare_events_for_start()
+        self.current_time = self.time_manager.time()
+
+    def note_current_time(self) -> None:
+        self.current_time = self.time_manager.time()
+
+    def stop_requested(self) -> bool:
+        return bool(self.stop_event.is_set())
+
+    def next_event_time(self) -> float | None:
+        head = self.event_queue.peek()
+        return None if head is None else float(head.event_time)
+
+    def wait_timeout_time(self) -> float | None:
+        system = self.system_app
+        timeout = system.wait_for_notification_timeout if system is not None else None
+        return None if timeout is None else float(timeout.timeout_timestamp)
+
+    def reset_wait_timeout(self) -> None:
+        system = self.system_app
+        if system is not None:
+            system.reset_wait_for_notification_timeout()
+
+    def next_notification_time(self) -> float | None:
+        t = self.notification_system.get_next_notification_time()
+        return None if t is None else float(t)
+
+    def take_notifications_until(self, t: float) -> None:
+        stamp = datetime.fromtimestamp(t, tz=UTC)
+        self.notification_system.message_queue.get_by_timestamp(stamp)
+
+    # -- a session's run ----------------------------------------------------------------------
+
+    def start_scenario(self, scenario: Scenario) -> None:
+        """ARE's `run(scenario, wait_for_end=False)`: register the apps, schedule the events."""
+        self.run(scenario, wait_for_end=False)
+        aui = self.agent_user_interface
+        if aui is not None:
+            # ARE's GUI mode busy-waits (time.sleep) for a reply to send_message_to_user;
+            # here the user's reply arrives on the stream like any other notification.
+            aui.wait_for_user_response = False
+
+    @property
+    def agent_user_interface(self) -> AgentUserInterface | None:
+        """The scenario's AgentUserInterface app (the user the agent talks to), if it has one."""
+        return self.get_app_with_class(AgentUserInterface)
+
+    def stop_run(self, *, failed: bool = False) -> None:
+        """ARE's `stop`, ending in its FAILED state if `failed`, else in STOPPED."""
+        self.stop(final_state=EnvironmentState.FAILED if failed else EnvironmentState.STOPPED)
+
     # -- conveniences --------------------------------------------------------------------------
 
     def get_tools_by_app(self) -> dict[str, list[AppTool]]:
@@ -276,3 +343,35 @@ def _has_placeholder(event: Event) -> bool:
 
 def _nothing() -> None:
     return None
+
+
+def session_environment(
+    scenario: Scenario,
+    *,
+    oracle: bool,
+    exit_when_no_events: bool | None,
+    mode: ClockMode | str,
+    speed: float,
+    wall: Callable[[], float],
+) -> AsyncEnvironment:
+    """The environment a session runs `scenario` in, as ARE's CLI runner configures it.
+
+    `oracle` runs the oracle events as the agent's actions; by default the run then ends when
+    no event is left (`exit_when_no_events`), as ARE's does.
+    """
+    config = EnvironmentConfig(
+        oracle_mode=oracle,
+        time_increment_in_seconds=scenario.time_increment_in_seconds,
+        exit_when_no_events=oracle if exit_when_no_events is None else exit_when_no_events,
+        verbose=False,
+    )
+    if scenario.start_time and scenario.start_time > 0:
+        config.start_time = scenario.start_time
+    return AsyncEnvironment(
+        config,
+        EnvironmentType.CLI,
+        notification_system=VerboseNotificationSystem(),
+        mode=ClockMode(mode),
+        speed=speed,
+        wall=wall,
+    )

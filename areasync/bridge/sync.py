@@ -134,8 +134,10 @@ class SyncEnvironment(AsyncEnvironment):
             delay = self.clock.wall_delay_until(engine.next_grid_us())
             if delay is None or delay > 0:
                 break
-            # Each tick happens at its own time, as if the thread had woken on schedule.
-            self.clock.anchor(engine.next_grid_us(), self.wall.now() - (delay or 0.0))
+            # Each tick happens at its own time, as if the thread had woken on schedule, or at
+            # the latest time already read if that is later (time never goes back).
+            tick_us = max(engine.next_grid_us(), self.clock.reported_us)
+            self.clock.anchor(tick_us, self.wall.now() - (delay or 0.0))
             engine.step_grid()
 
     def _stops_at_once(self) -> bool:

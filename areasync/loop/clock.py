@@ -11,13 +11,14 @@ float seconds. `rate` is the speed in `realtime` mode and zero otherwise (or whi
 `(v0, r0)` first, so no control ever makes time jump by itself.
 
 Time never goes backwards, and the clock itself guarantees it: `now_us()` is monotonic
-non-decreasing for the life of a run. Realtime pacing re-anchors the flow to a tick's scheduled
-time (`anchor`), which would move time back if the tick ran late after someone had already read
-the later time (a command logged at 1.5 s, then the tick due at 1.0 s): `anchor` therefore never
-sets the clock below the latest reading it has given out, and such a tick runs at that reading,
-as ARE's own ticks run at whatever its wall clock says when its thread wakes. A reading nobody
-took cannot be contradicted, so pacing decisions use `peek_us()`, which gives none out: a late
-tick that nobody saw the clock pass still runs at its own time. Only `restart` (a new run, ARE's
+non-decreasing for the life of a run, and every control that moves time refuses (`ClockError`,
+the clock unchanged) to set it below the latest reading it has given out. Realtime pacing
+re-anchors the flow to a tick's scheduled time (`anchor`); a tick that runs late after someone
+has already read a later time (a command logged at 1.5 s, then the tick due at 1.0 s) must run
+at that reading instead, as ARE's own ticks run at whatever its wall clock says when its thread
+wakes: the pacing code asks for `max(scheduled, reported_us)` itself. A reading nobody took
+cannot be contradicted, so pacing decisions use `peek_us()`, which gives none out: a late tick
+that nobody saw the clock pass still runs at its own time. Only `restart` (a new run, ARE's
 `TimeManager.reset`) sets time back.
 
 The clock takes its wall function as a parameter: it does no I/O and never sleeps. The async
@@ -29,7 +30,8 @@ from __future__ import annotations
 import enum
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 US_PER_S = 1_000_000
 
@@ -74,7 +76,7 @@ class VirtualClock:
         self._speed = float(speed)
         self._paused = False
         self._held = 0
-        # The latest time `now_us()` has given out: `anchor` never sets the clock below it.
+        # The latest time `now_us()` has given out: no control sets the clock below it.
         self._reported_us = self._v0
         # The run has ended (`freeze`): its time is where it ended, whatever the wall does.
         self._frozen = False
@@ -162,10 +164,16 @@ class VirtualClock:
     def anchor(self, t_us: int, wall: float) -> None:
         """Declare that simulated time `t_us` corresponds to wall time `wall` (realtime pacing).
 
-        Never below a time already given out by `now_us()`: the clock then rests at that time
-        instead (from `wall` on), so time does not go backwards (module docstring).
+        Refused (`ClockError`, nothing changed) below a time already given out by `now_us()`:
+        a caller that wants "this time, or the latest reading if later" says so itself.
         """
-        self._v0 = max(t_us, self._reported_us)
+        if t_us < self._reported_us:
+            raise ClockError(
+                f"cannot anchor the clock at {to_s(t_us)}: it has already reported "
+                f"{to_s(self._reported_us)}, and simulated time only moves forward "
+                "(anchor at max(time, reported_us) to run at the latest reading instead)"
+            )
+        self._v0 = t_us
         self._r0 = wall
 
     def restart(self, t_us: int) -> None:
@@ -181,7 +189,7 @@ class VirtualClock:
     def freeze(self) -> None:
         """The run has ended: time stops flowing for good, at the time it ended.
 
-        Neither `resume`, `release` nor `set_speed`/`set_mode` make it flow again (only a new
+        Neither `resume`, `unhold` nor `set_speed`/`set_mode` make it flow again (only a new
         run, `restart`, does): a realtime session that stopped would otherwise go on counting
         simulated seconds past its end. Nothing moves an ended run's clock anyway.
         """
@@ -202,12 +210,21 @@ class VirtualClock:
         self._reanchor()
         self._held += 1
 
-    def release(self) -> None:
+    def unhold(self) -> None:
         """End a `hold()`: time flows again from where it stood, with no jump."""
         if self._held <= 0:
-            raise ClockError("release() without a matching hold()")
+            raise ClockError("unhold() without a matching hold()")
         self._held -= 1
         self._r0 = self._wall()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """`hold()` for the duration of a `with` block."""
+        self.hold()
+        try:
+            yield
+        finally:
+            self.unhold()
 
     def set_speed(self, speed: float) -> None:
         _check_speed(speed)

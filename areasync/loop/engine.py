@@ -1,4 +1,7 @@
-"""The engine: advances an ARE environment on the virtual clock, one tick at a time.
+"""The engine: advances an environment on the virtual clock, one tick at a time.
+
+It imports no ARE: what it needs from the environment is the `SteppableEnvironment` protocol
+(`loop.environment`), which bridge's `AsyncEnvironment` implements over ARE's Environment.
 
 This is the loop that ARE runs on a background thread (`_time_based_loop`, `_queue_based_loop`,
 `wait_for_next_notification`), rewritten as plain synchronous steps with no sleeping, no threads
@@ -34,15 +37,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
-
-from are.simulation.types import EnvironmentState
 
 from areasync.loop.clock import ClockError, to_us
-
-if TYPE_CHECKING:
-    from areasync.bridge.environment import AsyncEnvironment
+from areasync.loop.environment import SteppableEnvironment
 
 
 class EngineError(ValueError):
@@ -50,9 +47,9 @@ class EngineError(ValueError):
 
 
 class Engine:
-    """Steps an `AsyncEnvironment` on its `VirtualClock`."""
+    """Steps a `SteppableEnvironment` on its `VirtualClock`."""
 
-    def __init__(self, env: AsyncEnvironment) -> None:
+    def __init__(self, env: SteppableEnvironment) -> None:
         self.env = env
         self.clock = env.clock
         self.started = False
@@ -108,13 +105,12 @@ class Engine:
         return t_us + (self.clock.jumped_us - jumped_us)
 
     def next_event_us(self) -> int | None:
-        head = self.env.event_queue.peek()
-        return None if head is None else to_us(head.event_time)
+        t = self.env.next_event_time()
+        return None if t is None else to_us(t)
 
     def wait_timeout_us(self) -> int | None:
-        system = self.env.system_app
-        timeout = system.wait_for_notification_timeout if system is not None else None
-        return None if timeout is None else to_us(timeout.timeout_timestamp)
+        t = self.env.wait_timeout_time()
+        return None if t is None else to_us(t)
 
     def next_due_us(self) -> int | None:
         """The earliest time at which something is scheduled to happen, if anything is."""
@@ -130,7 +126,7 @@ class Engine:
     @property
     def stopping(self) -> bool:
         """ARE asked to stop (StopEvent, `env.stop()`, a failed validation)."""
-        return self.env.stop_event.is_set()
+        return self.env.stop_requested()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -139,9 +135,7 @@ class Engine:
         if self.started:
             raise EngineError("the simulation has already started; create a new one to rerun")
         self.started = True
-        self.env.state = EnvironmentState.RUNNING
-        self.env.prepare_events_for_start()
-        self.env.current_time = self.env.time_manager.time()
+        self.env.begin_run()
         # The first tick is at the start time: what flowed while ARE's `run()` registered apps
         # and scheduled events is setup, not simulated time (ARE's thread ticks right away).
         self._grid_last_us = self.start_us - self.increment_us
@@ -178,7 +172,7 @@ class Engine:
         if self.stopping:
             self.finish()
             return False
-        if self.env.exit_when_no_events and len(self.env.event_queue) == 0:
+        if self.env.exit_when_no_events and self.env.get_event_queue_length() == 0:
             self.finish()
             return False
         due = self.next_due_us()
@@ -222,7 +216,7 @@ class Engine:
         if self.at_end(t):
             self._finish_at_end()
             return False
-        if self.env.exit_when_no_events and len(self.env.event_queue) == 0:
+        if self.env.exit_when_no_events and self.env.get_event_queue_length() == 0:
             self.finish()
             return False
         k = int(self.env.tick_count)
@@ -284,7 +278,7 @@ class Engine:
             return True
         if t_us > self.clock.now_us():
             self.clock.set_us(t_us)
-        self.env.current_time = self.env.time_manager.time()
+        self.env.note_current_time()
         # An inclusive jump runs or passes any owed tick; an exclusive one owes the tick at t.
         self._owed = None if inclusive else (t_us, self.clock.jumped_us)
         return True
@@ -308,7 +302,7 @@ class Engine:
         end = self.end_us
         if end is not None and end > self.clock.now_us():
             self.clock.set_us(end)
-        self.env.current_time = self.env.time_manager.time()
+        self.env.note_current_time()
         self.finish()
 
     # -- ARE's wait_for_next_notification, for synchronous callers -----------------------------
@@ -321,10 +315,9 @@ class Engine:
         scenario's duration (items past the end fire, time jumps past it; the loop ends the run
         at its next step); unlike ARE's it never moves time backwards.
         """
-        system = self.env.system_app
-        if system is None or system.wait_for_notification_timeout is None:
+        timeout_us = self.wait_timeout_us()
+        if timeout_us is None:
             return
-        timeout_us = to_us(system.wait_for_notification_timeout.timeout_timestamp)
         self.env.waiting_for_notification = True
         try:
             while not self.stopping and not self.finished:
@@ -352,10 +345,10 @@ class Engine:
             if not self.finished:
                 self.tick_at(self.clock.now_us(), tick_count=self.env.tick_count)
             self.env.waiting_for_notification = False
-            system.reset_wait_for_notification_timeout()
+            self.env.reset_wait_timeout()
 
     def _next_notification_us(self) -> int | None:
-        t = self.env.notification_system.get_next_notification_time()
+        t = self.env.next_notification_time()
         return None if t is None else to_us(t)
 
     def drain_notifications(self) -> None:
@@ -363,5 +356,4 @@ class Engine:
 
         A message left behind would make ARE's jump rules see a 'next notification' in the past.
         """
-        stamp = datetime.fromtimestamp(self.clock.now(), tz=UTC)
-        self.env.notification_system.message_queue.get_by_timestamp(stamp)
+        self.env.take_notifications_until(self.clock.now())

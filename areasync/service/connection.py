@@ -235,7 +235,7 @@ class Connection:
             return
         session.detach(self)
         if self.role is Role.AGENT:
-            session.sim.release(self.holder)  # a departed agent holds up no one
+            session.sim.end_lease(self.holder)  # a departed agent holds up no one
 
     # -- fast-mode turns ---------------------------------------------------------------------
 
@@ -249,7 +249,7 @@ class Connection:
             and not session.sim.ended
             and self._close is None
         ):
-            session.sim.acquire(self.holder)
+            session.sim.begin_lease(self.holder)
 
     # -- hub callbacks (synchronous, inside the stream append) -------------------------------
 
@@ -261,7 +261,7 @@ class Connection:
         self.metrics.slow_consumer_disconnects += 1
         logger.info("closing slow consumer %r: %d items behind", self, lag)
         if self.role is Role.AGENT and self.session is not None:
-            self.session.sim.release(self.holder)
+            self.session.sim.end_lease(self.holder)
         self.request_close(
             CloseCode.SLOW_CONSUMER,
             f"slow consumer: {lag} stream items appended while your socket did not drain "
@@ -278,7 +278,7 @@ class Connection:
         self.metrics.slow_consumer_disconnects += 1
         logger.info("closing stalled consumer %r: %s", self, why)
         if self.role is Role.AGENT and self.session is not None:
-            self.session.sim.release(self.holder)
+            self.session.sim.end_lease(self.holder)
         self.request_close(
             CloseCode.SLOW_CONSUMER,
             f"slow consumer: {why} (write_timeout {self.config.write_timeout:g} s); "
@@ -694,7 +694,7 @@ class Connection:
 
     async def _idle(self, frame: Idle) -> Any:
         if self.role is Role.AGENT:
-            self._sim.release(self.holder)
+            self._sim.end_lease(self.holder)
         return None
 
     async def _send_user_message(self, frame: SendUserMessage) -> Any:

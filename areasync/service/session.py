@@ -2,7 +2,7 @@
 
 A session is a thin shell around a `Simulation`: everything that changes the ARE environment
 goes through the simulation's own methods, on the event loop, between engine steps. The
-session's one ordered lane is the simulation's `lane` (a FIFO lock, see `simulation.py`): each
+session's one ordered lane is the simulation's `lane` (a FIFO lock, see `areasync.simulation`): each
 request takes it the moment its frame is decoded and runs to completion holding it, so tool
 calls and controls apply in the order they arrive, never inside a tick and never inside one
 another. Most requests never yield; a long `jump`/`next_event`/`tick` does, every
@@ -152,7 +152,7 @@ class Session:
         self._agent_arrived = anyio.Event()
         self.waiting_for_agent = self.fast and not oracle
         if self.waiting_for_agent:
-            sim.acquire(WAITING_HOLDER)
+            sim.begin_lease(WAITING_HOLDER)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -233,7 +233,7 @@ class Session:
         if self.waiting_for_agent:
             self.waiting_for_agent = False
             self._agent_arrived.set()
-            self.sim.release(WAITING_HOLDER)
+            self.sim.end_lease(WAITING_HOLDER)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -277,7 +277,7 @@ class Session:
         # agent overstaying its turn, and the lease policy must never end or release it.
         interval = max(self.sim.lease_timeout / 3, 0.001)
         while self.waiting_for_agent and not self.sim.ended:
-            self.sim.acquire(WAITING_HOLDER)
+            self.sim.begin_lease(WAITING_HOLDER)
             with anyio.move_on_after(interval):
                 await self._agent_arrived.wait()
 

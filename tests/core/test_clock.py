@@ -93,3 +93,37 @@ def test_jumps_are_counted_separately_from_flow() -> None:
     wall.now += 3
     clock.set_us(to_us(10.0))
     assert clock.jumped_us == to_us(7.0)
+
+
+def test_anchoring_below_the_reported_time_is_refused_and_changes_nothing() -> None:
+    clock, wall = realtime()
+    wall.now += 2
+    assert clock.now() == 2.0
+    with pytest.raises(ClockError, match=r"already reported 2\.0"):
+        clock.anchor(to_us(1.0), wall.now)
+    assert clock.reported_us == to_us(2.0)
+    wall.now += 1
+    assert clock.now() == 3.0
+
+
+def test_restart_is_the_one_control_that_sets_time_back() -> None:
+    clock, wall = realtime()
+    wall.now += 5
+    clock.now()
+    clock.restart(to_us(1.0))
+    assert clock.now() == 1.0
+
+
+def test_unhold_without_a_hold_is_refused() -> None:
+    clock, _ = realtime()
+    with pytest.raises(ClockError, match="without a matching hold"):
+        clock.unhold()
+
+
+def test_time_stands_still_inside_held_and_flows_after_it() -> None:
+    clock, wall = realtime()
+    with clock.held():
+        wall.now += 10
+        assert clock.now() == 0.0
+    wall.now += 1
+    assert clock.now() == 1.0

@@ -2,8 +2,9 @@
 
 Realtime pacing re-anchors the clock to each tick's scheduled time. A tick that runs late, after
 a later time was given out (a command logged at 1.5 s while the tick due at 1.0 s waited), must
-not take the clock back to 1.0 s: the tick then runs at the time already given out. A late tick
-nobody saw the clock pass still runs at its own time (ARE's slip). All on an injected wall.
+not take the clock back to 1.0 s: the clock refuses such an anchor, and the pacing code runs the
+tick at the time already given out. A late tick nobody saw the clock pass still runs at its own
+time (ARE's slip). All on an injected wall.
 """
 
 from __future__ import annotations
@@ -33,11 +34,20 @@ def realtime_clock() -> tuple[VirtualClock, FakeWall]:
     return VirtualClock(0.0, mode=ClockMode.REALTIME, speed=1.0, wall=wall), wall
 
 
-def test_anchor_below_a_time_already_read_keeps_the_time_read() -> None:
+def test_anchor_below_a_time_already_read_is_refused_and_changes_nothing() -> None:
     clock, wall = realtime_clock()
     wall.now += 1.5
     assert clock.now() == 1.5
-    clock.anchor(to_us(1.0), wall.now)
+    with pytest.raises(ClockError, match="only moves forward"):
+        clock.anchor(to_us(1.0), wall.now)
+    wall.now += 0.25
+    assert clock.now() == 1.75
+
+
+def test_anchor_at_the_time_already_read_keeps_that_time() -> None:
+    clock, wall = realtime_clock()
+    wall.now += 1.5
+    clock.anchor(max(to_us(1.0), clock.now_us()), wall.now)
     assert clock.now() == 1.5
 
 
@@ -60,8 +70,7 @@ def test_peeking_at_the_clock_does_not_bind_an_anchor() -> None:
 def test_time_flows_on_from_an_anchor_kept_at_the_time_read() -> None:
     clock, wall = realtime_clock()
     wall.now += 1.5
-    clock.now()
-    clock.anchor(to_us(1.0), wall.now)
+    clock.anchor(max(to_us(1.0), clock.now_us()), wall.now)
     wall.now += 0.25
     assert clock.now() == 1.75
 
@@ -83,7 +92,7 @@ _operations = st.lists(
         st.tuples(st.just("set"), st.floats(min_value=0.0, max_value=20.0)),
         st.tuples(st.just("speed"), st.floats(min_value=0.1, max_value=100.0)),
         st.tuples(
-            st.sampled_from(["read", "peek", "pause", "resume", "hold", "release", "mode"]),
+            st.sampled_from(["read", "peek", "pause", "resume", "hold", "unhold", "mode"]),
             st.just(0.0),
         ),
     ),
@@ -103,7 +112,8 @@ def test_readings_never_decrease_whatever_anchors_and_controls_do(
         if op == "wall":
             wall.now += value
         elif op == "anchor":
-            clock.anchor(to_us(value), wall.now)
+            with contextlib.suppress(ClockError):  # below a time read: refused, unchanged
+                clock.anchor(to_us(value), wall.now)
         elif op == "set":
             with contextlib.suppress(ClockError):  # backwards: refused, clock unchanged
                 clock.set_us(to_us(value))
@@ -116,8 +126,8 @@ def test_readings_never_decrease_whatever_anchors_and_controls_do(
         elif op == "hold":
             clock.hold()
             held += 1
-        elif op == "release" and held:
-            clock.release()
+        elif op == "unhold" and held:
+            clock.unhold()
             held -= 1
         elif op == "mode":
             flowing = clock.mode is ClockMode.REALTIME

@@ -163,12 +163,12 @@ async def test_a_tool_call_after_an_exclusive_jump_lands_at_the_target_ahead_of_
 
 async def test_a_fast_session_runs_the_targets_items_at_the_target_once_the_agent_is_idle() -> None:
     sim = Simulation.load(timeline(5, 9, duration=30), mode="fast")
-    sim.acquire("agent")
+    sim.begin_lease("agent")
     async with sim:
         await sim.jump(to=5, inclusive=False)
         await sim.call_tool("TimelineApp__mark", {"label": "agent"})
         assert [e.time for e in sim.events()] == [5.0]  # the agent's call only
-        sim.release("agent")
+        sim.end_lease("agent")
         await sim.run()
     assert [(e.time, e.function) for e in sim.events()] == [
         (5.0, "mark"),

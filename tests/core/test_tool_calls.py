@@ -97,7 +97,7 @@ async def test_wait_for_notification_returns_early_on_a_user_message() -> None:
 async def test_fast_mode_jumps_to_the_wait_timeout_when_the_agent_waits() -> None:
     sim = Simulation.load(timeline(duration=None), mode="fast")
     async with sim:
-        sim.acquire("agent")
+        sim.begin_lease("agent")
         await sim.call_tool("SystemApp__wait_for_notification", {"timeout": 42}, holder="agent")
         assert sim.now == 42.0
         await sim.stop()

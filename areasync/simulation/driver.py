@@ -1,0 +1,170 @@
+"""`Driver`: the asyncio task that runs a simulation's engine on the wall clock.
+
+It plans (how long until the next step: now in fast mode when no agent is busy, the next grid
+time in realtime, never in manual), sleeps until then or until something wakes it (a command,
+a lease ended, a stop), and runs engine steps back to back for at most `step_budget` wall
+seconds, each batch holding the session's command lane.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.abc
+
+from areasync.loop.clock import ClockMode
+from areasync.policies import LagPolicy, LeasePolicy
+from areasync.simulation.core import SimulationCore
+from areasync.simulation.ending import EndState
+from areasync.simulation.options import CLOCK_PUBLISH_INTERVAL_S, out_of_time
+
+
+class Driver(SimulationCore):
+    """Runs the simulation: `await sim.run()`, or `async with sim:` for a background task."""
+
+    async def run(self) -> dict[str, Any] | None:
+        """Run to the scenario's end (or wait for it, inside `async with`). Returns validation."""
+        if self._driving:
+            await self._ended.wait()
+        else:
+            self._driving = True
+            await self._drive()
+        return self.validation
+
+    async def __aenter__(self) -> Self:
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        # Marked before the task starts, so that a `run()` right after entering waits for it.
+        self._driving = True
+        self._task_group.start_soon(self._drive)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._task_group is not None
+        self._end_now(EndState.LEFT, "the simulation context exited")
+        self._wake()
+        return await self._task_group.__aexit__(exc_type, exc, tb)
+
+    async def _drive(self) -> None:
+        if self._held_until_driven:
+            self._held_until_driven = False
+            self.clock.unhold()
+        if self.engine.started and self.env.tick_count == 0 and self.clock.flowing:
+            # The first tick is due now: the clock rests at it, or at a later time if one was
+            # read meanwhile (time never goes back).
+            first_tick_us = max(self.engine.next_grid_us(), self.clock.reported_us)
+            self.clock.anchor(first_tick_us, self.clock.wall())
+        try:
+            while not self.ended:
+                # Planning may end the session (a lease policy): it is a command like any other.
+                async with self._lane:
+                    if self.ended:
+                        break
+                    delay = self._plan()
+                    if delay is not None and delay <= 0:
+                        self._run_steps()
+                if delay is None or delay > 0:
+                    await self._sleep(delay)
+                    continue
+                await anyio.lowlevel.checkpoint()
+        finally:
+            self._driving = False
+
+    def _plan(self) -> float | None:
+        """Wall seconds until the next step (0: now; None: only when woken)."""
+        engine = self.engine
+        if engine.finished or engine.stopping:
+            return 0.0
+        if self.clock.paused:
+            return None
+        mode = self.clock.mode
+        if mode is ClockMode.FAST:
+            if self._leases:
+                return self._lease_delay()
+            if engine.next_due_us() is None and not self.env.exit_when_no_events:
+                return 0.0 if engine.end_us is not None else None
+            return 0.0
+        if mode is ClockMode.REALTIME:
+            delay = self.clock.wall_delay_until(engine.next_grid_us())
+            return 0.0 if delay is None else delay
+        return None  # manual: only controls move time
+
+    def _lease_delay(self) -> float | None:
+        """Expire the leases past their deadline; wall seconds until the next one expires."""
+        now = self.clock.wall()
+        for holder in self._leases.expire(now):
+            self._record("lease", {"expired": holder, "policy": self.lease_policy.value})
+            if self.lease_policy is LeasePolicy.END:
+                self._end_now(
+                    EndState.LEASE_EXPIRED,
+                    f"agent {holder!r} held its busy lease past the deadline",
+                )
+                return 0.0
+        deadline = self._leases.next_deadline()
+        return 0.0 if deadline is None else max(0.0, deadline - now)
+
+    def _run_steps(self) -> None:
+        """Engine steps back to back until the budget is spent or the driver must re-plan."""
+        spent = out_of_time(self.step_budget)
+        while True:
+            more = self._step()
+            self._after_step()
+            if not more or spent():
+                return
+
+    def _step(self) -> bool:
+        """One engine step. False when the driver should plan again (wait, or done)."""
+        engine = self.engine
+        if engine.finished or engine.stopping:
+            engine.finish()
+            return False
+        if self.clock.mode is not ClockMode.FAST:
+            self._realtime_tick()  # one tick per wake-up: the next one is paced by the wall
+            return False
+        if self._leases or self.clock.paused:
+            return False
+        if engine.step_fast():
+            return True
+        if not engine.finished and engine.next_due_us() is None:
+            engine.run_out()
+        return False
+
+    def _realtime_tick(self) -> None:
+        target = self.engine.next_grid_us()
+        late_us = self.clock.peek_us() - target  # pacing only: not a reading anyone sees
+        self.lag = max(0.0, late_us / 1e6 / self.clock.speed)
+        if self.lag_policy is LagPolicy.STRICT and self.lag > self.max_lag:
+            self._end_now(
+                EndState.TOO_LATE,
+                f"realtime tick ran {self.lag:.3f} s late, above max_lag={self.max_lag}",
+            )
+            return
+        if self.lag_policy is LagPolicy.CATCH_UP:
+            self.engine.step_grid()
+        else:
+            # A tick takes no simulated time: ARE's thread spends ~1 ms of wall time per tick,
+            # which at speed k would otherwise become k ms of simulated time inside the tick.
+            # A late tick runs at the latest time already given out, if that is later than its
+            # own: what was read stays read.
+            self.clock.anchor(max(target, self.clock.reported_us), self.clock.wall())
+            with self.clock.held():
+                self.engine.step_grid()
+        if self.clock.wall() - self._last_clock_publish >= CLOCK_PUBLISH_INTERVAL_S:
+            self._publish_clock()
+
+    async def _sleep(self, delay: float | None) -> None:
+        event = self._wake_event
+        if delay is None:
+            await event.wait()
+        else:
+            with anyio.move_on_after(delay):
+                await event.wait()
+        if self._wake_event is event and event.is_set():
+            self._wake_event = anyio.Event()

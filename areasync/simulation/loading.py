@@ -1,0 +1,91 @@
+"""Building a scenario inside its session's sandbox: shared by `build_scenario` and
+`Simulation.load`.
+
+The session's code runs in a sandbox (`areasync.bridge.sandbox`) from the moment its scenario
+is built: its apps may touch only its file-system apps' files. A scenario that fails to load
+leaves nothing behind: what ARE created for it is removed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TypeAlias
+
+from areasync.bridge import scenarios
+from areasync.bridge.environment import Scenario
+from areasync.bridge.judge_options import JudgeOptions
+from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
+from areasync.protocol.frames import ImportMode
+
+ScenarioSource: TypeAlias = str | os.PathLike[str] | Scenario
+
+
+def build_scenario(
+    source: ScenarioSource,
+    *,
+    import_mode: ImportMode | str = ImportMode.AUTO,
+    oracle: bool = False,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    judge: JudgeOptions | None = None,
+) -> tuple[Scenario, Sandbox]:
+    """The initialised scenario of `source`, built inside a new sandbox, and that sandbox (for
+    `Simulation.load(scenario, sandbox=...)`). It creates no event-loop object, so that a
+    server can build an untrusted scenario in a worker thread: the sandbox's context variable
+    follows the thread's copied context, so the guard covers the import there too. `judge`:
+    a benchmark import is judged by it (`areasync.bridge.scenarios`)."""
+    with sandboxed_loading(source, max_file_bytes=max_file_bytes) as sandbox:
+        scenario = load_in(sandbox, source, import_mode=import_mode, oracle=oracle, judge=judge)
+    return scenario, sandbox
+
+
+@contextmanager
+def sandboxed_loading(
+    source: ScenarioSource,
+    *,
+    sandbox: Sandbox | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> Iterator[Sandbox]:
+    """Load `source` in the body, inside `sandbox` (a new one if None), which it yields.
+
+    If the body raises, what ARE created for the scenario is removed."""
+    if sandbox is None:
+        _discover_registered(source)
+        sandbox = Sandbox(max_file_bytes=max_file_bytes)
+    try:
+        with sandbox.loading(_scenario_file(source)):
+            yield sandbox
+    except BaseException:
+        sandbox.remove_directories()  # what ARE created for a scenario that did not load
+        raise
+
+
+def load_in(
+    sandbox: Sandbox,
+    source: ScenarioSource,
+    *,
+    import_mode: ImportMode | str,
+    oracle: bool,
+    judge: JudgeOptions | None = None,
+) -> Scenario:
+    """`scenarios.load`, its file-system apps made the sandbox's roots."""
+    scenario = scenarios.load(source, import_mode=import_mode, oracle=oracle, judge=judge)
+    sandbox.adopt(scenario.apps or [])
+    return scenario
+
+
+def _discover_registered(source: object) -> None:
+    if isinstance(source, str) and not _scenario_file(source) and not source.startswith("{"):
+        # A registered id: ARE's registry discovers its scenarios by importing every module
+        # of its own (trusted code, which opens files such as /dev/null), once per process.
+        scenarios.registered_ids()
+
+
+def _scenario_file(source: object) -> list[str]:
+    """The JSON file `source` names, if it does (`scenarios.load` reads it in the sandbox)."""
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and source.endswith(".json") and not source.lstrip().startswith("{")
+    ):
+        return [os.fspath(source)]
+    return []

@@ -1,0 +1,139 @@
+"""`Simulation`: loading a scenario into a session, and the agent's side of it (tool calls,
+the user's messages).
+
+The rest of what a simulation does is in the classes it is made of: `SimulationCore` (state,
+reading, the end), `Driver` (the asyncio task that runs the engine), `Controls` (the clock
+controls).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Unpack
+
+from areasync.bridge.environment import session_environment
+from areasync.bridge.records import to_plain
+from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
+from areasync.loop.clock import ClockMode
+from areasync.protocol.frames import ImportMode, NotificationItem
+from areasync.protocol.records import WAIT_TOOL
+from areasync.simulation.controls import Controls
+from areasync.simulation.driver import Driver
+from areasync.simulation.errors import BadStateError
+from areasync.simulation.loading import ScenarioSource, load_in, sandboxed_loading
+from areasync.simulation.options import SimulationOptions
+
+
+class Simulation(Controls, Driver):
+    """An ARE scenario on a virtual clock, driven by an asyncio task (see `areasync.simulation`)."""
+
+    @classmethod
+    def load(
+        cls,
+        source: ScenarioSource,
+        *,
+        mode: ClockMode | str = ClockMode.FAST,
+        oracle: bool = False,
+        speed: float = 1.0,
+        exit_when_no_events: bool | None = None,
+        wall: Callable[[], float] = time.monotonic,
+        import_mode: ImportMode | str = ImportMode.AUTO,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        sandbox: Sandbox | None = None,
+        **options: Unpack[SimulationOptions],
+    ) -> Simulation:
+        """Load a scenario (registered id, JSON path, JSON text or Scenario) ready to run.
+
+        `oracle=True` runs the scenario's oracle events as the agent's actions (ARE's oracle
+        mode); by default the run then ends when no event is left, as ARE's does.
+        `import_mode` says how a JSON scenario is imported: `auto` (default), `benchmark`
+        (Gaia2's runner: turns rewired so that a live agent reaches each one) or `plain`
+        (ARE's plain import); see `areasync.bridge.scenarios`. The session's code runs in a
+        sandbox (`areasync.bridge.sandbox`) from the moment the scenario is built: its apps may
+        touch only its file-system apps' files, and read none larger than `max_file_bytes`.
+        A Scenario built by `build_scenario` comes with its `sandbox`: pass it on (it is
+        cleaned up if the simulation cannot be made). `options`: the session's tuning
+        (`SimulationOptions`).
+        """
+        with sandboxed_loading(source, sandbox=sandbox, max_file_bytes=max_file_bytes) as box:
+            scenario = load_in(box, source, import_mode=import_mode, oracle=oracle)
+            env = session_environment(
+                scenario,
+                oracle=oracle,
+                exit_when_no_events=exit_when_no_events,
+                mode=mode,
+                speed=speed,
+                wall=wall,
+            )
+            sim = cls(scenario, env, sandbox=box, **options)
+            env.start_scenario(scenario)
+            sim._publish_clock()
+            return sim
+
+    # -- the agent's side --------------------------------------------------------------------
+
+    async def call_tool(
+        self, name: str, args: dict[str, Any] | None = None, *, holder: str | None = None
+    ) -> Any:
+        """Call an ARE tool by public name between ticks; returns its JSON-typed result.
+
+        `SystemApp__wait_for_notification` returns once a notification arrives or its timeout
+        passes in simulated time; meanwhile the stream keeps flowing and, in fast mode, the
+        caller's lease (if `holder` is given) ends.
+        """
+        if name == WAIT_TOOL:
+            return await self._wait_for_notification(args, holder)
+        async with self._lane:
+            self._require_live("call a tool")
+            arguments = dict(args or {})
+            self._record("call_tool", {"tool": name, "args": to_plain(arguments)})
+            result = self.tools.call(name, arguments)
+            self._after_command()
+            return result
+
+    async def _wait_for_notification(self, args: dict[str, Any] | None, holder: str | None) -> Any:
+        # The lane for the call itself only: the wait is not a command, others go on.
+        async with self._lane:
+            self._require_live("call a tool")
+            arguments = dict(args or {})
+            self._record("call_tool", {"tool": WAIT_TOOL, "args": to_plain(arguments)})
+            seq = self.log.seq
+            self._waiting_for_notification += 1
+            try:
+                result = self.tools.call(WAIT_TOOL, arguments)
+                if holder is not None:
+                    self.end_lease(holder)
+                self._after_command()
+            except BaseException:
+                self._waiting_for_notification -= 1
+                raise
+        try:
+            await self._notification_after(seq)
+        finally:
+            self._waiting_for_notification -= 1
+        return result
+
+    async def _notification_after(self, seq: int) -> None:
+        """Return once a notification is on the stream after `seq`, or the run has ended."""
+        position = seq
+        while not self.ended:
+            for item in self.log.items[position:]:
+                if isinstance(item, NotificationItem):
+                    return
+            position = self.log.seq
+            await self.log.wait_beyond(position)
+
+    async def send_user_message(self, content: str) -> Any:
+        """The user writes to the agent (ARE's `AgentUserInterface.send_message_to_agent`)."""
+        async with self._lane:
+            self._require_live("send a user message")
+            aui = self.env.agent_user_interface
+            if aui is None:
+                raise BadStateError(
+                    "this scenario has no AgentUserInterface app, so there is no user to speak as"
+                )
+            self._record("send_user_message", {"content": content})
+            result = aui.send_message_to_agent(content=content)
+            self._after_command()
+            return to_plain(result)

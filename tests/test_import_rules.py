@@ -1,0 +1,398 @@
+"""The package's layering, checked on its source: which part of areasync may import what.
+
+The layers point one way: protocol/ (wire structs) <- loop/ (clock, engine, stream) <- bridge/
+(the one place the service stack imports ARE) <- simulation <- service/; client/ depends on
+protocol/ only; no import cycles. The check parses every module with `ast` and imports none
+of them, so it is fast and cannot be fooled by import side effects. Imports inside functions
+count for the layer rules (a lazy import is still a dependency); cycles are found among
+module-level imports, `if TYPE_CHECKING:` ones included.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "areasync"
+ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+
+# Modules outside bridge/ that wrap ARE's own pipeline, and may therefore import ARE.
+ARE_ADAPTERS = {
+    # Gaia2 on ARE's own benchmark runner, dataset loader and submission tools.
+    "areasync.gaia2",
+    # ARE's own default agent (its ReAct loop, prompts, LLM engine) playing a live session.
+    "areasync.agents.are_agent",
+    "areasync.agents.are_session",
+    # Runs ARE's own Environment side by side with areasync's, as the reference to agree with.
+    "areasync.conformance",
+}
+
+# Violations that exist today in files being restructured by others: each is removed when its
+# file is restructured. A violation not listed here fails the test, and so does an entry here
+# that is no longer a violation (take it off the list).
+ALLOWED_LAYER_VIOLATIONS: set[tuple[str, str]] = {
+    # removed when service/session.py is restructured
+    ("areasync.service.session", "are"),
+    # removed when service/recipes.py is restructured
+    ("areasync.service.recipes", "are"),
+    # removed when service/traces.py is restructured
+    ("areasync.service.traces", "are"),
+    # removed when agents/oracle.py is restructured
+    ("areasync.agents.oracle", "are"),
+}
+
+# Import edges left out of the cycle check, each closing a cycle that exists today.
+ALLOWED_CYCLE_EDGES: set[tuple[str, str]] = {
+    # removed when service/session.py is restructured (session <-> connection, via preempt)
+    ("areasync.service.session", "areasync.service.connection"),
+    # removed when protocol/errors.py is restructured (errors <-> frames, for `Error`)
+    ("areasync.protocol.errors", "areasync.protocol.frames"),
+    # removed when agents/oracle.py is restructured (oracle_ids <-> oracle, for `OraclePlan`)
+    ("areasync.agents.oracle_ids", "areasync.agents.oracle"),
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str  # a dotted module name, resolved to the deepest module that exists
+    module_level: bool  # at module level (including `if TYPE_CHECKING:`), not in a function
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules(root: Path) -> dict[str, Path]:
+    return {module_name(root, path): path for path in sorted(root.rglob("*.py"))}
+
+
+def imports_of(root: Path) -> list[Import]:
+    """Every import statement of every module under `root`, resolved to module names."""
+    known = modules(root)
+    found: list[Import] = []
+    for name, path in known.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        is_package = path.name == "__init__.py"
+        for node, module_level in _import_nodes(tree, module_level=True):
+            for target in _targets(node, name, is_package, known):
+                found.append(Import(name, target, module_level))
+    return found
+
+
+def _import_nodes(
+    node: ast.AST, *, module_level: bool
+) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child, module_level
+        else:
+            in_function = isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            yield from _import_nodes(child, module_level=module_level and not in_function)
+
+
+def _targets(
+    node: ast.Import | ast.ImportFrom, importer: str, is_package: bool, known: dict[str, Path]
+) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [_deepest(alias.name, known) for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        package = importer.split(".") if is_package else importer.split(".")[:-1]
+        package = package[: len(package) - (node.level - 1)]
+        base = ".".join([*package, *([base] if base else [])])
+    # `from package import submodule` depends on the submodule, `from module import name` on
+    # the module.
+    return [
+        f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else _deepest(base, known)
+        for alias in node.names
+    ]
+
+
+def _deepest(name: str, known: dict[str, Path]) -> str:
+    parts = name.split(".")
+    while len(parts) > 1 and ".".join(parts) not in known:
+        parts.pop()
+    return ".".join(parts)
+
+
+# -- the rules ---------------------------------------------------------------------------------
+
+
+def part_of(module: str) -> str:
+    """The package part a module belongs to: `protocol`, `loop`, `bridge`, `service`..."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _within(module: str, prefixes: Iterable[str]) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+# Which parts of the package each part may import (a part not listed may import any).
+MAY_IMPORT = {
+    "protocol": {"protocol"},
+    "loop": {"protocol", "loop"},
+    "client": {"protocol", "client"},
+}
+
+
+def layer_violations(
+    imports: Iterable[Import], are_adapters: Iterable[str]
+) -> set[tuple[str, str]]:
+    """(importer, imported) pairs that break a layer rule; ARE itself is named `are`."""
+    adapters = set(are_adapters)
+    found: set[tuple[str, str]] = set()
+    for imp in imports:
+        top = imp.imported.split(".")[0]
+        part = part_of(imp.importer)
+        if top == "are":
+            if part != "bridge" and not _within(imp.importer, adapters):
+                found.add((imp.importer, "are"))
+        elif (
+            top == PACKAGE and part in MAY_IMPORT and part_of(imp.imported) not in MAY_IMPORT[part]
+        ):
+            found.add((imp.importer, imp.imported))
+    return found
+
+
+def import_cycles(
+    imports: Iterable[Import], ignored: Iterable[tuple[str, str]] = ()
+) -> list[list[str]]:
+    """The cycles among the package's modules (module-level imports): each strongly connected
+    group of more than one module, or a module importing itself; `ignored` edges left out."""
+    skip = set(ignored)
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        edge = (imp.importer, imp.imported)
+        if imp.module_level and imp.imported.split(".")[0] == PACKAGE and edge not in skip:
+            graph.setdefault(imp.importer, set()).add(imp.imported)
+    return [
+        sorted(group)
+        for group in _strongly_connected(graph)
+        if len(group) > 1 or next(iter(group)) in graph.get(next(iter(group)), set())
+    ]
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's algorithm, iteratively (the import graph is deep enough to matter)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                group: set[str] = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.add(member)
+                    if member == node:
+                        break
+                groups.append(group)
+    return groups
+
+
+# -- the package --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def package_imports() -> list[Import]:
+    return imports_of(ROOT)
+
+
+def test_the_package_breaks_no_layer_rule_beyond_the_allowed_ones(
+    package_imports: list[Import],
+) -> None:
+    found = layer_violations(package_imports, ARE_ADAPTERS)
+    assert found - ALLOWED_LAYER_VIOLATIONS == set()
+
+
+def test_every_allowed_layer_violation_still_exists(package_imports: list[Import]) -> None:
+    found = layer_violations(package_imports, ARE_ADAPTERS)
+    assert ALLOWED_LAYER_VIOLATIONS - found == set()
+
+
+def test_the_package_has_no_import_cycle_beyond_the_allowed_edges(
+    package_imports: list[Import],
+) -> None:
+    assert import_cycles(package_imports, ALLOWED_CYCLE_EDGES) == []
+
+
+def test_every_allowed_cycle_edge_still_closes_a_cycle(package_imports: list[Import]) -> None:
+    cycles = import_cycles(package_imports)
+    in_a_cycle = {module for cycle in cycles for module in cycle}
+    stale = {edge for edge in ALLOWED_CYCLE_EDGES if not set(edge) <= in_a_cycle}
+    assert stale == set()
+
+
+def test_every_are_adapter_exists() -> None:
+    known = modules(ROOT)
+    assert {name for name in ARE_ADAPTERS if not _within_any(name, known)} == set()
+
+
+def _within_any(prefix: str, known: dict[str, Path]) -> bool:
+    return any(_within(name, [prefix]) for name in known)
+
+
+# -- the checker, on a synthetic package ----------------------------------------------------
+
+
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    """A package named like the real one under `root`, one module per entry."""
+    package = root / PACKAGE
+    for relative, source in {"__init__.py": "", **files}.items():
+        path = package / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(package).parents:
+            (package / parent / "__init__.py").touch()
+        path.write_text(source)
+    return package
+
+
+def test_a_clean_package_has_no_violation_and_no_cycle(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {
+            "protocol/frames.py": "import msgspec\n",
+            "loop/clock.py": "from areasync.protocol.frames import Frame\n",
+            "bridge/env.py": "from are.simulation import Environment\nfrom ..loop import clock\n",
+            "client/core.py": "from areasync.protocol import frames\n",
+            "service/hub.py": "from areasync.bridge.env import AsyncEnvironment\n",
+        },
+    )
+    found = imports_of(package)
+    assert layer_violations(found, ()) == set()
+    assert import_cycles(found) == []
+
+
+def test_protocol_importing_another_part_is_a_violation(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {
+            "protocol/frames.py": "from areasync.loop.clock import VirtualClock\n",
+            "loop/clock.py": "",
+        },
+    )
+    assert layer_violations(imports_of(package), ()) == {
+        ("areasync.protocol.frames", "areasync.loop.clock")
+    }
+
+
+def test_loop_importing_bridge_even_lazily_is_a_violation(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {
+            "loop/engine.py": "def f():\n    from areasync.bridge import env\n",
+            "bridge/env.py": "",
+        },
+    )
+    assert layer_violations(imports_of(package), ()) == {
+        ("areasync.loop.engine", "areasync.bridge.env")
+    }
+
+
+def test_importing_are_outside_bridge_and_the_adapters_is_a_violation(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {
+            "service/session.py": "from are.simulation.scenarios import Scenario\n",
+            "loop/engine.py": "import are.simulation.types\n",
+            "gaia2/runner.py": "import are.simulation.multi_scenario_runner\n",
+        },
+    )
+    assert layer_violations(imports_of(package), ["areasync.gaia2"]) == {
+        ("areasync.service.session", "are"),
+        ("areasync.loop.engine", "are"),
+    }
+
+
+def test_client_importing_the_service_is_a_violation(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {"client/core.py": "from areasync.service import hub\n", "service/hub.py": ""},
+    )
+    assert layer_violations(imports_of(package), ()) == {
+        ("areasync.client.core", "areasync.service.hub")
+    }
+
+
+def test_a_relative_import_is_resolved_to_its_module(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path, {"loop/engine.py": "from ..service.hub import Hub\n", "service/hub.py": ""}
+    )
+    assert layer_violations(imports_of(package), ()) == {
+        ("areasync.loop.engine", "areasync.service.hub")
+    }
+
+
+def test_a_cycle_through_a_type_checking_import_is_found(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {
+            "service/a.py": "from areasync.service.b import B\n",
+            "service/b.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from areasync.service.a import A\n"
+            ),
+        },
+    )
+    assert import_cycles(imports_of(package)) == [["areasync.service.a", "areasync.service.b"]]
+
+
+def test_an_import_inside_a_function_closes_no_cycle(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {
+            "service/a.py": "from areasync.service.b import B\n",
+            "service/b.py": "def f():\n    from areasync.service.a import A\n",
+        },
+    )
+    assert import_cycles(imports_of(package)) == []
+
+
+def test_an_ignored_edge_breaks_its_cycle(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {
+            "service/a.py": "from areasync.service import b\n",
+            "service/b.py": "from areasync.service import a\n",
+        },
+    )
+    found = imports_of(package)
+    assert import_cycles(found, {("areasync.service.b", "areasync.service.a")}) == []
+
+
+def test_no_service_or_client_module_may_import_are() -> None:
+    assert [name for name in ARE_ADAPTERS if part_of(name) in ("service", "client")] == []

@@ -37,6 +37,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from areasync.bridge.scenarios import registered_ids
 from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import Role
+from areasync.service import wire
 from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
@@ -219,7 +220,7 @@ class Service:
             await server.wait_closed()
             return
         for connection in list(self.connections):  # pragma: no cover - a handler that hangs
-            connection.ws.transport.abort()
+            wire.abort(connection.ws)
 
     async def __aenter__(self) -> Service:
         # The service runs in a task of its own, so that entering and leaving this context may

@@ -69,7 +69,8 @@ from areasync.service.wire import WRITE_BYTES, Messages
 
 if TYPE_CHECKING:
     from areasync.service.admission import Admission
-    from areasync.service.session import Session, SessionRegistry
+    from areasync.service.registry import SessionRegistry
+    from areasync.service.session import Session
 
 logger = logging.getLogger("areasync.service")
 

@@ -54,7 +54,8 @@ from areasync.simulation import WAIT_TOOL, ControlInterruptedError, SimulationEr
 
 if TYPE_CHECKING:
     from areasync.service.admission import Admission
-    from areasync.service.session import Session, SessionRegistry
+    from areasync.service.registry import SessionRegistry
+    from areasync.service.session import Session
 
 logger = logging.getLogger("areasync.service")
 

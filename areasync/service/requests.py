@@ -32,7 +32,8 @@ from areasync.protocol.frames import (
 from areasync.simulation import WAIT_TOOL
 
 if TYPE_CHECKING:
-    from areasync.service.session import Session, SessionRegistry
+    from areasync.service.registry import SessionRegistry
+    from areasync.service.session import Session
 
 
 async def perform(

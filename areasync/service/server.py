@@ -46,7 +46,8 @@ from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.methods import ScreenedConnection
 from areasync.service.metrics import Metrics
 from areasync.service.redact import RedactingLogger
-from areasync.service.session import ScenarioSource, SessionRegistry
+from areasync.service.registry import SessionRegistry
+from areasync.service.session import ScenarioSource
 from areasync.service.stalls import StallSweep
 
 logger = logging.getLogger("areasync.service")

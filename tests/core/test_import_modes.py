@@ -22,10 +22,10 @@ from are.simulation.scenarios.scenario import Scenario
 from areasync import ScenarioError, Simulation
 from areasync.bridge import scenarios
 from areasync.bridge.scenarios import ImportMode, detect_import_mode, import_mode_of
+from areasync.bridge.traces import export_trace
 from areasync.conformance import GAIA2_SHAPED_ID, export_scenario_json
 from areasync.protocol import ImportMode as WireImportMode
 from areasync.service import ServiceConfig
-from areasync.service.traces import export_trace
 from tests.client.test_oracle_agent import gaia2_json
 
 BENCHMARK, PLAIN = ImportMode.BENCHMARK, ImportMode.PLAIN

@@ -43,15 +43,14 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from areasync.loop.clock import ClockMode
-from areasync.protocol.codec import encode_server_bytes, encode_server_frame
-from areasync.protocol.errors import CloseCode, ProtocolError
+from areasync.protocol.codec import encode_server_frame
+from areasync.protocol.errors import CloseCode
 from areasync.protocol.frames import (
     CallTool,
     ClientFrame,
     Error,
     NotificationItem,
     Role,
-    ServerFrame,
     StreamItem,
 )
 from areasync.service import preempt, requests, wire
@@ -65,7 +64,7 @@ from areasync.service.core import (
     Refuse,
     Reply,
 )
-from areasync.service.wire import WRITE_BYTES, Messages
+from areasync.service.outbox import Outbox
 
 if TYPE_CHECKING:
     from areasync.service.admission import Admission
@@ -109,23 +108,9 @@ class Connection:
             registry, session_id, name=self.id, admission=admission, admission_key=ws
         )
         self._hello_scope = anyio.CancelScope()
-        # Bytes handed to the socket's transport by the writer, for the write-stall sweep
-        # (stalls.py): what the client took is this minus what the transport still buffers.
-        self.bytes_written = 0
+        self.outbox = Outbox(ws, self.config, self.metrics, overfull=self._overfull)
         self.wants_items = False  # an agent: the hub tells it of each item (see on_item)
-        # Stream cursor (see hub.py): the last seq handed to the socket, and the stream's seq
-        # when its socket last drained (lag counts only the items appended since).
-        self.position = 0
-        self.drained_at = 0
-        # Replies not yet written: the stream seq each must follow, its encoded payload, and
-        # whether it must go as a message of its own (the welcome).
-        self._replies: collections.deque[tuple[int, bytes, bool]] = collections.deque()
-        self._reply_bytes = 0
-        self._wake = anyio.Event()
-        self._drained = anyio.Event()
-        self._writer_done = False  # the writer task has stopped: the socket takes no more
-        self._close_asked = anyio.Event()
-        self._writer_scope = anyio.CancelScope()
+        self._close_asked = anyio.Event()  # the core's close, once carried out
         self._task_group: anyio.abc.TaskGroup | None = None
         # While a long control of this connection runs aside: set when it is done. Meanwhile
         # the frames read are held here, each with its stop announcement (see preempt.py).
@@ -151,6 +136,29 @@ class Connection:
     def batch(self) -> bool:
         return self.core.batch
 
+    # The hub's subscriber cursor and the stall sweep's count are the outbox's.
+    @property
+    def position(self) -> int:
+        return self.outbox.position
+
+    @property
+    def drained_at(self) -> int:
+        return self.outbox.drained_at
+
+    @property
+    def bytes_written(self) -> int:
+        return self.outbox.bytes_written
+
+    @property
+    def buffered_bytes(self) -> int:
+        """What this connection holds for its client now: the socket's user-space buffer plus
+        the replies not yet written (the bound in RELIABILITY.md, "Slow consumers")."""
+        return self.outbox.buffered_bytes
+
+    def flush(self) -> None:
+        """Write everything pending now, if the socket keeps up (the hub calls it)."""
+        self.outbox.flush()
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -160,7 +168,7 @@ class Connection:
                 return
             async with anyio.create_task_group() as tg:
                 self._task_group = tg
-                tg.start_soon(self._write_loop)
+                tg.start_soon(self.outbox.run)
                 tg.start_soon(self._close_when_asked)
                 await self._read_loop()
                 if self.core.close_asked is None:
@@ -228,6 +236,12 @@ class Connection:
             "reconnect with since=<last seq received>"
         )
 
+    def _overfull(self, reason: str) -> None:
+        if self._close_asked.is_set():
+            return
+        self.metrics.slow_consumer_disconnects += 1
+        self.request_close(CloseCode.SLOW_CONSUMER, reason, flush=False)
+
     def _slow_consumer(self, reason: str) -> None:
         if self.role is Role.AGENT and self.session is not None:
             self.session.sim.release(self.holder)
@@ -259,9 +273,9 @@ class Connection:
         if welcome is None or session is None:
             return False
         self.wants_items = self.role is Role.AGENT
-        self.position = welcome.after or 0
-        self.drained_at = session.hub.seq  # replaying the items before it is a backlog, not lag
-        self._queue(welcome.frame, after=welcome.after, alone=welcome.alone)
+        start = session.hub.seq if welcome.after is None else welcome.after
+        self.outbox.start(session.hub, self.core.encoding, batch=self.core.batch, position=start)
+        self.outbox.queue(welcome.frame, after=welcome.after, alone=welcome.alone)
         session.attach(self)
         return True
 
@@ -366,8 +380,9 @@ class Connection:
         for action in actions:
             match action:
                 case Reply(frame=frame, after=after, alone=alone):
-                    self._queue(frame, after=after, alone=alone)
+                    self.outbox.queue(frame, after=after, alone=alone)
                 case Close():
+                    self.outbox.stop_flushing()
                     self._close_asked.set()  # the core holds the code and reason
                 case _:
                     raise AssertionError(f"cannot apply {action!r} here")
@@ -443,164 +458,13 @@ class Connection:
             self.take_turn()
             self._apply(self.core.succeeded(frame, value))
 
-    # -- writing -----------------------------------------------------------------------------
-
-    def _queue(self, frame: ServerFrame, *, after: int | None = None, alone: bool = False) -> None:
-        """Queue a reply; it is written after every stream item up to `after` (default: now).
-
-        `alone`: never inside a `batch` (the welcome: clients read it as the first message).
-        """
-        session = self.session
-        assert session is not None
-        encoding = self.core.encoding
-        try:
-            data = encode_server_bytes(frame, encoding)
-        except ProtocolError as exc:  # a value that cannot be encoded: answer with the error
-            frame = exc.to_frame(getattr(frame, "id", None))
-            data = encode_server_bytes(frame, encoding)
-        if type(frame) is Error:
-            self.metrics.errors[frame.code] += 1
-        self._replies.append((len(session.hub.frames) if after is None else after, data, alone))
-        self._reply_bytes += len(data)
-        self.flush()
-        config = self.config
-        if (
-            len(self._replies) > config.max_pending_replies
-            or self._reply_bytes > config.max_pending_reply_bytes
-        ) and not self._close_asked.is_set():
-            self.metrics.slow_consumer_disconnects += 1
-            self.request_close(
-                CloseCode.SLOW_CONSUMER,
-                f"slow consumer: {len(self._replies)} replies ({self._reply_bytes} bytes) unread; "
-                "read your replies, then reconnect with since",
-                flush=False,
-            )
-
-    @property
-    def buffered_bytes(self) -> int:
-        """What this connection holds for its client now: the socket's user-space buffer plus
-        the replies not yet written (the bound in RELIABILITY.md, "Slow consumers")."""
-        return wire.buffered(self.ws) + self._reply_bytes
-
-    def _pending(self) -> bool:
-        session = self.session
-        return bool(self._replies) or (session is not None and self.position < session.hub.seq)
-
-    def flush(self) -> None:
-        """Write everything pending now, if the socket keeps up; never waits.
-
-        Called by the hub after items were appended, and after each reply is queued. If the
-        socket has anything still buffered, the writer task (which waits for it to drain) takes
-        over: writing more behind a full buffer would only grow it.
-        """
-        # Not once the close is under way (`_close_asked`: the core's close, once carried out).
-        if self._close_asked.is_set() or self._writer_done or self.session is None:
-            return
-        ws = self.ws
-        if not wire.is_open(ws):
-            return
-        if wire.buffered(ws) == 0:
-            self.drained_at = len(self.session.hub.frames)
-            self._write_some()
-        if self._pending() or wire.buffered(ws) > 0:
-            self._wake.set()
-
-    def _write_some(self) -> None:
-        """Write what is due, in order, in one write of at most about WRITE_BYTES.
-
-        The order: a reply goes out once every stream item that existed when it was made has
-        gone out (the AGENT event of a tool call precedes its result); stream items otherwise.
-        """
-        session = self.session
-        assert session is not None
-        hub = session.hub
-        replies = self._replies
-        position = self.position
-        seq = len(hub.frames)
-        text = self.core.text
-        batch = self.core.batch
-        if not replies:
-            # The common case (every observer, always): stream items only, and subscribers at
-            # the same position are handed the same bytes.
-            if position < seq:
-                end, _, data = hub.wire_run(
-                    position, seq, text=text, batch=batch, budget=WRITE_BYTES
-                )
-                self.position = end
-                self._write(data, end - position)
-            return
-        frames = hub.frames
-        messages = Messages(text=text, batch=batch)
-        while True:
-            if replies and replies[0][0] <= position:
-                payload = replies[0][1]
-                if not messages.fits(len(payload), WRITE_BYTES):
-                    break
-                alone = replies.popleft()[2]
-                self._reply_bytes -= len(payload)
-                messages.add(payload, alone=alone)
-                continue
-            if position >= (min(seq, replies[0][0]) if replies else seq):
-                break
-            wire_frame = frames[position]
-            frame = wire_frame.frame_for(text)
-            if not messages.fits(len(frame), WRITE_BYTES):
-                break
-            position += 1
-            if batch:
-                messages.add(wire_frame.payload(text))
-            else:
-                messages.add_frame(frame)
-        self.position = position
-        if messages.count:
-            self._write(messages.data(), messages.count)
-
-    def _write(self, data: bytes, frames: int) -> None:
-        wire.write(self.ws, data)
-        self.bytes_written += len(data)
-        self.metrics.frames_sent += frames
-
-    async def _write_loop(self) -> None:
-        """Write whatever `flush` left: when the socket is behind, wait for it, then go on."""
-        ws = self.ws
-        with self._writer_scope:
-            try:
-                while True:
-                    if not self._pending():
-                        self._drained.set()
-                        self._drained = anyio.Event()
-                        wake = self._wake = anyio.Event()
-                        await wake.wait()
-                        continue
-                    # Wait while the buffer is above its limit (as `ws.send` does), then write:
-                    # the buffer never holds more than write_limit + one batch.
-                    await wire.drain(ws)
-                    if not wire.is_open(ws):
-                        return  # closing or closed: the reader and closer take it from here
-                    session = self.session
-                    assert session is not None
-                    self.drained_at = len(session.hub.frames)  # it reads: what is new is no lag
-                    self._write_some()
-            except (ConnectionClosed, ConnectionError):
-                # A peer that resets the TCP connection makes `drain` raise the transport's
-                # ConnectionResetError (not websockets' ConnectionClosed): the reader sees the
-                # close and ends the connection; the writer just stops.
-                pass
-            finally:
-                self._writer_done = True
-                self._drained.set()
+    # -- closing ---------------------------------------------------------------------------
 
     async def _close_when_asked(self) -> None:
         await self._close_asked.wait()
         close = self.core.close_asked
         assert close is not None
-        if close.flush:
-            with anyio.move_on_after(self.config.shutdown_grace):
-                while self._pending() and not self._writer_done:
-                    await self._drained.wait()
-        # A writer waiting on a full buffer holds no half-written frame (every write is whole
-        # frames), so cancelling it loses nothing the client could use.
-        self._writer_scope.cancel()
+        await self.outbox.close(flush=close.flush)
         await self._close_socket(close.code, close.reason)
         assert self._task_group is not None
         self._task_group.cancel_scope.cancel()

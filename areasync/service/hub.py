@@ -55,8 +55,14 @@ _RUN_CACHE_SIZE: Final = 8
 class Subscriber(Protocol):
     """What the hub needs from a connection."""
 
-    position: int  # the last seq handed to the socket
-    drained_at: int  # the stream's seq when its socket last drained (or when it attached)
+    @property
+    def position(self) -> int:
+        """The last seq handed to the socket."""
+
+    @property
+    def drained_at(self) -> int:
+        """The stream's seq when its socket last drained (or when it attached)."""
+
     wants_items: bool  # call on_item for every new item (agents: their turn comes with it)
 
     def on_item(self, seq: int, item: StreamItem) -> None:

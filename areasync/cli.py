@@ -24,6 +24,7 @@ from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.loop.clock import ClockMode
 from areasync.protocol.frames import ImportMode
+from areasync.service.ports import is_port
 
 IMPORT_MODE_HELP = (
     "how a JSON scenario is imported: benchmark = as Gaia2's runner does (ARE's "
@@ -59,7 +60,7 @@ def port_number(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
-    if not 0 <= value <= 65535:
+    if not is_port(value):
         raise argparse.ArgumentTypeError(f"{value} is not a port: use 0-65535 (0: any free port)")
     return value
 

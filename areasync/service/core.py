@@ -11,7 +11,7 @@ answers with the reply frame. A test drives it with frames and no socket.
 What it decides:
 
 - the hello: the first frame must be a `hello` whose token opens its role of an existing
-  session with room for it (`hello_refusal`: one table of refusals and their close codes),
+  session with room for it (hello.py: one table of refusals and their close codes),
   replaying from `since` when that is in the stream;
 - the gate: once open, every frame is checked for size, decoding, the rate limit, the role
   (roles.py) and the session's state before anything runs;
@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from areasync.bridge.scenarios import ScenarioError
@@ -42,13 +41,13 @@ from areasync.protocol.frames import (
     Hello,
     Ping,
     Pong,
-    Replay,
     Result,
     Role,
     ServerFrame,
     Welcome,
 )
 from areasync.service import preempt, roles
+from areasync.service.hello import Refusal, hello_refusal, replay_kind, replay_start
 from areasync.service.limits import TokenBucket, strike_bucket
 from areasync.simulation import WAIT_TOOL, ControlInterruptedError, SimulationError
 
@@ -199,7 +198,7 @@ class ConnectionCore:
         try:
             frame = self._decode_hello(data)
             session, start = self._admit(frame)
-        except _Refusal as refusal:
+        except Refusal as refusal:
             self.phase = Phase.REFUSED
             error = refusal.error.to_frame()
             self.metrics.errors[error.code] += 1
@@ -209,11 +208,11 @@ class ConnectionCore:
 
     def _decode_hello(self, data: str | bytes) -> Hello:
         if len(data) > self.config.max_frame_bytes:
-            raise _Refusal(self.too_large(len(data)), CloseCode.TOO_LARGE)
+            raise Refusal(self.too_large(len(data)), CloseCode.TOO_LARGE)
         try:
             frame = decode_client_frame(data)
         except ProtocolError as exc:
-            raise _Refusal(exc, CloseCode.BAD_HELLO) from None
+            raise Refusal(exc, CloseCode.BAD_HELLO) from None
         if not isinstance(frame, Hello):
             error = ProtocolError(
                 ErrorCode.BAD_STATE,
@@ -221,7 +220,7 @@ class ConnectionCore:
                 "say hello, then send requests",
                 id=frame.id,
             )
-            raise _Refusal(error, CloseCode.BAD_HELLO)
+            raise Refusal(error, CloseCode.BAD_HELLO)
         return frame
 
     def _admit(self, frame: Hello) -> tuple[Session, int]:
@@ -415,109 +414,3 @@ class ConnectionCore:
         if self.phase is Phase.OPEN or self.phase is Phase.AWAITING_HELLO:
             self.phase = Phase.CLOSING
         return [self.close_asked]
-
-
-class _Refusal(Exception):
-    """A hello refused with `error`, the socket then closed with `code`."""
-
-    def __init__(self, error: ProtocolError, code: int) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.code = code
-
-
-def replay_kind(frame: Hello, session: Session) -> Replay:
-    """What a hello's `since` asks of `session`'s stream: nothing, all of it, or the rest."""
-    if frame.since is None:
-        return Replay.NONE
-    if frame.epoch is not None and frame.epoch != session.epoch:
-        return Replay.RESET  # not this stream's seq numbers: never splice two streams
-    return Replay.FULL
-
-
-def replay_start(frame: Hello, session: Session) -> int:
-    """The seq after which a welcomed client's stream starts."""
-    match replay_kind(frame, session):
-        case Replay.NONE:
-            return session.hub.seq
-        case Replay.RESET:
-            return 0
-        case _:
-            assert frame.since is not None
-            return frame.since
-
-
-def hello_refusal(
-    core: ConnectionCore, frame: Hello, session: Session | None, allowed: bool, start: int
-) -> _Refusal | None:
-    """Why a hello for `session` (None: there is no such session), whose token `allowed` it
-    or not, cannot join, with its close code; None if nothing stands in its way. The checks
-    run in order and stop at the first refusal (admission counts the connection once it
-    passes its own check, `ConnectionCore.take_admission`).
-
-    One answer for "no such session" and "bad token", so that session ids cannot be
-    enumerated: only a token that opens every session (the admin's) learns that the session
-    does not exist.
-    """
-    config = core.config
-    sid = core.session_id
-    clients = 0 if session is None else len(session.connections)
-    seq = 0 if session is None else session.hub.seq
-    admission = core.admission
-    table: tuple[tuple[Callable[[], bool], ErrorCode, CloseCode, Callable[[], str]], ...] = (
-        (
-            lambda: session is None and allowed,
-            ErrorCode.SESSION_NOT_FOUND,
-            CloseCode.SESSION_NOT_FOUND,
-            lambda: (
-                f"no session {sid!r} on this server; GET /api/sessions lists them "
-                "(connect to ws://HOST:PORT/sessions/<id>)"
-            ),
-        ),
-        (
-            lambda: session is None or not allowed,
-            ErrorCode.UNAUTHORIZED,
-            CloseCode.UNAUTHORIZED,
-            lambda: unauthorized_message(frame.role),
-        ),
-        (
-            lambda: clients >= config.max_connections_per_session,
-            ErrorCode.CAPACITY,
-            CloseCode.CAPACITY,
-            lambda: (
-                f"session {sid!r} already has {clients} clients, its limit "
-                "(max_connections_per_session); retry later"
-            ),
-        ),
-        (
-            lambda: not core.take_admission(),
-            ErrorCode.CAPACITY,
-            CloseCode.CAPACITY,
-            lambda: (
-                f"the server has {admission.authenticated if admission else 0} clients, "
-                "its limit (max_connections); retry later"
-            ),
-        ),
-        (
-            lambda: start > seq,
-            ErrorCode.REPLAY_UNAVAILABLE,
-            CloseCode.BAD_HELLO,
-            lambda: (
-                f"since={frame.since} is ahead of session {sid!r}'s stream, which ends "
-                f"at seq {seq}; reconnect without since (or with since <= {seq})"
-            ),
-        ),
-    )
-    for refused, error_code, close_code, message in table:
-        if refused():
-            return _Refusal(ProtocolError(error_code, message(), id=frame.id), close_code)
-    return None
-
-
-def unauthorized_message(role: Role) -> str:
-    """The refusal of a hello whose token does not open its role here, or whose session does
-    not exist: the same words either way."""
-    return (
-        f"this token does not open role {role.value!r} of the session at this URL (or "
-        "there is no such session); use the token printed for that role, or the admin token"
-    )

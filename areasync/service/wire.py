@@ -3,9 +3,9 @@
 Everything in the service that knows what a WebSocket frame looks like, how frames due together
 become one write (or one `batch` message), or what websockets keeps beneath its documented API
 (its transport, its protocol state, its buffer's drain, its pending pings, its protocol
-callbacks) is here, so that the rest of the service talks to a socket only through websockets'
-documented API and the functions below. When websockets changes its internals, this is the one
-module to check.
+callbacks, its request parser: the HTTP method screen of methods.py) is here, so that the rest
+of the service talks to a socket only through websockets' documented API and the functions
+below. When websockets changes its internals, this is the one module to check.
 
 Encode once, all the way down: a server's WebSocket frames are unmasked, and compression is off
 (see `server.py`), so the complete frame - header and payload - is the same bytes for every
@@ -23,16 +23,23 @@ with it.
 from __future__ import annotations
 
 import asyncio
+import re
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any, Final
 
 from websockets.asyncio.server import ServerConnection
+from websockets.datastructures import Headers
+from websockets.exceptions import InvalidMessage
+from websockets.http11 import MAX_LINE_LENGTH, Request, parse_headers
 from websockets.protocol import State
+from websockets.server import ServerProtocol
+from websockets.streams import StreamReader
 
 from areasync.protocol.codec import EncodedFrame, Encoding, batch_parts, encode_server_bytes
 from areasync.protocol.frames import StreamItem
+from areasync.service.methods import ALLOWED_METHODS
 
 if sys.platform == "linux":
     import fcntl
@@ -306,3 +313,68 @@ def reporting_connection_class(
             super().connection_lost(exc)
 
     return ReportingConnection
+
+
+# -- the HTTP method screen (see methods.py) ---------------------------------------------------
+# It relies on websockets' Sans-I/O protocol (`protocol.parser`, `protocol.reader`,
+# `protocol.events`), checked against websockets 17; tests/hardening/test_browsers.py sends POST,
+# PUT, DELETE, OPTIONS and an unknown method, with and without a body, over a raw socket.
+
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}")  # an HTTP method (RFC 9110 token)
+_LONGEST = 33  # bytes of a request start that must hold "METHOD "
+
+
+def _peek_method(reader: StreamReader) -> Generator[None, None, bytes | None]:
+    """The request's method, without consuming anything; None if it does not start like HTTP."""
+    while True:
+        buffer = reader.buffer
+        end = buffer.find(b" ", 0, _LONGEST)
+        if end >= 0:
+            method = bytes(buffer[:end])
+            return method if _TOKEN.fullmatch(method) else None
+        if len(buffer) >= _LONGEST or reader.eof or b"\n" in buffer:
+            return None
+        yield
+
+
+def _screen(protocol: ServerProtocol, parser: Generator[None]) -> Generator[None]:
+    method = yield from _peek_method(protocol.reader)
+    if method is None or method.decode() in ALLOWED_METHODS:
+        # From here on websockets' own parser runs alone (no extra hop per frame); it is
+        # already started and resumes where it waits, on the data that woke us.
+        protocol.parser = parser
+        next(parser)
+        yield
+        yield from parser  # not reached: the protocol no longer calls this generator
+        return
+    try:
+        line = yield from protocol.reader.read_line(MAX_LINE_LENGTH, ValueError)
+        parts = bytes(line).rstrip(b"\r\n").split(b" ")
+        if len(parts) != 3:
+            raise ValueError("invalid HTTP request line")
+        headers: Headers = yield from parse_headers(protocol.reader.read_line)
+    except Exception as exc:
+        # Not even a readable request head: close, as websockets does with a malformed request.
+        protocol.handshake_exc = InvalidMessage("did not receive a valid HTTP request")
+        protocol.handshake_exc.__cause__ = exc
+        protocol.send_eof()
+        protocol.parser = protocol.discard()
+        next(protocol.parser)
+        yield
+        return
+    path = parts[1].decode("ascii", "replace")
+    protocol.events.append(Request(path, headers, method.decode()))
+    # process_request answers 405, then websockets swaps in its discarding parser; until then
+    # the body (of any size) is dropped as it comes.
+    while True:
+        protocol.reader.discard()
+        yield
+
+
+class ScreenedConnection(ServerConnection):
+    """websockets' server connection with the method screen in front of its request parser."""
+
+    def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
+        protocol.parser = _screen(protocol, protocol.parser)
+        next(protocol.parser)  # run up to its first wait for data (nothing is consumed)
+        super().__init__(protocol, *args, **kwargs)

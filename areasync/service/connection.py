@@ -13,14 +13,9 @@ A connection runs three tasks in an anyio task group:
   another command of the session runs (a long jump that yields, say), and this connection's
   later frames wait behind it; only `SystemApp__wait_for_notification`, which returns when a
   notification arrives, runs as its own task so that later frames are not held up behind it;
-- the *writer* walks the session's stream from the connection's cursor and interleaves the
-  connection's replies, in causal order: a reply is sent after every stream item that existed
-  when it was made (the AGENT event of a tool call reaches the agent before its result). While
-  the socket keeps up, the writing is done synchronously by `flush` (called by the hub after
-  appends and after each reply: no task switch per frame); the writer task only takes over
-  when the socket is behind, and waits for it to drain. Whatever is due goes out in one write;
-  to a client that said `hello{batch: true}` it goes as one `batch` message (the welcome
-  always alone, first), so the client parses one message where it would parse many;
+- the *writer* (`outbox.py`) walks the session's stream from the connection's cursor and
+  interleaves the connection's replies, in causal order; while the socket keeps up the writing
+  is done synchronously by `flush`, and the writer task only takes over when it is behind;
 - the *closer* waits for a reason to close (slow consumer, too large, rate limit, shutdown,
   session discarded) and closes the socket with the documented code, aborting the TCP
   connection if the peer does not finish the closing handshake in time. A peer that never

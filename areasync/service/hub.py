@@ -9,7 +9,7 @@ appended items is over (`call_soon`), the hub visits every subscriber once: one 
 `max_lag` items behind is told to go, the others `flush`. A subscriber whose socket keeps up
 writes everything new in one write, right there, with no task switch; one whose socket is
 behind leaves it to its own writer task, which waits for the socket to drain (see
-`connection.py`). A subscriber that keeps up costs one comparison and one write per stretch,
+`outbox.py`). A subscriber that keeps up costs one comparison and one write per stretch,
 however many items it held.
 
 Encode once, all the way down: each item's complete WebSocket frame is built once

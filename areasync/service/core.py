@@ -244,8 +244,8 @@ class ConnectionCore:
         return True
 
     def _welcome(self, frame: Hello, session: Session, start: int) -> Reply:
-        if self.phase is Phase.AWAITING_HELLO:  # not if a close was asked meanwhile
-            self.phase = Phase.OPEN
+        # A close asked before the hello was read (a shutdown) still holds.
+        self.phase = Phase.OPEN if self.close_asked is None else Phase.CLOSING
         self.session = session
         self.role = frame.role
         self.allowed = roles.ALLOWED[frame.role]

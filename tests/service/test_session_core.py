@@ -314,3 +314,12 @@ async def test_once_a_close_is_asked_frames_are_no_longer_answered() -> None:
         assert only(core.close(CloseCode.GOING_AWAY, "bye")) == Close(CloseCode.GOING_AWAY, "bye")
         assert core.close(CloseCode.NORMAL, "again") == []  # the first close asked wins
         assert core.receive(wire(Ping(id=1))) == [] and core.phase is Phase.CLOSING
+
+
+async def test_a_close_asked_before_the_hello_still_holds_once_it_is_welcomed() -> None:
+    async with registry_with_tutorial() as registry:
+        core = ConnectionCore(registry, TUTORIAL)
+        core.close(CloseCode.GOING_AWAY, "shutting down")
+        reply = only(core.hello(wire(Hello(id=0, role=Role.OBSERVER, token=ADMIN))))
+        assert isinstance(reply.frame, Welcome) and core.phase is Phase.CLOSING
+        assert core.receive(wire(Ping(id=1))) == []

@@ -22,7 +22,7 @@ _EXPORTS = {
     "ToolCallError": "areasync.bridge.tools",
     "ToolFailedError": "areasync.bridge.tools",
     "UnknownToolError": "areasync.bridge.tools",
-    "ClockMode": "areasync.loop.clock",
+    "Mode": "areasync.protocol.frames",
     "VirtualClock": "areasync.loop.clock",
     "BadStateError": "areasync.simulation",
     "InvalidRequestError": "areasync.simulation",
@@ -35,11 +35,11 @@ _EXPORTS = {
 __all__ = [
     "AsyncEnvironment",
     "BadStateError",
-    "ClockMode",
     "InvalidArgsError",
     "InvalidRequestError",
     "LagPolicy",
     "LeasePolicy",
+    "Mode",
     "ScenarioError",
     "Simulation",
     "SimulationError",
@@ -60,7 +60,8 @@ if TYPE_CHECKING:
         ToolFailedError,
         UnknownToolError,
     )
-    from areasync.loop.clock import ClockMode, VirtualClock
+    from areasync.loop.clock import VirtualClock
+    from areasync.protocol.frames import Mode
     from areasync.simulation import (
         BadStateError,
         InvalidRequestError,

@@ -22,8 +22,8 @@ import anyio
 from areasync.agents.cli import add_agent_parser, run_agent
 from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
 from areasync.cli_sessions import add_session_parser, run_session
-from areasync.loop.clock import ClockMode
-from areasync.protocol.frames import ImportMode
+from areasync.protocol.frames import ImportMode, Mode
+from areasync.service.ports import is_port
 
 IMPORT_MODE_HELP = (
     "how a JSON scenario is imported: benchmark = as Gaia2's runner does (ARE's "
@@ -59,7 +59,7 @@ def port_number(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
-    if not 0 <= value <= 65535:
+    if not is_port(value):
         raise argparse.ArgumentTypeError(f"{value} is not a port: use 0-65535 (0: any free port)")
     return value
 
@@ -98,9 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a scenario to its end and print its event log")
     run.add_argument("scenario", help="a registered scenario id, a JSON file, or JSON text")
-    run.add_argument(
-        "--mode", choices=[m.value for m in ClockMode], default="fast", help=RUN_MODE_HELP
-    )
+    run.add_argument("--mode", choices=[m.value for m in Mode], default="fast", help=RUN_MODE_HELP)
     run.add_argument("--speed", type=float, default=1.0, help="realtime speed (sim s per wall s)")
     run.add_argument("--oracle", action="store_true", help="run the scenario's oracle events")
     run.add_argument(
@@ -138,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--mode",
-        choices=[m.value for m in ClockMode],
+        choices=[m.value for m in Mode],
         default=None,
         help=MODE_HELP + " (default: realtime; fast for the default scenario_tutorial "
         "session, which then waits for its agent, or for Start on the dashboard)",
@@ -454,7 +452,7 @@ def exit_after(seconds: float) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    if args.mode == ClockMode.MANUAL.value:
+    if args.mode == Mode.MANUAL.value:
         print(f"areasync run: {MANUAL_RUN}", file=sys.stderr)
         return 2
     from areasync.bridge.scenarios import ScenarioError

@@ -19,10 +19,9 @@ from typing import Any
 
 import anyio
 
-from areasync.loop.clock import ClockMode
-from areasync.protocol.frames import ImportMode
+from areasync.protocol.frames import ImportMode, Mode
 
-MODES = [m.value for m in ClockMode]
+MODES = [m.value for m in Mode]
 IMPORT_MODES = [m.value for m in ImportMode]
 
 

@@ -526,11 +526,11 @@ def are_poll_cost(env: Any, repeats: int = 3) -> float:
 def _timing_writes(written: list[tuple[int, int, int]]) -> Iterator[None]:
     """Record (first seq, last seq, time) as the server starts handing stream items to a socket
     (a bench-only hook; one tuple per write, so that timing costs the server next to nothing)."""
-    from areasync.service.connection import Connection
+    from areasync.service.outbox import Outbox
 
-    original = Connection._write_some
+    original = Outbox.write_some
 
-    def timed(self: Connection) -> None:
+    def timed(self: Outbox) -> None:
         # Timed as the write starts: the kernel may run the receiving client before the
         # server's write call returns (the same core), which is not the server's time.
         before = self.position
@@ -539,11 +539,11 @@ def _timing_writes(written: list[tuple[int, int, int]]) -> Iterator[None]:
         if self.position > before:
             written.append((before + 1, self.position, now))
 
-    Connection._write_some = timed  # type: ignore[method-assign]
+    Outbox.write_some = timed  # type: ignore[method-assign]
     try:
         yield
     finally:
-        Connection._write_some = original  # type: ignore[method-assign]
+        Outbox.write_some = original  # type: ignore[method-assign]
 
 
 async def fanout_once(events: int, observers: int, batch: bool, procs: int = 1) -> dict[str, Any]:

@@ -59,7 +59,7 @@ from areasync.protocol import (
 )
 from areasync.service import Service, ServiceConfig
 from areasync.service.gc_policy import settle as settle_gc
-from areasync.service.hub import WRITE_BYTES
+from areasync.service.wire import WRITE_BYTES
 from bench.common import log, percentile, rss_bytes
 from bench.misbehaving import RawClient, hello_frame, partial_frame, small_socket
 

@@ -27,32 +27,10 @@ ARE_ADAPTERS = {
     # ARE's own default agent (its ReAct loop, prompts, LLM engine) playing a live session.
     "areasync.agents.are_agent",
     "areasync.agents.are_session",
+    # Runs the scenario's oracle with ARE in-process to learn the oracle agent's plan.
+    "areasync.agents.oracle_plan",
     # Runs ARE's own Environment side by side with areasync's, as the reference to agree with.
     "areasync.conformance",
-}
-
-# Violations that exist today in files being restructured by others: each is removed when its
-# file is restructured. A violation not listed here fails the test, and so does an entry here
-# that is no longer a violation (take it off the list).
-ALLOWED_LAYER_VIOLATIONS: set[tuple[str, str]] = {
-    # removed when service/session.py is restructured
-    ("areasync.service.session", "are"),
-    # removed when service/recipes.py is restructured
-    ("areasync.service.recipes", "are"),
-    # removed when service/traces.py is restructured
-    ("areasync.service.traces", "are"),
-    # removed when agents/oracle.py is restructured
-    ("areasync.agents.oracle", "are"),
-}
-
-# Import edges left out of the cycle check, each closing a cycle that exists today.
-ALLOWED_CYCLE_EDGES: set[tuple[str, str]] = {
-    # removed when service/session.py is restructured (session <-> connection, via preempt)
-    ("areasync.service.session", "areasync.service.connection"),
-    # removed when protocol/errors.py is restructured (errors <-> frames, for `Error`)
-    ("areasync.protocol.errors", "areasync.protocol.frames"),
-    # removed when agents/oracle.py is restructured (oracle_ids <-> oracle, for `OraclePlan`)
-    ("areasync.agents.oracle_ids", "areasync.agents.oracle"),
 }
 
 
@@ -231,29 +209,12 @@ def package_imports() -> list[Import]:
     return imports_of(ROOT)
 
 
-def test_the_package_breaks_no_layer_rule_beyond_the_allowed_ones(
-    package_imports: list[Import],
-) -> None:
-    found = layer_violations(package_imports, ARE_ADAPTERS)
-    assert found - ALLOWED_LAYER_VIOLATIONS == set()
+def test_the_package_breaks_no_layer_rule(package_imports: list[Import]) -> None:
+    assert layer_violations(package_imports, ARE_ADAPTERS) == set()
 
 
-def test_every_allowed_layer_violation_still_exists(package_imports: list[Import]) -> None:
-    found = layer_violations(package_imports, ARE_ADAPTERS)
-    assert ALLOWED_LAYER_VIOLATIONS - found == set()
-
-
-def test_the_package_has_no_import_cycle_beyond_the_allowed_edges(
-    package_imports: list[Import],
-) -> None:
-    assert import_cycles(package_imports, ALLOWED_CYCLE_EDGES) == []
-
-
-def test_every_allowed_cycle_edge_still_closes_a_cycle(package_imports: list[Import]) -> None:
-    cycles = import_cycles(package_imports)
-    in_a_cycle = {module for cycle in cycles for module in cycle}
-    stale = {edge for edge in ALLOWED_CYCLE_EDGES if not set(edge) <= in_a_cycle}
-    assert stale == set()
+def test_the_package_has_no_import_cycle(package_imports: list[Import]) -> None:
+    assert import_cycles(package_imports) == []
 
 
 def test_every_are_adapter_exists() -> None:

@@ -17,7 +17,7 @@ from areasync.client import Client
 from areasync.protocol import GENERATED_ID, EventItem, EventRecord
 
 if TYPE_CHECKING:
-    from areasync.agents.oracle import OraclePlan
+    from areasync.agents.oracle_plan import OraclePlan
 
 __all__ = ["EventAligner", "IdMap"]
 

@@ -58,8 +58,9 @@ from areasync.bridge import notifications, tool_cache
 from areasync.bridge.queues import EventLogQueue, FastEventQueue
 from areasync.bridge.records import event_record, notification_record
 from areasync.bridge.time_manager import VirtualTimeManager
-from areasync.loop.clock import ClockMode, VirtualClock
+from areasync.loop.clock import VirtualClock
 from areasync.loop.engine import Engine
+from areasync.protocol.frames import Mode
 from areasync.protocol.records import EventRecord, NotificationRecord
 
 __all__ = ["AsyncEnvironment", "PublishingEventLog", "Scenario", "session_environment"]
@@ -90,12 +91,12 @@ class AsyncEnvironment(Environment):
         notification_system: BaseNotificationSystem | None = None,
         add_event_to_agent_log: Callable[[CompletedEvent], None] | None = None,
         *,
-        mode: ClockMode | str = ClockMode.FAST,
+        mode: Mode | str = Mode.FAST,
         speed: float = 1.0,
         wall: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(config, environment_type, notification_system, add_event_to_agent_log)
-        self.clock = VirtualClock(self.start_time, mode=ClockMode(mode), speed=speed, wall=wall)
+        self.clock = VirtualClock(self.start_time, mode=Mode(mode), speed=speed, wall=wall)
         self.time_manager = VirtualTimeManager(self.clock, self.start_time)
         # ARE's constructor handed its own TimeManager to the notification system: redo it.
         self.notification_system.initialize(self.time_manager)
@@ -350,7 +351,7 @@ def session_environment(
     *,
     oracle: bool,
     exit_when_no_events: bool | None,
-    mode: ClockMode | str,
+    mode: Mode | str,
     speed: float,
     wall: Callable[[], float],
 ) -> AsyncEnvironment:
@@ -371,7 +372,7 @@ def session_environment(
         config,
         EnvironmentType.CLI,
         notification_system=VerboseNotificationSystem(),
-        mode=ClockMode(mode),
+        mode=Mode(mode),
         speed=speed,
         wall=wall,
     )

@@ -26,7 +26,7 @@ from are.simulation.notification_system import BaseNotificationSystem
 from are.simulation.types import CompletedEvent, EnvironmentState, EnvironmentType
 
 from areasync.bridge.environment import AsyncEnvironment
-from areasync.loop.clock import ClockMode
+from areasync.protocol.frames import Mode
 
 # A join() that would need this many ticks without the scenario ending is treated as endless.
 MAX_JOIN_TICKS = 10_000_000
@@ -93,7 +93,7 @@ class SyncEnvironment(AsyncEnvironment):
             environment_type,
             notification_system,
             add_event_to_agent_log,
-            mode=ClockMode.FAST if config.queue_based_loop else ClockMode.REALTIME,
+            mode=Mode.FAST if config.queue_based_loop else Mode.REALTIME,
             speed=float(config.time_increment_in_seconds),
             wall=self.wall.now,
         )

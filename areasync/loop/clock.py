@@ -27,11 +27,12 @@ driver asks `wall_delay_until()` how long to wait and does the waiting itself.
 
 from __future__ import annotations
 
-import enum
 import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+from areasync.protocol.frames import Mode
 
 US_PER_S = 1_000_000
 
@@ -45,14 +46,6 @@ def to_s(us: int) -> float:
     return us / US_PER_S
 
 
-class ClockMode(enum.StrEnum):
-    """How simulated time advances."""
-
-    REALTIME = "realtime"  # paced by the wall clock at `speed` simulated seconds per wall second
-    FAST = "fast"  # as fast as possible: jump to the next due item whenever no agent is busy
-    MANUAL = "manual"  # only tick/jump controls move time
-
-
 class ClockError(ValueError):
     """A clock control that cannot be applied; the clock is left unchanged."""
 
@@ -64,7 +57,7 @@ class VirtualClock:
         self,
         start: float,
         *,
-        mode: ClockMode = ClockMode.FAST,
+        mode: Mode = Mode.FAST,
         speed: float = 1.0,
         wall: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -72,7 +65,7 @@ class VirtualClock:
         self._wall = wall
         self._v0 = to_us(start)
         self._r0 = wall()
-        self._mode = ClockMode(mode)
+        self._mode = Mode(mode)
         self._speed = float(speed)
         self._paused = False
         self._held = 0
@@ -87,7 +80,7 @@ class VirtualClock:
     # -- reading ---------------------------------------------------------------------------
 
     @property
-    def mode(self) -> ClockMode:
+    def mode(self) -> Mode:
         return self._mode
 
     @property
@@ -102,10 +95,7 @@ class VirtualClock:
     def flowing(self) -> bool:
         """True when simulated time advances with the wall clock."""
         return (
-            self._mode is ClockMode.REALTIME
-            and not self._paused
-            and not self._held
-            and not self._frozen
+            self._mode is Mode.REALTIME and not self._paused and not self._held and not self._frozen
         )
 
     @property
@@ -231,9 +221,9 @@ class VirtualClock:
         self._reanchor()
         self._speed = float(speed)
 
-    def set_mode(self, mode: ClockMode) -> None:
+    def set_mode(self, mode: Mode) -> None:
         self._reanchor()
-        self._mode = ClockMode(mode)
+        self._mode = Mode(mode)
 
     def wall(self) -> float:
         return self._wall()

@@ -32,6 +32,7 @@ from areasync.protocol.frames import (
     RequestId,
     ServerFrame,
     Welcome,
+    frame_tag,
 )
 
 __all__ = [
@@ -373,7 +374,7 @@ def _explain_invalid(
 
 
 def _unencodable(frame: msgspec.Struct, encoding: Encoding, exc: Exception) -> ProtocolError:
-    tag = frame.__struct_config__.tag
+    tag = frame_tag(frame)
     return ProtocolError(
         ErrorCode.INTERNAL,
         f"could not encode a `{tag}` frame as {encoding.value} ({type(exc).__name__}: {exc}); "

@@ -74,10 +74,6 @@ code  name               meaning; reconnect
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from areasync.protocol.frames import Error
 
 
 class ErrorCode(enum.StrEnum):
@@ -156,15 +152,3 @@ class ProtocolError(Exception):
 
     def __repr__(self) -> str:
         return f"ProtocolError({self.code.value!r}, {self.message!r}, id={self.id!r})"
-
-    def to_frame(self, id: int | None = None) -> Error:
-        """The ``error`` frame to send; ``id`` fills in the request id if the error has none."""
-        # Imported here: frames.py imports this module for ErrorCode.
-        from areasync.protocol.frames import Error
-
-        return Error(
-            id=self.id if self.id is not None else id,
-            code=self.code.value,
-            message=self.message,
-            retryable=self.code.retryable,
-        )

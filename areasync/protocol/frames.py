@@ -41,7 +41,7 @@ from typing import Annotated, Any, Final, TypeAlias
 import msgspec
 from msgspec import Meta
 
-from areasync.protocol.errors import ErrorCode
+from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.records import ClockState, EventRecord, NotificationRecord, ToolInfo
 
 PROTOCOL: Final = "areasync/1"
@@ -514,6 +514,16 @@ ServerFrame: TypeAlias = (
     Welcome | Result | Error | EventItem | NotificationItem | ClockItem | EndedItem | Pong | Batch
 )
 """Any frame the server may send."""
+
+
+def error_frame(error: ProtocolError, id: int | None = None) -> Error:
+    """The ``error`` frame that answers ``error``; ``id`` fills in the request id if it has none."""
+    return Error(
+        id=error.id if error.id is not None else id,
+        code=error.code.value,
+        message=error.message,
+        retryable=error.code.retryable,
+    )
 
 
 def frame_tag(frame: msgspec.Struct | type[msgspec.Struct]) -> str:

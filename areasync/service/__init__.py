@@ -6,13 +6,18 @@ Modules, each with one job:
 - :mod:`~areasync.service.auth`: per-session role tokens and the admin token;
 - :mod:`~areasync.service.roles`: which role may send which frame;
 - :mod:`~areasync.service.hub`: a session's stream, encoded once, fanned out to cursors;
-- :mod:`~areasync.service.session`: a session (Simulation + hub + tokens) and the registry;
+- :mod:`~areasync.service.session`: a session (Simulation + hub + tokens + clients);
+- :mod:`~areasync.service.registry`: every session of the server: create, stop, forget;
 - :mod:`~areasync.service.judged`: a session scored by Gaia2's LLM judge (``serve --judge_*``);
-- :mod:`~areasync.service.connection`: one WebSocket client, from hello to close;
+- :mod:`~areasync.service.core`: a connection's protocol state machine, with no I/O;
+- :mod:`~areasync.service.hello`: whether a hello may join (the table of refusals);
+- :mod:`~areasync.service.requests`: what each request does to its session;
+- :mod:`~areasync.service.connection`: the asyncio layer around the core, hello to close;
+- :mod:`~areasync.service.outbox`: a connection's stream cursor, reply queue and writer;
+- :mod:`~areasync.service.wire`: frame bytes, batching, and every use of websockets' internals;
 - :mod:`~areasync.service.limits`: the per-connection request-rate bucket;
 - :mod:`~areasync.service.http`: plain HTTP GET on the same port (health, API, metrics, page);
 - :mod:`~areasync.service.metrics`: Prometheus counters;
-- :mod:`~areasync.service.traces`: the ARE-format trace of an ended session;
 - :mod:`~areasync.service.server`: :class:`Service`, which puts them together.
 """
 

@@ -44,7 +44,8 @@ from collections.abc import Callable
 from typing import Final
 
 from websockets.asyncio.server import ServerConnection
-from websockets.protocol import State
+
+from areasync.service import wire
 
 logger = logging.getLogger("areasync.service")
 
@@ -63,9 +64,7 @@ SPEAKING_GRACE: Final = 2.0
 
 def _abort(ws: ServerConnection) -> Evict:
     def evict() -> None:
-        transport = ws.transport
-        if transport is not None:
-            transport.abort()
+        wire.abort(ws)
 
     return evict
 
@@ -145,7 +144,7 @@ class Admission:
             return
         self.parked += 1
         self._waiting[ws] = None
-        ws.transport.pause_reading()
+        wire.pause_reading(ws)
         self._schedule()
 
     def _evict_one(self) -> bool:
@@ -171,9 +170,7 @@ class Admission:
             ws = next(iter(self._waiting))
             del self._waiting[ws]
             self._silent[ws] = _Entry(_abort(ws), self._clock())
-            transport = ws.transport
-            if transport is not None and not transport.is_closing():
-                transport.resume_reading()
+            wire.resume_reading(ws)
         self._schedule()
 
     def _schedule(self) -> None:
@@ -250,17 +247,9 @@ def connection_class(
     """websockets' `ServerConnection` (or `base`, a subclass of it), reporting its accept and
     its end to `admission`."""
 
-    class AdmittedConnection(base):  # type: ignore[valid-type,misc]
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)
-            admission.arrive(self)
-
-        def data_received(self, data: bytes) -> None:
-            admission.received(self, open=self.protocol.state is State.OPEN)
-            super().data_received(data)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            admission.leave(self)
-            super().connection_lost(exc)
-
-    return AdmittedConnection
+    return wire.reporting_connection_class(
+        arrive=admission.arrive,
+        received=lambda ws, open: admission.received(ws, open=open),
+        leave=admission.leave,
+        base=base,
+    )

@@ -130,8 +130,24 @@ class ServiceConfig:
     write_timeout: float = 20.0
 
     def __post_init__(self) -> None:
-        # Accept plain strings where enums and paths are meant ("fast", "traces"), as the CLI
-        # and tests pass them; a frozen dataclass needs object.__setattr__ for that.
+        problems = [*self._coerce(), *self._bounds()]
+        judge: JudgeOptions | None = None
+        try:
+            judge = JudgeOptions.from_options(
+                self.judge_model, self.judge_provider, self.judge_endpoint
+            )
+        except ValueError as exc:
+            problems.append(str(exc))
+        object.__setattr__(self, "_judge", judge)
+        if self.admin_token is not None and not self.admin_token:
+            problems.append("admin_token must not be empty; omit it to generate a random one")
+        if problems:
+            raise ValueError("invalid service configuration: " + "; ".join(problems))
+
+    def _coerce(self) -> list[str]:
+        """Accept plain strings where enums and paths are meant ("fast", "traces"), as the CLI
+        and tests pass them (a frozen dataclass needs object.__setattr__ for that); the
+        problems with those that are not one."""
         problems = []
         try:
             object.__setattr__(self, "mode", Mode(self.mode))
@@ -155,23 +171,14 @@ class ServiceConfig:
             problems.append(str(exc))
         if self.trace_dir is not None and not isinstance(self.trace_dir, Path):
             object.__setattr__(self, "trace_dir", Path(self.trace_dir))
+        return problems
+
+    def _bounds(self) -> list[str]:
+        """The problems with numbers out of their range."""
+        problems = []
         if self.speed <= 0:
             problems.append(f"speed must be > 0, got {self.speed}")
-        for name in (
-            "max_sessions",
-            "max_connections",
-            "max_connections_per_session",
-            "max_frame_bytes",
-            "max_scenario_bytes",
-            "burst",
-            "rate_strikes",
-            "max_pending_hellos",
-            "max_lag",
-            "max_pending_replies",
-            "max_pending_reply_bytes",
-            "max_ticks",
-            "judge_calls",
-        ):
+        for name in _AT_LEAST_ONE:
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
         if not isinstance(self.max_file_bytes, int) or self.max_file_bytes < 0:
@@ -180,37 +187,46 @@ class ServiceConfig:
             )
         if self.keep_ended < 0:
             problems.append(f"keep_ended must be >= 0, got {self.keep_ended}")
-        for name in (
-            "handshake_timeout",
-            "hello_timeout",
-            "close_timeout",
-            "write_timeout",
-            "step_budget",
-            "control_budget",
-            "max_jump",
-            "shutdown_timeout",
-        ):
+        for name in _SECONDS:
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0 seconds, got {getattr(self, name)}")
         if self.max_jump == float("inf"):
             problems.append("max_jump must be a finite number of simulated seconds")
         if self.rate is not None and self.rate <= 0:
             problems.append(f"rate must be > 0 requests per second (or None), got {self.rate}")
-        judge: JudgeOptions | None = None
-        try:
-            judge = JudgeOptions.from_options(
-                self.judge_model, self.judge_provider, self.judge_endpoint
-            )
-        except ValueError as exc:
-            problems.append(str(exc))
-        object.__setattr__(self, "_judge", judge)
-        if self.admin_token is not None and not self.admin_token:
-            problems.append("admin_token must not be empty; omit it to generate a random one")
-        if problems:
-            raise ValueError("invalid service configuration: " + "; ".join(problems))
+        return problems
 
     @property
     def judge(self) -> JudgeOptions | None:
         """The judge `judge_model`, `judge_provider` and `judge_endpoint` ask for, checked;
         None without one."""
         return self._judge
+
+
+# Counts and sizes that must be at least 1.
+_AT_LEAST_ONE = (
+    "max_sessions",
+    "max_connections",
+    "max_connections_per_session",
+    "max_frame_bytes",
+    "max_scenario_bytes",
+    "burst",
+    "rate_strikes",
+    "max_pending_hellos",
+    "max_lag",
+    "max_pending_replies",
+    "max_pending_reply_bytes",
+    "max_ticks",
+    "judge_calls",
+)
+# Durations that must be positive.
+_SECONDS = (
+    "handshake_timeout",
+    "hello_timeout",
+    "close_timeout",
+    "write_timeout",
+    "step_budget",
+    "control_budget",
+    "max_jump",
+    "shutdown_timeout",
+)

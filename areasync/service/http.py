@@ -59,7 +59,7 @@ from areasync.service.auth import token_from_http
 from areasync.service.headers import API_CSP, BASE_HEADERS, dashboard_csp
 from areasync.service.methods import ALLOW, ALLOWED_METHODS
 from areasync.service.origin import SitePolicy, show_host
-from areasync.service.session import SessionRegistry
+from areasync.service.registry import SessionRegistry
 
 SESSIONS_PREFIX = "/sessions/"
 

@@ -9,13 +9,13 @@ appended items is over (`call_soon`), the hub visits every subscriber once: one 
 `max_lag` items behind is told to go, the others `flush`. A subscriber whose socket keeps up
 writes everything new in one write, right there, with no task switch; one whose socket is
 behind leaves it to its own writer task, which waits for the socket to drain (see
-`connection.py`). A subscriber that keeps up costs one comparison and one write per stretch,
+`outbox.py`). A subscriber that keeps up costs one comparison and one write per stretch,
 however many items it held.
 
-Encode once, all the way down: a server's WebSocket frames are unmasked, and compression is off
-(see `server.py`), so the complete frame - header and payload - is the same bytes for every
-subscriber of an encoding. `WireFrame` builds it once; a writer hands the socket a run of ready
-frames in one write. Subscribers at the same position are handed the same run: `wire_run`
+Encode once, all the way down: each item's complete WebSocket frame is built once
+(`wire.WireFrame`) and is the same bytes for every subscriber of an encoding; a writer hands
+the socket a run of ready frames in one write. Subscribers at the same position are handed the
+same run: `wire_run`
 builds the bytes of a run once (a join of frames, or `batch` messages of up to BATCH_BYTES for
 clients that asked for batches, see `protocol/frames.py`) and every other subscriber at that
 position gets that very object.
@@ -43,110 +43,26 @@ import logging
 from typing import Final, Protocol
 
 from areasync.loop.stream import StreamLog
-from areasync.protocol.codec import EncodedFrame, Encoding, batch_parts, encode_server_bytes
 from areasync.protocol.frames import EventItem, StreamItem
 from areasync.service.metrics import Metrics
+from areasync.service.wire import Messages, WireFrame
 
 logger = logging.getLogger("areasync.service")
 
-# A write hands the socket at most about this many bytes (more only for one frame that is larger
-# on its own).
-WRITE_BYTES: Final = 256 * 1024
-# A `batch` message holds at most this many bytes of frames (a larger frame goes alone): it
-# amortises a message's cost over tens of frames already, and a client whose link breaks
-# mid-message loses no more than this much progress.
-BATCH_BYTES: Final = 16 * 1024
-
-_JSON: Final = Encoding.JSON
-_MSGPACK: Final = Encoding.MSGPACK
 _RUN_CACHE_SIZE: Final = 8
-
-
-def ws_header(size: int, *, text: bool) -> bytes:
-    """The header of a server's WebSocket data frame (FIN, unmasked) with a `size`-byte payload."""
-    opcode = 0x81 if text else 0x82
-    if size < 126:
-        return bytes((opcode, size))
-    if size < 0x10000:
-        return bytes((opcode, 126)) + size.to_bytes(2, "big")
-    return bytes((opcode, 127)) + size.to_bytes(8, "big")
-
-
-def ws_frame(payload: bytes, *, text: bool) -> bytes:
-    """`payload` as one complete WebSocket data frame from a server (unmasked, uncompressed)."""
-    return ws_header(len(payload), text=text) + payload
-
-
-def _header_size(frame: bytes) -> int:
-    size = frame[1] & 0x7F
-    return 2 if size < 126 else 4 if size == 126 else 10
-
-
-class WireFrame(EncodedFrame):
-    """A stream item with its wire forms, each made at most once, on first use.
-
-    `text_frame` / `binary_frame` are whole WebSocket frames (JSON text, msgpack) ready for the
-    socket: every subscriber of an encoding is sent these very bytes.
-    """
-
-    __slots__ = ("_binary_frame", "_text_frame")
-
-    _text_frame: bytes | None
-    _binary_frame: bytes | None
-
-    def __init__(self, frame: StreamItem) -> None:
-        super().__init__(frame)
-        self._text_frame = None
-        self._binary_frame = None
-
-    @property
-    def text_frame(self) -> bytes:
-        if self._text_frame is None:
-            # Stream items hold plain records built by the bridge: always encodable. JSON is
-            # encoded straight to UTF-8 bytes (EncodedFrame.json would make a str first).
-            self._text_frame = ws_frame(encode_server_bytes(self.frame, _JSON), text=True)
-        return self._text_frame
-
-    @property
-    def binary_frame(self) -> bytes:
-        if self._binary_frame is None:
-            # Only the frame is kept (not EncodedFrame's msgpack payload as well): the session
-            # keeps every item for its life, and the payload is the frame's tail anyway.
-            self._binary_frame = ws_frame(encode_server_bytes(self.frame, _MSGPACK), text=False)
-        return self._binary_frame
-
-    def wire(self, encoding: Encoding) -> bytes:
-        """The complete WebSocket frame for subscribers of `encoding`."""
-        return self.text_frame if encoding is _JSON else self.binary_frame
-
-    def payload(self, text: bool) -> memoryview:
-        """The encoded item alone (no WebSocket header), without a copy: for a `batch`."""
-        frame = self.text_frame if text else self.binary_frame
-        return memoryview(frame)[_header_size(frame) :]
-
-
-def close_group(
-    pieces: list[bytes | memoryview], group: list[bytes | memoryview], *, text: bool
-) -> None:
-    """Append to `pieces` one WebSocket message carrying the payloads in `group`: a `batch`
-    frame, or the frame itself if there is only one."""
-    if len(group) == 1:
-        pieces.append(ws_header(len(group[0]), text=text))
-        pieces.append(group[0])
-        return
-    parts = batch_parts(group, _JSON if text else _MSGPACK)
-    size = 0
-    for part in parts:
-        size += len(part)
-    pieces.append(ws_header(size, text=text))
-    pieces.extend(parts)
 
 
 class Subscriber(Protocol):
     """What the hub needs from a connection."""
 
-    position: int  # the last seq handed to the socket
-    drained_at: int  # the stream's seq when its socket last drained (or when it attached)
+    @property
+    def position(self) -> int:
+        """The last seq handed to the socket."""
+
+    @property
+    def drained_at(self) -> int:
+        """The stream's seq when its socket last drained (or when it attached)."""
+
     wants_items: bool  # call on_item for every new item (agents: their turn comes with it)
 
     def on_item(self, seq: int, item: StreamItem) -> None:
@@ -246,33 +162,18 @@ class StreamHub:
         if cached is not None:
             return cached
         frames = self.frames
-        wires: list[bytes] = []
-        size = 0
+        messages = Messages(text=text, batch=batch)
         end = start
         while end < stop:
-            wire = frames[end].text_frame if text else frames[end].binary_frame
-            if wires and size + len(wire) > budget:
+            wire = frames[end]
+            if not messages.fits(len(wire.frame_for(text)), budget):
                 break
-            wires.append(wire)
-            size += len(wire)
+            if batch:
+                messages.add(wire.payload(text))
+            else:
+                messages.add_frame(wire.frame_for(text))
             end += 1
-        if batch and len(wires) > 1:
-            pieces: list[bytes | memoryview] = []
-            group: list[bytes | memoryview] = []
-            group_size = 0
-            messages = 0
-            for wire in wires:
-                if group and group_size + len(wire) > BATCH_BYTES:
-                    close_group(pieces, group, text=text)
-                    messages += 1
-                    group = []
-                    group_size = 0
-                group.append(memoryview(wire)[_header_size(wire) :])
-                group_size += len(wire)
-            close_group(pieces, group, text=text)
-            result = (end, messages + 1, b"".join(pieces))
-        else:
-            result = (end, len(wires), b"".join(wires))
+        result = (end, messages.messages, messages.data())
         if len(self._runs) >= _RUN_CACHE_SIZE:
             self._runs.clear()
         self._runs[key] = result

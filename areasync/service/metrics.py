@@ -77,89 +77,31 @@ class Metrics:
     def render(
         self, *, sessions: Mapping[str, float], connections: Mapping[str, float], traces: int
     ) -> str:
+        """The Prometheus text exposition of every metric."""
         lines: list[str] = []
-
-        def metric(
-            name: str,
-            kind: str,
-            help_text: str,
-            samples: Mapping[str, float] | float,
-            label: str = "code",
-        ) -> None:
-            lines.append(f"# HELP {name} {help_text}")
-            lines.append(f"# TYPE {name} {kind}")
-            if isinstance(samples, Mapping):
-                for key, value in sorted(samples.items()):
-                    lines.append(f'{name}{{{label}="{key}"}} {value:g}')
-            else:
-                lines.append(f"{name} {samples:g}")
-
-        metric("areasync_sessions", "gauge", "Sessions by state.", sessions, "state")
-        metric("areasync_connections", "gauge", "Attached clients by role.", connections, "role")
-        metric(
-            "areasync_sessions_created_total", "counter", "Sessions created.", self.sessions_created
+        _metric(lines, "areasync_sessions", "gauge", "Sessions by state.", sessions, "state")
+        _metric(
+            lines, "areasync_connections", "gauge", "Attached clients by role.", connections, "role"
         )
-        metric(
-            "areasync_connections_opened_total",
-            "counter",
-            "WebSocket connections accepted.",
-            self.connections_opened,
-        )
-        metric(
-            "areasync_frames_sent_total",
-            "counter",
-            "Frames written to WebSockets.",
-            self.frames_sent,
-        )
-        metric(
-            "areasync_frames_received_total",
-            "counter",
-            "Frames read from WebSockets.",
-            self.frames_received,
-        )
-        metric(
-            "areasync_stream_items_total",
-            "counter",
-            "Stream items produced by all sessions.",
-            self.stream_items,
-        )
-        metric(
-            "areasync_slow_consumer_disconnects_total",
-            "counter",
-            "Clients closed with 4008 because they read too slowly.",
-            self.slow_consumer_disconnects,
-        )
-        metric(
-            "areasync_write_timeout_disconnects_total",
-            "counter",
-            "Clients closed with 4008 because their socket took no bytes for write_timeout.",
-            self.write_timeout_disconnects,
-        )
-        metric(
-            "areasync_rate_limit_disconnects_total",
-            "counter",
-            "Clients closed with 4029 because they kept sending while rate limited.",
-            self.rate_limit_disconnects,
-        )
-        metric(
-            "areasync_pending_evictions_total",
-            "counter",
-            "Connections closed with 4408 before hello to make room for newer ones.",
-            self.pending_evictions,
-        )
-        metric(
+        for name, help_text, value in self._counters():
+            _metric(lines, name, "counter", help_text, value)
+        _metric(
+            lines,
             "areasync_errors_total",
             "counter",
             "Error frames sent, by code.",
             {code: float(n) for code, n in self.errors.items()},
         )
-        metric(
+        _metric(
+            lines,
             "areasync_closes_total",
             "counter",
             "Connections the server closed, by WebSocket close code.",
             {str(code): float(n) for code, n in self.closes.items()},
         )
-        metric("areasync_traces_written_total", "counter", "ARE trace files written.", traces)
+        _metric(
+            lines, "areasync_traces_written_total", "counter", "ARE trace files written.", traces
+        )
         lines.extend(
             self.tool_call_seconds.render(
                 "areasync_tool_call_seconds",
@@ -167,3 +109,63 @@ class Metrics:
             )
         )
         return "\n".join(lines) + "\n"
+
+    def _counters(self) -> list[tuple[str, str, float]]:
+        """The plain counters, in the order they are rendered: name, help, value."""
+        return [
+            ("areasync_sessions_created_total", "Sessions created.", self.sessions_created),
+            (
+                "areasync_connections_opened_total",
+                "WebSocket connections accepted.",
+                self.connections_opened,
+            ),
+            ("areasync_frames_sent_total", "Frames written to WebSockets.", self.frames_sent),
+            (
+                "areasync_frames_received_total",
+                "Frames read from WebSockets.",
+                self.frames_received,
+            ),
+            (
+                "areasync_stream_items_total",
+                "Stream items produced by all sessions.",
+                self.stream_items,
+            ),
+            (
+                "areasync_slow_consumer_disconnects_total",
+                "Clients closed with 4008 because they read too slowly.",
+                self.slow_consumer_disconnects,
+            ),
+            (
+                "areasync_write_timeout_disconnects_total",
+                "Clients closed with 4008 because their socket took no bytes for write_timeout.",
+                self.write_timeout_disconnects,
+            ),
+            (
+                "areasync_rate_limit_disconnects_total",
+                "Clients closed with 4029 because they kept sending while rate limited.",
+                self.rate_limit_disconnects,
+            ),
+            (
+                "areasync_pending_evictions_total",
+                "Connections closed with 4408 before hello to make room for newer ones.",
+                self.pending_evictions,
+            ),
+        ]
+
+
+def _metric(
+    lines: list[str],
+    name: str,
+    kind: str,
+    help_text: str,
+    samples: Mapping[str, float] | float,
+    label: str = "code",
+) -> None:
+    """Append one metric's HELP, TYPE and sample lines."""
+    lines.append(f"# HELP {name} {help_text}")
+    lines.append(f"# TYPE {name} {kind}")
+    if isinstance(samples, Mapping):
+        for key, value in sorted(samples.items()):
+            lines.append(f'{name}{{{label}="{key}"}} {value:g}')
+    else:
+        lines.append(f"{name} {samples:g}")

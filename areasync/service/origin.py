@@ -33,6 +33,8 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from areasync.service.ports import is_port
+
 LOOPBACK_NAMES: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
 WILDCARD_BINDS: frozenset[str] = frozenset({"", "0.0.0.0", "::"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -70,7 +72,7 @@ def split_host(value: str) -> tuple[str, int | None] | None:
             return None
     if port_text is None:
         return name, None
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not port_text.isdigit() or not is_port(int(port_text), any_free=False):
         return None
     return name, int(port_text)
 

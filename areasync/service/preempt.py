@@ -19,7 +19,8 @@ from areasync.protocol.errors import ProtocolError
 from areasync.protocol.frames import Jump, Stop, StopSession, Tick
 
 if TYPE_CHECKING:
-    from areasync.service.session import Session, SessionRegistry
+    from areasync.service.registry import SessionRegistry
+    from areasync.service.session import Session
 
 LONG_CONTROLS: frozenset[type[Any]] = frozenset({Jump, Tick})
 """Frames that may hold the session's lane for many `control_budget`s: run aside."""

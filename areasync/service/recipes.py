@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from are.simulation.scenarios.scenario import Scenario
+from areasync.bridge.scenarios import Scenario
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from areasync.protocol.frames import (
     Stop,
     StopSession,
     Tick,
+    frame_tag,
 )
 
 FrameType = type[msgspec.Struct]
@@ -67,4 +68,4 @@ def allowed(role: Role, frame_type: FrameType) -> bool:
 
 def allowed_names(role: Role) -> list[str]:
     """The `type` tags `role` may send, for error messages."""
-    return sorted(str(cls.__struct_config__.tag) for cls in ALLOWED[role])
+    return sorted(frame_tag(cls) for cls in ALLOWED[role])

@@ -37,15 +37,17 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from areasync.bridge.scenarios import registered_ids
 from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import Role
+from areasync.service import wire
 from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.connection import Connection
 from areasync.service.http import HttpRoutes, session_id_of
-from areasync.service.methods import ScreenedConnection
 from areasync.service.metrics import Metrics
+from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
-from areasync.service.session import ScenarioSource, SessionRegistry
+from areasync.service.registry import SessionRegistry
+from areasync.service.session import ScenarioSource
 from areasync.service.stalls import StallSweep
 
 logger = logging.getLogger("areasync.service")
@@ -187,7 +189,7 @@ class Service:
             open_timeout=config.handshake_timeout,
             # Counted in the pre-hello pool from accept (admission.py); requests other than GET
             # reach process_request, to be answered 405 (methods.py).
-            create_connection=connection_class(self.admission, ScreenedConnection),
+            create_connection=connection_class(self.admission, wire.ScreenedConnection),
             # The kernel's queue of connections not yet accepted (capped by somaxconn): asyncio's
             # default of 100 overflows under a burst of connects, and an overflowing queue drops
             # SYNs, which a client retries only after a second.
@@ -219,7 +221,7 @@ class Service:
             await server.wait_closed()
             return
         for connection in list(self.connections):  # pragma: no cover - a handler that hangs
-            connection.ws.transport.abort()
+            wire.abort(connection.ws)
 
     async def __aenter__(self) -> Service:
         # The service runs in a task of its own, so that entering and leaving this context may
@@ -315,7 +317,7 @@ def listen_error(host: str, port: int, exc: BaseException) -> str:
     """What went wrong binding ``host:port``, and which option to change: one line."""
     where = f"cannot listen on {host}:{port}"
     errno = getattr(exc, "errno", None)
-    if isinstance(exc, OverflowError) or not 0 <= port <= 65535:
+    if isinstance(exc, OverflowError) or not is_port(port):
         return f"{where}: a port is 0-65535 (0: any free port); pick another --port"
     if errno == _errno.EADDRINUSE:
         return f"{where}: the port is in use; pick another --port or stop the process using it"

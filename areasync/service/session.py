@@ -2,41 +2,13 @@
 
 A session is a thin shell around a `Simulation`: everything that changes the ARE environment
 goes through the simulation's own methods, on the event loop, between engine steps. The
-session's one ordered lane is the simulation's `lane` (a FIFO lock, see `areasync.simulation`): each
+session's one ordered lane is the simulation's `lane` (a FIFO lock, see `simulation.py`): each
 request takes it the moment its frame is decoded and runs to completion holding it, so tool
 calls and controls apply in the order they arrive, never inside a tick and never inside one
 another. Most requests never yield; a long `jump`/`next_event`/`tick` does, every
 `step_budget` (`ServiceConfig.step_budget`), so that other sessions, sockets and the stream's
 subscribers keep going meanwhile - and a request of this session that arrives then waits in
 the lane and runs after it, at the time the jump left.
-
-Creating a session off the event loop. Building a scenario from uploaded JSON is CPU work that
-grows with its size (~60-130 us per event, a few seconds at 16,000 events, after the linear
-import of `bridge/event_import.py`); on the loop it would stop every session, socket and
-`/health` meanwhile. `create_async` builds the scenario (`bridge.scenarios.load`: vetting,
-ARE's import, initialisation, confinement) in a worker thread (`anyio.to_thread.run_sync`,
-which carries the context along), then starts the session on the loop in one synchronous step.
-Why a thread rather than the alternatives: chunking the import cooperatively would mean
-rewriting ARE's importer around yields; a subprocess cannot hand back an ARE scenario (its
-events hold closures and bound methods, nothing pickles). In a thread, the interpreter lock
-passes back to the loop every 5 ms switch interval while the import runs Python code, and the
-import's C calls are kept short (pydantic validates events in pieces, `bridge/json_import.py`):
-the loop stays responsive (bench/imports.py: /health at most ~40 ms during a 6,000-event import,
-against ~0.5 s with the same import on the loop). Only the scenario object is built there: no
-Simulation, no event-loop object, nothing any session shares but ARE's own class-level state,
-which imports do not change in a way a running session sees (ARE's `EventRegisterer` keeps
-its switches per thread, and the worker thread's are ARE's defaults). One import at a time
-(a capacity limiter of 1), and imports under way count against `max_sessions`. A cancelled
-create (the server shutting down) waits for its thread's import to finish, then starts
-nothing; a failed import is an `invalid_field` error that changes nothing.
-
-Judged sessions. With a judge (`ServiceConfig.judge`, `areasync serve --judge_*`), a JSON
-scenario imported the benchmark way is prepared in that same worker thread by ARE's own
-preprocessing with Gaia2's judge (`areasync.bridge.judge`), and its session is a
-`JudgedSimulation`, whose judge calls go to worker threads (`service/judged.py`, under
-`judge_calls` at once, server-wide) while the event loop serves on; `Session.run` runs the
-session's whole task through its bridge. `describe()` and the `create_session` result name the
-judge (model, provider; None when the session is not judged).
 
 Fast-mode turn-taking (leases: README, "Modes"). The server holds an agent's busy lease while it
 is the agent's turn: from its attach, from each notification put on the stream and from each
@@ -57,38 +29,25 @@ with a *waiting-for-agent* hold:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import anyio
-import anyio.abc
-import anyio.lowlevel
-import anyio.to_thread
-from are.simulation.scenarios.scenario import Scenario
 
-from areasync.bridge.judge import judge_link
-from areasync.bridge.sandbox import Sandbox
-from areasync.bridge.scenarios import ScenarioError, detach_apps, import_mode_of
-from areasync.loop.clock import ClockMode
-from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
-from areasync.protocol.frames import ImportMode, Mode, Role
-from areasync.service.auth import Tokens
+from areasync.bridge.scenarios import Scenario, import_mode_of
+from areasync.bridge.traces import write_trace
+from areasync.protocol.frames import Mode, Role
 from areasync.service.config import ServiceConfig
-from areasync.service.hub import StreamHub
+from areasync.service.hub import StreamHub, Subscriber
 from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
-from areasync.service.names import safe_id
-from areasync.service.recipes import Recipe, source_text
-from areasync.service.traces import write_trace
-from areasync.simulation import Simulation, SimulationError, build_scenario
-
-if TYPE_CHECKING:
-    from areasync.service.connection import Connection
+from areasync.service.names import MAX_ID_CHARS, safe_id
+from areasync.service.recipes import Recipe
+from areasync.simulation import Simulation
 
 logger = logging.getLogger("areasync.service")
 
@@ -96,11 +55,21 @@ WAITING_HOLDER = "areasync:waiting-for-agent"
 """Lease holder of the waiting-for-agent hold (agents hold leases under their connection id)."""
 
 ScenarioSource: TypeAlias = str | Path | Scenario
-# What a restart needs of a source (`recipes.source_text`): (registered id, JSON text, why neither).
-KeptSource: TypeAlias = tuple[str | None, str | None, str]
-# A built scenario, its sandbox, and what a restart needs of its source.
-Built: TypeAlias = tuple[Scenario, Sandbox, KeptSource]
 """A registered scenario id, a path to an ARE JSON scenario, JSON text, or a Scenario."""
+
+
+class Client(Subscriber, Protocol):
+    """What a session needs of a client following it (a `Client`)."""
+
+    @property
+    def role(self) -> Role | None:
+        """The role its hello was accepted for."""
+
+    def take_turn(self) -> None:
+        """In fast mode, hold time still until this agent is idle again."""
+
+    def request_close(self, code: int, reason: str, *, flush: bool) -> None:
+        """Close the client soon with `code`; `flush` first sends what is queued."""
 
 
 def session_id_for(source: ScenarioSource, scenario: Scenario) -> str:
@@ -139,7 +108,7 @@ class Session:
         # very stream it came from (a restarted server, or a recreated session, starts anew).
         self.epoch = secrets.token_hex(8)
         self.hub = StreamHub(sim.log, max_lag=config.max_lag, metrics=metrics)
-        self.connections: dict[Connection, None] = {}
+        self.connections: dict[Client, None] = {}
         self.created_at = time.time()
         self.ended_at: float | None = None
         self.trace_path: Path | None = None
@@ -175,7 +144,7 @@ class Session:
 
     @property
     def fast(self) -> bool:
-        return self.sim.clock.mode is ClockMode.FAST
+        return self.sim.clock.mode is Mode.FAST
 
     @property
     def ended(self) -> bool:
@@ -215,7 +184,7 @@ class Session:
 
     # -- clients -----------------------------------------------------------------------------
 
-    def attach(self, connection: Connection) -> None:
+    def attach(self, connection: Client) -> None:
         """A client said a valid hello: it follows the stream from now on."""
         self.connections[connection] = None
         self.hub.subscribe(connection)
@@ -224,7 +193,7 @@ class Session:
             connection.take_turn()  # before the hold goes: time must not move in between
             self.start_without_hold()
 
-    def detach(self, connection: Connection) -> None:
+    def detach(self, connection: Client) -> None:
         self.connections.pop(connection, None)
         self.hub.unsubscribe(connection)
 
@@ -300,9 +269,11 @@ class Session:
             return  # none wanted, or already written (by `end_now`)
         agent_id = "oracle" if self.oracle else ("websocket" if self.agents_seen else None)
         try:
+            # Made safe (no separators, no leading dot, bounded): no trace is lost to its name.
+            name = safe_id(f"{self.id}_{self.epoch}", fallback="trace", limit=2 * MAX_ID_CHARS)
             self.trace_path = write_trace(
                 directory,
-                f"{self.id}_{self.epoch}",
+                name,
                 self.sim.env,
                 self.sim.scenario,
                 self.sim.validation,
@@ -313,300 +284,6 @@ class Session:
             logger.exception("could not write the trace of session %s", self.id)
         else:
             logger.info("session %s ended (%s); trace %s", self.id, self.sim.state, self.trace_path)
-
-
-class SessionRegistry:
-    """Every session of the server, by id; creates, stops and forgets them."""
-
-    def __init__(self, config: ServiceConfig, tokens: Tokens, metrics: Metrics) -> None:
-        self.config = config
-        self.tokens = tokens
-        self.metrics = metrics
-        self.sessions: dict[str, Session] = {}
-        self.ws_base = f"ws://{config.host}:{config.port}"  # set to the bound address at start
-        self.traces_written = 0
-        self._ended_order: list[str] = []
-        self._task_group: anyio.abc.TaskGroup | None = None
-        # Scenario imports under way in worker threads (create_async), and their one lane.
-        self._importing = 0
-        self._import_limiter = anyio.CapacityLimiter(1)
-        # Judge LLM calls in flight, server-wide (`JudgedSimulation`).
-        self._judge_limiter = anyio.CapacityLimiter(config.judge_calls)
-
-    def bind(self, task_group: anyio.abc.TaskGroup) -> None:
-        """Sessions created from now on run in `task_group`."""
-        self._task_group = task_group
-
-    def ws_url(self, session_id: str) -> str:
-        return f"{self.ws_base}/sessions/{session_id}"
-
-    def get(self, session_id: str) -> Session | None:
-        return self.sessions.get(session_id)
-
-    def live(self) -> list[Session]:
-        return [s for s in self.sessions.values() if not s.ended]
-
-    # -- creating ----------------------------------------------------------------------------
-
-    def create(
-        self,
-        source: ScenarioSource,
-        *,
-        mode: Mode | str | None = None,
-        speed: float | None = None,
-        oracle: bool | None = None,
-        session_id: str | None = None,
-        import_mode: ImportMode | str | None = None,
-    ) -> Session:
-        """Load a scenario and start its session, all on the calling thread (a test harness's,
-        say; the server uses `create_async`). Raises ProtocolError (capacity, bad scenario).
-
-        Left out, `mode`, `speed`, `oracle` and `import_mode` are the configuration's."""
-        self._admit(source)
-        oracle = self.config.oracle if oracle is None else oracle
-        with _refused_as_data():
-            built = self._builder(source, oracle, import_mode)()
-        return self._start(source, built, mode, speed, oracle, session_id, import_mode)
-
-    async def create_async(
-        self,
-        source: ScenarioSource,
-        *,
-        mode: Mode | str | None = None,
-        speed: float | None = None,
-        oracle: bool | None = None,
-        session_id: str | None = None,
-        import_mode: ImportMode | str | None = None,
-    ) -> Session:
-        """`create`, building the scenario in a worker thread while the event loop serves on.
-
-        Imports run one at a time (a second waits for the first) and count against
-        `max_sessions` while they run. Cancelled (the client left, the server shuts down), it
-        waits for the thread's import to finish and starts nothing."""
-        self._admit(source)
-        oracle = self.config.oracle if oracle is None else oracle
-        self._importing += 1
-        try:
-            with _refused_as_data():
-                built = await anyio.to_thread.run_sync(
-                    self._builder(source, oracle, import_mode), limiter=self._import_limiter
-                )
-            # The thread is never abandoned (it would run on, unaccounted for); a cancel that
-            # came meanwhile is delivered here, before anything starts.
-            try:
-                await anyio.lowlevel.checkpoint_if_cancelled()
-            except BaseException:
-                built[1].remove_directories()  # the directories ARE made for the scenario
-                raise
-        finally:
-            self._importing -= 1
-        return self._start(source, built, mode, speed, oracle, session_id, import_mode)
-
-    def _builder(
-        self, source: ScenarioSource, oracle: bool, import_mode: ImportMode | str | None
-    ) -> Callable[[], Built]:
-        """Builds `source`'s scenario in a new sandbox, and reads what a restart needs of its
-        source, when called (on any thread: the server calls it off the loop)."""
-
-        def build() -> Built:
-            scenario, sandbox = build_scenario(
-                source,
-                import_mode=str(import_mode or self.config.import_mode),
-                oracle=oracle,
-                max_file_bytes=self.config.max_file_bytes,
-                judge=self.config.judge,
-            )
-            return scenario, sandbox, source_text(source, self.config.max_scenario_bytes)
-
-        return build
-
-    def _admit(self, source: ScenarioSource) -> None:
-        """Refuse a scenario the server has no room for, or too large to parse."""
-        if self._task_group is None:
-            raise RuntimeError("the registry is not bound to a task group: start the service")
-        live = len(self.live())
-        if live + self._importing >= self.config.max_sessions:
-            being = f" and imports {self._importing} more" if self._importing else ""
-            raise ProtocolError(
-                ErrorCode.CAPACITY,
-                f"the server already runs {live} live sessions{being}, its limit "
-                "(max_sessions); stop one with stop_session, or retry after one ends",
-            )
-        if isinstance(source, str) and source.lstrip().startswith("{"):
-            size = len(source.encode(errors="surrogatepass"))
-            if size > self.config.max_scenario_bytes:
-                raise ProtocolError(
-                    ErrorCode.TOO_LARGE,
-                    f"the scenario is {size} bytes of JSON, above the server's "
-                    f"{self.config.max_scenario_bytes}-byte limit (max_scenario_bytes); nothing "
-                    "was loaded",
-                )
-
-    def _start(
-        self,
-        source: ScenarioSource,
-        built: Built,
-        mode: Mode | str | None,
-        speed: float | None,
-        oracle: bool,
-        session_id: str | None,
-        import_mode: ImportMode | str | None = None,
-    ) -> Session:
-        """The session of a built scenario: its simulation, id, tokens and task (on the loop,
-        with nothing awaited: it exists entirely or not at all)."""
-        assert self._task_group is not None
-        scenario, sandbox, kept = built
-        judged = judge_link(scenario) is not None
-        extra: dict[str, Any] = {"judge_limiter": self._judge_limiter} if judged else {}
-        with _refused_as_data():
-            sim = (JudgedSimulation if judged else Simulation).load(
-                scenario,
-                sandbox=sandbox,
-                mode=str(Mode(mode or self.config.mode).value),
-                speed=self.config.speed if speed is None else speed,
-                oracle=oracle,
-                lease_timeout=self.config.lease_timeout,
-                lease_policy=self.config.lease_policy,
-                step_budget=self.config.step_budget,
-                control_budget=self.config.control_budget,
-                max_ticks=self.config.max_ticks,
-                max_jump=self.config.max_jump,
-                max_file_bytes=self.config.max_file_bytes,
-                **extra,
-            )
-        wanted = session_id or session_id_for(source, sim.scenario)
-        sid = self._unique(wanted)
-        session = Session(
-            sid,
-            sim,
-            tokens=self.tokens.mint(sid),
-            oracle=oracle,
-            config=self.config,
-            metrics=self.metrics,
-        )
-        self._remember(session, kept, import_mode)
-        self.sessions[sid] = session
-        self.metrics.sessions_created += 1
-        self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
-        return session
-
-    def _remember(
-        self, session: Session, kept: KeptSource, import_mode: ImportMode | str | None
-    ) -> None:
-        """Keep what a restart needs: the source (bounded by max_scenario_bytes), the options."""
-        scenario, text, why = kept
-        if scenario is None and text is None:
-            session.no_recipe = why
-            return
-        clock = session.sim.clock_state(peek=True)
-        session.recipe = Recipe(
-            scenario=scenario,
-            scenario_json=text,
-            mode=str(clock.mode),
-            speed=float(clock.speed),
-            oracle=session.oracle,
-            import_mode=None if import_mode is None else str(ImportMode(import_mode).value),
-        )
-
-    def _unique(self, wanted: str) -> str:
-        if wanted not in self.sessions:
-            return wanted
-        n = 2
-        while f"{wanted}-{n}" in self.sessions:
-            n += 1
-        return f"{wanted}-{n}"
-
-    # -- ending ------------------------------------------------------------------------------
-
-    async def stop(self, session_id: str) -> Session:
-        """End a session now (its clients get `ended`); returns it once its trace is written."""
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise ProtocolError(
-                ErrorCode.SESSION_NOT_FOUND,
-                f"no session {session_id!r}: GET /api/sessions lists the sessions",
-            )
-        if session.ended:
-            raise ProtocolError(
-                ErrorCode.SESSION_ENDED,
-                f"session {session_id!r} has already ended ({session.sim.state})",
-            )
-        await session.sim.stop("stopped by an admin (stop_session)")
-        await session.done.wait()
-        return session
-
-    def _on_end(self, session: Session) -> None:
-        if session.trace_path is not None:
-            self.traces_written += 1
-        if session.id in self.sessions and session.sim.ended:
-            self._ended_order.append(session.id)
-            self._prune()
-
-    def _prune(self) -> None:
-        # Ended sessions stay for replay and inspection, up to keep_ended; the oldest go first.
-        while len(self._ended_order) > self.config.keep_ended:
-            self.discard(self._ended_order.pop(0))
-
-    def discard(self, session_id: str) -> None:
-        """Forget a session: its tokens stop working and its clients are closed (1000)."""
-        session = self.sessions.pop(session_id, None)
-        if session is None:
-            return
-        self.tokens.forget(session_id)
-        if session.ended:
-            # Whatever ARE left pointing at its apps must not keep its environment alive.
-            detach_apps(session.sim.scenario)
-            session.sim.sandbox.remove_directories()  # its file systems' directories
-        for connection in list(session.connections):
-            connection.request_close(
-                CloseCode.NORMAL,
-                "the session ended and was discarded by the server; its trace is on disk",
-                flush=True,
-            )
-
-    async def shutdown(self) -> None:
-        """Stop every live session and wait until their traces are written.
-
-        The stops run side by side (each interrupts a long control of its session at its next
-        yield). Whatever has not ended `shutdown_timeout` seconds later is ended outside its
-        lane (`Session.end_now`), its trace written: shutting down never waits for a session.
-        """
-
-        async def stop(session: Session) -> None:
-            with contextlib.suppress(SimulationError):  # it may have ended on its own meanwhile
-                await session.sim.stop("the server shut down")
-            await session.done.wait()
-
-        with anyio.move_on_after(self.config.shutdown_timeout):
-            async with anyio.create_task_group() as tg:
-                for session in list(self.sessions.values()):
-                    tg.start_soon(stop, session)
-        for session in list(self.sessions.values()):
-            if not session.done.is_set():
-                logger.warning(
-                    "session %s did not stop within %g s of the shutdown; ending it now",
-                    session.id,
-                    self.config.shutdown_timeout,
-                )
-                session.end_now("the server shut down (the session did not stop in time)")
-
-
-@contextlib.contextmanager
-def _refused_as_data() -> Iterator[None]:
-    """A scenario that fails to load is an `invalid_field` error saying why."""
-    try:
-        yield
-    except (ScenarioError, SimulationError, ValueError) as exc:
-        raise ProtocolError(ErrorCode.INVALID_FIELD, f"cannot create a session: {exc}") from exc
-    except Exception as exc:
-        # Whatever else ARE raises while building an untrusted scenario (an assertion on
-        # its time increment, an overflow on its start time...) is the scenario's fault,
-        # not a server bug: refuse it as data, with the cause.
-        logger.info("create_session refused a scenario", exc_info=True)
-        raise ProtocolError(
-            ErrorCode.INVALID_FIELD,
-            f"cannot create a session: the scenario failed to load ({type(exc).__name__}: {exc})",
-        ) from exc
 
 
 def _first_leaf(exc: BaseException) -> BaseException:

@@ -31,25 +31,15 @@ late behind a backlog in the kernel's buffers (websockets' keepalive would have 
 from __future__ import annotations
 
 import asyncio
-import struct
-import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
 
+from areasync.service import wire
+
 if TYPE_CHECKING:
     from areasync.service.connection import Connection
-
-if sys.platform == "linux":
-    import fcntl
-    import termios
-
-    _SIOCOUTQ: int | None = termios.TIOCOUTQ  # the same ioctl as SIOCOUTQ on Linux
-else:  # pragma: no cover - elsewhere only the user-space buffer counts
-    fcntl = None
-    _SIOCOUTQ = None
-
 
 # Bytes waiting that may be control frames alone (a ping, a pong, a close: at most 131 bytes
 # each) rather than data: not a reason to close by themselves.
@@ -94,12 +84,11 @@ class StallSweep:
             if connection.session is None:
                 continue  # before hello: hello_timeout and the pending pool see to it
             ws = connection.ws
-            transport = ws.transport
-            if transport is None or transport.is_closing():
+            unsent = wire.unsent(ws)
+            if unsent is None:
                 continue
-            unsent = transport.get_write_buffer_size() + kernel_unsent(transport)
             taken = connection.bytes_written - unsent
-            ping_age = _oldest_ping_age(ws, now)
+            ping_age = wire.oldest_ping_age(ws, now)
             sample = previous.get(connection)
             if sample is None:
                 sample = _Sample(taken, now)
@@ -118,26 +107,3 @@ class StallSweep:
                     f"{stalled_for:.1f} s"
                 )
         self._samples = samples
-
-
-def kernel_unsent(transport: asyncio.BaseTransport) -> int:
-    """Bytes in the socket's kernel send queue, not yet acknowledged by the peer (Linux
-    `SIOCOUTQ`); 0 where that cannot be read."""
-    sock = transport.get_extra_info("socket")
-    if sock is None or _SIOCOUTQ is None:
-        return 0
-    try:
-        data = fcntl.ioctl(sock.fileno(), _SIOCOUTQ, b"\0\0\0\0")
-    except OSError:
-        return 0
-    return int(struct.unpack("i", data)[0])
-
-
-def _oldest_ping_age(ws: Any, now: float) -> float | None:
-    # websockets keeps its unanswered pings in order: {payload: (pong future, sent at)}, sent
-    # at on the event loop's clock.
-    pings = getattr(ws, "pending_pings", None)
-    if not pings:
-        return None
-    _, sent = next(iter(pings.values()))
-    return float(now - sent)

@@ -15,8 +15,9 @@ from typing import Any
 
 import anyio
 
-from areasync.loop.clock import ClockError, ClockMode, to_s, to_us
+from areasync.loop.clock import ClockError, to_s, to_us
 from areasync.loop.engine import EngineError
+from areasync.protocol.frames import Mode
 from areasync.protocol.records import ClockState
 from areasync.simulation.core import SimulationCore
 from areasync.simulation.ending import EndState
@@ -157,14 +158,14 @@ class Controls(SimulationCore):
         self._record("set_speed", {"speed": speed})
         return self._after_control()
 
-    def set_mode(self, mode: ClockMode | str) -> ClockState:
+    def set_mode(self, mode: Mode | str) -> ClockState:
         """Change the clock's mode. Synchronous, as `set_speed`."""
         self._require_live("change the mode")
         try:
-            new_mode = ClockMode(mode)
+            new_mode = Mode(mode)
         except ValueError as exc:
             raise InvalidRequestError(
-                f"unknown mode {mode!r}: use one of {', '.join(m.value for m in ClockMode)}"
+                f"unknown mode {mode!r}: use one of {', '.join(m.value for m in Mode)}"
             ) from exc
         self.clock.set_mode(new_mode)
         self._record("set_mode", {"mode": new_mode.value})

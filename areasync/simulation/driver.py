@@ -14,8 +14,8 @@ from typing import Any, Self
 import anyio
 import anyio.abc
 
-from areasync.loop.clock import ClockMode
 from areasync.policies import LagPolicy, LeasePolicy
+from areasync.protocol.frames import Mode
 from areasync.simulation.core import SimulationCore
 from areasync.simulation.ending import EndState
 from areasync.simulation.options import CLOCK_PUBLISH_INTERVAL_S, out_of_time
@@ -85,13 +85,13 @@ class Driver(SimulationCore):
         if self.clock.paused:
             return None
         mode = self.clock.mode
-        if mode is ClockMode.FAST:
+        if mode is Mode.FAST:
             if self._leases:
                 return self._lease_delay()
             if engine.next_due_us() is None and not self.env.exit_when_no_events:
                 return 0.0 if engine.end_us is not None else None
             return 0.0
-        if mode is ClockMode.REALTIME:
+        if mode is Mode.REALTIME:
             delay = self.clock.wall_delay_until(engine.next_grid_us())
             return 0.0 if delay is None else delay
         return None  # manual: only controls move time
@@ -125,7 +125,7 @@ class Driver(SimulationCore):
         if engine.finished or engine.stopping:
             engine.finish()
             return False
-        if self.clock.mode is not ClockMode.FAST:
+        if self.clock.mode is not Mode.FAST:
             self._realtime_tick()  # one tick per wake-up: the next one is paced by the wall
             return False
         if self._leases or self.clock.paused:

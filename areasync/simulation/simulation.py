@@ -15,8 +15,7 @@ from typing import Any, Unpack
 from areasync.bridge.environment import session_environment
 from areasync.bridge.records import to_plain
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
-from areasync.loop.clock import ClockMode
-from areasync.protocol.frames import ImportMode, NotificationItem
+from areasync.protocol.frames import ImportMode, Mode, NotificationItem
 from areasync.protocol.records import WAIT_TOOL
 from areasync.simulation.controls import Controls
 from areasync.simulation.driver import Driver
@@ -33,7 +32,7 @@ class Simulation(Controls, Driver):
         cls,
         source: ScenarioSource,
         *,
-        mode: ClockMode | str = ClockMode.FAST,
+        mode: Mode | str = Mode.FAST,
         oracle: bool = False,
         speed: float = 1.0,
         exit_when_no_events: bool | None = None,

@@ -2,7 +2,8 @@
 
 import pytest
 
-from areasync.loop.clock import ClockError, ClockMode, VirtualClock, to_s, to_us
+from areasync.loop.clock import ClockError, VirtualClock, to_s, to_us
+from areasync.protocol.frames import Mode
 
 
 class FakeWall:
@@ -15,7 +16,7 @@ class FakeWall:
 
 def realtime(speed: float = 1.0, start: float = 0.0) -> tuple[VirtualClock, FakeWall]:
     wall = FakeWall()
-    return VirtualClock(start, mode=ClockMode.REALTIME, speed=speed, wall=wall), wall
+    return VirtualClock(start, mode=Mode.REALTIME, speed=speed, wall=wall), wall
 
 
 def test_time_is_start_plus_speed_times_wall_elapsed() -> None:
@@ -25,7 +26,7 @@ def test_time_is_start_plus_speed_times_wall_elapsed() -> None:
 
 
 def test_fast_and_manual_clocks_do_not_flow_with_the_wall() -> None:
-    for mode in (ClockMode.FAST, ClockMode.MANUAL):
+    for mode in (Mode.FAST, Mode.MANUAL):
         wall = FakeWall()
         clock = VirtualClock(7.0, mode=mode, wall=wall)
         wall.now += 1000
@@ -33,7 +34,7 @@ def test_fast_and_manual_clocks_do_not_flow_with_the_wall() -> None:
 
 
 def test_microsecond_arithmetic_is_exact() -> None:
-    clock = VirtualClock(0.0, mode=ClockMode.MANUAL)
+    clock = VirtualClock(0.0, mode=Mode.MANUAL)
     for _ in range(10):
         clock.set_us(clock.now_us() + to_us(0.1))
     assert clock.now_us() == 1_000_000
@@ -62,7 +63,7 @@ def test_set_speed_reanchors_and_never_jumps() -> None:
 
 
 def test_moving_the_clock_backwards_is_refused_and_changes_nothing() -> None:
-    clock = VirtualClock(5.0, mode=ClockMode.MANUAL)
+    clock = VirtualClock(5.0, mode=Mode.MANUAL)
     with pytest.raises(ClockError, match="backwards"):
         clock.set_us(to_us(4.0))
     assert clock.now() == 5.0

@@ -10,7 +10,8 @@ from __future__ import annotations
 import anyio
 
 from areasync import Simulation
-from areasync.loop.clock import ClockMode, VirtualClock
+from areasync.loop.clock import VirtualClock
+from areasync.protocol.frames import Mode
 from tests.scenarios import timeline
 
 
@@ -40,13 +41,13 @@ async def ticks_run(sim: Simulation, n: int) -> None:
 
 def test_a_frozen_clock_ignores_the_wall_and_every_control() -> None:
     wall = FakeWall()
-    clock = VirtualClock(0.0, mode=ClockMode.REALTIME, wall=wall)
+    clock = VirtualClock(0.0, mode=Mode.REALTIME, wall=wall)
     wall.now += 2.0
     clock.freeze()
     clock.pause()
     clock.resume()
     clock.set_speed(5.0)
-    clock.set_mode(ClockMode.REALTIME)
+    clock.set_mode(Mode.REALTIME)
     wall.now += 10.0
     assert clock.now() == 2.0 and not clock.flowing
 

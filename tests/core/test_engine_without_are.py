@@ -6,15 +6,16 @@ where time goes (ARE's queue-based and time-based loops).
 
 from __future__ import annotations
 
-from areasync.loop.clock import ClockMode, VirtualClock
+from areasync.loop.clock import VirtualClock
 from areasync.loop.engine import Engine
+from areasync.protocol.frames import Mode
 
 
 class FakeEnvironment:
     """Events due at given times; a tick fires those due by the clock's time."""
 
     def __init__(self, *times: float, duration: float | None = 10.0) -> None:
-        self.clock = VirtualClock(0.0, mode=ClockMode.MANUAL, wall=lambda: 0.0)
+        self.clock = VirtualClock(0.0, mode=Mode.MANUAL, wall=lambda: 0.0)
         self.tick_count = 0
         self.waiting_for_notification = False
         self.start_time: float | None = 0.0

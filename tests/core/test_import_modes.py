@@ -22,11 +22,11 @@ from are.simulation.scenarios.scenario import Scenario
 from areasync import ScenarioError, Simulation
 from areasync.bridge import scenarios
 from areasync.bridge.scenarios import detect_import_mode, import_mode_of
+from areasync.bridge.traces import export_trace
 from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from areasync.protocol import ImportMode
 from areasync.service import ServiceConfig
-from areasync.service.traces import export_trace
 from tests.client.test_oracle_agent import gaia2_json
 
 BENCHMARK, PLAIN = ImportMode.BENCHMARK, ImportMode.PLAIN

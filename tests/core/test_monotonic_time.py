@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from areasync import LagPolicy, Simulation
-from areasync.loop.clock import ClockError, ClockMode, VirtualClock, to_us
+from areasync.loop.clock import ClockError, VirtualClock, to_us
+from areasync.protocol.frames import Mode
 from tests.scenarios import timeline
 
 
@@ -31,7 +32,7 @@ class FakeWall:
 
 def realtime_clock() -> tuple[VirtualClock, FakeWall]:
     wall = FakeWall()
-    return VirtualClock(0.0, mode=ClockMode.REALTIME, speed=1.0, wall=wall), wall
+    return VirtualClock(0.0, mode=Mode.REALTIME, speed=1.0, wall=wall), wall
 
 
 def test_anchor_below_a_time_already_read_is_refused_and_changes_nothing() -> None:
@@ -130,8 +131,8 @@ def test_readings_never_decrease_whatever_anchors_and_controls_do(
             clock.unhold()
             held -= 1
         elif op == "mode":
-            flowing = clock.mode is ClockMode.REALTIME
-            clock.set_mode(ClockMode.MANUAL if flowing else ClockMode.REALTIME)
+            flowing = clock.mode is Mode.REALTIME
+            clock.set_mode(Mode.MANUAL if flowing else Mode.REALTIME)
         elif op == "peek":
             clock.peek_us()
         readings.append(clock.now_us())

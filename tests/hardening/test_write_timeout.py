@@ -27,7 +27,7 @@ from areasync.protocol import (
     encode_client_frame,
 )
 from areasync.service import Service
-from areasync.service.stalls import kernel_unsent
+from areasync.service.wire import kernel_unsent
 from bench.misbehaving import RawClient, close_code, hello_frame, small_socket
 from tests.hardening.faults import eventually, watch_faults
 from tests.hardening.test_slow_consumers import SESSION, PaddedTimeline

@@ -8,6 +8,7 @@ import pytest
 
 import areasync.protocol
 from areasync.protocol import CloseCode, Error, ErrorCode, ProtocolError, errors
+from areasync.protocol.frames import error_frame
 
 
 def table_rows(doc: str, first_column: str) -> dict[str, str]:
@@ -60,15 +61,15 @@ def test_close_codes_may_be_sent_by_an_endpoint(code: CloseCode) -> None:
 
 def test_protocol_error_becomes_an_error_frame() -> None:
     error = ProtocolError(ErrorCode.CAPACITY, "too many sessions; retry later", id=3)
-    assert error.to_frame() == Error(
+    assert error_frame(error) == Error(
         id=3, code="capacity", message="too many sessions; retry later", retryable=True
     )
 
 
-def test_to_frame_fills_in_the_request_id_when_the_error_has_none() -> None:
+def test_error_frame_fills_in_the_request_id_when_the_error_has_none() -> None:
     error = ProtocolError(ErrorCode.UNKNOWN_TOOL, "no tool `X`; call list_tools")
-    assert error.to_frame(id=11).id == 11
-    assert ProtocolError(ErrorCode.INTERNAL, "m", id=1).to_frame(id=11).id == 1
+    assert error_frame(error, id=11).id == 11
+    assert error_frame(ProtocolError(ErrorCode.INTERNAL, "m", id=1), id=11).id == 1
 
 
 def test_error_frame_maps_unknown_codes_to_none() -> None:

@@ -21,7 +21,7 @@ import pytest
 from areasync.bridge import sandbox as sandbox_module
 from areasync.bridge import scenarios as scenarios_module
 from areasync.protocol import CreateSession, Error, ErrorCode, ListTools, Ping, Pong, Result, Role
-from areasync.service import session as session_module
+from areasync.service import registry as session_module
 from bench.synthetic import synthetic_scenario_json
 from tests.service.support import TUTORIAL, attach, http_get, serving
 

@@ -18,8 +18,6 @@ from typing import Any
 from are.simulation.data_handler.exporter import JsonScenarioExporter
 from are.simulation.scenarios.scenario import ScenarioStatus
 
-from areasync.service.names import MAX_ID_CHARS, safe_id
-
 
 def _exception_of(validation: dict[str, Any] | None) -> Exception | None:
     """The validation's exception (kept as "Type: message" text) as an exception object.
@@ -69,11 +67,9 @@ def write_trace(
     *,
     agent_id: str | None = None,
 ) -> Path:
-    """Write the trace to `directory/name.json` (atomically: readers never see half a file).
-
-    `name` is made safe first (`names.safe_id`: no separators, no leading dot, bounded), so no
-    trace is ever lost to its name; the path written is returned."""
-    name = safe_id(name, fallback="trace", limit=2 * MAX_ID_CHARS)
+    """Write the trace to `directory/name.json` (atomically: readers never see half a file);
+    the path written is returned. `name` must be a safe file name (no separators, no leading
+    dot, short enough: the service makes it one)."""
     text = export_trace(env, scenario, validation, agent_id=agent_id)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"

@@ -37,6 +37,7 @@ from areasync.protocol import (
     decode_client_frame,
     encode_server_frame,
 )
+from areasync.protocol.frames import error_frame
 
 Handler = Callable[[ClientFrame], Awaitable[Any]]
 
@@ -133,12 +134,12 @@ class FakeServer:
                 "invalid `hello` frame: Object contains unknown field `batch` - at `$`",
                 id=hello.id,
             )
-            await ws.send(encode_server_frame(error.to_frame(), encoding))
+            await ws.send(encode_server_frame(error_frame(error), encoding))
             await ws.close(4000, "bad hello")
             return
         if hello.token != TOKEN:
             error = ProtocolError(ErrorCode.UNAUTHORIZED, "wrong token", id=hello.id)
-            await ws.send(encode_server_frame(error.to_frame(), encoding))
+            await ws.send(encode_server_frame(error_frame(error), encoding))
             await ws.close(4001, "unauthorized")
             return
         since = hello.since
@@ -177,7 +178,7 @@ class FakeServer:
         try:
             frame = decode_client_frame(data)
         except ProtocolError as exc:
-            await ws.send(encode_server_frame(exc.to_frame(), encoding))
+            await ws.send(encode_server_frame(error_frame(exc), encoding))
             return
         self.received.append(frame)
         if isinstance(frame, Ping):
@@ -189,7 +190,7 @@ class FakeServer:
                 raise ProtocolError(ErrorCode.BAD_STATE, "no handler in the fake server")
             value = await handler(frame)
         except ProtocolError as exc:
-            reply: Any = exc.to_frame(frame.id)
+            reply: Any = error_frame(exc, frame.id)
         else:
             reply = Result(id=frame.id, value=value)
         with contextlib.suppress(Exception):

@@ -119,6 +119,7 @@ def server_examples() -> list[Any]:
         ToolInfo,
         Welcome,
     )
+    from areasync.protocol.frames import error_frame
 
     clock = ClockState(
         state="running", time=1_700_000_000.0, tick=3, mode="fast", speed=1.0, duration=1800.0
@@ -147,7 +148,7 @@ def server_examples() -> list[Any]:
             session_id="s1", role=Role.AGENT, epoch="e1", seq=0, scenario_id="tutorial", clock=clock
         ),
         Result(id=2, value=[tool]),
-        error.to_frame(),
+        error_frame(error),
         EventItem(seq=1, event=event),
         NotificationItem(seq=2, notification=note),
         ClockItem(seq=3, clock=clock),

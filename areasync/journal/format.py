@@ -212,7 +212,7 @@ class JournalDecoder:
         elif count > 0 and isinstance(record, Created):
             problem = "a second Created record"
         elif isinstance(last, Ended):
-            problem = f"a {type(record).__name__} record after Ended"
+            problem = f"a record ({type(record).__name__}) after Ended"
         if problem is not None:
             raise JournalCorruptError(self.name, offset, problem)
 

@@ -179,12 +179,15 @@ class JournalStore:
 
     @asynccontextmanager
     async def _running(self, writer: JournalWriter) -> AsyncIterator[JournalWriter]:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(writer.run)
-            try:
-                yield writer
-            finally:
-                writer.close()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(writer.run)
+                try:
+                    yield writer
+                finally:
+                    writer.close()
+        finally:
+            writer.abort()  # a no-op after run(); closes the file if run() never started
 
     def _create_file(self, path: Path, data: bytes) -> int:
         try:

@@ -21,7 +21,9 @@ A failed write or sync breaks the writer for good: every queued ticket fails wit
 `JournalWriteError`, and a later `append` raises it. Never retried: after a failed fsync the
 kernel may already have dropped the dirty pages and marked them clean, so a second fsync could
 report success for data that is gone. A partial frame the failure left behind reads back as a
-torn tail (never acknowledged) and is dropped.
+torn tail (never acknowledged) and is dropped; whole records written before the failed sync
+may read back after a restart. A failed ticket means "not known to be durable", as a failed
+commit does in a database: neither the record nor its absence was acknowledged.
 """
 
 from __future__ import annotations
@@ -142,6 +144,10 @@ class JournalWriter:
         self._closing = False
         self._finished = anyio.Event()
 
+    def fileno(self) -> int:
+        """The journal's file descriptor (-1 once closed)."""
+        return -1 if self._fd is None else self._fd
+
     @property
     def pending(self) -> int:
         """Records appended and not yet durable (nor failed)."""
@@ -196,9 +202,15 @@ class JournalWriter:
                     self._open = None
                 await self._flush(batch)
         finally:
-            self._fail_queued()
-            self._close_fd()
-            self._finished.set()
+            self.abort()
+
+    def abort(self) -> None:
+        """Fail every queued record and close the file (what `run()` does when it stops; for a
+        writer whose `run()` was cancelled before it started). Idempotent."""
+        self._closing = True
+        self._fail_queued()
+        self._close_fd()
+        self._finished.set()
 
     async def _wait_window(self, batch: _Batch) -> None:
         window = self.durability.group_ms

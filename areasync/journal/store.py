@@ -6,9 +6,10 @@ is synchronous (a restarting server reads every journal before it serves; call i
 hand back a `JournalWriter` whose I/O runs off the loop.
 
 Bounds. A live session's journal grows by one frame per external input: 12 bytes of frame head
-plus the msgpack record (a typical tool call is about 100 to 250 bytes in all; `bench/journal.py`
-measures it), and by nothing else: stream items are not journaled, they are recomputed by
-replay. A session with 10,000 tool calls is a few MB. No compaction now: a session's inputs are
+plus the msgpack record (250 bytes for a typical `send_email` tool call whose arguments are 205
+bytes of JSON; `bench/journal.py` measures it), and by nothing else: stream items are not
+journaled, they are recomputed by replay. A session with 10,000 tool calls is 2.5 MB, and
+reading it back decodes about 165,000 records/s (0.06 s). No compaction now: a session's inputs are
 its whole state (replay from `Created` is the only restore there is), so nothing in a live
 journal is obsolete; compaction would need a snapshot of the simulation, which ARE does not
 offer. Ended sessions are removed whole by `remove_ended_older_than`.

@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import msgspec
 
@@ -132,7 +135,7 @@ async def run_policy(
     syncs = [0]
     real_sync = os.fdatasync
 
-    def counting_sync(fd: int) -> None:
+    def counting_sync(fd: Any) -> None:
         syncs[0] += 1
         real_sync(fd)
 
@@ -192,7 +195,7 @@ def dedicated_thread_round_trip(n: int, work: Callable[[], None]) -> list[float]
         for _ in range(n):
             done = anyio.Event()
             start = time.perf_counter()
-            jobs.put((work, lambda done=done: anyio.from_thread.run_sync(done.set, token=token)))
+            jobs.put((work, partial(anyio.from_thread.run_sync, done.set, token=token)))
             await done.wait()
             times.append(time.perf_counter() - start)
         jobs.put(None)

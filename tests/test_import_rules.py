@@ -119,6 +119,8 @@ MAY_IMPORT = {
     "protocol": {"protocol"},
     "loop": {"protocol", "loop"},
     "client": {"protocol", "client"},
+    # The session journal is a storage layer: it knows nothing of ARE or of the service.
+    "journal": {"journal"},
 }
 
 

@@ -1,0 +1,117 @@
+"""The records a session journal holds, as msgspec Structs: a tagged union, one per kind.
+
+These are plain data with no knowledge of ARE or of the service: what a restarted server needs
+to rebuild a session (`Created`), every external input in order (`Input`, field for field the
+simulation's `InputRecord`), and how it ended (`Ended`). The storage layer stores them and gets
+them back; what they mean is the service's business.
+
+Schema evolution: a new field gets a default and goes at the end, so older journals still
+decode; anything else needs a new format version (`format.FORMAT_VERSION`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import Any, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "Created",
+    "Ended",
+    "Header",
+    "InlineScenario",
+    "Input",
+    "Record",
+    "RegisteredScenario",
+    "ScenarioSource",
+    "hash_token",
+    "new_salt",
+]
+
+
+class Header(msgspec.Struct, frozen=True, kw_only=True):
+    """The first frame of every journal, after the fixed magic and format version."""
+
+    areasync_version: str
+    # Wall-clock time the file was created (seconds since the Unix epoch).
+    created: float
+
+
+class RegisteredScenario(msgspec.Struct, frozen=True, tag="registered"):
+    """A scenario the server knows by id (its registry rebuilds it from the id)."""
+
+    id: str
+
+
+class InlineScenario(msgspec.Struct, frozen=True, tag="inline"):
+    """A scenario sent as JSON: the full text, and its SHA-256 so a restore can say which."""
+
+    sha256: str
+    json: str
+
+    def __post_init__(self) -> None:
+        if hashlib.sha256(self.json.encode()).hexdigest() != self.sha256:
+            raise ValueError("the scenario's JSON text does not match its sha256")
+
+    @classmethod
+    def of(cls, json_text: str) -> InlineScenario:
+        return cls(hashlib.sha256(json_text.encode()).hexdigest(), json_text)
+
+
+ScenarioSource: TypeAlias = RegisteredScenario | InlineScenario
+
+
+def new_salt() -> bytes:
+    return secrets.token_bytes(16)
+
+
+def hash_token(salt: bytes, token: str) -> str:
+    """The salted hash a journal keeps instead of a token (a journal never holds a token)."""
+    return hmac.new(salt, token.encode(), hashlib.sha256).hexdigest()
+
+
+class Created(msgspec.Struct, frozen=True, kw_only=True, tag="created"):
+    """A session was created: everything needed to build it again, identically."""
+
+    session_id: str
+    scenario: ScenarioSource
+    mode: str
+    speed: float
+    oracle: bool
+    import_mode: str
+    seed: int
+    token_salt: bytes
+    token_hashes: dict[str, str]  # role -> hash_token(token_salt, token)
+    epoch: str
+    created: float  # wall-clock seconds since the Unix epoch
+    options: dict[str, Any] = {}
+
+    def token_matches(self, role: str, token: str) -> bool:
+        expected = self.token_hashes.get(role)
+        candidate = hash_token(self.token_salt, token)
+        return expected is not None and hmac.compare_digest(expected, candidate)
+
+
+class Input(msgspec.Struct, frozen=True, tag="input"):
+    """One external input, as the simulation's `InputRecord`: simulated time in seconds (a
+    float64, stored exactly), the stream seq when it arrived, its source and its payload."""
+
+    time: float
+    seq: int
+    source: str
+    payload: dict[str, Any]
+
+
+class Ended(msgspec.Struct, frozen=True, kw_only=True, tag="ended"):
+    """The session ended: nothing follows this record."""
+
+    reason: str
+    state: str
+    seq: int  # the stream's final seq
+    wall: float  # wall-clock seconds since the Unix epoch, for retention
+
+
+Record: TypeAlias = Created | Input | Ended

@@ -60,9 +60,12 @@ import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from areasync.bridge.confinement import confine_file_system
+
+if TYPE_CHECKING:
+    from areasync.bridge.determinism import SessionEntropy
 from areasync.bridge.sandbox_paths import (
     in_temp_dir,
     inside,
@@ -109,6 +112,8 @@ class Sandbox:
         self.readable: set[str] = set()  # single files readable while loading (its JSON)
         self._created: list[str] = []  # directories ARE made for it at load: see remove_directories
         self._rmtree_seen = False
+        # The session's ids and time (`areasync.bridge.determinism`), drawn while it is entered.
+        self.entropy: SessionEntropy | None = None
 
     # -- entering ----------------------------------------------------------------------------
 

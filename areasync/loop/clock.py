@@ -195,9 +195,16 @@ class VirtualClock:
         self._reanchor()
         self._paused = False
 
-    def hold(self) -> None:
-        """Stop the flow for the duration of one step (a tick takes no simulated time)."""
-        self._reanchor()
+    def hold(self, *, bind: bool = True) -> None:
+        """Stop the flow for the duration of one step (a tick takes no simulated time).
+
+        `bind=False` stops it where it stands without giving that reading out (`peek_us`), so
+        that holding it changes no later time (a session's command lane holds it so)."""
+        if bind:
+            self._reanchor()
+        else:
+            self._v0 = self.peek_us()
+            self._r0 = self._wall()
         self._held += 1
 
     def unhold(self) -> None:

@@ -50,12 +50,12 @@ The package's modules, each a part of that one object:
 """
 
 from areasync.policies import MAX_JUMP_S, MAX_TICKS, LagPolicy, LeasePolicy
-from areasync.simulation.core import InputRecord
 from areasync.simulation.ending import EndState
 from areasync.simulation.errors import (
     BadStateError,
     ControlInterruptedError,
     InvalidRequestError,
+    ReplayDivergedError,
     SimulationError,
 )
 from areasync.simulation.lane import CommandLane
@@ -67,6 +67,7 @@ from areasync.simulation.options import (
     SimulationOptions,
     SimulationSettings,
 )
+from areasync.simulation.records import Creation, InputRecord
 from areasync.simulation.simulation import WAIT_TOOL, Simulation
 
 __all__ = [
@@ -79,11 +80,13 @@ __all__ = [
     "BadStateError",
     "CommandLane",
     "ControlInterruptedError",
+    "Creation",
     "EndState",
     "InputRecord",
     "InvalidRequestError",
     "LagPolicy",
     "LeasePolicy",
+    "ReplayDivergedError",
     "Simulation",
     "SimulationError",
     "SimulationOptions",

@@ -9,7 +9,7 @@ controls).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Unpack
 
 from areasync.bridge.environment import session_environment
@@ -22,6 +22,8 @@ from areasync.simulation.driver import Driver
 from areasync.simulation.errors import BadStateError
 from areasync.simulation.loading import ScenarioSource, load_in, sandboxed_loading
 from areasync.simulation.options import SimulationOptions
+from areasync.simulation.records import Creation, InputRecord
+from areasync.simulation.replay import replay_into
 
 
 class Simulation(Controls, Driver):
@@ -40,6 +42,8 @@ class Simulation(Controls, Driver):
         import_mode: ImportMode | str = ImportMode.AUTO,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         sandbox: Sandbox | None = None,
+        seed: int | None = None,
+        created_at: float | None = None,
         **options: Unpack[SimulationOptions],
     ) -> Simulation:
         """Load a scenario (registered id, JSON path, JSON text or Scenario) ready to run.
@@ -54,8 +58,20 @@ class Simulation(Controls, Driver):
         A Scenario built by `build_scenario` comes with its `sandbox`: pass it on (it is
         cleaned up if the simulation cannot be made). `options`: the session's tuning
         (`SimulationOptions`).
+
+        `seed` (a random one if None) makes every id the session's code draws, and
+        `created_at` (the wall's epoch seconds now if None) every wall-clock read it makes
+        while loading (`areasync.bridge.determinism`): with them and its records, the run can
+        be replayed exactly (`sim.creation`, `sim.records`, `Simulation.replay`). A sandbox
+        from `build_scenario` brings the seed and time it was built with.
         """
-        with sandboxed_loading(source, sandbox=sandbox, max_file_bytes=max_file_bytes) as box:
+        with sandboxed_loading(
+            source,
+            sandbox=sandbox,
+            max_file_bytes=max_file_bytes,
+            seed=seed,
+            created_at=created_at,
+        ) as box:
             scenario = load_in(box, source, import_mode=import_mode, oracle=oracle)
             env = session_environment(
                 scenario,
@@ -65,10 +81,45 @@ class Simulation(Controls, Driver):
                 speed=speed,
                 wall=wall,
             )
+            assert box.entropy is not None  # `sandboxed_loading` gives every sandbox one
+            box.entropy.clock = env.clock
             sim = cls(scenario, env, sandbox=box, **options)
+            sim.creation = Creation.of(
+                box.entropy,
+                mode=Mode(mode),
+                speed=speed,
+                oracle=oracle,
+                exit_when_no_events=exit_when_no_events,
+                import_mode=ImportMode(import_mode),
+                max_file_bytes=box.max_file_bytes,
+                settings=sim.settings,
+            )
             env.start_scenario(scenario)
             sim._publish_clock()
             return sim
+
+    @classmethod
+    def replay(
+        cls,
+        source: ScenarioSource,
+        creation: Creation,
+        records: Sequence[InputRecord],
+        *,
+        until_seq: int | None = None,
+        until_time: float | None = None,
+        wall: Callable[[], float] = time.monotonic,
+        sandbox: Sandbox | None = None,
+    ) -> Simulation:
+        """The session that `creation` and `records` describe, rebuilt from `source` (the same
+        scenario: its registered id, JSON, or a fresh, uninitialised Scenario), positioned where
+        the original was after its last record, or at the cut (`until_seq`: the first boundary
+        where the stream has reached that seq; `until_time`: nothing past that simulated time)
+        to fork it. Applied synchronously, with no wall clock (`areasync.simulation.replay`);
+        raises `ReplayDivergedError` if the rebuilt session logs anything differently. It comes
+        back `restored`, a realtime one paused; drive it as any other (`async with`, `run`)."""
+        sim = cls.load(source, wall=wall, sandbox=sandbox, **creation.load_arguments())
+        replay_into(sim, records, until_seq=until_seq, until_time=until_time)
+        return sim
 
     # -- the agent's side --------------------------------------------------------------------
 
@@ -84,34 +135,46 @@ class Simulation(Controls, Driver):
         if name == WAIT_TOOL:
             return await self._wait_for_notification(args, holder)
         async with self._lane:
-            self._require_live("call a tool")
-            arguments = dict(args or {})
-            self._record("call_tool", {"tool": name, "args": to_plain(arguments)})
-            result = self.tools.call(name, arguments)
-            self._after_command()
-            return result
+            return self._call_tool(name, args)
+
+    def _call_tool(self, name: str, args: dict[str, Any] | None) -> Any:
+        self._require_live("call a tool")
+        arguments = dict(args or {})
+        self._record("call_tool", {"tool": name, "args": to_plain(arguments)})
+        result = self.tools.call(name, arguments)
+        self._after_command()
+        return result
 
     async def _wait_for_notification(self, args: dict[str, Any] | None, holder: str | None) -> Any:
         # The lane for the call itself only: the wait is not a command, others go on.
         async with self._lane:
-            self._require_live("call a tool")
-            arguments = dict(args or {})
-            self._record("call_tool", {"tool": WAIT_TOOL, "args": to_plain(arguments)})
-            seq = self.log.seq
-            self._waiting_for_notification += 1
-            try:
-                result = self.tools.call(WAIT_TOOL, arguments)
-                if holder is not None:
-                    self.end_lease(holder)
-                self._after_command()
-            except BaseException:
-                self._waiting_for_notification -= 1
-                raise
+            seq, result = self._begin_waiting(args, holder)
         try:
             await self._notification_after(seq)
         finally:
             self._waiting_for_notification -= 1
         return result
+
+    def _begin_waiting(self, args: dict[str, Any] | None, holder: str | None) -> tuple[int, Any]:
+        """The wait's call (its caller then awaits a notification): the seq it began at and
+        the tool's result."""
+        self._require_live("call a tool")
+        arguments = dict(args or {})
+        payload: dict[str, Any] = {"tool": WAIT_TOOL, "args": to_plain(arguments)}
+        if holder is not None:
+            payload["holder"] = holder  # its lease ends inside the call (a replay does the same)
+        self._record("call_tool", payload)
+        seq = self.log.seq
+        self._waiting_for_notification += 1
+        try:
+            result = self.tools.call(WAIT_TOOL, arguments)
+            if holder is not None:
+                self.end_lease(holder)
+            self._after_command()
+        except BaseException:
+            self._waiting_for_notification -= 1
+            raise
+        return seq, result
 
     async def _notification_after(self, seq: int) -> None:
         """Return once a notification is on the stream after `seq`, or the run has ended."""
@@ -126,13 +189,16 @@ class Simulation(Controls, Driver):
     async def send_user_message(self, content: str) -> Any:
         """The user writes to the agent (ARE's `AgentUserInterface.send_message_to_agent`)."""
         async with self._lane:
-            self._require_live("send a user message")
-            aui = self.env.agent_user_interface
-            if aui is None:
-                raise BadStateError(
-                    "this scenario has no AgentUserInterface app, so there is no user to speak as"
-                )
-            self._record("send_user_message", {"content": content})
-            result = aui.send_message_to_agent(content=content)
-            self._after_command()
-            return to_plain(result)
+            return self._send_user_message(content)
+
+    def _send_user_message(self, content: str) -> Any:
+        self._require_live("send a user message")
+        aui = self.env.agent_user_interface
+        if aui is None:
+            raise BadStateError(
+                "this scenario has no AgentUserInterface app, so there is no user to speak as"
+            )
+        self._record("send_user_message", {"content": content})
+        result = aui.send_message_to_agent(content=content)
+        self._after_command()
+        return to_plain(result)

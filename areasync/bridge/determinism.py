@@ -93,7 +93,10 @@ def stable_app_seed(seed: int, name: str) -> int:
 
 def _entropy() -> SessionEntropy | None:
     box = _sandbox.current()
-    return None if box is None else box.entropy
+    if box is None:
+        return None
+    entropy: SessionEntropy | None = box.entropy
+    return entropy
 
 
 def _uuid4() -> uuid.UUID:

@@ -60,12 +60,9 @@ import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from areasync.bridge.confinement import confine_file_system
-
-if TYPE_CHECKING:
-    from areasync.bridge.determinism import SessionEntropy
 from areasync.bridge.sandbox_paths import (
     in_temp_dir,
     inside,
@@ -112,8 +109,9 @@ class Sandbox:
         self.readable: set[str] = set()  # single files readable while loading (its JSON)
         self._created: list[str] = []  # directories ARE made for it at load: see remove_directories
         self._rmtree_seen = False
-        # The session's ids and time (`areasync.bridge.determinism`), drawn while it is entered.
-        self.entropy: SessionEntropy | None = None
+        # The session's ids and time, drawn while it is entered: a `SessionEntropy`
+        # (`areasync.bridge.determinism`, which imports this module, hence `Any` here).
+        self.entropy: Any = None
 
     # -- entering ----------------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ The package's modules, each a part of that one object:
 """
 
 from areasync.policies import MAX_JUMP_S, MAX_TICKS, LagPolicy, LeasePolicy
+from areasync.protocol.records import WAIT_TOOL
 from areasync.simulation.ending import EndState
 from areasync.simulation.errors import (
     BadStateError,
@@ -68,7 +69,7 @@ from areasync.simulation.options import (
     SimulationSettings,
 )
 from areasync.simulation.records import Creation, InputRecord
-from areasync.simulation.simulation import WAIT_TOOL, Simulation
+from areasync.simulation.simulation import Simulation
 
 __all__ = [
     "CLOCK_PUBLISH_INTERVAL_S",

@@ -85,6 +85,7 @@ class SimulationCore:
         # Stops on their way (announced, not yet run): long controls give way to them.
         self._stops_announced = 0
         self._lane = CommandLane(sandbox, self.clock)
+        self._lane.charges_time = self.settings.lag_policy is LagPolicy.CATCH_UP
         self._driving = False
         self._task_group: anyio.abc.TaskGroup | None = None
         # Realtime starts when the driver does, not when the scenario was loaded: until then

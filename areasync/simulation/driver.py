@@ -99,7 +99,8 @@ class Driver(SimulationCore):
                 return 0.0 if engine.end_us is not None else None
             return 0.0
         if mode is Mode.REALTIME:
-            delay = self.clock.wall_delay_until(engine.next_grid_us())
+            # Planned holding the lane, whose hold of the clock ends before the driver waits.
+            delay = self.clock.wall_delay_until(engine.next_grid_us(), holds=1)
             return 0.0 if delay is None else delay
         return None  # manual: only controls move time
 

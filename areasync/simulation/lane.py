@@ -28,7 +28,7 @@ class CommandLane:
     checks for cancellation.) Not re-entrant: a command must not await another command.
     """
 
-    __slots__ = ("_busy", "_clock", "_sandbox", "_scope", "_waiters")
+    __slots__ = ("_busy", "_clock", "_entered_at", "_sandbox", "_scope", "_waiters", "charges_time")
 
     def __init__(self, sandbox: Sandbox | None = None, clock: VirtualClock | None = None) -> None:
         self._busy = False
@@ -40,6 +40,10 @@ class CommandLane:
         # every reading a command (or a batch of steps) takes is the same, and the one its
         # record logs is all a replay needs to reproduce them (`areasync.simulation.replay`).
         self._clock = clock
+        # Whether the wall time a command takes becomes simulated time once it is done
+        # (`LagPolicy.CATCH_UP`: time flows through ticks, as ARE's does).
+        self.charges_time = False
+        self._entered_at = 0.0
 
     def locked(self) -> bool:
         return self._busy
@@ -69,6 +73,7 @@ class CommandLane:
     def _enter_sandbox(self) -> None:
         if self._clock is not None:
             self._clock.hold(bind=False)
+            self._entered_at = self._clock.wall()
         if self._sandbox is not None:
             self._scope = self._sandbox.entered()
             self._scope.__enter__()
@@ -83,7 +88,7 @@ class CommandLane:
         if scope is not None:
             scope.__exit__(None, None, None)
         if self._clock is not None:
-            self._clock.unhold()
+            self._clock.unhold(since=self._entered_at if self.charges_time else None)
         self._pass_on()
 
     def _pass_on(self) -> None:

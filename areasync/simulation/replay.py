@@ -21,16 +21,14 @@ again with fresh deadlines.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from areasync.loop.clock import to_us
 from areasync.protocol.frames import Mode, NotificationItem
 from areasync.protocol.records import WAIT_TOOL
+from areasync.simulation.agent_side import AgentSide as Simulation
 from areasync.simulation.errors import ReplayDivergedError
 from areasync.simulation.records import InputRecord
-
-if TYPE_CHECKING:
-    from areasync.simulation.simulation import Simulation
 
 
 class _Cut:

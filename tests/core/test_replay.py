@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from typing import Any
 
@@ -197,11 +196,8 @@ async def test_a_replay_in_another_process_with_another_hash_seed_gives_the_same
         msgspec.json.encode(value) for value in (live.creation, live.flush_records(), source)
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run(
-        [sys.executable, "-c", REPLAY_IN_A_SUBPROCESS],
-        input=payload + b"\n",
-        capture_output=True,
-        env=env,
-        check=True,
-    ).stdout
+    done = await anyio.run_process(
+        [sys.executable, "-c", REPLAY_IN_A_SUBPROCESS], input=payload + b"\n", env=env
+    )
+    out = done.stdout
     assert out == b"".join(msgpack for msgpack, _ in frames(live))

@@ -109,6 +109,9 @@ class Sandbox:
         self.readable: set[str] = set()  # single files readable while loading (its JSON)
         self._created: list[str] = []  # directories ARE made for it at load: see remove_directories
         self._rmtree_seen = False
+        # The session's ids and time, drawn while it is entered: a `SessionEntropy`
+        # (`areasync.bridge.determinism`, which imports this module, hence `Any` here).
+        self.entropy: Any = None
 
     # -- entering ----------------------------------------------------------------------------
 

@@ -124,11 +124,15 @@ class VirtualClock:
         """The latest time `now_us()` has given out (readings never fall below it)."""
         return self._reported_us
 
-    def wall_delay_until(self, t_us: int) -> float | None:
-        """Wall seconds until simulated time reaches `t_us`; None if time is not flowing."""
-        if not self.flowing:
+    def wall_delay_until(self, t_us: int, *, holds: int = 0) -> float | None:
+        """Wall seconds until simulated time reaches `t_us`; None if time is not flowing.
+
+        `holds`: how many holds to see through (the caller's own, such as a session's command
+        lane, which ends before it waits: time flows again from where the hold began)."""
+        if self._mode is not Mode.REALTIME or self._paused or self._frozen or self._held > holds:
             return None
-        remaining = t_us - max(self.peek_us(), self._reported_us)
+        flowed = math.floor(self._speed * (self._wall() - self._r0) * US_PER_S)
+        remaining = t_us - max(self._v0 + flowed, self._reported_us)
         if remaining <= 0:
             return 0.0
         return remaining / US_PER_S / self._speed
@@ -195,17 +199,26 @@ class VirtualClock:
         self._reanchor()
         self._paused = False
 
-    def hold(self) -> None:
-        """Stop the flow for the duration of one step (a tick takes no simulated time)."""
-        self._reanchor()
+    def hold(self, *, bind: bool = True) -> None:
+        """Stop the flow for the duration of one step (a tick takes no simulated time).
+
+        `bind=False` stops it where it stands without giving that reading out (`peek_us`), so
+        that holding it changes no later time (a session's command lane holds it so)."""
+        if bind:
+            self._reanchor()
+        else:
+            self._v0 = self.peek_us()
+            self._r0 = self._wall()
         self._held += 1
 
-    def unhold(self) -> None:
-        """End a `hold()`: time flows again from where it stood, with no jump."""
+    def unhold(self, *, since: float | None = None) -> None:
+        """End a `hold()`: time flows again from where it stood, with no jump; or, `since` a
+        wall time, as if it had flowed from there (the hold's wall time is charged after it,
+        though no reading during the hold showed it)."""
         if self._held <= 0:
             raise ClockError("unhold() without a matching hold()")
         self._held -= 1
-        self._r0 = self._wall()
+        self._r0 = self._wall() if since is None else since
 
     @contextmanager
     def held(self) -> Iterator[None]:

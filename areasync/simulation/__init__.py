@@ -50,12 +50,13 @@ The package's modules, each a part of that one object:
 """
 
 from areasync.policies import MAX_JUMP_S, MAX_TICKS, LagPolicy, LeasePolicy
-from areasync.simulation.core import InputRecord
+from areasync.protocol.records import WAIT_TOOL
 from areasync.simulation.ending import EndState
 from areasync.simulation.errors import (
     BadStateError,
     ControlInterruptedError,
     InvalidRequestError,
+    ReplayDivergedError,
     SimulationError,
 )
 from areasync.simulation.lane import CommandLane
@@ -67,7 +68,8 @@ from areasync.simulation.options import (
     SimulationOptions,
     SimulationSettings,
 )
-from areasync.simulation.simulation import WAIT_TOOL, Simulation
+from areasync.simulation.records import Creation, InputRecord
+from areasync.simulation.simulation import Simulation
 
 __all__ = [
     "CLOCK_PUBLISH_INTERVAL_S",
@@ -79,11 +81,13 @@ __all__ = [
     "BadStateError",
     "CommandLane",
     "ControlInterruptedError",
+    "Creation",
     "EndState",
     "InputRecord",
     "InvalidRequestError",
     "LagPolicy",
     "LeasePolicy",
+    "ReplayDivergedError",
     "Simulation",
     "SimulationError",
     "SimulationOptions",

@@ -30,23 +30,35 @@ class Controls(SimulationCore):
 
     async def pause(self) -> ClockState:
         async with self._lane:
-            self._require_live("pause")
-            if not self.env.is_running():
-                raise BadStateError(f"cannot pause: the simulation is {self.state}, not running")
-            self._record("pause", {})
-            self.env.pause()
-            return self._after_control()
+            return self._pause()
+
+    def _pause(self) -> ClockState:
+        self._require_live("pause")
+        if not self.env.is_running():
+            raise BadStateError(f"cannot pause: the simulation is {self.state}, not running")
+        self._record("pause", {})
+        self.env.pause()
+        return self._after_control()
 
     async def resume(self) -> ClockState:
         async with self._lane:
-            self._require_live("resume")
-            if not self.env.is_paused():
-                raise BadStateError(
-                    f"cannot resume: the simulation is {self.state}, not paused; pause it first"
-                )
-            self._record("resume", {})
-            self.env.resume()
-            return self._after_control()
+            return self._resume()
+
+    def _resume(self) -> ClockState:
+        self._require_live("resume")
+        if not self.env.is_paused():
+            raise BadStateError(
+                f"cannot resume: the simulation is {self.state}, not paused; pause it first"
+            )
+        self._record("resume", {})
+        self.env.resume()
+        return self._after_control()
+
+    def _pause_restored(self) -> None:
+        """A restored realtime session comes back paused (its downtime is no simulated time),
+        without a stream item: the stream is the original's until someone resumes it."""
+        self._record("restore", {"paused": True})
+        self.env.pause()
 
     async def jump(
         self, *, to: float | None = None, by: float | None = None, inclusive: bool = True
@@ -70,24 +82,29 @@ class Controls(SimulationCore):
             # Held for the whole jump: in realtime, the wall time its pieces and yields take
             # must not flow into simulated time (nor a `by` target move while it runs).
             with self.clock.held():
-                now = self.clock.now_us()
-                if by is not None:
-                    target = now + to_us(by)
-                else:
-                    assert to is not None  # `_check_jump_request`: exactly one of them
-                    target = to_us(float(to))
-                if target < now:
-                    raise InvalidRequestError(
-                        f"cannot jump to {to_s(target)}: the clock is already at {to_s(now)}; "
-                        "jumps only move time forward"
-                    )
-                self._check_span(now, target, "jump")
-                self._record("jump", {"to": to, "by": by, "inclusive": inclusive})
+                target = self._jump_target(to, by, inclusive)
                 try:
                     await self._advance(target, inclusive, "jump")
                 except ClockError as exc:
                     raise InvalidRequestError(str(exc)) from exc
             return self._after_control()
+
+    def _jump_target(self, to: float | None, by: float | None, inclusive: bool) -> int:
+        """Where a jump goes (checked, and the jump logged); the clock is held."""
+        now = self.clock.now_us()
+        if by is not None:
+            target = now + to_us(by)
+        else:
+            assert to is not None  # `_check_jump_request`: exactly one of them
+            target = to_us(float(to))
+        if target < now:
+            raise InvalidRequestError(
+                f"cannot jump to {to_s(target)}: the clock is already at {to_s(now)}; "
+                "jumps only move time forward"
+            )
+        self._check_span(now, target, "jump")
+        self._record("jump", {"to": to, "by": by, "inclusive": inclusive})
+        return target
 
     async def next_event(self) -> ClockState:
         """Jump to the next due item (event or wait timeout) and fire it."""
@@ -99,14 +116,19 @@ class Controls(SimulationCore):
                     "no event is scheduled, so there is no next event to jump to; jump by an amount"
                 )
             with self.clock.held():
-                try:
-                    target = self.engine.next_event_target_us()
-                except EngineError as exc:
-                    raise BadStateError(str(exc)) from exc
-                self._check_span(self.clock.now_us(), target, "next_event")
-                self._record("jump", {"next_event": True})
+                target = self._next_event_target()
                 await self._advance(target, True, "next_event")
             return self._after_control()
+
+    def _next_event_target(self) -> int:
+        """Where `next_event` goes (checked, and logged); the clock is held."""
+        try:
+            target = self.engine.next_event_target_us()
+        except EngineError as exc:
+            raise BadStateError(str(exc)) from exc
+        self._check_span(self.clock.now_us(), target, "next_event")
+        self._record("jump", {"next_event": True})
+        return target
 
     async def tick(self, n: int = 1) -> ClockState:
         """Run `n` ticks of ARE's time-based loop (one every `time_increment_in_seconds`).
@@ -132,7 +154,7 @@ class Controls(SimulationCore):
                     with anyio.CancelScope(shield=True):
                         while done < n and not self.engine.finished:
                             await anyio.lowlevel.checkpoint()
-                            self._give_way_to_a_stop("tick", f"{done} of its {n} ticks ran")
+                            self._give_way_to_a_stop("tick", f"{done} of its {n} ticks ran", done)
                             done += self._ticks(n - done, self._piece())
             return self._after_control()
 
@@ -178,12 +200,15 @@ class Controls(SimulationCore):
         withdraw = self.announce_stop()
         try:
             async with self._lane:
-                self._require_live("stop")
-                self._record("stop", {})
-                self._end_now(EndState.STOPPED, reason)
-                return self.validation
+                return self._stop(reason)
         finally:
             withdraw()
+
+    def _stop(self, reason: str) -> dict[str, Any] | None:
+        self._require_live("stop")
+        self._record("stop", {"reason": reason})
+        self._end_now(EndState.STOPPED, reason)
+        return self.validation
 
     def announce_stop(self) -> Callable[[], None]:
         """A stop is on its way: long controls give way to it from their next yield on.
@@ -221,22 +246,30 @@ class Controls(SimulationCore):
         at the yield where it sees it (`ControlInterruptedError`), where it got to.
         """
         engine = self.engine
-        if engine.advance_to(
-            target, inclusive=inclusive, out_of_time=out_of_time(self.control_budget)
-        ):
+        fired = 0
+
+        def piece() -> Callable[[], bool]:
+            spent = out_of_time(self.control_budget)
+
+            def counted() -> bool:  # asked once per item fired: a replay stops where this did
+                nonlocal fired
+                fired += 1
+                return spent()
+
+            return counted
+
+        if engine.advance_to(target, inclusive=inclusive, out_of_time=piece()):
             return
         with anyio.CancelScope(shield=True):
             while True:
                 await anyio.lowlevel.checkpoint()
                 self._give_way_to_a_stop(
-                    action, f"{to_s(target - self.clock.now_us()):g} s short of its target"
+                    action, f"{to_s(target - self.clock.now_us()):g} s short of its target", fired
                 )
-                if engine.advance_to(
-                    target, inclusive=inclusive, out_of_time=out_of_time(self.control_budget)
-                ):
+                if engine.advance_to(target, inclusive=inclusive, out_of_time=piece()):
                     return
 
-    def _give_way_to_a_stop(self, action: str, progress: str | None = None) -> None:
+    def _give_way_to_a_stop(self, action: str, progress: str | None = None, done: int = 0) -> None:
         """Raise `ControlInterruptedError` if a stop is announced. Called when a control gets
         the lane (`progress` None: it has done nothing, and does nothing) and at each of its
         yields (the lane and the clock are the caller's to release)."""
@@ -246,7 +279,8 @@ class Controls(SimulationCore):
             raise ControlInterruptedError(
                 f"{action} not run: a stop is on its way (it ends the session); nothing was done"
             )
-        self._record("interrupted", {"control": action, "progress": progress})
+        # `done`: the items (ticks, for `tick`) it ran, where a replay stops it too.
+        self._record("interrupted", {"control": action, "progress": progress, "done": done})
         self._after_control()
         raise ControlInterruptedError(
             f"{action} interrupted by a stop (it ends the session): {progress}; the clock rests "

@@ -15,7 +15,6 @@ from typing import Any, Unpack
 
 import anyio
 import anyio.abc
-import msgspec
 
 from areasync.bridge.environment import AsyncEnvironment, Scenario
 from areasync.bridge.records import to_plain
@@ -31,15 +30,7 @@ from areasync.simulation.errors import BadStateError, InvalidRequestError
 from areasync.simulation.lane import CommandLane
 from areasync.simulation.leases import Leases
 from areasync.simulation.options import SimulationOptions, SimulationSettings
-
-
-class InputRecord(msgspec.Struct, frozen=True):
-    """One external input, logged so that a fast or manual run can be replayed exactly."""
-
-    time: float
-    seq: int
-    source: str
-    payload: dict[str, Any]
+from areasync.simulation.records import Creation, InputRecord
 
 
 class SimulationCore:
@@ -67,6 +58,18 @@ class SimulationCore:
         self.tools = ToolBox(env)
         self.log: StreamLog[StreamItem] = StreamLog()
         self.inputs: list[InputRecord] = []
+        # What a replay consumes: the inputs, in order with the engine steps the driver ran
+        # between them (fast steps counted, realtime ticks one by one; see
+        # `areasync.simulation.replay`).
+        self.records: list[InputRecord] = []
+        self._pending_steps = 0
+        # Waits for a notification made by a replayed tool call, whose caller is not awaiting
+        # them (`Simulation._wait_for_notification` counts the awaited ones).
+        self._unawaited_waits = 0
+        # Rebuilt from a journal by `Simulation.replay` (a realtime one comes back paused).
+        self.restored = False
+        # How it was made (`Simulation.load` sets it): with `records`, all a replay needs.
+        self.creation: Creation | None = None
         self.validation: dict[str, Any] | None = None
         self.end_state = EndState.RUNNING
         # Why the run ended early (a stop, a lease policy, a failure); None when it ran out.
@@ -81,7 +84,8 @@ class SimulationCore:
         self._last_clock_publish = -math.inf
         # Stops on their way (announced, not yet run): long controls give way to them.
         self._stops_announced = 0
-        self._lane = CommandLane(sandbox)
+        self._lane = CommandLane(sandbox, self.clock)
+        self._lane.charges_time = self.settings.lag_policy is LagPolicy.CATCH_UP
         self._driving = False
         self._task_group: anyio.abc.TaskGroup | None = None
         # Realtime starts when the driver does, not when the scenario was loaded: until then
@@ -193,13 +197,19 @@ class SimulationCore:
     def begin_lease(self, holder: str) -> None:
         """`holder` is busy: in fast mode, time stands still until it ends its lease (or the
         lease times out)."""
+        if self.ended:
+            return
+        self._record("lease_begin", {"holder": holder}, internal=True)
         self._leases.begin(holder, self.clock.wall())
         self._wake()
 
     def end_lease(self, holder: str) -> None:
         """`holder` is idle; once no lease is held, a fast session jumps to the next due item."""
-        if self._leases.end(holder):
-            self._wake()
+        if holder not in self._leases.deadlines():
+            return
+        self._record("lease_end", {"holder": holder}, internal=True)
+        self._leases.end(holder)
+        self._wake()
 
     # The names the lease methods had before (`release` also named a sandbox's cleanup and a
     # clock's hold, so the lease methods now say what they do); kept for existing callers.
@@ -226,8 +236,26 @@ class SimulationCore:
         if self.ended:
             raise BadStateError(f"cannot {action}: the simulation has ended ({self.state})")
 
-    def _record(self, source: str, payload: dict[str, Any]) -> None:
-        self.inputs.append(InputRecord(self.clock.now(), self.log.seq, source, payload))
+    def _record(self, source: str, payload: dict[str, Any], *, internal: bool = False) -> None:
+        """Log an input (`internal`: for the replay only, not in `inputs`)."""
+        self._flush_steps()
+        record = InputRecord(self.clock.now(), self.log.seq, source, payload)
+        self.records.append(record)
+        if not internal:
+            self.inputs.append(record)
+
+    def _flush_steps(self) -> None:
+        """Log the count of fast steps run since the last record, if any (one record for a
+        whole stretch: which steps they were follows from the state, not how many)."""
+        if self._pending_steps:
+            n, self._pending_steps = self._pending_steps, 0
+            self.records.append(InputRecord(self.clock.now(), self.log.seq, "steps", {"n": n}))
+
+    def flush_records(self) -> list[InputRecord]:
+        """Every record so far, the fast steps run since the last one included (a journal
+        calls this before it persists what the run has done)."""
+        self._flush_steps()
+        return self.records
 
     def _after_step(self) -> None:
         if (
@@ -271,6 +299,9 @@ class SimulationCore:
             # The wait is over: a stale timeout must not fire later (ARE resets it on return).
             self.env.reset_wait_timeout()
             self.env.waiting_for_notification = False
+            if self._unawaited_waits:
+                self._waiting_for_notification -= self._unawaited_waits
+                self._unawaited_waits = 0
         self.log.append(lambda seq: NotificationItem(seq=seq, notification=record))
 
     # -- the end -----------------------------------------------------------------------------
@@ -278,6 +309,9 @@ class SimulationCore:
     def fail(self, reason: str) -> None:
         """End the run now in ARE's FAILED state, e.g. because the scenario's own code raised
         out of a tick (ARE's thread would die there and leave the environment RUNNING)."""
+        if self.ended:
+            return
+        self._record("fail", {"reason": reason})
         self._end_now(EndState.FAILED, reason)
 
     def _end_now(self, how: EndState, reason: str) -> None:
@@ -294,6 +328,7 @@ class SimulationCore:
     def _conclude(self) -> None:
         if self.ended:
             return
+        self._flush_steps()
         self.end_state = EndState.RAN_TO_END if self._ending is None else self._ending
         self.clock.freeze()  # an ended session's time is where it ended (every way it ends)
         self._leases.clear()

@@ -48,7 +48,7 @@ class Driver(SimulationCore):
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._task_group is not None
-        self._end_now(EndState.LEFT, "the simulation context exited")
+        self.leave()
         self._wake()
         return await self._task_group.__aexit__(exc_type, exc, tb)
 
@@ -77,6 +77,13 @@ class Driver(SimulationCore):
         finally:
             self._driving = False
 
+    def leave(self) -> None:
+        """End the run because its `async with` block exited while it still ran."""
+        if self.ended:
+            return
+        self._record("exit", {})
+        self._end_now(EndState.LEFT, "the simulation context exited")
+
     def _plan(self) -> float | None:
         """Wall seconds until the next step (0: now; None: only when woken)."""
         engine = self.engine
@@ -92,7 +99,8 @@ class Driver(SimulationCore):
                 return 0.0 if engine.end_us is not None else None
             return 0.0
         if mode is Mode.REALTIME:
-            delay = self.clock.wall_delay_until(engine.next_grid_us())
+            # Planned holding the lane, whose hold of the clock ends before the driver waits.
+            delay = self.clock.wall_delay_until(engine.next_grid_us(), holds=1)
             return 0.0 if delay is None else delay
         return None  # manual: only controls move time
 
@@ -100,15 +108,20 @@ class Driver(SimulationCore):
         """Expire the leases past their deadline; wall seconds until the next one expires."""
         now = self.clock.wall()
         for holder in self._leases.expire(now):
-            self._record("lease", {"expired": holder, "policy": self.lease_policy.value})
-            if self.lease_policy is LeasePolicy.END:
-                self._end_now(
-                    EndState.LEASE_EXPIRED,
-                    f"agent {holder!r} held its busy lease past the deadline",
-                )
+            if self._expire_lease(holder):
                 return 0.0
         deadline = self._leases.next_deadline()
         return 0.0 if deadline is None else max(0.0, deadline - now)
+
+    def _expire_lease(self, holder: str) -> bool:
+        """`holder`'s lease has expired (and is no longer held); whether the run ended."""
+        self._record("lease", {"expired": holder, "policy": self.lease_policy.value})
+        if self.lease_policy is LeasePolicy.END:
+            self._end_now(
+                EndState.LEASE_EXPIRED, f"agent {holder!r} held its busy lease past the deadline"
+            )
+            return True
+        return False
 
     def _run_steps(self) -> None:
         """Engine steps back to back until the budget is spent or the driver must re-plan."""
@@ -123,12 +136,21 @@ class Driver(SimulationCore):
         """One engine step. False when the driver should plan again (wait, or done)."""
         engine = self.engine
         if engine.finished or engine.stopping:
-            engine.finish()
-            return False
+            return self._fast_step()
         if self.clock.mode is not Mode.FAST:
             self._realtime_tick()  # one tick per wake-up: the next one is paced by the wall
             return False
         if self._leases or self.clock.paused:
+            return False
+        return self._fast_step()
+
+    def _fast_step(self) -> bool:
+        """One step whose effect follows from the state alone (a replay runs it again): the
+        end, or a step of the queue-based loop. Counted, not logged one by one."""
+        self._pending_steps += 1
+        engine = self.engine
+        if engine.finished or engine.stopping:
+            engine.finish()
             return False
         if engine.step_fast():
             return True
@@ -137,26 +159,36 @@ class Driver(SimulationCore):
         return False
 
     def _realtime_tick(self) -> None:
+        """A tick of the time-based loop, when the wall says it is due. What the wall decided
+        (its time, how late it was, whether the clock is published) is logged with it, so that
+        a replay runs it with no wall (`_tick_as_recorded`)."""
         target = self.engine.next_grid_us()
         late_us = self.clock.peek_us() - target  # pacing only: not a reading anyone sees
-        self.lag = max(0.0, late_us / 1e6 / self.clock.speed)
-        if self.lag_policy is LagPolicy.STRICT and self.lag > self.max_lag:
-            self._end_now(
-                EndState.TOO_LATE,
-                f"realtime tick ran {self.lag:.3f} s late, above max_lag={self.max_lag}",
-            )
-            return
-        if self.lag_policy is LagPolicy.CATCH_UP:
-            self.engine.step_grid()
-        else:
-            # A tick takes no simulated time: ARE's thread spends ~1 ms of wall time per tick,
-            # which at speed k would otherwise become k ms of simulated time inside the tick.
+        lag = max(0.0, late_us / 1e6 / self.clock.speed)
+        publish = self.clock.wall() - self._last_clock_publish >= CLOCK_PUBLISH_INTERVAL_S
+        too_late = self.lag_policy is LagPolicy.STRICT and lag > self.max_lag
+        if not too_late and self.lag_policy is not LagPolicy.CATCH_UP:
             # A late tick runs at the latest time already given out, if that is later than its
             # own: what was read stays read.
             self.clock.anchor(max(target, self.clock.reported_us), self.clock.wall())
-            with self.clock.held():
-                self.engine.step_grid()
-        if self.clock.wall() - self._last_clock_publish >= CLOCK_PUBLISH_INTERVAL_S:
+        self._record("realtime_tick", {"lag": lag, "publish": publish}, internal=True)
+        self._tick_as_recorded(lag, publish)
+
+    def _tick_as_recorded(self, lag: float, publish: bool) -> None:
+        """The realtime tick at the clock's time, `lag` late, publishing the clock if `publish`."""
+        self.lag = lag
+        if self.lag_policy is LagPolicy.STRICT and lag > self.max_lag:
+            self._end_now(
+                EndState.TOO_LATE,
+                f"realtime tick ran {lag:.3f} s late, above max_lag={self.max_lag}",
+            )
+            return
+        # A tick takes no simulated time: ARE's thread spends ~1 ms of wall time per tick, which
+        # at speed k would otherwise become k ms of simulated time inside the tick (the lane
+        # holds the clock too; CATCH_UP ticks where the clock stood when the lane was taken).
+        with self.clock.held():
+            self.engine.step_grid()
+        if publish:
             self._publish_clock()
 
     async def _sleep(self, delay: float | None) -> None:

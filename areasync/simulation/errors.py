@@ -23,3 +23,8 @@ class ControlInterruptedError(SimulationError):
     What it did stays done (see `areasync.simulation`); the message says how far it got."""
 
     code = "interrupted"
+
+
+class ReplayDivergedError(SimulationError):
+    """A replay did not reproduce a record of the run it replays (a different scenario, seed
+    or ARE version, or a source of non-determinism not covered): the replay stops there."""

@@ -14,6 +14,7 @@ from types import TracebackType
 import anyio
 
 from areasync.bridge.sandbox import Sandbox
+from areasync.loop.clock import VirtualClock
 
 
 class CommandLane:
@@ -27,14 +28,22 @@ class CommandLane:
     checks for cancellation.) Not re-entrant: a command must not await another command.
     """
 
-    __slots__ = ("_busy", "_sandbox", "_scope", "_waiters")
+    __slots__ = ("_busy", "_clock", "_entered_at", "_sandbox", "_scope", "_waiters", "charges_time")
 
-    def __init__(self, sandbox: Sandbox | None = None) -> None:
+    def __init__(self, sandbox: Sandbox | None = None, clock: VirtualClock | None = None) -> None:
         self._busy = False
         self._waiters: collections.deque[anyio.Event] = collections.deque()
         # Whoever holds the lane runs the session's code: inside the session's sandbox.
         self._sandbox = sandbox
         self._scope: AbstractContextManager[None] | None = None
+        # A command takes no simulated time: the clock stands still while the lane is held, so
+        # every reading a command (or a batch of steps) takes is the same, and the one its
+        # record logs is all a replay needs to reproduce them (`areasync.simulation.replay`).
+        self._clock = clock
+        # Whether the wall time a command takes becomes simulated time once it is done
+        # (`LagPolicy.CATCH_UP`: time flows through ticks, as ARE's does).
+        self.charges_time = False
+        self._entered_at = 0.0
 
     def locked(self) -> bool:
         return self._busy
@@ -62,6 +71,9 @@ class CommandLane:
         self._enter_sandbox()
 
     def _enter_sandbox(self) -> None:
+        if self._clock is not None:
+            self._clock.hold(bind=False)
+            self._entered_at = self._clock.wall()
         if self._sandbox is not None:
             self._scope = self._sandbox.entered()
             self._scope.__enter__()
@@ -75,6 +87,8 @@ class CommandLane:
         scope, self._scope = self._scope, None
         if scope is not None:
             scope.__exit__(None, None, None)
+        if self._clock is not None:
+            self._clock.unhold(since=self._entered_at if self.charges_time else None)
         self._pass_on()
 
     def _pass_on(self) -> None:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import TypeAlias
 
 from areasync.bridge import scenarios
+from areasync.bridge.determinism import session_entropy
 from areasync.bridge.environment import Scenario
 from areasync.bridge.judge_options import JudgeOptions
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
@@ -29,13 +30,18 @@ def build_scenario(
     oracle: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     judge: JudgeOptions | None = None,
+    seed: int | None = None,
+    created_at: float | None = None,
 ) -> tuple[Scenario, Sandbox]:
     """The initialised scenario of `source`, built inside a new sandbox, and that sandbox (for
     `Simulation.load(scenario, sandbox=...)`). It creates no event-loop object, so that a
     server can build an untrusted scenario in a worker thread: the sandbox's context variable
     follows the thread's copied context, so the guard covers the import there too. `judge`:
-    a benchmark import is judged by it (`areasync.bridge.scenarios`)."""
-    with sandboxed_loading(source, max_file_bytes=max_file_bytes) as sandbox:
+    a benchmark import is judged by it (`areasync.bridge.scenarios`). `seed`, `created_at`:
+    the session's (`Simulation.load`), which the sandbox carries on to it."""
+    with sandboxed_loading(
+        source, max_file_bytes=max_file_bytes, seed=seed, created_at=created_at
+    ) as sandbox:
         scenario = load_in(sandbox, source, import_mode=import_mode, oracle=oracle, judge=judge)
     return scenario, sandbox
 
@@ -46,13 +52,19 @@ def sandboxed_loading(
     *,
     sandbox: Sandbox | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    seed: int | None = None,
+    created_at: float | None = None,
 ) -> Iterator[Sandbox]:
     """Load `source` in the body, inside `sandbox` (a new one if None), which it yields.
 
+    The sandbox carries the session's ids and time (`areasync.bridge.determinism`): from
+    `seed` and `created_at` (random, and the wall's now, if None), unless it has them already.
     If the body raises, what ARE created for the scenario is removed."""
     if sandbox is None:
         _discover_registered(source)
         sandbox = Sandbox(max_file_bytes=max_file_bytes)
+    if sandbox.entropy is None:
+        sandbox.entropy = session_entropy(seed, created_at)
     try:
         with sandbox.loading(_scenario_file(source)):
             yield sandbox

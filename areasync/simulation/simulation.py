@@ -9,22 +9,20 @@ controls).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any, Unpack
+from collections.abc import Callable, Sequence
+from typing import Unpack
 
 from areasync.bridge.environment import session_environment
-from areasync.bridge.records import to_plain
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
-from areasync.protocol.frames import ImportMode, Mode, NotificationItem
-from areasync.protocol.records import WAIT_TOOL
-from areasync.simulation.controls import Controls
-from areasync.simulation.driver import Driver
-from areasync.simulation.errors import BadStateError
+from areasync.protocol.frames import ImportMode, Mode
+from areasync.simulation.agent_side import AgentSide
 from areasync.simulation.loading import ScenarioSource, load_in, sandboxed_loading
 from areasync.simulation.options import SimulationOptions
+from areasync.simulation.records import Creation, InputRecord
+from areasync.simulation.replay import replay_into
 
 
-class Simulation(Controls, Driver):
+class Simulation(AgentSide):
     """An ARE scenario on a virtual clock, driven by an asyncio task (see `areasync.simulation`)."""
 
     @classmethod
@@ -40,6 +38,8 @@ class Simulation(Controls, Driver):
         import_mode: ImportMode | str = ImportMode.AUTO,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         sandbox: Sandbox | None = None,
+        seed: int | None = None,
+        created_at: float | None = None,
         **options: Unpack[SimulationOptions],
     ) -> Simulation:
         """Load a scenario (registered id, JSON path, JSON text or Scenario) ready to run.
@@ -54,8 +54,20 @@ class Simulation(Controls, Driver):
         A Scenario built by `build_scenario` comes with its `sandbox`: pass it on (it is
         cleaned up if the simulation cannot be made). `options`: the session's tuning
         (`SimulationOptions`).
+
+        `seed` (a random one if None) makes every id the session's code draws, and
+        `created_at` (the wall's epoch seconds now if None) every wall-clock read it makes
+        while loading (`areasync.bridge.determinism`): with them and its records, the run can
+        be replayed exactly (`sim.creation`, `sim.records`, `Simulation.replay`). A sandbox
+        from `build_scenario` brings the seed and time it was built with.
         """
-        with sandboxed_loading(source, sandbox=sandbox, max_file_bytes=max_file_bytes) as box:
+        with sandboxed_loading(
+            source,
+            sandbox=sandbox,
+            max_file_bytes=max_file_bytes,
+            seed=seed,
+            created_at=created_at,
+        ) as box:
             scenario = load_in(box, source, import_mode=import_mode, oracle=oracle)
             env = session_environment(
                 scenario,
@@ -65,74 +77,42 @@ class Simulation(Controls, Driver):
                 speed=speed,
                 wall=wall,
             )
+            assert box.entropy is not None  # `sandboxed_loading` gives every sandbox one
+            box.entropy.clock = env.clock
             sim = cls(scenario, env, sandbox=box, **options)
+            sim.creation = Creation.of(
+                box.entropy,
+                mode=Mode(mode),
+                speed=speed,
+                oracle=oracle,
+                exit_when_no_events=exit_when_no_events,
+                import_mode=ImportMode(import_mode),
+                max_file_bytes=box.max_file_bytes,
+                settings=sim.settings,
+            )
             env.start_scenario(scenario)
             sim._publish_clock()
             return sim
 
-    # -- the agent's side --------------------------------------------------------------------
-
-    async def call_tool(
-        self, name: str, args: dict[str, Any] | None = None, *, holder: str | None = None
-    ) -> Any:
-        """Call an ARE tool by public name between ticks; returns its JSON-typed result.
-
-        `SystemApp__wait_for_notification` returns once a notification arrives or its timeout
-        passes in simulated time; meanwhile the stream keeps flowing and, in fast mode, the
-        caller's lease (if `holder` is given) ends.
-        """
-        if name == WAIT_TOOL:
-            return await self._wait_for_notification(args, holder)
-        async with self._lane:
-            self._require_live("call a tool")
-            arguments = dict(args or {})
-            self._record("call_tool", {"tool": name, "args": to_plain(arguments)})
-            result = self.tools.call(name, arguments)
-            self._after_command()
-            return result
-
-    async def _wait_for_notification(self, args: dict[str, Any] | None, holder: str | None) -> Any:
-        # The lane for the call itself only: the wait is not a command, others go on.
-        async with self._lane:
-            self._require_live("call a tool")
-            arguments = dict(args or {})
-            self._record("call_tool", {"tool": WAIT_TOOL, "args": to_plain(arguments)})
-            seq = self.log.seq
-            self._waiting_for_notification += 1
-            try:
-                result = self.tools.call(WAIT_TOOL, arguments)
-                if holder is not None:
-                    self.end_lease(holder)
-                self._after_command()
-            except BaseException:
-                self._waiting_for_notification -= 1
-                raise
-        try:
-            await self._notification_after(seq)
-        finally:
-            self._waiting_for_notification -= 1
-        return result
-
-    async def _notification_after(self, seq: int) -> None:
-        """Return once a notification is on the stream after `seq`, or the run has ended."""
-        position = seq
-        while not self.ended:
-            for item in self.log.items[position:]:
-                if isinstance(item, NotificationItem):
-                    return
-            position = self.log.seq
-            await self.log.wait_beyond(position)
-
-    async def send_user_message(self, content: str) -> Any:
-        """The user writes to the agent (ARE's `AgentUserInterface.send_message_to_agent`)."""
-        async with self._lane:
-            self._require_live("send a user message")
-            aui = self.env.agent_user_interface
-            if aui is None:
-                raise BadStateError(
-                    "this scenario has no AgentUserInterface app, so there is no user to speak as"
-                )
-            self._record("send_user_message", {"content": content})
-            result = aui.send_message_to_agent(content=content)
-            self._after_command()
-            return to_plain(result)
+    @classmethod
+    def replay(
+        cls,
+        source: ScenarioSource,
+        creation: Creation,
+        records: Sequence[InputRecord],
+        *,
+        until_seq: int | None = None,
+        until_time: float | None = None,
+        wall: Callable[[], float] = time.monotonic,
+        sandbox: Sandbox | None = None,
+    ) -> Simulation:
+        """The session that `creation` and `records` describe, rebuilt from `source` (the same
+        scenario: its registered id, JSON, or a fresh, uninitialised Scenario), positioned where
+        the original was after its last record, or at the cut (`until_seq`: the first boundary
+        where the stream has reached that seq; `until_time`: nothing past that simulated time)
+        to fork it. Applied synchronously, with no wall clock (`areasync.simulation.replay`);
+        raises `ReplayDivergedError` if the rebuilt session logs anything differently. It comes
+        back `restored`, a realtime one paused; drive it as any other (`async with`, `run`)."""
+        sim = cls.load(source, wall=wall, sandbox=sandbox, **creation.load_arguments())
+        replay_into(sim, records, until_seq=until_seq, until_time=until_time)
+        return sim

@@ -1,0 +1,101 @@
+"""`AgentSide`: what an agent and its user do to a simulation (tool calls, the wait for a
+notification, the user's messages), each an async command and its synchronous body (the body
+is what a replay runs again, `areasync.simulation.replay`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from areasync.bridge.records import to_plain
+from areasync.protocol.frames import NotificationItem
+from areasync.protocol.records import WAIT_TOOL
+from areasync.simulation.controls import Controls
+from areasync.simulation.driver import Driver
+from areasync.simulation.errors import BadStateError
+
+
+class AgentSide(Controls, Driver):
+    """A simulation's controls, driver, and the agent's side of it."""
+
+    # -- the agent's side --------------------------------------------------------------------
+
+    async def call_tool(
+        self, name: str, args: dict[str, Any] | None = None, *, holder: str | None = None
+    ) -> Any:
+        """Call an ARE tool by public name between ticks; returns its JSON-typed result.
+
+        `SystemApp__wait_for_notification` returns once a notification arrives or its timeout
+        passes in simulated time; meanwhile the stream keeps flowing and, in fast mode, the
+        caller's lease (if `holder` is given) ends.
+        """
+        if name == WAIT_TOOL:
+            return await self._wait_for_notification(args, holder)
+        async with self._lane:
+            return self._call_tool(name, args)
+
+    def _call_tool(self, name: str, args: dict[str, Any] | None) -> Any:
+        self._require_live("call a tool")
+        arguments = dict(args or {})
+        self._record("call_tool", {"tool": name, "args": to_plain(arguments)})
+        result = self.tools.call(name, arguments)
+        self._after_command()
+        return result
+
+    async def _wait_for_notification(self, args: dict[str, Any] | None, holder: str | None) -> Any:
+        # The lane for the call itself only: the wait is not a command, others go on.
+        async with self._lane:
+            seq, result = self._begin_waiting(args, holder)
+        try:
+            await self._notification_after(seq)
+        finally:
+            self._waiting_for_notification -= 1
+        return result
+
+    def _begin_waiting(self, args: dict[str, Any] | None, holder: str | None) -> tuple[int, Any]:
+        """The wait's call (its caller then awaits a notification): the seq it began at and
+        the tool's result."""
+        self._require_live("call a tool")
+        arguments = dict(args or {})
+        payload: dict[str, Any] = {"tool": WAIT_TOOL, "args": to_plain(arguments)}
+        if holder is not None:
+            payload["holder"] = holder  # its lease ends inside the call (a replay does the same)
+        self._record("call_tool", payload)
+        seq = self.log.seq
+        self._waiting_for_notification += 1
+        try:
+            result = self.tools.call(WAIT_TOOL, arguments)
+            if holder is not None:
+                self.end_lease(holder)
+            self._after_command()
+        except BaseException:
+            self._waiting_for_notification -= 1
+            raise
+        return seq, result
+
+    async def _notification_after(self, seq: int) -> None:
+        """Return once a notification is on the stream after `seq`, or the run has ended."""
+        position = seq
+        while not self.ended:
+            for item in self.log.items[position:]:
+                if isinstance(item, NotificationItem):
+                    return
+            position = self.log.seq
+            await self.log.wait_beyond(position)
+
+    async def send_user_message(self, content: str) -> Any:
+        """The user writes to the agent (ARE's `AgentUserInterface.send_message_to_agent`)."""
+        async with self._lane:
+            return self._send_user_message(content)
+
+    def _send_user_message(self, content: str) -> Any:
+        self._require_live("send a user message")
+        aui = self.env.agent_user_interface
+        if aui is None:
+            raise BadStateError(
+                "this scenario has no AgentUserInterface app, so there is no user to speak as"
+            )
+        self._record("send_user_message", {"content": content})
+        result = aui.send_message_to_agent(content=content)
+        self._after_command()
+        return to_plain(result)

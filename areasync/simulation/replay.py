@@ -1,0 +1,230 @@
+"""Replaying a session from its creation and records, synchronously, with no wall clock.
+
+A session is a pure function of its `Creation` and its `InputRecord`s
+(`areasync.simulation.records`): ARE's ids, app seeds and wall-clock reads follow its seed and
+creation time (`areasync.bridge.determinism`), the clock stands still while a command runs (the
+lane holds it), and what the wall decided is logged - how many fast steps ran between two
+inputs, each realtime tick's time, lag and clock publication, how far an interrupted control
+got. `replay` loads the scenario again and applies the records in order through the same code
+the live session ran (each control's synchronous body, each engine step), in one go: no task,
+no sleep, no lane. Each record it applies logs itself again; any that differs from the original
+stops the replay (`ReplayDivergedError`), so a replay is exact or fails loudly.
+
+Where a replay stops: after the last record, or at a cut for a fork - before the first record
+or step that would start past `until_seq` (the stream has reached it) or run past
+`until_time` (simulated seconds). The replayed session is then where the original was at that
+point, ready to go on: `restored` is set, a realtime session comes back paused (logged as a
+`restore` record, with no stream item: its downtime is no simulated time), leases held are held
+again with fresh deadlines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from areasync.loop.clock import to_us
+from areasync.protocol.frames import Mode, NotificationItem
+from areasync.protocol.records import WAIT_TOOL
+from areasync.simulation.agent_side import AgentSide as Simulation
+from areasync.simulation.errors import ReplayDivergedError
+from areasync.simulation.records import InputRecord
+
+
+class _Cut:
+    """Where a replay stops early (either bound, both, or neither)."""
+
+    def __init__(self, until_seq: int | None, until_time: float | None) -> None:
+        self.until_seq = until_seq
+        self.until_us = None if until_time is None else to_us(until_time)
+
+    def reached(self, sim: Simulation, time_us: int) -> bool:
+        """Whether something starting at `time_us` now would run past the cut."""
+        if self.until_seq is not None and sim.log.seq >= self.until_seq:
+            return True
+        return self.until_us is not None and time_us > self.until_us
+
+
+def replay_into(
+    sim: Simulation,
+    records: Sequence[InputRecord],
+    *,
+    until_seq: int | None = None,
+    until_time: float | None = None,
+) -> None:
+    """Apply `records` to `sim`, freshly loaded from the same creation (module docstring)."""
+    cut = _Cut(until_seq, until_time)
+    cursor = 0
+    with sim.sandbox.entered():
+        while cursor < len(records) and not sim.ended:
+            record = records[cursor]
+            if record.source == "steps":
+                if not _steps(sim, int(record.payload["n"]), cut):
+                    break
+                cursor = max(cursor + 1, len(sim.records))
+            else:
+                if cut.reached(sim, to_us(record.time)):
+                    break
+                following = records[cursor + 1] if cursor + 1 < len(records) else None
+                before = len(sim.records)
+                _position(sim, record)
+                _apply(sim, record, following)
+                if len(sim.records) == before:
+                    raise ReplayDivergedError(
+                        f"record {cursor} ({record.source} at seq {record.seq}) logged nothing "
+                        "when replayed: the replay diverged from the run it replays"
+                    )
+                cursor = len(sim.records)
+            _check(sim.records, records)
+        _restore(sim)
+
+
+def _position(sim: Simulation, record: InputRecord) -> None:
+    """Set the clock where the record was logged: in realtime the wall had moved it there."""
+    t_us, now = to_us(record.time), sim.clock.now_us()
+    if t_us == now:
+        return
+    if sim.clock.mode is Mode.REALTIME and t_us > now and not sim.clock.frozen:
+        sim.clock.anchor(t_us, sim.clock.wall())
+        return
+    raise ReplayDivergedError(
+        f"{record.source} was logged at {record.time} s, but the replay is at {now / 1e6} s "
+        f"({sim.clock.mode.value} mode): the replay diverged from the run it replays"
+    )
+
+
+def _steps(sim: Simulation, n: int, cut: _Cut) -> bool:
+    """Run `n` fast steps (False if the cut came first)."""
+    engine = sim.engine
+    for _ in range(n):
+        due = engine.next_due_us()
+        if due is None:
+            due = engine.end_us if engine.end_us is not None else sim.clock.now_us()
+        if not (engine.finished or engine.stopping) and cut.reached(sim, due):
+            return False
+        try:
+            sim._fast_step()
+        except Exception:  # the scenario's code raised: the live driver stopped there too
+            continue
+        sim._after_step()
+    return True
+
+
+def _check(replayed: list[InputRecord], records: Sequence[InputRecord]) -> None:
+    for index in range(len(replayed) - 1, -1, -1):
+        if index >= len(records):
+            raise ReplayDivergedError(
+                f"the replay logged more records than the run it replays ({replayed[index]})"
+            )
+        if replayed[index] == records[index]:
+            return
+        raise ReplayDivergedError(
+            f"record {index} replayed as {replayed[index]}, but the run logged "
+            f"{records[index]}: the replay diverged from the run it replays"
+        )
+
+
+def _apply(sim: Simulation, record: InputRecord, following: InputRecord | None) -> None:
+    """Run what `record` logged, through the live code; errors it raised live, it raises
+    again and they are dropped here, as the live session answered them to their caller."""
+    interrupted = (
+        following.payload if following is not None and following.source == "interrupted" else None
+    )
+    apply = _APPLY.get(record.source)
+    if apply is None:
+        raise ReplayDivergedError(
+            f"cannot replay a record of source {record.source!r}: this version knows "
+            f"{', '.join(sorted(_APPLY))} (was the journal written by a newer areasync?)"
+        )
+    try:
+        apply(sim, record.payload, interrupted)
+    except ReplayDivergedError:
+        raise
+    except Exception:
+        pass
+
+
+def _call_tool(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
+    if payload["tool"] != WAIT_TOOL:
+        sim._call_tool(payload["tool"], payload["args"])
+        return
+    seq, _result = sim._begin_waiting(payload["args"], payload.get("holder"))
+    # Its caller is gone: the wait ends with the next notification, or has already.
+    if any(isinstance(item, NotificationItem) for item in sim.log.items[seq:]) or sim.ended:
+        sim._waiting_for_notification -= 1
+    else:
+        sim._unawaited_waits += 1
+
+
+def _jump(sim: Simulation, payload: dict[str, Any], interrupted: dict[str, Any] | None) -> None:
+    with sim.clock.held():
+        if payload.get("next_event"):
+            target, inclusive = sim._next_event_target(), True
+        else:
+            inclusive = bool(payload["inclusive"])
+            target = sim._jump_target(payload["to"], payload["by"], inclusive)
+        if interrupted is None:
+            sim.engine.advance_to(target, inclusive=inclusive)
+        else:
+            fired = 0
+            limit = int(interrupted["done"])
+
+            def counted() -> bool:
+                nonlocal fired
+                fired += 1
+                return fired >= limit
+
+            sim.engine.advance_to(target, inclusive=inclusive, out_of_time=counted)
+    _end_control(sim, interrupted)
+
+
+def _tick(sim: Simulation, payload: dict[str, Any], interrupted: dict[str, Any] | None) -> None:
+    n = int(payload["n"])
+    sim._require_live("tick")
+    sim._record("tick", {"n": n})
+    with sim.clock.held():
+        sim._ticks(n if interrupted is None else int(interrupted["done"]), lambda: False)
+    _end_control(sim, interrupted)
+
+
+def _end_control(sim: Simulation, interrupted: dict[str, Any] | None) -> None:
+    if interrupted is not None:
+        sim._record("interrupted", interrupted)
+    sim._after_control()
+
+
+def _realtime_tick(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
+    sim._record("realtime_tick", payload, internal=True)
+    sim._tick_as_recorded(float(payload["lag"]), bool(payload["publish"]))
+    sim._after_step()
+
+
+def _expired(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
+    sim._leases.end(payload["expired"])
+    sim._expire_lease(payload["expired"])
+
+
+_APPLY: dict[str, Any] = {
+    "call_tool": _call_tool,
+    "send_user_message": lambda sim, p, _: sim._send_user_message(p["content"]),
+    "pause": lambda sim, p, _: sim._pause(),
+    "resume": lambda sim, p, _: sim._resume(),
+    "jump": _jump,
+    "tick": _tick,
+    "set_speed": lambda sim, p, _: sim.set_speed(p["speed"]),
+    "set_mode": lambda sim, p, _: sim.set_mode(p["mode"]),
+    "stop": lambda sim, p, _: sim._stop(p["reason"]),
+    "fail": lambda sim, p, _: sim.fail(p["reason"]),
+    "exit": lambda sim, p, _: sim.leave(),
+    "restore": lambda sim, p, _: sim._pause_restored(),
+    "lease_begin": lambda sim, p, _: sim.begin_lease(p["holder"]),
+    "lease_end": lambda sim, p, _: sim.end_lease(p["holder"]),
+    "lease": _expired,
+    "realtime_tick": _realtime_tick,
+}
+
+
+def _restore(sim: Simulation) -> None:
+    sim.restored = True
+    if not sim.ended and sim.clock.mode is Mode.REALTIME and not sim.clock.paused:
+        sim._pause_restored()

@@ -81,7 +81,7 @@ class Driver(SimulationCore):
         """End the run because its `async with` block exited while it still ran."""
         if self.ended:
             return
-        self._record("exit", {})
+        self._record("exit", {}, internal=True)
         self._end_now(EndState.LEFT, "the simulation context exited")
 
     def _plan(self) -> float | None:

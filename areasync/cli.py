@@ -21,6 +21,7 @@ import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
 from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
+from areasync.cli_durable import add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.ports import is_port
@@ -224,6 +225,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-sessions", type=int, default=64, help="live sessions at most (default 64)"
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    add_durability_options(serve)
     limits = serve.add_argument_group(
         "limits and tuning", "ServiceConfig fields (defaults in parentheses; see RELIABILITY.md)"
     )
@@ -323,6 +325,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             judge_model=args.judge_model,
             judge_provider=args.judge_provider,
             judge_endpoint=args.judge_endpoint,
+            state_dir=Path(args.state_dir) if args.state_dir else None,
+            durability=args.durability,
+            retention=args.retention,
             **{
                 name: getattr(args, name)
                 for name, _, _ in SERVE_TUNABLES

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from areasync.bridge.judge_options import JudgeOptions
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
+from areasync.journal import Durability
 from areasync.policies import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.origin import normalize_hosts, normalize_origins
@@ -33,6 +34,19 @@ class ServiceConfig:
     # the names the server is bound as (a guard against DNS rebinding).
     allow_origins: tuple[str, ...] = ()
     allow_hosts: tuple[str, ...] = ()
+
+    # -- durability (service/journals.py) -------------------------------------------------
+    # Where every session's journal is kept (`DIR/sessions/<id>.journal`, plus the admin token
+    # in `DIR/admin-token`); None: no journal, sessions live in memory only.
+    state_dir: Path | None = None
+    # When a journal record is durable: `every` (one fdatasync per record) or group commit
+    # (`group:MS`; 0: records that arrive while a sync runs share the next one). A reply, and
+    # any stream item an input caused, leaves the server only once that input is durable.
+    durability: Durability | str = "group:0"
+    # Wall seconds an ended session's journal is kept before a sweep removes it.
+    retention: float = 7 * 86400.0
+    # Every session's seed (ids, app seeds); None: a random 63-bit one per session.
+    seed: int | None = None
 
     # -- sessions created at start-up (and the defaults of create_session) -----------------
     mode: Mode = Mode.REALTIME
@@ -171,6 +185,12 @@ class ServiceConfig:
             problems.append(str(exc))
         if self.trace_dir is not None and not isinstance(self.trace_dir, Path):
             object.__setattr__(self, "trace_dir", Path(self.trace_dir))
+        if self.state_dir is not None and not isinstance(self.state_dir, Path):
+            object.__setattr__(self, "state_dir", Path(self.state_dir))
+        try:
+            object.__setattr__(self, "durability", parse_durability(self.durability))
+        except ValueError as exc:
+            problems.append(str(exc))
         return problems
 
     def _bounds(self) -> list[str]:
@@ -192,6 +212,11 @@ class ServiceConfig:
                 problems.append(f"{name} must be > 0 seconds, got {getattr(self, name)}")
         if self.max_jump == float("inf"):
             problems.append("max_jump must be a finite number of simulated seconds")
+        if not (isinstance(self.retention, int | float) and 0 < self.retention < float("inf")):
+            problems.append(
+                f"retention must be a number of seconds > 0 (how long an ended session's "
+                f"journal is kept), got {self.retention!r}"
+            )
         if self.rate is not None and self.rate <= 0:
             problems.append(f"rate must be > 0 requests per second (or None), got {self.rate}")
         return problems
@@ -201,6 +226,28 @@ class ServiceConfig:
         """The judge `judge_model`, `judge_provider` and `judge_endpoint` ask for, checked;
         None without one."""
         return self._judge
+
+
+DURABILITY_CHOICES = "`every` (one sync per record) or `group:MS` (group commit, MS >= 0 ms)"
+
+
+def parse_durability(value: Durability | str) -> Durability:
+    """`every`, `group:MS` (or a `Durability`) as a `Durability`; ValueError saying what is
+    accepted otherwise."""
+    if isinstance(value, Durability):
+        return value
+    text = str(value).strip().lower()
+    if text == "every":
+        return Durability.every()
+    kind, _, ms = text.partition(":")
+    if kind == "group" and ms:
+        try:
+            window = float(ms)
+        except ValueError:
+            window = float("nan")
+        if 0 <= window < float("inf"):
+            return Durability.group(window)
+    raise ValueError(f"durability must be {DURABILITY_CHOICES}, got {value!r}")
 
 
 # Counts and sizes that must be at least 1.

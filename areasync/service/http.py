@@ -7,7 +7,8 @@ both, with no web framework:
 ==================  =======  ===================================================================
 path                token    answer
 ==================  =======  ===================================================================
-/health             no       200 {"status": "ok", "protocol": "areasync/1"}
+/health             no       200 {"status": "ok", "protocol": "areasync/1"}; with --state-dir also
+                             "journal": {"failed_sessions": N}, and status "degraded" if N > 0
 /api/sessions       yes      200 {"access": {...}, "sessions": [...]}: every session for the
                              admin token, only its own session for a session token
 /api/schema         yes      200 the protocol's JSON Schema
@@ -216,7 +217,7 @@ class HttpRoutes:
                 f"no WebSocket endpoint at {path!r}: connect to /sessions/<session id>",
             )
         if path == "/health":
-            return json_response(200, {"status": "ok", "protocol": PROTOCOL})
+            return json_response(200, self._health())
         if path in _PROTECTED or source_session_of(path) is not None:
             return self._protected(path, url.query, request.headers.get("Authorization"))
         if path in _PAGES:
@@ -246,6 +247,17 @@ class HttpRoutes:
         # The WebSocket the page will open goes where the page came from: the accepted Host.
         hosts = request.headers.get_all("Host")
         return hosts[0].strip().lower() if len(hosts) == 1 else self._own_host
+
+    def _health(self) -> dict[str, Any]:
+        """`ok`, or `degraded` when a session was ended because its journal failed (how many,
+        not which: /health needs no token, and session ids are not for everyone)."""
+        body: dict[str, Any] = {"status": "ok", "protocol": PROTOCOL}
+        if self.registry.journals is not None:
+            failed = sum(1 for s in self.registry.sessions.values() if s.journal_error)
+            body["journal"] = {"failed_sessions": failed}
+            if failed:
+                body["status"] = "degraded"
+        return body
 
     def _protected(self, path: str, query: str, authorization: str | None) -> Response:
         token = token_from_http(query, authorization)

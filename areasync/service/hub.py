@@ -76,6 +76,16 @@ class Subscriber(Protocol):
         drained moves `drained_at` to the stream's end."""
 
 
+class Gate(Protocol):
+    """What holds back stream items and replies until they are durable (`durable.py`)."""
+
+    appended: int  # records appended so far
+    durable: int  # records known durable
+
+    def limit(self) -> int | None:
+        """The last seq that may be shown (None: all of them)."""
+
+
 class StreamHub:
     """The encoded stream of one session and the subscribers following it."""
 
@@ -92,12 +102,26 @@ class StreamHub:
         self._flush_scheduled = False
         # Runs built by wire_run since the last flush: subscribers at one position share them.
         self._runs: dict[tuple[int, int, bool, bool, int], tuple[int, int, bytes]] = {}
+        # A session with a journal shows only what follows from durable records (durable.py).
+        self.gate: Gate | None = None
         log.listeners.append(self._on_append)
 
     @property
     def seq(self) -> int:
-        """The seq of the last item in the stream."""
-        return len(self.frames)
+        """The seq of the last item subscribers may be shown: the last in the stream, or,
+        with a gate, the last that follows from durable records."""
+        produced = len(self.frames)
+        gate = self.gate
+        if gate is None:
+            return produced
+        limit = gate.limit()
+        return produced if limit is None or limit > produced else limit
+
+    def release(self) -> None:
+        """The gate let more through: hand it to subscribers once this stretch is over."""
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
     @property
     def subscribers(self) -> list[Subscriber]:

@@ -70,6 +70,7 @@ class Metrics:
         self.write_timeout_disconnects = 0  # 4008 from the write-stall sweep (stalls.py)
         self.rate_limit_disconnects = 0  # 4029: out of rate-limit strikes (limits.py)
         self.pending_evictions = 0  # pre-hello sockets closed 4408 to admit newer ones
+        self.journal_failures = 0  # sessions ended because their journal failed (durable.py)
         self.errors: collections.Counter[str] = collections.Counter()
         self.closes: collections.Counter[int] = collections.Counter()
         self.tool_call_seconds = Histogram()
@@ -144,6 +145,11 @@ class Metrics:
                 "areasync_rate_limit_disconnects_total",
                 "Clients closed with 4029 because they kept sending while rate limited.",
                 self.rate_limit_disconnects,
+            ),
+            (
+                "areasync_journal_failures_total",
+                "Sessions ended because their journal could not be written.",
+                self.journal_failures,
             ),
             (
                 "areasync_pending_evictions_total",

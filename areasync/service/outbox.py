@@ -67,9 +67,10 @@ class Outbox:
         # when its socket last drained (lag counts only the items appended since).
         self.position = 0
         self.drained_at = 0
-        # Replies not yet written: the stream seq each must follow, its encoded payload, and
-        # whether it must go as a message of its own (the welcome).
-        self._replies: collections.deque[tuple[int, bytes, bool]] = collections.deque()
+        # Replies not yet written: the stream seq each must follow, its encoded payload,
+        # whether it must go as a message of its own (the welcome), and how many journal
+        # records must be durable before it may go (durable.py; 0 without a journal).
+        self._replies: collections.deque[tuple[int, bytes, bool, int]] = collections.deque()
         self.reply_bytes = 0
         self._wake = anyio.Event()
         self._drained = anyio.Event()
@@ -81,7 +82,7 @@ class Outbox:
         self.encoding = encoding
         self.batch = batch
         self.position = position
-        self.drained_at = hub.seq  # replaying the items before it is a backlog, not lag
+        self.drained_at = len(hub.frames)  # replaying the items before it is a backlog, not lag
 
     def queue(self, frame: ServerFrame, *, after: int | None = None, alone: bool = False) -> None:
         """Queue a reply; it is written after every stream item up to `after` (default: now).
@@ -98,7 +99,9 @@ class Outbox:
             data = encode_server_bytes(frame, encoding)
         if type(frame) is Error:
             self.metrics.errors[frame.code] += 1
-        self._replies.append((len(hub.frames) if after is None else after, data, alone))
+        # With a journal, it also waits until every record appended so far is durable.
+        needs = 0 if hub.gate is None else hub.gate.appended
+        self._replies.append((len(hub.frames) if after is None else after, data, alone, needs))
         self.reply_bytes += len(data)
         self.flush()
         config = self.config
@@ -118,8 +121,19 @@ class Outbox:
         return wire.buffered(self.ws) + self.reply_bytes
 
     def pending(self) -> bool:
+        """Whether anything may be written now (a reply or item held back by the journal's
+        gate is not: the hub flushes again when the gate lets it through)."""
         hub = self.hub
-        return bool(self._replies) or (hub is not None and self.position < hub.seq)
+        if hub is None:
+            return bool(self._replies)
+        if self.position < hub.seq:
+            return True
+        replies = self._replies
+        return bool(replies) and replies[0][0] <= self.position and self._durable(replies[0][3])
+
+    def _durable(self, needs: int) -> bool:
+        gate = self.hub.gate if self.hub is not None else None
+        return gate is None or gate.durable >= needs
 
     def flush(self) -> None:
         """Write everything pending now, if the socket keeps up; never waits.
@@ -146,7 +160,7 @@ class Outbox:
         assert hub is not None
         replies = self._replies
         position = self.position
-        seq = len(hub.frames)
+        seq = hub.seq
         text = self.encoding is Encoding.JSON
         batch = self.batch
         if not replies:
@@ -162,7 +176,7 @@ class Outbox:
         frames = hub.frames
         messages = Messages(text=text, batch=batch)
         while True:
-            if replies and replies[0][0] <= position:
+            if replies and replies[0][0] <= position and self._durable(replies[0][3]):
                 payload = replies[0][1]
                 if not messages.fits(len(payload), WRITE_BYTES):
                     break

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 from collections.abc import Callable, Iterator
 from typing import Any, TypeAlias
 
@@ -44,10 +45,12 @@ import anyio.to_thread
 from areasync.bridge.judge import judge_link
 from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import Scenario, ScenarioError, detach_apps
+from areasync.journal import JournalError
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
+from areasync.service.journals import Journals, scenario_source
 from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
 from areasync.service.recipes import Recipe, source_text
@@ -79,6 +82,8 @@ class SessionRegistry:
         self._import_limiter = anyio.CapacityLimiter(1)
         # Judge LLM calls in flight, server-wide (`JudgedSimulation`).
         self._judge_limiter = anyio.CapacityLimiter(config.judge_calls)
+        # The state directory's journals (`--state-dir`), once the service has opened it.
+        self.journals: Journals | None = None
 
     def bind(self, task_group: anyio.abc.TaskGroup) -> None:
         """Sessions created from now on run in `task_group`."""
@@ -147,13 +152,24 @@ class SessionRegistry:
                 raise
         finally:
             self._importing -= 1
-        return self._start(source, built, mode, speed, oracle, session_id, import_mode)
+        session = self._start(source, built, mode, speed, oracle, session_id, import_mode)
+        if session.journal is not None:
+            try:
+                await session.journal.wait_created()
+            except JournalError as exc:
+                raise ProtocolError(
+                    ErrorCode.INTERNAL,
+                    f"the session could not be made durable, so it was ended: {exc}",
+                ) from exc
+        return session
 
     def _builder(
         self, source: ScenarioSource, oracle: bool, import_mode: ImportMode | str | None
     ) -> Callable[[], Built]:
         """Builds `source`'s scenario in a new sandbox, and reads what a restart needs of its
         source, when called (on any thread: the server calls it off the loop)."""
+
+        seed = self.config.seed if self.config.seed is not None else secrets.randbits(63)
 
         def build() -> Built:
             scenario, sandbox = build_scenario(
@@ -162,6 +178,7 @@ class SessionRegistry:
                 oracle=oracle,
                 max_file_bytes=self.config.max_file_bytes,
                 judge=self.config.judge,
+                seed=seed,
             )
             return scenario, sandbox, source_text(source, self.config.max_scenario_bytes)
 
@@ -234,6 +251,13 @@ class SessionRegistry:
         self._remember(session, kept, import_mode)
         self.sessions[sid] = session
         self.metrics.sessions_created += 1
+        if self.journals is not None:
+            self.journals.attach(
+                session,
+                scenario_source(kept[0], kept[1]),
+                str(ImportMode(import_mode or self.config.import_mode).value),
+                self._task_group,
+            )
         self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
         return session
 
@@ -256,10 +280,12 @@ class SessionRegistry:
         )
 
     def _unique(self, wanted: str) -> str:
-        if wanted not in self.sessions:
+        # An id with a journal on disk is taken too (an earlier run's session, ended or not).
+        taken = self.journals.taken if self.journals is not None else ()
+        if wanted not in self.sessions and wanted not in taken:
             return wanted
         n = 2
-        while f"{wanted}-{n}" in self.sessions:
+        while f"{wanted}-{n}" in self.sessions or f"{wanted}-{n}" in taken:
             n += 1
         return f"{wanted}-{n}"
 
@@ -283,11 +309,21 @@ class SessionRegistry:
         return session
 
     def _on_end(self, session: Session) -> None:
+        self._end_journal(session)
         if session.trace_path is not None:
             self.traces_written += 1
         if session.id in self.sessions and session.sim.ended:
             self._ended_order.append(session.id)
             self._prune()
+
+    @staticmethod
+    def _end_journal(session: Session) -> None:
+        if session.journal is not None and session.sim.ended:
+            session.journal.end(
+                reason=session.sim.end_reason or "it ran to its end",
+                state=session.sim.state,
+                seq=session.sim.log.seq,
+            )
 
     def _prune(self) -> None:
         # Ended sessions stay for replay and inspection, up to keep_ended; the oldest go first.
@@ -336,6 +372,12 @@ class SessionRegistry:
                     self.config.shutdown_timeout,
                 )
                 session.end_now("the server shut down (the session did not stop in time)")
+                self._end_journal(session)
+        # Their journals' last records (`Ended`) are made durable before the server goes.
+        with anyio.move_on_after(self.config.shutdown_timeout):
+            for session in list(self.sessions.values()):
+                if session.journal is not None:
+                    await session.journal.finished.wait()
 
 
 @contextlib.contextmanager

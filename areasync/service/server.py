@@ -43,6 +43,7 @@ from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.connection import Connection
 from areasync.service.http import HttpRoutes, session_id_of
+from areasync.service.journals import Journals, StateDirError
 from areasync.service.metrics import Metrics
 from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
@@ -130,6 +131,8 @@ class Service:
         self._stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             self.registry.bind(tg)
+            if self.config.state_dir is not None:
+                await self._open_state_dir(tg)
             if self.config.judge is not None:
                 await self._prepare_judge()
             # ARE discovers its registered scenarios by importing every scenario module (about
@@ -153,6 +156,17 @@ class Service:
                 with anyio.CancelScope(shield=True):
                     await self._shutdown(server)
                 tg.cancel_scope.cancel()
+
+    async def _open_state_dir(self, tg: anyio.abc.TaskGroup) -> None:
+        """Open `--state-dir` (off the loop): its journals, its retention sweep, and the admin
+        token it keeps (`journals.py`)."""
+        journals = Journals(self.config)
+        try:
+            self.tokens.admin = await journals.open(self.config.admin_token)
+        except StateDirError as exc:
+            raise ServiceError(str(exc)) from exc
+        self.registry.journals = journals
+        tg.start_soon(journals.sweep_forever)
 
     async def _prepare_judge(self) -> None:
         """Build the judge's LLM engine once, in a worker thread, before anything is served:
@@ -307,6 +321,11 @@ class Service:
                 )
                 lines.append("    (or your own agent; or press Start on the dashboard)")
             lines.append("")
+        if config.state_dir is not None:
+            lines.append(
+                f"journals: {config.state_dir.resolve()} (durability {config.durability}; "
+                f"ended sessions' journals kept {config.retention:g} s)"
+            )
         traces = "not written" if config.trace_dir is None else str(config.trace_dir.resolve())
         lines.append(f"traces: {traces}")
         lines.append("Ctrl-C stops the server: sessions end and their traces are written.")

@@ -40,8 +40,10 @@ import anyio
 
 from areasync.bridge.scenarios import Scenario, import_mode_of
 from areasync.bridge.traces import write_trace
+from areasync.protocol.errors import CloseCode
 from areasync.protocol.frames import Mode, Role
 from areasync.service.config import ServiceConfig
+from areasync.service.durable import SessionJournal
 from areasync.service.hub import StreamHub, Subscriber
 from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
@@ -53,6 +55,12 @@ logger = logging.getLogger("areasync.service")
 
 WAITING_HOLDER = "areasync:waiting-for-agent"
 """Lease holder of the waiting-for-agent hold (agents hold leases under their connection id)."""
+
+JOURNAL_FAILED = (
+    "the session's journal failed (the disk refused a write): the session has ended; "
+    "see /api/sessions"
+)
+"""The close reason (1011) of a session whose journal failed (at most 123 bytes)."""
 
 ScenarioSource: TypeAlias = str | Path | Scenario
 """A registered scenario id, a path to an ARE JSON scenario, JSON text, or a Scenario."""
@@ -118,6 +126,10 @@ class Session:
         # How to create this session again (a restart), or why that cannot be done.
         self.recipe: Recipe | None = None
         self.no_recipe = "it was created without one"
+        # Its journal (`--state-dir`), and why it failed: the session then ended, and its
+        # clients were closed (`journal_failed`).
+        self.journal: SessionJournal | None = None
+        self.journal_error: str | None = None
         self._agent_arrived = anyio.Event()
         self.waiting_for_agent = self.fast and not oracle
         if self.waiting_for_agent:
@@ -180,12 +192,18 @@ class Session:
             "trace_error": self.trace_error,
             "created_at": self.created_at,
             "ended_at": self.ended_at,
+            "durable": self.journal is not None and self.journal_error is None,
+            "journal_error": self.journal_error,
         }
 
     # -- clients -----------------------------------------------------------------------------
 
     def attach(self, connection: Client) -> None:
-        """A client said a valid hello: it follows the stream from now on."""
+        """A client said a valid hello: it follows the stream from now on (unless the
+        session's journal failed: it is closed at once, saying so)."""
+        if self.journal_error is not None:
+            connection.request_close(CloseCode.INTERNAL_ERROR, JOURNAL_FAILED, flush=False)
+            return
         self.connections[connection] = None
         self.hub.subscribe(connection)
         if connection.role is Role.AGENT:
@@ -249,6 +267,16 @@ class Session:
             self.sim.begin_lease(WAITING_HOLDER)
             with anyio.move_on_after(interval):
                 await self._agent_arrived.wait()
+
+    def journal_failed(self, error: Exception) -> None:
+        """Its journal cannot be written: end the session (nothing it does from now on could
+        be restored) and close its clients with the reason; other sessions go on."""
+        self.journal_error = f"the session ended: its journal cannot be written ({error})"
+        self.metrics.journal_failures += 1
+        logger.error("session %s: ending it, its journal failed: %s", self.id, error)
+        for connection in list(self.connections):
+            connection.request_close(CloseCode.INTERNAL_ERROR, JOURNAL_FAILED, flush=False)
+        self.end_now(f"its journal failed: {error}")
 
     def end_now(self, reason: str) -> None:
         """End the session here and now, outside its lane, and write its trace: the last resort

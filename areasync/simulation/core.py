@@ -9,7 +9,7 @@ read-only views (clock state, tools, app state, events).
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Unpack
 
@@ -62,6 +62,8 @@ class SimulationCore:
         # between them (fast steps counted, realtime ticks one by one; see
         # `areasync.simulation.replay`).
         self.records: list[InputRecord] = []
+        # Called with each record as it joins `records` (a journal persists them as they come).
+        self.record_listeners: list[Callable[[InputRecord], None]] = []
         self._pending_steps = 0
         # Waits for a notification made by a replayed tool call, whose caller is not awaiting
         # them (`Simulation._wait_for_notification` counts the awaited ones).
@@ -240,16 +242,21 @@ class SimulationCore:
         """Log an input (`internal`: for the replay only, not in `inputs`)."""
         self._flush_steps()
         record = InputRecord(self.clock.now(), self.log.seq, source, payload)
-        self.records.append(record)
+        self._add_record(record)
         if not internal:
             self.inputs.append(record)
+
+    def _add_record(self, record: InputRecord) -> None:
+        self.records.append(record)
+        for listener in self.record_listeners:
+            listener(record)
 
     def _flush_steps(self) -> None:
         """Log the count of fast steps run since the last record, if any (one record for a
         whole stretch: which steps they were follows from the state, not how many)."""
         if self._pending_steps:
             n, self._pending_steps = self._pending_steps, 0
-            self.records.append(InputRecord(self.clock.now(), self.log.seq, "steps", {"n": n}))
+            self._add_record(InputRecord(self.clock.now(), self.log.seq, "steps", {"n": n}))
 
     def flush_records(self) -> list[InputRecord]:
         """Every record so far, the fast steps run since the last one included (a journal

@@ -1,0 +1,77 @@
+"""`areasync serve`'s durability options: `--state-dir`, `--durability`, `--retention`.
+
+Apart from cli.py so that its parser stays readable; each option's value is checked by argparse
+(`type=`), so a bad one is refused before anything starts, with the flag's name and what it
+accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+DEFAULT_RETENTION_S = 7 * 86400.0
+
+
+def durability(text: str) -> str:
+    """`every` or `group:MS`, checked (the service parses it again into a `Durability`)."""
+    from areasync.service.config import DURABILITY_CHOICES, parse_durability
+
+    try:
+        parse_durability(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected {DURABILITY_CHOICES}, e.g. --durability group:0; got {text!r}"
+        ) from None
+    return text
+
+
+def retention(text: str) -> float:
+    """Seconds > 0, with an optional unit: `3600`, `90s`, `30m`, `12h`, `7d`."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+    number, scale = text.strip(), 1.0
+    if number[-1:].lower() in units:
+        number, scale = number[:-1], units[number[-1].lower()]
+    try:
+        seconds = float(number) * scale
+    except ValueError:
+        seconds = math.nan
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise argparse.ArgumentTypeError(
+            "expected a duration > 0: seconds, or a number with a unit s, m, h or d "
+            f"(e.g. --retention 7d); got {text!r}"
+        )
+    return seconds
+
+
+def add_durability_options(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group(
+        "durability",
+        "With --state-dir every session writes a journal there: its creation, every input "
+        "(tool calls, user messages, controls) and its end. A request's reply, and any stream "
+        "item an input caused, leave the server only once that input is durable. A session "
+        "whose journal cannot be written is ended, its clients told why; the others go on.",
+    )
+    group.add_argument(
+        "--state-dir",
+        default=None,
+        metavar="DIR",
+        help="where session journals (DIR/sessions/) and the admin token (DIR/admin-token, "
+        "mode 0600) are kept (default: none, sessions are not journaled)",
+    )
+    group.add_argument(
+        "--durability",
+        type=durability,
+        default="group:0",
+        metavar="every|group:MS",
+        help="every: one fdatasync per record; group:MS: records within MS ms share one "
+        "(group:0: those arriving while a sync runs share the next). Default group:0",
+    )
+    group.add_argument(
+        "--retention",
+        type=retention,
+        default=DEFAULT_RETENTION_S,
+        metavar="SECONDS",
+        help="how long an ended session's journal is kept (seconds, or with a unit s/m/h/d; "
+        "default 7d); swept at start-up and periodically",
+    )

@@ -1,0 +1,208 @@
+"""A session's journal as the service keeps it, and the gate that holds back what is not durable.
+
+Rule: nothing leaves the server that a restarted server would not show again. A restart rebuilds
+a session by replaying its journal (`Created`, then every record of `Simulation.records` in
+order), so what a client saw must follow from records that were durable when it saw it:
+
+- a *reply* is written only once every record appended before it was queued is durable (a tool
+  call's record, the lease its turn began, anything of another client's that its result may
+  reflect): the outbox keeps the journal's `appended` count with each reply and writes it once
+  `durable` has reached it;
+- a *stream item* is written only once every record logged before it is durable. A record
+  carries the stream's seq when it was logged (`InputRecord.seq`), so the items it may have
+  caused are those after that seq: `limit()` is the seq of the oldest record not yet durable,
+  and the hub shows subscribers items up to it (`StreamHub.seq`). Items the engine makes on its
+  own between records (a fast step, a realtime tick whose record came before) need no wait:
+  they follow from durable records. The rule knows no record kinds, so any record the
+  simulation logs (inputs, step counts, realtime ticks, leases) gates the same way.
+
+Nothing here blocks the event loop: the writer syncs in a worker thread and `run()` only awaits
+tickets; when a batch is durable it pops the records it made durable and asks the hub to hand
+out what became visible (`on_release`).
+
+A write that fails (`JournalWriteError`) fails the session, never the server: the gate stays
+shut where the journal stopped (nothing past it is ever shown), `on_failure` ends the session
+and closes its clients with the reason, and later records are dropped (the writer is broken for
+good: see `areasync.journal.writer`).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+
+from areasync.journal import (
+    Created,
+    Durability,
+    Ended,
+    Input,
+    JournalError,
+    JournalStore,
+    JournalWriteError,
+    JournalWriter,
+    Record,
+    Ticket,
+)
+from areasync.simulation.records import InputRecord
+
+logger = logging.getLogger("areasync.service")
+
+
+@dataclass
+class _Entry:
+    """A record appended and not yet known durable; `ticket` is None until the writer exists
+    (records logged while the journal file is being created wait for it)."""
+
+    seq: int
+    record: Record
+    ticket: Ticket | None = None
+
+
+class SessionJournal:
+    """One session's journal: appends its records, gates its output, reports a failure."""
+
+    def __init__(
+        self,
+        store: JournalStore,
+        created: Created,
+        durability: Durability,
+        *,
+        on_failure: Callable[[JournalWriteError], None],
+    ) -> None:
+        self.store = store
+        self.created = created
+        self.durability = durability
+        self.path = store.path(created.session_id)
+        self.on_failure = on_failure
+        self.on_release: Callable[[], None] = lambda: None  # the hub's flush, once attached
+        self.appended = 1  # records appended, `Created` included
+        self.durable = 0  # records known durable (always a prefix of those appended)
+        self.error: JournalWriteError | None = None
+        self.writer: JournalWriter | None = None
+        self.opened = anyio.Event()  # `Created` is durable, or the journal failed
+        self.finished = anyio.Event()  # `run()` is over: everything durable, or failed
+        # `Created` gates everything: no item of a session is shown before it durably exists.
+        self._entries: collections.deque[_Entry] = collections.deque([_Entry(0, created)])
+        self._wake = anyio.Event()
+        self._ending = False
+
+    # -- what the session logs ---------------------------------------------------------------
+
+    def record(self, record: InputRecord) -> None:
+        """A record the simulation logged (a `record_listeners` hook): append it."""
+        self._add(record.seq, Input(record.time, record.seq, record.source, dict(record.payload)))
+
+    def end(self, *, reason: str, state: str, seq: int) -> None:
+        """The session ended: append `Ended`; `run()` returns once it is durable."""
+        self._add(seq, Ended(reason=reason, state=state, seq=seq, wall=time.time()))
+        self._ending = True
+        self._wake.set()
+
+    def _add(self, seq: int, record: Record) -> None:
+        if self.error is not None or self._ending:
+            return  # the journal failed, or closed: the session takes no input anyway
+        entry = _Entry(seq, record)
+        if self.writer is not None:
+            # Broken by a sync `run()` has not reported yet: it will, from the ticket that
+            # failed first. This record stays pending, so the gate stays shut before it.
+            with contextlib.suppress(JournalError):
+                entry.ticket = self.writer.append(record)
+        self._entries.append(entry)
+        self.appended += 1
+        self._wake.set()
+
+    # -- the gate ----------------------------------------------------------------------------
+
+    def limit(self) -> int | None:
+        """The last stream seq that may be shown (None: every item so far)."""
+        entries = self._entries
+        while entries:
+            ticket = entries[0].ticket
+            if ticket is None or not ticket.done or ticket.error is not None:
+                return entries[0].seq
+            entries.popleft()
+            self.durable += 1
+        return None
+
+    async def wait_created(self) -> None:
+        """Return once `Created` is durable; raise the `JournalWriteError` if it cannot be."""
+        await self.opened.wait()
+        if self.error is not None and self.writer is None:
+            raise self.error
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Create the journal file, then append and release until the session's `Ended` is
+        durable (or the journal fails). Never raises a disk error."""
+        try:
+            await self._run()
+        finally:
+            self.opened.set()
+            self.finished.set()
+
+    async def _run(self) -> None:
+        try:
+            writer = await self.store.create_writer(self.created, self.durability)
+        except (OSError, JournalError) as exc:
+            self._fail(
+                JournalWriteError(self.path, None, f"cannot create the session's journal: {exc}")
+            )
+            return
+        self.writer = writer
+        self._entries.popleft()  # `Created`, durable with the file
+        self.durable = 1
+        for entry in self._entries:  # logged while the file was being created
+            entry.ticket = writer.append(entry.record)
+        self.opened.set()
+        self.on_release()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(writer.run)
+                try:
+                    await self._release()
+                finally:
+                    writer.close()
+        finally:
+            writer.abort()
+
+    async def _release(self) -> None:
+        """Await the oldest pending record; when its batch is durable, let the hub show what
+        it held back."""
+        writer = self.writer
+        assert writer is not None
+        while True:
+            self.limit()
+            entries = self._entries
+            if not entries:
+                if self._ending:
+                    return
+                self._wake = anyio.Event()
+                await self._wake.wait()
+                continue
+            ticket = entries[0].ticket
+            try:
+                if ticket is None:
+                    raise writer.broken or JournalWriteError(
+                        self.path, writer.durable_bytes, "a record could not be appended"
+                    )
+                await ticket
+            except JournalWriteError as exc:
+                self._fail(exc)
+                return
+            self.limit()
+            self.on_release()
+
+    def _fail(self, error: JournalWriteError) -> None:
+        if self.error is not None:
+            return
+        self.error = error
+        self.opened.set()
+        logger.error("session %s: its journal failed: %s", self.created.session_id, error)
+        self.on_failure(error)

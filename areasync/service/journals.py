@@ -1,0 +1,232 @@
+"""A server's state directory (`--state-dir`): its sessions' journals, its admin token, retention.
+
+`Journals` is what the service keeps in `ServiceConfig.state_dir`:
+
+- `sessions/<id>.journal`, one per session (`areasync.journal`): `Created` (everything needed to
+  build the session again: its scenario - registered id, or the JSON text with its SHA-256 -,
+  mode, speed, oracle, import mode, seed, its tokens as salted hashes, its epoch, and the
+  simulation's whole `Creation` under `options["creation"]`), then every record the simulation
+  logs (`Input`), then `Ended`. Each session's writer runs in the service's task group, and what
+  the session shows waits for its records to be durable (`durable.py`).
+- `admin-token`: the admin token itself, mode 0600. Session tokens are journaled as salted
+  hashes only: a journal never holds a token, so it can be copied, inspected or shipped
+  without handing out access. The admin token is different: it is the one way into a restored
+  session whose tokens its clients lost (it is accepted for every role), and the banner and the
+  dashboard link must show it again after a restart, which a hash cannot do. So it is kept
+  whole, readable by the server's user only, outside the journals; `--token` (or
+  `AREASYNC_TOKEN`) replaces it.
+- Retention: the journals of sessions that ended more than `retention` seconds ago are removed
+  at start-up and then every `retention / 4` (at most hourly), in a worker thread.
+
+All disk access here runs in worker threads, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import msgspec
+
+from areasync.journal import (
+    Created,
+    InlineScenario,
+    JournalStore,
+    RegisteredScenario,
+    ScenarioSource,
+    hash_token,
+    new_salt,
+)
+from areasync.service.auth import new_token
+from areasync.service.config import ServiceConfig, parse_durability
+from areasync.service.durable import SessionJournal
+
+if TYPE_CHECKING:
+    from areasync.service.session import Session
+
+logger = logging.getLogger("areasync.service")
+
+ADMIN_TOKEN_FILE = "admin-token"
+SWEEP_MAX_INTERVAL_S = 3600.0
+
+
+class StateDirError(Exception):
+    """The state directory cannot be used; the message says which path, why and what to do."""
+
+
+class Journals:
+    """The journals of one server (see the module docstring)."""
+
+    def __init__(self, config: ServiceConfig) -> None:
+        assert config.state_dir is not None
+        self.directory = config.state_dir
+        self.durability = parse_durability(config.durability)
+        self.retention = float(config.retention)
+        self.store: JournalStore | None = None
+        # Session ids that have a journal on disk (this run's and earlier runs'): a new session
+        # never takes one (its journal file could not be created).
+        self.taken: set[str] = set()
+        self.live_on_disk: list[str] = []  # journals of sessions that had not ended
+        self.refused: dict[str, str] = {}  # journals that do not read back, and why
+
+    # -- start-up ----------------------------------------------------------------------------
+
+    async def open(self, admin_token: str | None) -> str:
+        """Create or read the directory, sweep it, and settle the admin token (returned)."""
+        return await anyio.to_thread.run_sync(self._open, admin_token)
+
+    def _open(self, admin_token: str | None) -> str:
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.store = JournalStore(self.directory)
+            token = self._admin_token(admin_token)
+        except OSError as exc:
+            raise StateDirError(
+                f"cannot use --state-dir {self.directory}: {exc.strerror or exc}; give a "
+                "directory this user may create and write"
+            ) from exc
+        removed = self.sweep()
+        scan = self.store.scan()
+        self.taken = set(scan.journals) | set(scan.refused)
+        self.live_on_disk = sorted(scan.live)
+        self.refused = {sid: str(error) for sid, error in scan.refused.items()}
+        for error in self.refused.values():
+            logger.warning("%s", error)
+        logger.info(
+            "state dir %s: %d journal(s), %d of sessions that had not ended, %d refused, "
+            "%d removed (ended more than %g s ago)",
+            self.directory,
+            len(scan.journals),
+            len(self.live_on_disk),
+            len(self.refused),
+            len(removed),
+            self.retention,
+        )
+        return token
+
+    def _admin_token(self, given: str | None) -> str:
+        """The admin token: `given` (kept for the next start), else the one kept, else a new
+        one (kept)."""
+        path = self.directory / ADMIN_TOKEN_FILE
+        kept: str | None = None
+        with contextlib.suppress(FileNotFoundError):
+            kept = path.read_text(encoding="utf-8").strip() or None
+        token = given or kept or new_token()
+        if token != kept:
+            tmp = path.with_name(ADMIN_TOKEN_FILE + ".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, token.encode() + b"\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+            _sync_directory(self.directory)
+        return token
+
+    # -- retention ---------------------------------------------------------------------------
+
+    def sweep(self) -> list[str]:
+        """Remove the journals of sessions that ended more than `retention` seconds ago."""
+        assert self.store is not None
+        removed = self.store.remove_ended_older_than(self.retention)
+        self.taken.difference_update(removed)
+        if removed:
+            logger.info("removed %d ended session journal(s): %s", len(removed), removed)
+        return removed
+
+    async def sweep_forever(self) -> None:
+        interval = max(1.0, min(self.retention / 4, SWEEP_MAX_INTERVAL_S))
+        while True:
+            await anyio.sleep(interval)
+            try:
+                await anyio.to_thread.run_sync(self.sweep)
+            except OSError:
+                logger.exception("the journal retention sweep failed; it runs again later")
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    def attach(
+        self,
+        session: Session,
+        source: ScenarioSource | None,
+        import_mode: str,
+        task_group: anyio.abc.TaskGroup,
+    ) -> SessionJournal | None:
+        """Start `session`'s journal: `Created`, the records logged so far, then each record as
+        it is logged; its output gated on their durability. None (a warning logged) if the
+        session cannot be journaled (its source was not kept)."""
+        assert self.store is not None
+        if source is None:
+            logger.warning(
+                "session %s has no journal (%s): it will not survive a restart",
+                session.id,
+                session.no_recipe,
+            )
+            return None
+        journal = SessionJournal(
+            self.store,
+            created_record(session, source, import_mode),
+            self.durability,
+            on_failure=session.journal_failed,
+        )
+        self.taken.add(session.id)
+        session.journal = journal
+        session.hub.gate = journal
+        journal.on_release = session.hub.release
+        sim = session.sim
+        for record in sim.records:
+            journal.record(record)
+        sim.record_listeners.append(journal.record)
+        task_group.start_soon(journal.run, name=f"areasync journal {session.id}")
+        return journal
+
+
+def scenario_source(scenario_id: str | None, text: str | None) -> ScenarioSource | None:
+    """The journal's form of a kept source (`recipes.source_text`), None if none was kept."""
+    if scenario_id is not None:
+        return RegisteredScenario(scenario_id)
+    if text is not None:
+        return InlineScenario.of(text)
+    return None
+
+
+def created_record(session: Session, source: ScenarioSource, import_mode: str) -> Created:
+    """`session`'s `Created` record: its tokens as salted hashes, never as they are."""
+    sim = session.sim
+    assert sim.creation is not None  # `Simulation.load` sets it
+    clock = sim.clock_state(peek=True)
+    salt = new_salt()
+    hashes = {role.value: hash_token(salt, token) for role, token in session.tokens.items()}
+    return Created(
+        session_id=session.id,
+        scenario=source,
+        mode=str(clock.mode),
+        speed=float(clock.speed),
+        oracle=session.oracle,
+        import_mode=import_mode,
+        seed=sim.creation.seed,
+        token_salt=salt,
+        token_hashes=hashes,
+        epoch=session.epoch,
+        created=session.created_at,
+        options={
+            "creation": msgspec.to_builtins(sim.creation),
+            "imported_as": session.import_mode,
+            "judge": session.judge,
+        },
+    )
+
+
+def _sync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

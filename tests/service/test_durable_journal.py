@@ -96,9 +96,10 @@ async def test_an_ended_session_gets_ended_and_its_journal_outlives_it_until_ret
     async with serving(state_dir=tmp_path) as service, attach(service, Role.CONTROLLER) as c:
         await c.call(Stop)
         await c.until_ended()
+        session = service.registry.get(TUTORIAL)
+        assert session is not None and session.journal is not None
         with anyio.fail_after(10):
-            while (await read_journal(tmp_path)).ended is None:
-                await anyio.sleep(0.01)
+            await session.journal.finished.wait()  # `Ended` is durable
     ended = (await read_journal(tmp_path)).ended
     assert isinstance(ended, Ended) and ended.state == "stopped"
     # A restart keeps it within the retention, and never reuses its session id.

@@ -1,0 +1,94 @@
+"""`kill -9` of a real `areasync serve --state-dir` in the middle of an oracle agent's run: the
+journal it leaves reads back, with every tool call the agent had a reply for.
+
+The server is a real subprocess; the oracle agent (`areasync.agents.oracle`) runs here over real
+sockets, through a client that notes each tool call whose result came back and kills the server
+with SIGKILL right after the first one (the plan has more), so the crash lands mid-run.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import msgspec
+from anyio.abc import Process
+from anyio.streams.text import TextReceiveStream
+
+from areasync.agents.oracle import Pace, oracle_plan, run_oracle_agent
+from areasync.client import Client, connect
+from areasync.journal import Input, JournalStore
+
+SCENARIO = "scenario_apps_tutorial"  # two oracle tool calls
+TOKEN = "crash-admin"
+
+
+async def banner_url(process: Process) -> str:
+    assert process.stdout is not None
+    text = ""
+    with anyio.fail_after(60):
+        async for chunk in TextReceiveStream(process.stdout):
+            text += chunk
+            found = re.search(rf"ws://127\.0\.0\.1:\d+/sessions/{SCENARIO}", text)
+            if found and "Ctrl-C" in text:
+                return found[0]
+    raise AssertionError(f"no banner; got {text!r}")
+
+
+class KillingAgent:
+    """The agent's client, noting each tool call answered; the server dies after the first."""
+
+    def __init__(self, client: Client, process: Process) -> None:
+        self._client = client
+        self._process = process
+        self.answered: list[tuple[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def call_tool(self, tool: str, args: dict[str, Any] | None = None) -> Any:
+        result = await self._client.call_tool(tool, args)
+        self.answered.append((tool, msgspec.to_builtins(args or {})))
+        if len(self.answered) == 1:
+            self._process.send_signal(signal.SIGKILL)
+        return result
+
+
+async def test_kill_9_mid_run_leaves_a_journal_with_every_answered_tool_call(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    command = [
+        *(sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--token", TOKEN),
+        *("--scenario", SCENARIO, "--mode", "fast", "--trace-dir", ""),
+        *("--state-dir", str(state), "--durability", "group:0"),
+    ]
+    plan = await oracle_plan(SCENARIO)
+    assert len(plan.actions) > 1
+    async with await anyio.open_process(command) as process:
+        url = await banner_url(process)
+        options: dict[str, Any] = {"token": TOKEN, "reconnect": False}
+        async with (
+            connect(url, role="agent", **options) as agent,
+            connect(url, role="controller", **options) as controller,
+        ):
+            killing = KillingAgent(agent, process)
+            with anyio.fail_after(60):
+                try:
+                    await run_oracle_agent(cast(Client, killing), plan, controller=controller)
+                except Exception:
+                    pass  # the server is gone: that is the point
+                assert await process.wait() == -signal.SIGKILL
+    assert len(killing.answered) == 1  # killed mid-run
+    journal = JournalStore(state).read(SCENARIO)
+    assert journal.created is not None and journal.ended is None
+    calls = [
+        (r.payload["tool"], r.payload["args"])
+        for r in journal.records
+        if isinstance(r, Input) and r.source == "call_tool"
+    ]
+    assert calls[: len(killing.answered)] == killing.answered

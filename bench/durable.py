@@ -30,7 +30,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.service import _service, log, run_client, settle  # noqa: E402
+from bench.service import _service, log, run_client, settle
 
 POLICIES: list[str | None] = [None, "every", "group:0", "group:5"]
 

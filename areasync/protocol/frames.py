@@ -405,6 +405,16 @@ class Welcome(_ServerFrame, tag="welcome", kw_only=True):
             )
         ),
     ] = msgspec.field(default_factory=list)
+    restored: Annotated[
+        bool,
+        Meta(
+            description=(
+                "The session was rebuilt from its journal after a server restart: the same "
+                "session id, epoch and stream. A realtime session comes back paused (its "
+                "downtime is no simulated time): a controller resumes it."
+            )
+        ),
+    ] = False
 
 
 class Result(_ServerFrame, tag="result", kw_only=True):

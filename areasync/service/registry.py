@@ -45,7 +45,7 @@ import anyio.to_thread
 from areasync.bridge.judge import judge_link
 from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import Scenario, ScenarioError, detach_apps
-from areasync.journal import JournalError
+from areasync.journal import Created, InlineScenario, JournalError
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.auth import Tokens
@@ -88,6 +88,11 @@ class SessionRegistry:
     def bind(self, task_group: anyio.abc.TaskGroup) -> None:
         """Sessions created from now on run in `task_group`."""
         self._task_group = task_group
+
+    @property
+    def import_limiter(self) -> anyio.CapacityLimiter:
+        """The one lane of scenario builds in worker threads (imports, restores)."""
+        return self._import_limiter
 
     def ws_url(self, session_id: str) -> str:
         return f"{self.ws_base}/sessions/{session_id}"
@@ -258,6 +263,33 @@ class SessionRegistry:
                 str(ImportMode(import_mode or self.config.import_mode).value),
                 self._task_group,
             )
+        self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
+        return session
+
+    def adopt(self, sim: Simulation, created: Created, journaled: int) -> Session:
+        """The session of `sim`, restored from its journal (`service/restore.py`): its id,
+        epoch and tokens are the journal's; its journal goes on (on the loop, nothing
+        awaited)."""
+        assert self._task_group is not None and self.journals is not None
+        sid = created.session_id
+        session = Session(
+            sid,
+            sim,
+            tokens={},  # the journal keeps hashes only: `Tokens.restore` checks against them
+            oracle=created.oracle,
+            config=self.config,
+            metrics=self.metrics,
+            epoch=created.epoch,
+        )
+        session.created_at = created.created
+        self.tokens.restore(sid, created)
+        source = created.scenario
+        kept: KeptSource = (
+            (None, source.json, "") if isinstance(source, InlineScenario) else (source.id, None, "")
+        )
+        self._remember(session, kept, created.import_mode)
+        self.sessions[sid] = session
+        self.journals.reattach(session, created, journaled, self._task_group)
         self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
         return session
 

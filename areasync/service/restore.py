@@ -1,4 +1,5 @@
-"""Restoring a restarted server's live sessions from their journals (`--state-dir`).
+"""Restoring a restarted server's live sessions from their journals (`--state-dir`), and
+forking a session from its records (`fork_session`).
 
 At start-up, before the server listens, every journal of a session that had not ended
 (`Journals.live`) is rebuilt: its scenario is built again from the source the journal kept
@@ -20,26 +21,46 @@ judged: a judge's LLM calls are not replayed) is refused like one that does not 
 log, `/api/sessions` and `/health` report it, its file stays for the operator, and the other
 sessions are restored. Ended sessions are not restored: their traces were written when they
 ended.
+
+A fork (`SessionRegistry.fork`) is the same replay from a live session's own records (in
+memory: `sim.records`, with or without `--state-dir`), stopped at a cut (`until_seq`,
+`until_time`), and opened as a new session: its own id, tokens and epoch, and its own journal.
+Its stream up to the cut is the source's, item for item (same seed, same inputs); from there
+the two go their own ways.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import anyio.to_thread
 import msgspec
 
 from areasync.journal import Created, InlineScenario, Input, Journal
+from areasync.protocol.errors import ErrorCode, ProtocolError
+from areasync.protocol.frames import ImportMode
 from areasync.simulation import Simulation, build_scenario
 from areasync.simulation.records import Creation, InputRecord
 
 if TYPE_CHECKING:
-    from areasync.service.registry import SessionRegistry
+    from areasync.service.journals import Journals
+    from areasync.service.session import Session
 
 logger = logging.getLogger("areasync.service")
+
+
+class Adopter(Protocol):
+    """What a restore needs of the registry (`SessionRegistry`, which imports this module)."""
+
+    journals: Journals | None
+
+    @property
+    def import_limiter(self) -> anyio.CapacityLimiter: ...
+
+    def adopt(self, sim: Simulation, created: Created, journaled: int) -> Session: ...
 
 
 class RestoreError(Exception):
@@ -70,15 +91,7 @@ def rebuild(created: Created, journal: Journal) -> tuple[Simulation, int]:
     scenario = created.scenario
     source = scenario.json if isinstance(scenario, InlineScenario) else scenario.id
     try:
-        built, sandbox = build_scenario(
-            source,
-            import_mode=created.import_mode,
-            oracle=creation.oracle,
-            max_file_bytes=creation.max_file_bytes,
-            seed=creation.seed,
-            created_at=creation.created_at,
-        )
-        sim = Simulation.replay(built, creation, records, sandbox=sandbox)
+        sim = replayed(source, created.import_mode, creation, records)
     except Exception as exc:
         raise RestoreError(
             f"session {created.session_id} could not be replayed from its journal "
@@ -87,7 +100,69 @@ def rebuild(created: Created, journal: Journal) -> tuple[Simulation, int]:
     return sim, len(records)
 
 
-async def restore_sessions(registry: SessionRegistry) -> list[str]:
+def replayed(
+    source: str,
+    import_mode: str,
+    creation: Creation,
+    records: list[InputRecord],
+    until_seq: int | None = None,
+    until_time: float | None = None,
+) -> Simulation:
+    """`source`'s scenario built as the session's was (`SessionRegistry.create`: its import
+    mode, seed and creation time), then `records` replayed into it up to the cut."""
+    built, sandbox = build_scenario(
+        source,
+        import_mode=import_mode,
+        oracle=creation.oracle,
+        max_file_bytes=creation.max_file_bytes,
+        seed=creation.seed,
+        created_at=creation.created_at,
+    )
+    return Simulation.replay(
+        built, creation, records, until_seq=until_seq, until_time=until_time, sandbox=sandbox
+    )
+
+
+def fork_inputs(
+    session: Session, at_seq: int | None, at_time: float | None
+) -> tuple[str, str, Creation, list[InputRecord]]:
+    """What a fork of `session` replays: its source, import mode, creation and records (on
+    the loop: the records are the live session's, `sim.flush_records()`). Raises
+    ProtocolError when it cannot be forked there."""
+    sim = session.sim
+    recipe = session.recipe
+    why = None
+    if recipe is None:
+        why = f"its scenario was not kept ({session.no_recipe})"
+    elif session.judge is not None:
+        why = "it is judged, and a replay would call its judge again"
+    elif sim.creation is None:
+        why = "it was not made by `Simulation.load`"
+    if why is not None or recipe is None or sim.creation is None:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f"session {session.id!r} cannot be forked: {why}; create a new session instead",
+        )
+    end_seq, now = sim.log.seq, sim.clock.now()
+    if at_seq is not None and at_seq > end_seq:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f"at_seq {at_seq} is past the end of session {session.id!r}, whose stream is at seq "
+            f"{end_seq}: give a seq up to {end_seq}, or leave it out to fork it as it is now",
+        )
+    if at_time is not None and at_time > now:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f"at_time {at_time} is past the end of session {session.id!r}, whose clock is at "
+            f"{now}: give a time up to {now}, or leave it out to fork it as it is now",
+        )
+    source = recipe.scenario if recipe.scenario is not None else recipe.scenario_json
+    assert source is not None  # a recipe keeps exactly one of them
+    import_mode = ImportMode(recipe.import_mode or session.config.import_mode).value
+    return source, import_mode, sim.creation, list(sim.flush_records())
+
+
+async def restore_sessions(registry: Adopter) -> list[str]:
     """Restore every live session of `registry.journals` (module docstring); the ids restored.
     One at a time, in worker threads; a failure is reported and the others go on."""
     journals = registry.journals

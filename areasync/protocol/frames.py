@@ -439,9 +439,10 @@ class Welcome(_ServerFrame, tag="welcome", kw_only=True):
         bool,
         Meta(
             description=(
-                "The session was rebuilt from its journal after a server restart: the same "
-                "session id, epoch and stream. A realtime session comes back paused (its "
-                "downtime is no simulated time): a controller resumes it."
+                "The session was rebuilt by replaying its records: after a server restart "
+                "(the same session id, epoch and stream; a realtime session comes back paused, "
+                "its downtime being no simulated time: a controller resumes it), or as a fork "
+                "(`fork_session`: a new id and epoch, the source's stream up to the cut)."
             )
         ),
     ] = False

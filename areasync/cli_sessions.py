@@ -1,10 +1,12 @@
-"""`areasync session create|stop|list`: manage a running server's sessions with its admin token.
+"""`areasync session create|stop|fork|list`: a running server's sessions, with its admin token.
 
     areasync session create --url ws://127.0.0.1:8765 --token T scenario_tutorial --mode fast
     areasync session stop --url ws://127.0.0.1:8765 --token T SESSION_ID
+    areasync session fork --url ws://127.0.0.1:8765 --token T SESSION_ID --at-seq 40
     areasync session list --url ws://127.0.0.1:8765 --token T
 
-Each prints JSON on stdout (create: the session id, its URL and a token per role). The token
+Each prints JSON on stdout (create and fork: the new session's id, its URL and a token per
+role). The token
 defaults to $AREASYNC_TOKEN, as `areasync serve`'s does.
 """
 
@@ -35,8 +37,11 @@ def add_session_parser(sub: Any) -> None:
     commands = session.add_subparsers(dest="session_command", required=True)
     create = commands.add_parser("create", help="create a session; prints its URL and tokens")
     stop = commands.add_parser("stop", help="stop a session; prints its validation and trace")
+    fork = commands.add_parser(
+        "fork", help="a new session replayed from another up to a seq or time; prints as create"
+    )
     listing = commands.add_parser("list", help="list the sessions (GET /api/sessions)")
-    for parser in (create, stop, listing):
+    for parser in (create, stop, fork, listing):
         parser.add_argument(
             "--url", default="ws://127.0.0.1:8765", help="the server (default: %(default)s)"
         )
@@ -58,6 +63,13 @@ def add_session_parser(sub: Any) -> None:
         help="how a JSON scenario is imported (default: the server's)",
     )
     stop.add_argument("session_id", help="the session to stop")
+    fork.add_argument("session_id", help="the session to fork")
+    fork.add_argument(
+        "--at-seq", type=int, default=None, help="cut where its stream had reached this seq"
+    )
+    fork.add_argument(
+        "--at-time", type=float, default=None, help="cut before anything past this simulated time"
+    )
 
 
 def run_session(args: argparse.Namespace) -> int:
@@ -100,6 +112,11 @@ async def _run(args: argparse.Namespace, source: dict[str, str]) -> Any:
     async with connect(url, role="admin", token=args.token, reconnect=False) as admin:
         if args.session_command == "stop":
             return msgspec.to_builtins(await admin.stop_session(args.session_id))
+        if args.session_command == "fork":
+            forked = await admin.fork_session(
+                args.session_id, at_seq=args.at_seq, at_time=args.at_time
+            )
+            return msgspec.to_builtins(forked)
         created = await admin.create_session(
             **source,
             mode=args.mode,

@@ -49,6 +49,7 @@ from areasync.protocol import (
     EndedItem,
     EventItem,
     EventRecord,
+    ForkSession,
     GetState,
     Idle,
     ImportMode,
@@ -415,6 +416,18 @@ class Client:
                 oracle=oracle,
                 import_mode=imported,
             )
+        )
+        return msgspec.convert(value, CreatedSession)
+
+    async def fork_session(
+        self, session_id: str, *, at_seq: int | None = None, at_time: float | None = None
+    ) -> CreatedSession:
+        """Create a new session from session ``session_id``'s creation and inputs up to a cut:
+        where its stream had reached ``at_seq``, or before anything past simulated time
+        ``at_time`` (neither: as it is now). Its stream up to the cut is the source's; it has
+        its own id, epoch and tokens (returned as by :meth:`create_session`). Admin role only."""
+        value = await self._connection.request(
+            lambda id: ForkSession(id=id, session_id=session_id, at_seq=at_seq, at_time=at_time)
         )
         return msgspec.convert(value, CreatedSession)
 

@@ -340,6 +340,35 @@ class StopSession(_ClientFrame, tag="stop_session", kw_only=True):
     session_id: str
 
 
+# A fork's stream up to the cut is the source's, item for item; from there it goes its own way.
+# It gets its own id, tokens and epoch.
+class ForkSession(_ClientFrame, tag="fork_session", kw_only=True, omit_defaults=True):
+    """Create a session from another's inputs up to a cut, as create_session (admin role)."""
+
+    session_id: str
+    at_seq: (
+        Annotated[
+            int,
+            Meta(
+                ge=0,
+                description=(
+                    "Cut where the source's stream had reached this seq (the first point between "
+                    "two inputs or steps where it had). Absent, with `at_time` absent too: the "
+                    "source as it is now."
+                ),
+            ),
+        ]
+        | None
+    ) = None
+    at_time: Annotated[
+        float | None,
+        Meta(description="Cut before anything past this simulated time (seconds since the epoch)."),
+    ] = None
+
+    def __post_init__(self) -> None:
+        _require_finite("fork_session", at_time=self.at_time)
+
+
 ClientFrame: TypeAlias = (
     Hello
     | ListTools
@@ -356,6 +385,7 @@ ClientFrame: TypeAlias = (
     | Ping
     | CreateSession
     | StopSession
+    | ForkSession
 )
 """Any frame a client may send."""
 
@@ -405,6 +435,17 @@ class Welcome(_ServerFrame, tag="welcome", kw_only=True):
             )
         ),
     ] = msgspec.field(default_factory=list)
+    restored: Annotated[
+        bool,
+        Meta(
+            description=(
+                "The session was rebuilt by replaying its records: after a server restart "
+                "(the same session id, epoch and stream; a realtime session comes back paused, "
+                "its downtime being no simulated time: a controller resumes it), or as a fork "
+                "(`fork_session`: a new id and epoch, the source's stream up to the cut)."
+            )
+        ),
+    ] = False
 
 
 class Result(_ServerFrame, tag="result", kw_only=True):

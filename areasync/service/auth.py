@@ -4,6 +4,11 @@ A session's tokens are minted when it is created and handed out once (start-up b
 `create_session` result); the admin token (`--token`, `AREASYNC_TOKEN`, or random) is accepted
 for every role of every session and is the only one that grants the `admin` role.
 
+A session restored from its journal after a restart (`service/restore.py`) has no tokens in
+memory: its journal keeps them only as salted hashes (`Created.token_hashes`), so a candidate is
+hashed with the session's salt and compared to the hash (`Created.token_matches`), and the
+tokens its clients hold keep working.
+
 Every comparison goes through `hmac.compare_digest` on UTF-8 bytes, and a check compares the
 candidate against every token it could match rather than stopping at the first hit, so the time
 a check takes says nothing about how much of a token was right or which token it was.
@@ -15,6 +20,7 @@ import hmac
 import secrets
 from urllib.parse import parse_qs
 
+from areasync.journal import Created
 from areasync.protocol.frames import Role
 
 SESSION_ROLES: tuple[Role, ...] = (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER)
@@ -56,6 +62,8 @@ class Tokens:
     def __init__(self, admin_token: str | None = None) -> None:
         self.admin = admin_token or new_token()
         self._sessions: dict[str, dict[Role, str]] = {}
+        # Restored sessions: their tokens as the journal keeps them (salted hashes).
+        self._hashed: dict[str, Created] = {}
 
     def mint(self, session_id: str) -> dict[Role, str]:
         """Create the tokens of a new session (one per role in SESSION_ROLES)."""
@@ -63,8 +71,13 @@ class Tokens:
         self._sessions[session_id] = tokens
         return dict(tokens)
 
+    def restore(self, session_id: str, created: Created) -> None:
+        """Accept again the tokens of a session restored from its journal (by their hashes)."""
+        self._hashed[session_id] = created
+
     def forget(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
+        self._hashed.pop(session_id, None)
 
     def of(self, session_id: str) -> dict[Role, str]:
         return dict(self._sessions.get(session_id, {}))
@@ -76,9 +89,13 @@ class Tokens:
         session_token = self._sessions.get(session_id, {}).get(role)
         # Compare against a dummy when there is no such token, so both paths cost the same.
         own = _same(raw, session_token if session_token is not None else self.admin + "\x00")
+        own = own and session_token is not None
+        created = self._hashed.get(session_id)
+        if created is not None:
+            own = _hashed_match(created, role, raw) or own
         if role is Role.ADMIN:
             return admin
-        return admin or (own and session_token is not None)
+        return admin or own
 
     def identify(self, candidate: str | None) -> tuple[Role, str | None] | None:
         """Who holds `candidate`: (Role.ADMIN, None), (role, session_id), or None if nobody.
@@ -93,7 +110,16 @@ class Tokens:
             for role, token in tokens.items():
                 if _same(raw, token) and found is None:
                     found = (role, session_id)
+        for session_id, created in self._hashed.items():
+            for role in SESSION_ROLES:
+                if _hashed_match(created, role, raw) and found is None:
+                    found = (role, session_id)
         return found
+
+
+def _hashed_match(created: Created, role: Role, raw: bytes) -> bool:
+    """Whether `raw` is `role`'s token of a restored session (its journal's salted hash)."""
+    return created.token_matches(role.value, raw.decode(errors="replace"))
 
 
 def token_from_http(query: str, authorization: str | None) -> str | None:

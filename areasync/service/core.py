@@ -259,6 +259,7 @@ class ConnectionCore:
             clock=session.sim.clock_state(),
             replay=replay_kind(frame, session),
             capabilities=list(SERVER_CAPABILITIES),
+            restored=session.sim.restored,
         )
         return Reply(welcome, after=start, alone=True)
 

@@ -24,6 +24,11 @@ A write that fails (`JournalWriteError`) fails the session, never the server: th
 shut where the journal stopped (nothing past it is ever shown), `on_failure` ends the session
 and closes its clients with the reason, and later records are dropped (the writer is broken for
 good: see `areasync.journal.writer`).
+
+A session restored after a restart (`service/restore.py`) reopens its journal
+(`JournalStore.reopen_writer`, `reopened` = the records it already holds, all durable) rather
+than creating it: nothing it holds gates anything, and what the restored session logs from then
+on is appended and gated as above.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ class SessionJournal:
         durability: Durability,
         *,
         on_failure: Callable[[JournalWriteError], None],
+        reopened: int | None = None,
     ) -> None:
         self.store = store
         self.created = created
@@ -89,6 +95,10 @@ class SessionJournal:
         self.finished = anyio.Event()  # `run()` is over: everything durable, or failed
         # `Created` gates everything: no item of a session is shown before it durably exists.
         self._entries: collections.deque[_Entry] = collections.deque([_Entry(0, created)])
+        self.reopened = reopened
+        if reopened is not None:  # its records are on disk already, `Created` first
+            self._entries.clear()
+            self.appended = self.durable = reopened
         self._wake = anyio.Event()
         self._ending = False
 
@@ -149,15 +159,21 @@ class SessionJournal:
 
     async def _run(self) -> None:
         try:
-            writer = await self.store.create_writer(self.created, self.durability)
+            if self.reopened is None:
+                writer = await self.store.create_writer(self.created, self.durability)
+            else:
+                sid = self.created.session_id
+                writer = await self.store.reopen_writer(sid, self.durability)
         except (OSError, JournalError) as exc:
+            what = "create" if self.reopened is None else "reopen"
             self._fail(
-                JournalWriteError(self.path, None, f"cannot create the session's journal: {exc}")
+                JournalWriteError(self.path, None, f"cannot {what} the session's journal: {exc}")
             )
             return
         self.writer = writer
-        self._entries.popleft()  # `Created`, durable with the file
-        self.durable = 1
+        if self.reopened is None:
+            self._entries.popleft()  # `Created`, durable with the file
+            self.durable = 1
         for entry in self._entries:  # logged while the file was being created
             entry.ticket = writer.append(entry.record)
         self.opened.set()

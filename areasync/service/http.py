@@ -8,9 +8,11 @@ both, with no web framework:
 path                token    answer
 ==================  =======  ===================================================================
 /health             no       200 {"status": "ok", "protocol": "areasync/1"}; with --state-dir also
-                             "journal": {"failed_sessions": N}, and status "degraded" if N > 0
+                             "journal": {"failed_sessions": N, "refused_journals": M}, and
+                             status "degraded" if N or M > 0 (M: journals not restored)
 /api/sessions       yes      200 {"access": {...}, "sessions": [...]}: every session for the
-                             admin token, only its own session for a session token
+                             admin token, only its own session for a session token; with
+                             --state-dir the admin also gets "refused_journals": {id: why}
 /api/schema         yes      200 the protocol's JSON Schema
 /metrics            admin    200 Prometheus text format (server-wide counters: the admin token
                              only; a session token gets 403)
@@ -252,10 +254,12 @@ class HttpRoutes:
         """`ok`, or `degraded` when a session was ended because its journal failed (how many,
         not which: /health needs no token, and session ids are not for everyone)."""
         body: dict[str, Any] = {"status": "ok", "protocol": PROTOCOL}
-        if self.registry.journals is not None:
+        journals = self.registry.journals
+        if journals is not None:
             failed = sum(1 for s in self.registry.sessions.values() if s.journal_error)
-            body["journal"] = {"failed_sessions": failed}
-            if failed:
+            refused = len(journals.refused)
+            body["journal"] = {"failed_sessions": failed, "refused_journals": refused}
+            if failed or refused:
                 body["status"] = "degraded"
         return body
 
@@ -308,7 +312,10 @@ class HttpRoutes:
             if session_id is None or session.id == session_id
         ]
         access = {"role": role.value, "session_id": session_id}
-        return {"protocol": PROTOCOL, "access": access, "sessions": shown}
+        body: dict[str, Any] = {"protocol": PROTOCOL, "access": access, "sessions": shown}
+        if registry.journals is not None and session_id is None:  # the admin's view only
+            body["refused_journals"] = dict(registry.journals.refused)
+        return body
 
     def source(self, session_id: str) -> Response:
         """What `create_session` needs to make `session_id` again (admin token only)."""

@@ -37,6 +37,7 @@ import msgspec
 from areasync.journal import (
     Created,
     InlineScenario,
+    Journal,
     JournalStore,
     RegisteredScenario,
     ScenarioSource,
@@ -73,6 +74,7 @@ class Journals:
         # never takes one (its journal file could not be created).
         self.taken: set[str] = set()
         self.live_on_disk: list[str] = []  # journals of sessions that had not ended
+        self.live: dict[str, Journal] = {}  # their records, until restored (`service/restore`)
         self.refused: dict[str, str] = {}  # journals that do not read back, and why
 
     # -- start-up ----------------------------------------------------------------------------
@@ -95,6 +97,7 @@ class Journals:
         scan = self.store.scan()
         self.taken = set(scan.journals) | set(scan.refused)
         self.live_on_disk = sorted(scan.live)
+        self.live = dict(scan.live)
         self.refused = {sid: str(error) for sid, error in scan.refused.items()}
         for error in self.refused.values():
             logger.warning("%s", error)
@@ -170,18 +173,42 @@ class Journals:
                 session.no_recipe,
             )
             return None
+        created = created_record(session, source, import_mode)
+        return self._start(session, created, None, 0, task_group)
+
+    def reattach(
+        self, session: Session, created: Created, journaled: int, task_group: anyio.abc.TaskGroup
+    ) -> SessionJournal:
+        """Go on with the journal of `session`, restored from it (`service/restore.py`): it is
+        reopened for appending, and what the replay logged past its first `journaled` records
+        of `sim.records` (the `restore` of a realtime session) is appended, then each record
+        as it is logged."""
+        assert self.store is not None
+        on_disk = self.live.pop(session.id)
+        return self._start(session, created, len(on_disk.records), journaled, task_group)
+
+    def _start(
+        self,
+        session: Session,
+        created: Created,
+        reopened: int | None,
+        journaled: int,
+        task_group: anyio.abc.TaskGroup,
+    ) -> SessionJournal:
+        assert self.store is not None
         journal = SessionJournal(
             self.store,
-            created_record(session, source, import_mode),
+            created,
             self.durability,
             on_failure=session.journal_failed,
+            reopened=reopened,
         )
         self.taken.add(session.id)
         session.journal = journal
         session.hub.gate = journal
         journal.on_release = session.hub.release
         sim = session.sim
-        for record in sim.records:
+        for record in sim.records[journaled:]:
             journal.record(record)
         sim.record_listeners.append(journal.record)
         task_group.start_soon(journal.run, name=f"areasync journal {session.id}")

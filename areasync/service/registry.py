@@ -32,6 +32,7 @@ judge (model, provider; None when the session is not judged).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import secrets
 from collections.abc import Callable, Iterator
@@ -45,7 +46,7 @@ import anyio.to_thread
 from areasync.bridge.judge import judge_link
 from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import Scenario, ScenarioError, detach_apps
-from areasync.journal import JournalError
+from areasync.journal import Created, InlineScenario, JournalError
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.auth import Tokens
@@ -54,6 +55,7 @@ from areasync.service.journals import Journals, scenario_source
 from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
 from areasync.service.recipes import Recipe, source_text
+from areasync.service.restore import fork_inputs, replayed
 from areasync.service.session import ScenarioSource, Session, session_id_for
 from areasync.simulation import Simulation, SimulationError, build_scenario
 
@@ -88,6 +90,11 @@ class SessionRegistry:
     def bind(self, task_group: anyio.abc.TaskGroup) -> None:
         """Sessions created from now on run in `task_group`."""
         self._task_group = task_group
+
+    @property
+    def import_limiter(self) -> anyio.CapacityLimiter:
+        """The one lane of scenario builds in worker threads (imports, restores)."""
+        return self._import_limiter
 
     def ws_url(self, session_id: str) -> str:
         return f"{self.ws_base}/sessions/{session_id}"
@@ -153,14 +160,38 @@ class SessionRegistry:
         finally:
             self._importing -= 1
         session = self._start(source, built, mode, speed, oracle, session_id, import_mode)
-        if session.journal is not None:
-            try:
-                await session.journal.wait_created()
-            except JournalError as exc:
-                raise ProtocolError(
-                    ErrorCode.INTERNAL,
-                    f"the session could not be made durable, so it was ended: {exc}",
-                ) from exc
+        await _durable(session)
+        return session
+
+    async def fork(
+        self, session_id: str, *, at_seq: int | None = None, at_time: float | None = None
+    ) -> Session:
+        """A new session replayed from `session_id`'s creation and records up to the cut
+        (`Simulation.replay`, in a worker thread as imports are), with its own id, tokens and
+        epoch. Raises ProtocolError (no such session, a cut past its end, no room)."""
+        source = self.sessions.get(session_id)
+        if source is None:
+            raise ProtocolError(
+                ErrorCode.SESSION_NOT_FOUND,
+                f"no session {session_id!r} to fork: GET /api/sessions lists the sessions",
+            )
+        text, import_mode, creation, records = fork_inputs(source, at_seq, at_time)
+        assert source.recipe is not None  # `fork_inputs` refuses a session without one
+        self._admit(text)
+        self._importing += 1
+        try:
+            with _refused_as_data():
+                sim = await anyio.to_thread.run_sync(
+                    functools.partial(
+                        replayed, text, import_mode, creation, records, at_seq, at_time
+                    ),
+                    limiter=self._import_limiter,
+                )
+        finally:
+            self._importing -= 1
+        kept: KeptSource = (source.recipe.scenario, source.recipe.scenario_json, "")
+        session = self._open(f"{session_id}-fork", sim, source.oracle, kept, import_mode)
+        await _durable(session)
         return session
 
     def _builder(
@@ -239,6 +270,18 @@ class SessionRegistry:
                 **extra,
             )
         wanted = session_id or session_id_for(source, sim.scenario)
+        return self._open(wanted, sim, oracle, kept, import_mode)
+
+    def _open(
+        self,
+        wanted: str,
+        sim: Simulation,
+        oracle: bool,
+        kept: KeptSource,
+        import_mode: ImportMode | str | None,
+    ) -> Session:
+        """A new session of `sim` (new id, tokens and epoch), journaled, running."""
+        assert self._task_group is not None
         sid = self._unique(wanted)
         session = Session(
             sid,
@@ -258,6 +301,33 @@ class SessionRegistry:
                 str(ImportMode(import_mode or self.config.import_mode).value),
                 self._task_group,
             )
+        self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
+        return session
+
+    def adopt(self, sim: Simulation, created: Created, journaled: int) -> Session:
+        """The session of `sim`, restored from its journal (`service/restore.py`): its id,
+        epoch and tokens are the journal's; its journal goes on (on the loop, nothing
+        awaited)."""
+        assert self._task_group is not None and self.journals is not None
+        sid = created.session_id
+        session = Session(
+            sid,
+            sim,
+            tokens={},  # the journal keeps hashes only: `Tokens.restore` checks against them
+            oracle=created.oracle,
+            config=self.config,
+            metrics=self.metrics,
+            epoch=created.epoch,
+        )
+        session.created_at = created.created
+        self.tokens.restore(sid, created)
+        source = created.scenario
+        kept: KeptSource = (
+            (None, source.json, "") if isinstance(source, InlineScenario) else (source.id, None, "")
+        )
+        self._remember(session, kept, created.import_mode)
+        self.sessions[sid] = session
+        self.journals.reattach(session, created, journaled, self._task_group)
         self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
         return session
 
@@ -378,6 +448,18 @@ class SessionRegistry:
             for session in list(self.sessions.values()):
                 if session.journal is not None:
                     await session.journal.finished.wait()
+
+
+async def _durable(session: Session) -> None:
+    """Return once a new session's journal exists (at once without a journal)."""
+    if session.journal is not None:
+        try:
+            await session.journal.wait_created()
+        except JournalError as exc:
+            raise ProtocolError(
+                ErrorCode.INTERNAL,
+                f"the session could not be made durable, so it was ended: {exc}",
+            ) from exc
 
 
 @contextlib.contextmanager

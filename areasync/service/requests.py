@@ -16,6 +16,7 @@ from areasync.protocol.frames import (
     CallTool,
     ClientFrame,
     CreateSession,
+    ForkSession,
     GetState,
     Idle,
     Jump,
@@ -76,6 +77,9 @@ async def perform(
             return await create_session(frame, registry)
         case StopSession(session_id=session_id):
             return await stop_session(session_id, registry)
+        case ForkSession(session_id=session_id, at_seq=at_seq, at_time=at_time):
+            forked = await registry.fork(session_id, at_seq=at_seq, at_time=at_time)
+            return created_result(forked, registry)
     raise AssertionError(f"no request handler for {type(frame).__name__}")
 
 
@@ -134,6 +138,11 @@ async def create_session(frame: CreateSession, registry: SessionRegistry) -> dic
         oracle=frame.oracle,
         import_mode=frame.import_mode,
     )
+    return created_result(session, registry)
+
+
+def created_result(session: Session, registry: SessionRegistry) -> dict[str, Any]:
+    """What `create_session` and `fork_session` return: the new session, its URL and tokens."""
     return {
         "session_id": session.id,
         "scenario_id": session.scenario_id,

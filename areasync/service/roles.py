@@ -24,6 +24,7 @@ import msgspec
 from areasync.protocol.frames import (
     CallTool,
     CreateSession,
+    ForkSession,
     GetState,
     Idle,
     Jump,
@@ -52,7 +53,7 @@ ALLOWED: Final[dict[Role, frozenset[FrameType]]] = {
     Role.CONTROLLER: READ | CLOCK_CONTROLS,
     Role.ADMIN: READ
     | CLOCK_CONTROLS
-    | frozenset({CallTool, Idle, SendUserMessage, CreateSession, StopSession}),
+    | frozenset({CallTool, Idle, SendUserMessage, CreateSession, StopSession, ForkSession}),
 }
 """The frame types each role may send after its `hello`."""
 

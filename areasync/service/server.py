@@ -27,6 +27,7 @@ import errno as _errno
 import logging
 import socket
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -45,9 +46,11 @@ from areasync.service.connection import Connection
 from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.metrics import Metrics
+from areasync.service.names import safe_id
 from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
 from areasync.service.registry import SessionRegistry
+from areasync.service.restore import restore_sessions
 from areasync.service.session import ScenarioSource
 from areasync.service.stalls import StallSweep
 
@@ -139,7 +142,14 @@ class Service:
             # a second) on the first lookup; /api/scenarios and create_session look them up on
             # the loop, so the discovery happens here, in a worker thread, before serving.
             await anyio.to_thread.run_sync(registered_ids)
+            restored: list[str] = []
+            if self.registry.journals is not None:
+                restored = await restore_sessions(self.registry)
             for source in self._scenarios:
+                if _natural_id(source) in restored:
+                    # The same command run again after a crash: its session is back already.
+                    logger.info("session %s was restored: not starting it again", source)
+                    continue
                 try:
                     await self.registry.create_async(source)
                 except ProtocolError as exc:
@@ -309,8 +319,13 @@ class Service:
             extra += f", {session.import_mode} import" if session.import_mode else ""
             extra += ", judged" if session.judge else ""
             extra += ", waiting for an agent" if session.waiting_for_agent else ""
+            extra += ", restored from its journal" if session.sim.restored else ""
             lines.append(f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})")
             lines.append(f"  {self.ws_url(session.id)}")
+            if not session.tokens:  # restored: its tokens were printed by the run that made it
+                lines.append("  its tokens are those it had before the restart")
+                lines.append("")
+                continue
             for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
                 lines.append(f"  {role.value:<11} {session.tokens[role]}")
             if session.waiting_for_agent:
@@ -326,10 +341,23 @@ class Service:
                 f"journals: {config.state_dir.resolve()} (durability {config.durability}; "
                 f"ended sessions' journals kept {config.retention:g} s)"
             )
+            journals = self.registry.journals
+            for session_id, why in ({} if journals is None else journals.refused).items():
+                lines.append(f"  not restored: {session_id}: {why}")
         traces = "not written" if config.trace_dir is None else str(config.trace_dir.resolve())
         lines.append(f"traces: {traces}")
         lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
         return "\n".join(lines)
+
+
+def _natural_id(source: Any) -> str | None:
+    """The session id a `--scenario` source gets when none is taken (`session_id_for`), if
+    it can be told without loading it."""
+    if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json")):
+        return safe_id(Path(source).stem)
+    if isinstance(source, str) and not source.lstrip().startswith("{"):
+        return safe_id(source)
+    return None
 
 
 def listen_error(host: str, port: int, exc: BaseException) -> str:

@@ -105,6 +105,7 @@ class Session:
         oracle: bool,
         config: ServiceConfig,
         metrics: Metrics,
+        epoch: str | None = None,
     ) -> None:
         self.id = session_id
         self.sim = sim
@@ -113,8 +114,9 @@ class Session:
         self.config = config
         self.metrics = metrics
         # A new epoch per session instance: a client's `since` is only meaningful against the
-        # very stream it came from (a restarted server, or a recreated session, starts anew).
-        self.epoch = secrets.token_hex(8)
+        # very stream it came from (a recreated session starts anew). A session restored from
+        # its journal keeps its epoch: its stream is the same, item for item.
+        self.epoch = epoch or secrets.token_hex(8)
         self.hub = StreamHub(sim.log, max_lag=config.max_lag, metrics=metrics)
         self.connections: dict[Client, None] = {}
         self.created_at = time.time()
@@ -131,9 +133,17 @@ class Session:
         self.journal: SessionJournal | None = None
         self.journal_error: str | None = None
         self._agent_arrived = anyio.Event()
-        self.waiting_for_agent = self.fast and not oracle
-        if self.waiting_for_agent:
-            sim.begin_lease(WAITING_HOLDER)
+        # Leases of agents of the server that died, held again by a restore: they hold time
+        # still until an agent attaches (and takes its own), or they time out.
+        self.orphaned_leases: set[str] = set()
+        if sim.restored:
+            # Its replay took the hold again if the run still had it (leases are records).
+            self.waiting_for_agent = WAITING_HOLDER in sim.leases
+            self.orphaned_leases = set(sim.leases) - {WAITING_HOLDER}
+        else:
+            self.waiting_for_agent = self.fast and not oracle
+            if self.waiting_for_agent:
+                sim.begin_lease(WAITING_HOLDER)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -192,6 +202,7 @@ class Session:
             "trace_error": self.trace_error,
             "created_at": self.created_at,
             "ended_at": self.ended_at,
+            "restored": self.sim.restored,
             "durable": self.journal is not None and self.journal_error is None,
             "journal_error": self.journal_error,
         }
@@ -210,6 +221,14 @@ class Session:
             self.agents_seen += 1
             connection.take_turn()  # before the hold goes: time must not move in between
             self.start_without_hold()
+            self._end_orphaned_leases(getattr(connection, "holder", None))
+
+    def _end_orphaned_leases(self, own: str | None) -> None:
+        """An agent attached to a restored session: the leases its predecessors held before
+        the restart end (the agent holds its own; one of the same name is its own now)."""
+        self.orphaned_leases.discard(own or "")
+        while self.orphaned_leases:
+            self.sim.end_lease(self.orphaned_leases.pop())
 
     def detach(self, connection: Client) -> None:
         self.connections.pop(connection, None)

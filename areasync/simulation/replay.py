@@ -20,7 +20,7 @@ again with fresh deadlines.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from areasync.loop.clock import to_us
@@ -55,28 +55,59 @@ def replay_into(
     """Apply `records` to `sim`, freshly loaded from the same creation (module docstring)."""
     cut = _Cut(until_seq, until_time)
     cursor = 0
-    with sim.sandbox.entered():
-        while cursor < len(records) and not sim.ended:
-            record = records[cursor]
-            if record.source == "steps":
-                if not _steps(sim, int(record.payload["n"]), cut):
-                    break
-                cursor = max(cursor + 1, len(sim.records))
-            else:
-                if cut.reached(sim, to_us(record.time)):
-                    break
-                following = records[cursor + 1] if cursor + 1 < len(records) else None
-                before = len(sim.records)
-                _position(sim, record)
-                _apply(sim, record, following)
-                if len(sim.records) == before:
-                    raise ReplayDivergedError(
-                        f"record {cursor} ({record.source} at seq {record.seq}) logged nothing "
-                        "when replayed: the replay diverged from the run it replays"
-                    )
-                cursor = len(sim.records)
-            _check(sim.records, records)
-        _restore(sim)
+    listener = _turns_taken_on_append(sim, records)
+    sim.log.listeners.append(listener)  # the replay's only: removed before it returns
+    try:
+        with sim.sandbox.entered():
+            while cursor < len(records) and not sim.ended:
+                record = records[cursor]
+                if record.source == "steps":
+                    if not _steps(sim, int(record.payload["n"]), cut):
+                        break
+                    cursor = max(cursor + 1, len(sim.records))
+                else:
+                    if cut.reached(sim, to_us(record.time)):
+                        break
+                    following = records[cursor + 1] if cursor + 1 < len(records) else None
+                    before = len(sim.records)
+                    _position(sim, record)
+                    _apply(sim, record, following)
+                    if len(sim.records) == before:
+                        raise ReplayDivergedError(
+                            f"record {cursor} ({record.source} at seq {record.seq}) logged nothing "
+                            "when replayed: the replay diverged from the run it replays"
+                        )
+                    cursor = len(sim.records)
+                _check(sim.records, records)
+            _restore(sim)
+    finally:
+        sim.log.listeners.remove(listener)
+
+
+def _turns_taken_on_append(
+    sim: Simulation, records: Sequence[InputRecord]
+) -> Callable[[int, object], None]:
+    """A stream listener that begins, inside the append, the lease an agent began there.
+
+    A live agent takes its turn synchronously when a notification is appended to the stream
+    (the service's hub calls it inside the append), so its `lease_begin` can be logged in the
+    middle of a jump or a step, at that item's seq and time. The replay has no agent: when the
+    stream reaches the seq of the next record still to replay and that record is such a lease,
+    at this very time, it is begun here, where the live run began it."""
+
+    def on_append(seq: int, _item: object) -> None:
+        index = len(sim.records)
+        if index >= len(records):
+            return
+        record = records[index]
+        if (
+            record.source == "lease_begin"
+            and record.seq == seq
+            and to_us(record.time) == sim.clock.now_us()
+        ):
+            sim.begin_lease(record.payload["holder"])
+
+    return on_append
 
 
 def _position(sim: Simulation, record: InputRecord) -> None:

@@ -107,7 +107,7 @@ async def test_a_failing_disk_ends_only_its_session_and_its_clients_are_told_why
         assert json.loads(body) == {
             "status": "degraded",
             "protocol": "areasync/1",
-            "journal": {"failed_sessions": 1},
+            "journal": {"failed_sessions": 1, "refused_journals": 0},
         }
         # A new client of the failed session is closed at once, saying why.
         async with raw(service) as late:

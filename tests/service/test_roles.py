@@ -27,6 +27,7 @@ from areasync.protocol import (
     StopSession,
     Tick,
 )
+from areasync.protocol.frames import ForkSession
 from areasync.service.roles import ALLOWED
 from tests.service.support import attach, serving, tokens
 
@@ -45,6 +46,7 @@ SAMPLES: list[tuple[type[Any], dict[str, Any]]] = [
     (SetSpeed, {"speed": 2.0}),
     (CreateSession, {"scenario": "no_such_scenario"}),
     (StopSession, {"session_id": "no_such_session"}),
+    (ForkSession, {"session_id": "no_such_session"}),
     (Stop, {}),
 ]
 

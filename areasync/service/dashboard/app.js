@@ -52,6 +52,7 @@ const view = {
   id: null,
   conn: null,
   welcomeSeq: 0,
+  restored: false, // welcome.restored: rebuilt from its journal after a server restart
   clock: null,
   clockAt: 0,
   shownTime: Number.NaN,
@@ -185,6 +186,8 @@ function renderClock() {
   }
   const parts = [`tick ${fmtCount(c.tick)}`, c.mode === "realtime" ? `realtime ×${c.speed}` : c.mode];
   if (c.lag > 0.5) parts.push(`lag ${c.lag.toFixed(1)} s`);
+  // A realtime session restored after a restart comes back paused: say why, and what to do.
+  if (view.restored) parts.push(c.state === "paused" ? "restored after a restart: paused, Resume goes on" : "restored after a restart");
   parts.push(fmtAbsolute(t));
   const sub = parts.join(" · ");
   if ($("clock-sub").textContent !== sub) $("clock-sub").textContent = sub;
@@ -309,6 +312,7 @@ function openSession(id) {
   if (view.conn) view.conn.stop();
   view.id = id;
   view.welcomeSeq = 0;
+  view.restored = false;
   view.clock = null;
   view.shownTime = Number.NaN;
   view.ended = null;
@@ -348,6 +352,7 @@ function openSession(id) {
       },
       welcome: (w) => {
         view.welcomeSeq = w.seq;
+        view.restored = !!w.restored;
         $("session-title").textContent = w.session_id || id;
         $("session-scenario").textContent = w.scenario_id && w.scenario_id !== w.session_id ? w.scenario_id : "";
         const role = $("role");

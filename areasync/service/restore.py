@@ -1,0 +1,196 @@
+"""Restoring a restarted server's live sessions from their journals (`--state-dir`), and
+forking a session from its records (`fork_session`).
+
+At start-up, before the server listens, every journal of a session that had not ended
+(`Journals.live`) is rebuilt: its scenario is built again from the source the journal kept
+(registered id or JSON text), with the seed, creation time and import mode of its `Created`
+record, and `Simulation.replay` applies its `Input` records in order. The session comes back
+as it was - the same id, epoch and stream (seqs and items), its tokens accepted by their salted
+hashes (`Tokens.restore`) - its journal reopened for appending, with the journal's listener
+attached only after the replay (the records replayed are on disk already). A realtime session
+comes back paused (its downtime is no simulated time; `welcome.restored` says so).
+
+Why the rebuild runs in a worker thread: it is the scenario's import (`registry.py` explains
+why that goes off the loop) plus the replay of every record through ARE, CPU work that grows
+with the session's length. Nothing of the simulation is shared with the loop until it is
+adopted, in one synchronous step on the loop. The replay runs in the session's sandbox, as
+loading does (`Simulation.replay` enters it).
+
+A journal that cannot be restored (its scenario is gone, the replay diverged, its session was
+judged: a judge's LLM calls are not replayed) is refused like one that does not read back: the
+log, `/api/sessions` and `/health` report it, its file stays for the operator, and the other
+sessions are restored. Ended sessions are not restored: their traces were written when they
+ended.
+
+A fork (`SessionRegistry.fork`) is the same replay from a live session's own records (in
+memory: `sim.records`, with or without `--state-dir`), stopped at a cut (`until_seq`,
+`until_time`), and opened as a new session: its own id, tokens and epoch, and its own journal.
+Its stream up to the cut is the source's, item for item (same seed, same inputs); from there
+the two go their own ways.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+import anyio.to_thread
+import msgspec
+
+from areasync.journal import Created, InlineScenario, Input, Journal
+from areasync.protocol.errors import ErrorCode, ProtocolError
+from areasync.protocol.frames import ImportMode
+from areasync.simulation import Simulation, build_scenario
+from areasync.simulation.records import Creation, InputRecord
+
+if TYPE_CHECKING:
+    from areasync.service.journals import Journals
+    from areasync.service.session import Session
+
+logger = logging.getLogger("areasync.service")
+
+
+class Adopter(Protocol):
+    """What a restore needs of the registry (`SessionRegistry`, which imports this module)."""
+
+    journals: Journals | None
+
+    @property
+    def import_limiter(self) -> anyio.CapacityLimiter: ...
+
+    def adopt(self, sim: Simulation, created: Created, journaled: int) -> Session: ...
+
+
+class RestoreError(Exception):
+    """A journal that reads back but cannot be made a session again; the message says why."""
+
+
+def rebuild(created: Created, journal: Journal) -> tuple[Simulation, int]:
+    """The simulation `journal` describes, replayed to its last record, and how many records
+    of its `sim.records` were on disk (any past them the replay logged itself). Runs on any
+    thread; raises `RestoreError`."""
+    if created.options.get("judge") is not None:
+        raise RestoreError(
+            f"session {created.session_id} was judged, and a replay would call its judge again: "
+            "judged sessions are not restored; create it again from its scenario"
+        )
+    try:
+        creation = msgspec.convert(created.options["creation"], Creation)
+    except (KeyError, msgspec.ValidationError) as exc:
+        raise RestoreError(
+            f"session {created.session_id}'s journal has no usable creation record ({exc}): "
+            "it was written by another areasync version; move it aside"
+        ) from exc
+    records = [
+        InputRecord(r.time, r.seq, r.source, r.payload)
+        for r in journal.records
+        if isinstance(r, Input)
+    ]
+    scenario = created.scenario
+    source = scenario.json if isinstance(scenario, InlineScenario) else scenario.id
+    try:
+        sim = replayed(source, created.import_mode, creation, records)
+    except Exception as exc:
+        raise RestoreError(
+            f"session {created.session_id} could not be replayed from its journal "
+            f"({type(exc).__name__}: {exc}); its journal is kept: move it aside to silence this"
+        ) from exc
+    return sim, len(records)
+
+
+def replayed(
+    source: str,
+    import_mode: str,
+    creation: Creation,
+    records: list[InputRecord],
+    until_seq: int | None = None,
+    until_time: float | None = None,
+) -> Simulation:
+    """`source`'s scenario built as the session's was (`SessionRegistry.create`: its import
+    mode, seed and creation time), then `records` replayed into it up to the cut."""
+    built, sandbox = build_scenario(
+        source,
+        import_mode=import_mode,
+        oracle=creation.oracle,
+        max_file_bytes=creation.max_file_bytes,
+        seed=creation.seed,
+        created_at=creation.created_at,
+    )
+    return Simulation.replay(
+        built, creation, records, until_seq=until_seq, until_time=until_time, sandbox=sandbox
+    )
+
+
+def fork_inputs(
+    session: Session, at_seq: int | None, at_time: float | None
+) -> tuple[str, str, Creation, list[InputRecord]]:
+    """What a fork of `session` replays: its source, import mode, creation and records (on
+    the loop: the records are the live session's, `sim.flush_records()`). Raises
+    ProtocolError when it cannot be forked there."""
+    sim = session.sim
+    recipe = session.recipe
+    why = None
+    if recipe is None:
+        why = f"its scenario was not kept ({session.no_recipe})"
+    elif session.judge is not None:
+        why = "it is judged, and a replay would call its judge again"
+    elif sim.creation is None:
+        why = "it was not made by `Simulation.load`"
+    if why is not None or recipe is None or sim.creation is None:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f"session {session.id!r} cannot be forked: {why}; create a new session instead",
+        )
+    end_seq, now = sim.log.seq, sim.clock.now()
+    if at_seq is not None and at_seq > end_seq:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f"at_seq {at_seq} is past the end of session {session.id!r}, whose stream is at seq "
+            f"{end_seq}: give a seq up to {end_seq}, or leave it out to fork it as it is now",
+        )
+    if at_time is not None and at_time > now:
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            f"at_time {at_time} is past the end of session {session.id!r}, whose clock is at "
+            f"{now}: give a time up to {now}, or leave it out to fork it as it is now",
+        )
+    source = recipe.scenario if recipe.scenario is not None else recipe.scenario_json
+    assert source is not None  # a recipe keeps exactly one of them
+    import_mode = ImportMode(recipe.import_mode or session.config.import_mode).value
+    return source, import_mode, sim.creation, list(sim.flush_records())
+
+
+async def restore_sessions(registry: Adopter) -> list[str]:
+    """Restore every live session of `registry.journals` (module docstring); the ids restored.
+    One at a time, in worker threads; a failure is reported and the others go on."""
+    journals = registry.journals
+    assert journals is not None
+    restored: list[str] = []
+    started = time.perf_counter()
+    for session_id in list(journals.live_on_disk):
+        journal = journals.live.get(session_id)
+        created = None if journal is None else journal.created
+        if journal is None or created is None:
+            continue
+        try:
+            sim, journaled = await anyio.to_thread.run_sync(
+                rebuild, created, journal, limiter=registry.import_limiter
+            )
+        except RestoreError as exc:
+            journals.refused[session_id] = str(exc)
+            journals.live.pop(session_id, None)
+            logger.warning("%s", exc)
+            continue
+        registry.adopt(sim, created, journaled)
+        restored.append(session_id)
+    if restored or journals.refused:
+        logger.info(
+            "restored %d session(s) from their journals in %.2f s: %s; %d refused",
+            len(restored),
+            time.perf_counter() - started,
+            restored,
+            len(journals.refused),
+        )
+    return restored

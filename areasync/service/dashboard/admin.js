@@ -1,7 +1,7 @@
 // What only the admin token may do from the page: create a session (a registered scenario, or an
-// uploaded ARE JSON file) and restart one (a new session from the same source and options).
-// The lists come over HTTP (GET /api/scenarios, /api/sessions/<id>/source); `create_session`
-// goes over a short-lived WebSocket that says hello as `admin` (the page's own connection is a
+// uploaded ARE JSON file), restart one (a new session from the same source and options) and fork
+// one (a new session from its inputs up to a cut). The lists come over HTTP (GET /api/scenarios,
+// /api/sessions/<id>/source); `create_session` and `fork_session` go over a short-lived WebSocket that says hello as `admin` (the page's own connection is a
 // controller's), through any session the server still has.
 
 import { Connection } from "./protocol.js";
@@ -37,6 +37,20 @@ export class Admin {
 
   /** Send create_session{...fields}; resolves with its result (session_id, tokens...). */
   async create(fields, through) {
+    return this._request({ type: "create_session", ...fields }, through, "create the session");
+  }
+
+  /**
+   * Send fork_session for session `id`: cut where its stream had reached `atSeq`, or (null) as it
+   * is now. Resolves with create_session's result for the new session.
+   */
+  async fork(id, atSeq = null) {
+    const frame = { type: "fork_session", session_id: id };
+    if (atSeq !== null) frame.at_seq = atSeq;
+    return this._request(frame, id, `fork ${id}`);
+  }
+
+  async _request(frame, through, what) {
     const via = through || this.sessions.sessions[0]?.id;
     if (!via) {
       throw new AdminError("The server has no session to send the request through: restart it (`make serve`).");
@@ -67,10 +81,10 @@ export class Admin {
       conn.start();
       await welcomed;
       clearTimeout(timer);
-      return await conn.request({ type: "create_session", ...fields });
+      return await conn.request(frame);
     } catch (err) {
       if (err instanceof AdminError) throw err;
-      throw new AdminError(`The server refused to create the session (${err.code || "error"}): ${err.message}`);
+      throw new AdminError(`The server refused to ${what} (${err.code || "error"}): ${err.message}`);
     } finally {
       clearTimeout(timer);
       conn.stop();

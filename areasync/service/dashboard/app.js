@@ -187,7 +187,9 @@ function renderClock() {
   const parts = [`tick ${fmtCount(c.tick)}`, c.mode === "realtime" ? `realtime ×${c.speed}` : c.mode];
   if (c.lag > 0.5) parts.push(`lag ${c.lag.toFixed(1)} s`);
   // A realtime session restored after a restart comes back paused: say why, and what to do.
-  if (view.restored) parts.push(c.state === "paused" ? "restored after a restart: paused, Resume goes on" : "restored after a restart");
+  // welcome.restored is true for a fork too; the page tells the forks it made itself apart.
+  if (forkedFrom.has(view.id)) parts.push(`forked from ${forkedFrom.get(view.id)}`);
+  else if (view.restored) parts.push(c.state === "paused" ? "restored after a restart: paused, Resume goes on" : "restored after a restart");
   parts.push(fmtAbsolute(t));
   const sub = parts.join(" · ");
   if ($("clock-sub").textContent !== sub) $("clock-sub").textContent = sub;
@@ -406,19 +408,42 @@ function fillWaiting() {
   box.replaceChildren(...nodes);
 }
 
-// -- admin: new session, restart ------------------------------------------------------------------
+// -- admin: new session, restart, fork -------------------------------------------------------------
 
 let admin = null; // an Admin once the server says our token is the admin's
 const created = new Map(); // session id -> tokens, for sessions this page created
+const forkedFrom = new Map(); // session id -> its source's id, for the forks this page made
 
 /** A new session from `fields` (create_session's): remember its tokens, list it, open it. */
 async function createAndOpen(fields, label) {
-  const result = await admin.create(fields, view.id);
+  return openCreated(await admin.create(fields, view.id), label);
+}
+
+/** A session the admin just made (create_session's or fork_session's result): list it, open it. */
+async function openCreated(result, label) {
   created.set(result.session_id, result.tokens || {});
   toast($("toasts"), { title: `${label}: ${result.session_id}`, message: `Session ${result.session_id} is ready.` });
   await sessions.refresh();
   openSession(result.session_id);
   return result;
+}
+
+/** Fork the open session where its stream had reached `atSeq` (null: as it is now), and open the
+ *  fork as Restart opens its new session. */
+async function forkAndOpen(button, atSeq) {
+  button.disabled = true;
+  const source = view.id;
+  try {
+    const result = await admin.fork(source, atSeq);
+    forkedFrom.set(result.session_id, atSeq === null ? source : `${source} at #${atSeq}`);
+    await openCreated(result, "Forked");
+  } catch (err) {
+    if (!(err instanceof AdminError)) throw err;
+    toast($("toasts"), { title: "Fork failed", message: err.message, kind: "error", ms: 12000 });
+  } finally {
+    button.disabled = false;
+    controls.render(); // the controls' own rule decides whether its button is usable now
+  }
 }
 
 function addEndedActions(id) {
@@ -496,6 +521,8 @@ async function submitNew(ev) {
 }
 
 $("btn-new").addEventListener("click", openNewDialog);
+$("btn-fork").addEventListener("click", () => forkAndOpen($("btn-fork"), null));
+$("detail-fork").addEventListener("click", () => forkAndOpen($("detail-fork"), view.selectedSeq));
 $("new-form").addEventListener("submit", submitNew);
 $("new-close").addEventListener("click", () => $("new-dialog").close());
 
@@ -504,6 +531,7 @@ $("new-close").addEventListener("click", () => $("new-dialog").close());
 function selectRow(row) {
   view.selectedSeq = row.seq;
   timeline.select(row.seq);
+  $("detail-fork").textContent = `Fork at #${row.seq}`;
   showDetail({ pane: $("detail"), badge: $("detail-type"), title: $("detail-title"), body: $("detail-body") }, row, view.startTime);
   frame();
 }
@@ -568,6 +596,8 @@ if (offline) {
     }
     if (!admin && list.access?.role === "admin") admin = new Admin({ base, token, sessions });
     $("btn-new").hidden = !admin;
+    $("btn-fork").hidden = !admin;
+    $("detail-fork").hidden = !admin;
     if (admin && view.ended && !$("btn-restart")) addEndedActions(view.id);
     fillWaiting();
   };

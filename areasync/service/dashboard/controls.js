@@ -49,7 +49,8 @@ export class Controls {
     $("waiting").hidden = !view.waiting || over;
     const offline = view.conn?.state !== "live" && !over;
     for (const node of $("controls").querySelectorAll("button, input")) {
-      node.disabled = node.id === "btn-state" ? offline : over || offline;
+      // Reading the apps and forking (over the admin's own socket) still make sense once ended.
+      node.disabled = node.id === "btn-state" || node.id === "btn-fork" ? offline : over || offline;
     }
   }
 

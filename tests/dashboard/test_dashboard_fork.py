@@ -1,0 +1,120 @@
+"""The admin forks the open session from the page: "Fork here" (where it is now) in the controls,
+"Fork at #N" in a selected row's details; the fork opens as Restart's new session does, and its
+stream starts with the source's items up to the cut. A refused fork says why; a non-admin page
+offers no fork at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("playwright.async_api", reason="playwright is not installed (dev extras)")
+
+from playwright.async_api import Page, expect
+
+from tests.dashboard.conftest import (
+    CHROMIUM,
+    Server,
+    chromium_missing_reason,
+    connect,
+    create_session,
+    start_server,
+)
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+
+STEPS = 3  # "Next event" presses before the fork: a few events to carry over
+
+
+async def stream(server: Server, session: str) -> list[dict[str, Any]]:
+    """Every stream item of `session` so far (a replay from seq 1 up to its welcome's seq)."""
+    async with connect(server, session, role="observer") as client:
+        with anyio.fail_after(20):
+            while client.last_seq < client.welcome["seq"]:  # noqa: ASYNC110 - no event to await
+                await anyio.sleep(0.02)
+        return list(client.items)
+
+
+async def session_with_events(server: Server, page: Page) -> str:
+    """A manual session stepped through a few events, open in `page` with the admin token."""
+    session = (await create_session(server, mode="manual"))["session_id"]
+    async with connect(server, session) as controller:
+        for _ in range(STEPS):
+            await controller.request({"type": "jump", "next_event": True})
+    await page.goto(server.page_url(session=session))
+    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    await expect(page.locator("#btn-fork")).to_be_visible()
+    return session
+
+
+async def opened_fork(page: Page, source: str) -> str:
+    """The session the page switched to after a fork of `source` (live, its own id)."""
+    await expect(page.locator("#crumb")).not_to_have_text(source)
+    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    return str(await page.locator("#crumb").text_content())
+
+
+async def test_fork_here_opens_a_session_whose_stream_is_the_sources_so_far(
+    server: Server, page: Page
+) -> None:
+    source = await session_with_events(server, page)
+    before = await stream(server, source)
+    await page.get_by_role("button", name="Fork here", exact=True).click()
+    fork = await opened_fork(page, source)
+    await expect(page.locator("#clock-sub")).to_contain_text(f"forked from {source}")
+    assert fork in [s["id"] for s in server.sessions()]
+    forked = await stream(server, fork)
+    assert forked[: len(before)] == before
+    rows = sum(1 for item in forked if item["type"] in ("event", "notification"))
+    assert rows >= STEPS
+    await expect(page.locator(".row")).to_have_count(rows)
+
+
+async def test_fork_at_a_selected_row_cuts_the_stream_there(server: Server, page: Page) -> None:
+    source = await session_with_events(server, page)
+    before = await stream(server, source)
+    first_event = next(item for item in before if item["type"] == "event")
+    cut = int(first_event["seq"])
+    await page.locator(".row", has_text=first_event["event"]["function"]).first.click()
+    await page.get_by_role("button", name=f"Fork at #{cut}", exact=True).click()
+    fork = await opened_fork(page, source)
+    await expect(page.locator("#clock-sub")).to_contain_text(f"forked from {source} at #{cut}")
+    forked = await stream(server, fork)
+    assert forked[:cut] == before[:cut]
+    later = [item for item in before if item["type"] == "event" and item["seq"] > cut]
+    assert later and not [item for item in forked if item in later]
+
+
+@pytest.fixture(scope="module")
+def full_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server with room for two sessions: its default one and one the test creates."""
+    running = start_server(
+        tmp_path_factory.mktemp("serve-full"), "--mode", "manual", "--max-sessions", "2"
+    )
+    yield running
+    running.stop()
+
+
+async def test_a_refused_fork_is_shown_saying_why(full_server: Server, page: Page) -> None:
+    source = await session_with_events(full_server, page)
+    await page.get_by_role("button", name="Fork here", exact=True).click()
+    refused = page.locator(".toast", has_text="Fork failed")
+    await expect(refused).to_contain_text(f"The server refused to fork {source}")
+    await expect(page.locator("#crumb")).to_have_text(source)
+    await expect(page.locator("#btn-fork")).to_be_enabled()
+
+
+async def test_an_observer_page_offers_no_fork(server: Server, page: Page) -> None:
+    session = await create_session(server, mode="manual")
+    async with connect(server, session["session_id"]) as controller:
+        await controller.request({"type": "jump", "next_event": True})
+    token = session["tokens"]["observer"]
+    await page.goto(server.page_url(session=session["session_id"], token=token))
+    await expect(page.locator("#role")).to_contain_text("observer")
+    await page.locator(".row").first.click()
+    await expect(page.locator("#detail")).to_be_visible()
+    await expect(page.get_by_role("button", name="Fork", exact=False)).to_have_count(0)

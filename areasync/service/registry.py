@@ -418,16 +418,12 @@ class SessionRegistry:
             )
 
     async def shutdown(self) -> int:
-        """Suspend every journaled live session (with a state dir), stop every other one; wait
-        until their journals are durable and their traces written. Returns how many sessions
-        were suspended.
+        """Suspend every journaled live session (`Session.suspend`: no `Ended`, no trace; the
+        next start resumes it), stop every other one; return how many were suspended.
 
-        A suspended session does not end: its journal is complete and durable without `Ended`,
-        no trace is written, and the next start with the same state dir resumes it
-        (`Session.suspend`). The stops run side by side (each interrupts a long control of its
-        session at its next yield). Whatever has not ended `shutdown_timeout` seconds later is
-        ended outside its lane (`Session.end_now`), its trace written: shutting down never waits
-        for a session.
+        The stops run side by side (each interrupts a long control of its session at its next
+        yield). Whatever has not ended `shutdown_timeout` seconds later is ended outside its
+        lane (`Session.end_now`), its trace written: shutting down never waits for a session.
         """
         suspended = 0
         if self.journals is not None:
@@ -472,12 +468,8 @@ class SessionRegistry:
                 if session.journal is not None and session.journal_error is None:
                     tg.start_soon(suspend, session)
         if suspended:
-            logger.info(
-                "suspended %d session(s) in their journals (%s): the next start with this "
-                "state dir resumes them",
-                len(suspended),
-                ", ".join(sorted(s.id for s in suspended)),
-            )
+            ids = ", ".join(sorted(s.id for s in suspended))
+            logger.info("suspended %d session(s) in their journals: %s", len(suspended), ids)
         return len(suspended)
 
 

@@ -391,6 +391,13 @@ async def _serve(config: Any, scenarios: list[str]) -> None:
 
             async def serve(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
                 await service.serve(task_status=task_status)
+                if service.suspended:
+                    print(
+                        f"areasync: {service.suspended} session(s) suspended in their journals; "
+                        f"start again with --state-dir {config.state_dir} to resume them",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 tg.cancel_scope.cancel()  # served and shut down: stop listening for signals
 
             await tg.start(serve)
@@ -399,9 +406,14 @@ async def _serve(config: Any, scenarios: list[str]) -> None:
             async for signum in signals:
                 name = signal.Signals(signum).name
                 exit_on_second_signal()  # before saying so: a second signal may follow at once
+                doing = (
+                    "ending sessions, writing traces"
+                    if config.state_dir is None
+                    else "suspending sessions in their journals"
+                )
                 print(
-                    f"\nareasync: {name}: ending sessions, writing traces, closing "
-                    "connections... (a second Ctrl-C or SIGTERM exits at once, writing nothing)",
+                    f"\nareasync: {name}: {doing}, closing connections... (a second Ctrl-C "
+                    "or SIGTERM exits at once, writing nothing)",
                     file=sys.stderr,
                     flush=True,
                 )

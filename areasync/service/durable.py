@@ -114,6 +114,15 @@ class SessionJournal:
         self._ending = True
         self._wake.set()
 
+    def suspend(self, listeners: list[Callable[[InputRecord], None]]) -> None:
+        """The session is suspended (a clean shutdown): take no more records (this hook leaves
+        `listeners`); `run()` returns once those appended are durable, with no `Ended`, so
+        that the next start resumes the session."""
+        if self.record in listeners:
+            listeners.remove(self.record)
+        self._ending = True
+        self._wake.set()
+
     def _add(self, seq: int, record: Record) -> None:
         if self.error is not None or self._ending:
             return  # the journal failed, or closed: the session takes no input anyway

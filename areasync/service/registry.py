@@ -417,13 +417,17 @@ class SessionRegistry:
                 flush=True,
             )
 
-    async def shutdown(self) -> None:
-        """Stop every live session and wait until their traces are written.
+    async def shutdown(self) -> int:
+        """Suspend every journaled live session (`Session.suspend`: no `Ended`, no trace; the
+        next start resumes it), stop every other one; return how many were suspended.
 
         The stops run side by side (each interrupts a long control of its session at its next
         yield). Whatever has not ended `shutdown_timeout` seconds later is ended outside its
         lane (`Session.end_now`), its trace written: shutting down never waits for a session.
         """
+        suspended = 0
+        if self.journals is not None:
+            suspended = await self._suspend_all()
 
         async def stop(session: Session) -> None:
             with contextlib.suppress(SimulationError):  # it may have ended on its own meanwhile
@@ -433,9 +437,10 @@ class SessionRegistry:
         with anyio.move_on_after(self.config.shutdown_timeout):
             async with anyio.create_task_group() as tg:
                 for session in list(self.sessions.values()):
-                    tg.start_soon(stop, session)
+                    if not session.suspended:
+                        tg.start_soon(stop, session)
         for session in list(self.sessions.values()):
-            if not session.done.is_set():
+            if not session.done.is_set() and not session.suspended:
                 logger.warning(
                     "session %s did not stop within %g s of the shutdown; ending it now",
                     session.id,
@@ -448,6 +453,24 @@ class SessionRegistry:
             for session in list(self.sessions.values()):
                 if session.journal is not None:
                     await session.journal.finished.wait()
+        return suspended
+
+    async def _suspend_all(self) -> int:
+        """Suspend, side by side, every live session that has a working journal."""
+        suspended: list[Session] = []
+
+        async def suspend(session: Session) -> None:
+            if await session.suspend():
+                suspended.append(session)
+
+        async with anyio.create_task_group() as tg:
+            for session in self.live():
+                if session.journal is not None and session.journal_error is None:
+                    tg.start_soon(suspend, session)
+        if suspended:
+            ids = ", ".join(sorted(s.id for s in suspended))
+            logger.info("suspended %d session(s) in their journals: %s", len(suspended), ids)
+        return len(suspended)
 
 
 async def _durable(session: Session) -> None:

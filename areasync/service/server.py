@@ -7,7 +7,11 @@
 or, as `areasync serve` does, `await service.serve()` until `service.shutdown()` (the CLI calls
 it on SIGINT/SIGTERM). Shutting down ends every live session (its clients receive `ended`, its
 trace is written), then closes every socket with 1001 (going away) after a short grace to
-flush, then stops listening for good.
+flush, then stops listening for good. With a state dir (`--state-dir`) it *suspends* every
+journaled live session instead: a deploy (SIGTERM, start again) must lose no session, so its
+journal is made complete and durable without `Ended`, no trace is written, and its clients are
+closed 1001 "the server is restarting" to reconnect, with `since`, to the next server, which
+resumes the session from its journal (`Session.suspend`, `restore.py`).
 
 The WebSocket server is `websockets.asyncio.server`, with permessage-deflate off: compressing
 would cost CPU per subscriber per frame and defeat encode-once fan-out, and frames are small.
@@ -112,6 +116,7 @@ class Service:
         self._closing = False
         self._numbers = 0
         self._runner: asyncio.Task[None] | None = None
+        self.suspended = 0  # sessions the shutdown suspended in their journals
 
     # -- addresses ---------------------------------------------------------------------------
 
@@ -226,20 +231,24 @@ class Service:
         return server
 
     def shutdown(self) -> None:
-        """Ask the service to shut down (sessions end, traces written, sockets closed 1001)."""
+        """Ask the service to shut down (sessions suspended in their journals with a state
+        dir, else ended with their traces written; sockets closed 1001)."""
         if self._stop is not None:
             self._stop.set()
 
     async def _shutdown(self, server: Server) -> None:
         self._closing = True
         server.close(close_connections=False)  # no new connections from here on
-        await self.registry.shutdown()  # every client gets `ended`; traces are written
+        # Journaled sessions are suspended (resumed by the next start); the others end: their
+        # clients get `ended` and their traces are written.
+        self.suspended = await self.registry.shutdown()
+        reason = (
+            "the server is restarting; reconnect with since"
+            if self.suspended
+            else "the server is shutting down; reconnect later with since"
+        )
         for connection in list(self.connections):
-            connection.request_close(
-                CloseCode.GOING_AWAY,
-                "the server is shutting down; reconnect later with since",
-                flush=True,
-            )
+            connection.request_close(CloseCode.GOING_AWAY, reason, flush=True)
         config = self.config
         with anyio.move_on_after(config.shutdown_grace + config.close_timeout + 1.0):
             await server.wait_closed()
@@ -346,7 +355,13 @@ class Service:
                 lines.append(f"  not restored: {session_id}: {why}")
         traces = "not written" if config.trace_dir is None else str(config.trace_dir.resolve())
         lines.append(f"traces: {traces}")
-        lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
+        if config.state_dir is not None:
+            lines.append(
+                "Ctrl-C stops the server: live sessions are suspended in their journals and "
+                "resume at the next start with this --state-dir."
+            )
+        else:
+            lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
         return "\n".join(lines)
 
 

@@ -125,6 +125,9 @@ class Session:
         self.trace_error: str | None = None
         self.agents_seen = 0
         self.done = anyio.Event()
+        # Cancelled to suspend the session (`suspend`): its task stops without ending it.
+        self._scope = anyio.CancelScope()
+        self.suspended = False
         # How to create this session again (a restart), or why that cannot be done.
         self.recipe: Recipe | None = None
         self.no_recipe = "it was created without one"
@@ -245,11 +248,12 @@ class Session:
 
     async def run(self, on_end: Callable[[Session], None]) -> None:
         """Drive the simulation to its end, then write the trace. Never raises."""
-        if isinstance(self.sim, JudgedSimulation):
-            # Its judge may be called anywhere below, the failure path's validation included.
-            await self.sim.bridge(self._run(on_end))
-        else:
-            await self._run(on_end)
+        with self._scope:
+            if isinstance(self.sim, JudgedSimulation):
+                # Its judge may be called anywhere below, the failure path's validation included.
+                await self.sim.bridge(self._run(on_end))
+            else:
+                await self._run(on_end)
 
     async def _run(self, on_end: Callable[[Session], None]) -> None:
         try:
@@ -286,6 +290,37 @@ class Session:
             self.sim.begin_lease(WAITING_HOLDER)
             with anyio.move_on_after(interval):
                 await self._agent_arrived.wait()
+
+    async def suspend(self) -> bool:
+        """Stop the session's task without ending it (a clean shutdown with a state dir): its
+        journal is made complete and durable, with no `Ended`, so that the next start resumes
+        it. A long control under way is interrupted first (as a stop interrupts it); then the
+        session holds its lane for good (no command runs after its last record), its task is
+        cancelled (no `ended` item, no trace) and its pending fast steps are journaled. False
+        if the session ended meanwhile (it then ends the usual way).
+
+        A session whose lane stays held for `shutdown_timeout` seconds (a command that never
+        gives way) is suspended where its journal stands, as a crash would leave it."""
+        sim = self.sim
+        withdraw = sim.announce_stop()
+        try:
+            with anyio.move_on_after(self.config.shutdown_timeout):
+                await sim.lane.__aenter__()  # never left: the process is going away
+                if sim.ended:
+                    await sim.lane.__aexit__(None, None, None)
+                    return False
+                sim.flush_records()  # the fast steps run since the last record
+        finally:
+            withdraw()
+        if sim.ended:
+            return False
+        self.suspended = True
+        journal = self.journal
+        if journal is not None:
+            journal.suspend(sim.record_listeners)
+        self._scope.cancel()
+        await self.done.wait()
+        return True
 
     def journal_failed(self, error: Exception) -> None:
         """Its journal cannot be written: end the session (nothing it does from now on could

@@ -277,13 +277,15 @@ class Controls(SimulationCore):
             return
         if progress is None:
             raise ControlInterruptedError(
-                f"{action} not run: a stop is on its way (it ends the session); nothing was done"
+                f"{action} not run: a stop is on its way (it ends the session, or suspends it "
+                "for a server restart); nothing was done"
             )
         # `done`: the items (ticks, for `tick`) it ran, where a replay stops it too.
         self._record("interrupted", {"control": action, "progress": progress, "done": done})
         self._after_control()
         raise ControlInterruptedError(
-            f"{action} interrupted by a stop (it ends the session): {progress}; the clock rests "
+            f"{action} interrupted by a stop (it ends the session, or suspends it for a server "
+            f"restart): {progress}; the clock rests "
             f"at {self.clock.now():.6f}, and the items it fired stay fired and on the stream"
         )
 

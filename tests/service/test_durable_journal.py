@@ -105,6 +105,8 @@ async def test_an_ended_session_gets_ended_and_its_journal_outlives_it_until_ret
     # A restart keeps it within the retention, and never reuses its session id.
     async with serving(state_dir=tmp_path) as service:
         assert [s.id for s in service.registry.sessions.values()] == [f"{TUTORIAL}-2"]
+        # Ended, not left live: a shutdown would suspend it, and the next start resume it.
+        await service.registry.stop(f"{TUTORIAL}-2")
     assert (tmp_path / "sessions" / f"{TUTORIAL}.journal").exists()
     # A start-up with a shorter retention sweeps it away before it starts its sessions: the
     # id is free again.

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from areasync.journal import JournalStore
 from areasync.protocol import CallTool, ErrorCode, Role, Tick
 from areasync.protocol.codec import Encoding, encode_server_frame
@@ -97,6 +99,10 @@ async def test_a_fork_on_a_state_dir_has_its_own_journal_of_its_records(tmp_path
         created = await admin.call(ForkSession, session_id=TUTORIAL)
         fork = service.registry.get(created["session_id"])
         assert fork is not None and fork.journal is not None
+        # The reply waits for the fork's `Created` only: its records are made durable after.
+        with anyio.fail_after(10):
+            while fork.journal.durable < fork.journal.appended:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
         journal = JournalStore(tmp_path).read(fork.id)
         assert journal.created is not None and journal.created.epoch == fork.epoch
         assert [(r.source, r.payload) for r in journal.inputs] == [

@@ -44,7 +44,8 @@ code  name               meaning; reconnect
 ====  =================  ==============================================================
 1000  NORMAL             the session ended (after its ``ended`` item) or the client left;
                          no need to reconnect
-1001  GOING_AWAY         the server is shutting down; reconnect later with ``since``
+1001  GOING_AWAY         the server is shutting down or restarting; reconnect later with
+                         ``since`` (with a state dir, the session resumes after the restart)
 1007  INVALID_DATA       (WebSocket layer) a text frame that is not UTF-8; send UTF-8 text
                          or msgpack in binary frames, then reconnect
 1009  MESSAGE_TOO_BIG    (WebSocket layer) a frame above twice ``max_frame_bytes`` was

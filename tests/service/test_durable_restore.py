@@ -43,10 +43,10 @@ def serve_command(state: Path, port: int) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def server(state: Path, port: int, log: Path) -> AsyncIterator[tuple[Process, str]]:
+async def server(command: list[str], log: Path) -> AsyncIterator[tuple[Process, str]]:
     """A running `areasync serve` and its banner; killed on the way out if still running."""
     with log.open("ab") as stderr:
-        process = await anyio.open_process(serve_command(state, port), stderr=stderr)
+        process = await anyio.open_process(command, stderr=stderr)
     try:
         assert process.stdout is not None
         text = ""
@@ -144,13 +144,14 @@ async def test_a_session_survives_kill_9_and_its_clients_get_exactly_what_they_m
     log = tmp_path / "server.log"
     with anyio.fail_after(120):
         # A run never interrupted: the reference.
-        async with server(tmp_path / "reference", 0, log) as (_, banner):
+        async with server(serve_command(tmp_path / "reference", 0), log) as (_, banner):
             url = session_url(banner)
             await run_agent(url, agent_token(banner), plan)
             reference = await whole_stream(url)
 
         async with contextlib.AsyncExitStack() as stack:
-            first, banner = await stack.enter_async_context(server(tmp_path / "state", 0, log))
+            serving = server(serve_command(tmp_path / "state", 0), log)
+            first, banner = await stack.enter_async_context(serving)
             url = session_url(banner)
             port = urlsplit(url).port
             assert port is not None
@@ -161,7 +162,7 @@ async def test_a_session_survives_kill_9_and_its_clients_get_exactly_what_they_m
                 first.send_signal(signal.SIGKILL)
                 await first.wait()
                 _, seen["banner"] = await stack.enter_async_context(
-                    server(tmp_path / "state", port, log)
+                    server(serve_command(tmp_path / "state", port), log)
                 )
                 with anyio.fail_after(30):
                     while agent.reconnects == 0 or not agent.connected:  # noqa: ASYNC110

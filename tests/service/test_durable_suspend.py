@@ -17,14 +17,12 @@ import re
 import signal
 import sys
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 from anyio.abc import Process
-from anyio.streams.text import TextReceiveStream
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
@@ -39,6 +37,7 @@ from tests.service.test_durable_restore import (
     agent_token,
     frames,
     run_agent,
+    server,
     session_url,
     whole_stream,
 )
@@ -53,28 +52,6 @@ def serve_command(state: Path, traces: Path, port: int, *options: str) -> list[s
         *("--trace-dir", str(traces), "--state-dir", str(state), "--durability", "group:0"),
         *options,
     ]
-
-
-@contextlib.asynccontextmanager
-async def server(command: list[str], log: Path) -> AsyncIterator[tuple[Process, str]]:
-    """A running `areasync serve` and its banner; killed on the way out if still running."""
-    with log.open("ab") as stderr:
-        process = await anyio.open_process(command, stderr=stderr)
-    try:
-        assert process.stdout is not None
-        text = ""
-        with anyio.fail_after(60):
-            async for chunk in TextReceiveStream(process.stdout):
-                text += chunk
-                if "Ctrl-C" in text:
-                    break
-        yield process, text
-    finally:
-        if process.returncode is None:
-            process.kill()
-        with anyio.fail_after(30), anyio.CancelScope(shield=True):
-            await process.wait()
-            await process.aclose()
 
 
 async def terminate(process: Process) -> int:

@@ -20,8 +20,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from are.simulation.environment import Environment, EnvironmentConfig
+from are.simulation.environment import Environment
 from are.simulation.scenarios.scenario import Scenario
+
+from areasync.conformance.reference_loops import oracle_config
 
 
 @dataclass(frozen=True)
@@ -57,19 +59,6 @@ def quiet_gc() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def oracle_config(scenario: Scenario, *, queue_based_loop: bool) -> EnvironmentConfig:
-    """The configuration of an oracle run of `scenario` without an agent."""
-    return EnvironmentConfig(
-        start_time=scenario.start_time or 0,
-        duration=scenario.duration,
-        time_increment_in_seconds=scenario.time_increment_in_seconds,
-        oracle_mode=True,
-        queue_based_loop=queue_based_loop,
-        exit_when_no_events=True,
-        verbose=False,
-    )
 
 
 def run_floor(scenario: Scenario) -> Timing:

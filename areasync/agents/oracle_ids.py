@@ -84,20 +84,19 @@ class EventAligner:
         for record in plan.events:
             if record.event_type != "AGENT":
                 self._unmatched[self._key(record, plan.start_time)].append(record)
-        self._position = 0
+        self._seen = 0  # the last seq looked at
 
     @staticmethod
     def _key(record: EventRecord, start: float) -> tuple[Any, ...]:
         return (record.event_type, round(record.time - start, 3), record.app, record.function)
 
     def catch_up(self, client: Client) -> None:
-        history = client.history
         live_start = client.clock.start_time
-        for item in history[self._position :]:
+        for item in client.items_since(self._seen):
             if isinstance(item, EventItem) and item.event.event_type != "AGENT":
                 candidates = self._unmatched.get(self._key(item.event, live_start))
                 if candidates:
                     oracle = candidates.pop(0)
                     self._ids.learn(oracle.args, item.event.args)
                     self._ids.learn(oracle.return_value, item.event.return_value)
-        self._position = len(history)
+        self._seen = client.seq

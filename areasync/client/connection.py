@@ -373,10 +373,13 @@ class ResumingConnection:
                 link.received += 1
                 frame = _decode(data)
                 frames = frame.frames if type(frame) is Batch else (frame,)
+                held = self._held()
                 try:
                     self._take_in(frames)
                 finally:
-                    self._stream_has_changed()
+                    # Iterators wake only for new items (a reply or a duplicate is none).
+                    if self._held() != held:
+                        self._stream_has_changed()
         except ConnectionClosed:
             pass
         except StreamGap as gap:
@@ -404,6 +407,11 @@ class ResumingConnection:
                 elif isinstance(frame, Error) and frame.id is None:
                     logger.warning("error from the server: %s: %s", frame.code, frame.message)
             # A second welcome, or a frame type added later: nothing to do.
+
+    def _held(self) -> int:
+        """How many stream items this client holds in the current generation."""
+        generation = self.stream.generation
+        return -1 if generation is None else len(generation.items)
 
     def _stream_has_changed(self) -> None:
         changed, self._stream_changed = self._stream_changed, anyio.Event()

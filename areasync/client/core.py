@@ -145,8 +145,7 @@ class Connect:
         self._client = client
 
     async def __aenter__(self) -> Client:
-        await self._client.open()
-        return self._client
+        return await self._open_and_return()
 
     async def __aexit__(
         self,

@@ -55,6 +55,7 @@ __all__ = [
     "FakeClockLimitError",
     "FakeWallClock",
     "fake_wall_clock",
+    "oracle_config",
     "run_are_queue_loop",
     "run_are_time_loop",
 ]
@@ -66,7 +67,8 @@ FAKE_SLEEP_OVERHEAD = 1e-6
 FAKE_READ_OVERHEAD = 1e-7
 
 
-def _oracle_config(scenario: Scenario, *, queue_based_loop: bool) -> EnvironmentConfig:
+def oracle_config(scenario: Scenario, *, queue_based_loop: bool) -> EnvironmentConfig:
+    """The configuration of an oracle run of `scenario` without an agent."""
     # As ARE's scenario_runner and preprocess_scenario: the scenario's own start and increment.
     return EnvironmentConfig(
         start_time=scenario.start_time or 0,
@@ -90,12 +92,12 @@ def run_are_queue_loop(scenario: Scenario | str, *, wall_clock: bool = False) ->
     """
     scenario = load_scenario(scenario)
     if wall_clock:
-        env = Environment(_oracle_config(scenario, queue_based_loop=True))
+        env = Environment(oracle_config(scenario, queue_based_loop=True))
         env.exit_when_no_events = True  # as ARE's scenarios_test sets it
         _run_reraising(env, scenario)  # env.run: starts ARE's thread and joins it
         return env
     with fake_wall_clock(read_overhead=FAKE_READ_OVERHEAD):
-        env = Environment(_oracle_config(scenario, queue_based_loop=True))
+        env = Environment(oracle_config(scenario, queue_based_loop=True))
         env.exit_when_no_events = True
         _run_reraising(env, scenario)
     return env
@@ -185,7 +187,7 @@ def run_are_time_loop(
     never end (no duration and events that keep rescheduling) with FakeClockLimitError.
     """
     scenario = load_scenario(scenario)
-    config = _oracle_config(scenario, queue_based_loop=False)
+    config = oracle_config(scenario, queue_based_loop=False)
     config.exit_when_no_events = exit_when_no_events
     if scenario.duration is None and not exit_when_no_events:
         raise ValueError("duration is None and exit_when_no_events is False: the loop never ends")

@@ -32,7 +32,7 @@ import anyio.to_thread
 from areasync.journal.errors import JournalError, JournalStateError
 from areasync.journal.format import Journal, decode_journal, encode_preamble, encode_record
 from areasync.journal.records import Created, Header
-from areasync.journal.writer import EVERY, Durability, JournalWriter, sync_file
+from areasync.journal.writer import EVERY, Durability, JournalWriter, sync_directory, sync_file
 
 __all__ = ["SUFFIX", "JournalStore", "StoreScan"]
 
@@ -240,8 +240,4 @@ class JournalStore:
         )
 
     def _sync_directory(self) -> None:
-        fd = os.open(self.sessions, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        sync_directory(self.sessions)

@@ -87,6 +87,15 @@ def sync_file(fd: int) -> None:
         os.fsync(fd)
 
 
+def sync_directory(path: Path) -> None:
+    """Make a directory's entries durable (a file created, renamed or removed in it)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class _Batch:
     """Records made durable together; one event for all their tickets."""
 

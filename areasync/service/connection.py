@@ -127,10 +127,6 @@ class Connection:
     def role(self) -> Role | None:
         return self.core.role
 
-    @property
-    def batch(self) -> bool:
-        return self.core.batch
-
     # The hub's subscriber cursor and the stall sweep's count are the outbox's.
     @property
     def position(self) -> int:

@@ -164,11 +164,6 @@ class ConnectionCore:
         role = self.role.value if self.role else "-"
         return f"<Connection {self.name} {role}@{self.session_id}>"
 
-    @property
-    def text(self) -> bool:
-        """JSON clients get text frames, msgpack clients binary ones."""
-        return self.encoding is Encoding.JSON
-
     # -- hello -------------------------------------------------------------------------------
 
     def evict(self) -> None:

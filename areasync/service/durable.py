@@ -88,7 +88,6 @@ class SessionJournal:
         self.on_failure = on_failure
         self.on_release: Callable[[], None] = lambda: None  # the hub's flush, once attached
         self.appended = 1  # records appended, `Created` included
-        self.durable = 0  # records known durable (always a prefix of those appended)
         self.error: JournalWriteError | None = None
         self.writer: JournalWriter | None = None
         self.opened = anyio.Event()  # `Created` is durable, or the journal failed
@@ -98,7 +97,7 @@ class SessionJournal:
         self.reopened = reopened
         if reopened is not None:  # its records are on disk already, `Created` first
             self._entries.clear()
-            self.appended = self.durable = reopened
+            self.appended = reopened
         self._wake = anyio.Event()
         self._ending = False
 
@@ -146,8 +145,13 @@ class SessionJournal:
             if ticket is None or not ticket.done or ticket.error is not None:
                 return entries[0].seq
             entries.popleft()
-            self.durable += 1
         return None
+
+    @property
+    def durable(self) -> int:
+        """Records known durable: always a prefix of those appended (the pending ones are the
+        rest)."""
+        return self.appended - len(self._entries)
 
     async def wait_created(self) -> None:
         """Return once `Created` is durable; raise the `JournalWriteError` if it cannot be."""
@@ -182,7 +186,6 @@ class SessionJournal:
         self.writer = writer
         if self.reopened is None:
             self._entries.popleft()  # `Created`, durable with the file
-            self.durable = 1
         for entry in self._entries:  # logged while the file was being created
             entry.ticket = writer.append(entry.record)
         self.opened.set()

@@ -80,7 +80,10 @@ class Gate(Protocol):
     """What holds back stream items and replies until they are durable (`durable.py`)."""
 
     appended: int  # records appended so far
-    durable: int  # records known durable
+
+    @property
+    def durable(self) -> int:
+        """Records known durable."""
 
     def limit(self) -> int | None:
         """The last seq that may be shown (None: all of them)."""
@@ -118,7 +121,8 @@ class StreamHub:
         return produced if limit is None or limit > produced else limit
 
     def release(self) -> None:
-        """The gate let more through: hand it to subscribers once this stretch is over."""
+        """Hand what may go out (new items, or what the gate let through) to subscribers once
+        this synchronous stretch is over."""
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
@@ -145,11 +149,9 @@ class StreamHub:
         if self._watchers:
             for watcher in tuple(self._watchers):  # a copy: one may leave while we iterate
                 watcher.on_item(seq, item)
-        if not self._flush_scheduled:
-            # Items appended in one synchronous stretch (a tick, a jump, a tool call) go out
-            # together, once the stretch is over: one write per subscriber, not one per item.
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+        # Items appended in one synchronous stretch (a tick, a jump, a tool call) go out
+        # together, once the stretch is over: one write per subscriber, not one per item.
+        self.release()
 
     def _flush(self) -> None:
         self._flush_scheduled = False

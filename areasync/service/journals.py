@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -44,6 +43,7 @@ from areasync.journal import (
     hash_token,
     new_salt,
 )
+from areasync.journal.writer import sync_directory
 from areasync.service.auth import new_token
 from areasync.service.config import ServiceConfig, parse_durability
 from areasync.service.durable import SessionJournal
@@ -130,7 +130,7 @@ class Journals:
             finally:
                 os.close(fd)
             os.replace(tmp, path)
-            _sync_directory(self.directory)
+            sync_directory(self.directory)
         return token
 
     # -- retention ---------------------------------------------------------------------------
@@ -249,11 +249,3 @@ def created_record(session: Session, source: ScenarioSource, import_mode: str) -
             "judge": session.judge,
         },
     )
-
-
-def _sync_directory(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -117,10 +117,6 @@ class WireFrame(EncodedFrame):
             self._binary_frame = ws_frame(encode_server_bytes(self.frame, _MSGPACK), text=False)
         return self._binary_frame
 
-    def wire(self, encoding: Encoding) -> bytes:
-        """The complete WebSocket frame for subscribers of `encoding`."""
-        return self.text_frame if encoding is _JSON else self.binary_frame
-
     def frame_for(self, text: bool) -> bytes:
         """The complete WebSocket frame, text (JSON) or binary (msgpack)."""
         return self.text_frame if text else self.binary_frame

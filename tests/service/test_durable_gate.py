@@ -18,7 +18,7 @@ import pytest
 
 from areasync.journal import Input, JournalStore
 from areasync.journal import writer as journal_writer
-from areasync.protocol import CallTool, CloseCode, EventItem, Hello, Role
+from areasync.protocol import CallTool, CloseCode, EventItem, Hello, Result, Role
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, raw, serving
 
 OTHER = f"{TUTORIAL}-2"  # a second session of the same scenario
@@ -99,7 +99,7 @@ async def test_a_failing_disk_ends_only_its_session_and_its_clients_are_told_why
         code, reason = await agent.closed()
         assert code == CloseCode.INTERNAL_ERROR
         assert "journal failed" in reason and "session has ended" in reason
-        assert not any(getattr(f, "type", "") == "result" for f in agent.frames[1:])
+        assert not any(isinstance(f, Result) for f in agent.frames[1:])
         assert session.ended and session.sim.state == "failed"
         assert session.journal_error is not None and "Input/output error" in session.journal_error
         status, _, body = await http_get(service, "/health")

@@ -119,7 +119,7 @@ async def test_a_binary_hello_makes_a_msgpack_connection() -> None:
         core = ConnectionCore(registry, TUTORIAL)
         hello = encode_client_frame(Hello(id=0, role=Role.OBSERVER, token=ADMIN), Encoding.MSGPACK)
         core.hello(hello)
-        assert core.encoding is Encoding.MSGPACK and not core.text
+        assert core.encoding is Encoding.MSGPACK
 
 
 class _FullServer:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from areasync.loop.clock import to_us
-from areasync.protocol.frames import Mode, NotificationItem
+from areasync.protocol.frames import Mode
 from areasync.protocol.records import WAIT_TOOL
 from areasync.simulation.agent_side import AgentSide as Simulation
 from areasync.simulation.errors import ReplayDivergedError
@@ -185,7 +185,7 @@ def _call_tool(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
         return
     seq, _result = sim._begin_waiting(payload["args"], payload.get("holder"))
     # Its caller is gone: the wait ends with the next notification, or has already.
-    if any(isinstance(item, NotificationItem) for item in sim.log.items[seq:]) or sim.ended:
+    if sim._notified_since(seq) or sim.ended:
         sim._waiting_for_notification -= 1
     else:
         sim._unawaited_waits += 1

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 ADMIN = "cluster-admin"
 SCENARIO = "scenario_tutorial"
 TOOL = "SystemApp__get_current_time"
+CREATED: dict[str, dict[str, Any]] = {}  # create_session's answers, by session id
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -46,7 +47,8 @@ async def router(
     await asyncio.wait_for(router.start(), 90)
     try:
         for _ in range(2):
-            await router.create_session(scenario=SCENARIO, mode="manual")
+            created = await router.create_session(scenario=SCENARIO, mode="manual")
+            CREATED[created["session_id"]] = created
         yield router
     finally:
         await asyncio.wait_for(router.stop(), 30)
@@ -90,6 +92,19 @@ async def test_a_client_dialing_the_router_is_redirected_to_its_node_and_calls_a
         async with connect(router.ws_url(session_id), role="agent", token=ADMIN) as agent:
             assert agent.welcome.session_id == session_id
             assert await agent.call_tool(TOOL) is not None
+
+
+async def test_a_sessions_own_token_works_through_the_router_and_its_url_is_the_routers(
+    router: Router,
+) -> None:
+    session_id, created = sorted(CREATED.items())[0]
+    assert created["url"] == router.ws_url(session_id)
+    async with connect(created["url"], role="agent", token=created["tokens"]["agent"]) as agent:
+        assert agent.welcome.session_id == session_id
+    status, body = await http_json(
+        f"{router.http_url}/api/sessions/{session_id}/url?token={created['tokens']['observer']}"
+    )
+    assert status == 200 and body["session_id"] == session_id
 
 
 async def test_the_lookup_route_gives_a_sessions_node_url(router: Router) -> None:

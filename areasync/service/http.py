@@ -25,6 +25,8 @@ path                token    answer
                              no data; it reads its token from the URL's `#token=` (or `?token=`)
                              and sends it only in headers and in the WebSocket hello
 /<asset>            no       200 a dashboard file (JS, CSS): static code, no data
+/openenv/<token>/   (path)   OpenEnv's routes (`openenv/routes.py`): /ws, /health, /schema,
+ ...                         /metadata, /state; the token is the URL's, for OpenEnv's client
 /sessions/<id>      (hello)  the WebSocket endpoint (503 when the server is at max_connections);
                              which sessions exist is told only to a hello with a valid token
 ==================  =======  ===================================================================
@@ -61,6 +63,8 @@ from areasync.protocol.schema import render_schema
 from areasync.service.auth import token_from_http
 from areasync.service.headers import API_CSP, BASE_HEADERS, dashboard_csp
 from areasync.service.methods import ALLOW, ALLOWED_METHODS
+from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
+from areasync.service.openenv.routes import OpenEnvRoutes
 from areasync.service.origin import SitePolicy, show_host
 from areasync.service.registry import SessionRegistry
 
@@ -160,6 +164,7 @@ class HttpRoutes:
         self.registry = registry
         self.open_connections = open_connections
         self._schema = render_schema().encode()
+        self.openenv = OpenEnvRoutes(registry, open_connections, json_response)
         self._dashboard = _dashboard()
         self.site: SitePolicy | None = None  # set by `bound`, once the port is known
         self._own_host = ""
@@ -195,6 +200,8 @@ class HttpRoutes:
             return refused
         url = urlsplit(request.path)
         path = url.path
+        if path.startswith(OPENENV_PREFIX):
+            return self.openenv.answer(request, path, error_response)
         if path.startswith(SESSIONS_PREFIX) and request.method == "HEAD":
             return error_response(
                 426,

@@ -51,6 +51,9 @@ from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
+from areasync.service.openenv.routes import base_url as openenv_base_url
+from areasync.service.openenv.routes import split as openenv_split
+from areasync.service.openenv.socket import serve_socket as serve_openenv
 from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
 from areasync.service.registry import SessionRegistry
@@ -106,6 +109,8 @@ class Service:
         self.metrics = Metrics()
         self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
         self.connections: dict[Connection, None] = {}
+        self.openenv_sockets: dict[ServerConnection, None] = {}  # OpenEnv's /ws connections
+        self.openenv_episodes: dict[Any, None] = {}
         # Sockets before hello (a pool of their own) and authenticated connections (what
         # max_connections counts, at the handshake's 503): see admission.py.
         self.admission = Admission(self.config.max_pending_hellos, self.config.max_connections)
@@ -126,6 +131,11 @@ class Service:
 
     def ws_url(self, session_id: str) -> str:
         return self.registry.ws_url(quote(session_id, safe=""))
+
+    def openenv_url(self, token: str | None = None) -> str:
+        """An OpenEnv base URL (`EnvClient(base_url=...)`): a session's token opens that
+        session, the admin's (the default) a fresh session per connection."""
+        return openenv_base_url(self.http_url, token or self.tokens.admin)
 
     def dashboard_url(self, token: str | None = None) -> str:
         # The token rides in the fragment, which browsers never send: not in the request line,
@@ -250,6 +260,10 @@ class Service:
         for connection in list(self.connections):
             connection.request_close(CloseCode.GOING_AWAY, reason, flush=True)
         config = self.config
+        with anyio.move_on_after(config.close_timeout):
+            async with anyio.create_task_group() as tg:
+                for ws in list(self.openenv_sockets):
+                    tg.start_soon(ws.close, CloseCode.GOING_AWAY, "the server is shutting down")
         with anyio.move_on_after(config.shutdown_grace + config.close_timeout + 1.0):
             await server.wait_closed()
             return
@@ -291,6 +305,10 @@ class Service:
             await ws.close(CloseCode.GOING_AWAY, "the server is shutting down; retry later")
             return
         path = urlsplit(ws.request.path if ws.request is not None else "/").path
+        openenv = openenv_split(path)
+        if openenv is not None:
+            await self._on_openenv(ws, openenv[0])
+            return
         self._numbers += 1
         connection = Connection(
             ws, self.registry, session_id_of(path) or "", self._numbers, admission=self.admission
@@ -301,6 +319,20 @@ class Service:
             await connection.run()
         finally:
             self.connections.pop(connection, None)
+
+    async def _on_openenv(self, ws: ServerConnection, token: str) -> None:
+        credential = self.http.openenv.credential(token)
+        if credential is None:  # checked before the upgrade; a token revoked since
+            await ws.close(CloseCode.UNAUTHORIZED, "the token is not valid")
+            return
+        self.openenv_sockets[ws] = None
+        self.metrics.connections_opened += 1
+        try:
+            await serve_openenv(
+                ws, self.registry, credential, self.admission, self.openenv_episodes
+            )
+        finally:
+            self.openenv_sockets.pop(ws, None)
 
     # -- start-up banner ---------------------------------------------------------------------
 

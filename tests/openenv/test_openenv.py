@@ -228,3 +228,36 @@ def _plain(value: Any) -> Any:
     import msgspec
 
     return msgspec.to_builtins(value)
+
+
+async def test_fast_mode_time_stands_still_while_the_agent_holds_its_turn() -> None:
+    async with serving() as service, GenericEnvClient(base_url=service.openenv_url()) as env:
+        with anyio.fail_after(WAIT):
+            start = await env.reset(scenario=TUTORIAL, mode="fast")
+            held = await env.step(
+                {
+                    "action_type": "call_tool",
+                    **SEND,
+                    "tool_args": {"content": "a"},
+                    "advance_time": False,
+                }
+            )
+            await anyio.sleep(0.2)  # the driver would have run on by now, were it free to
+            still = await env.state()
+        assert held.observation["metadata"]["time_advanced"] is False
+        assert still["current_time"] == start.observation["current_time"]
+
+
+async def test_fast_mode_advance_time_lets_the_clock_run_to_the_next_notification() -> None:
+    async with serving() as service, GenericEnvClient(base_url=service.openenv_url()) as env:
+        with anyio.fail_after(WAIT):
+            start = await env.reset(scenario=TUTORIAL, mode="fast")
+            step = await env.step(
+                {"action_type": "call_tool", **SEND, "tool_args": {"content": "a"}}
+            )
+            notifications: list[dict[str, Any]] = []
+            while not notifications:  # bounded by fail_after: the scenario sends one
+                result = await env.step({"action_type": "list_apps"})
+                notifications = result.observation["notifications"]
+        assert step.observation["metadata"]["time_advanced"] is True
+        assert result.observation["current_time"] > start.observation["current_time"]

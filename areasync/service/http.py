@@ -46,7 +46,7 @@ without the body. Every response carries the security headers of `headers.py`.
 from __future__ import annotations
 
 import email.utils
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,7 @@ from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
 from areasync.service.openenv.routes import OpenEnvRoutes
 from areasync.service.origin import SitePolicy, show_host
 from areasync.service.registry import SessionRegistry
+from areasync.service.wire import PostRequest
 
 SESSIONS_PREFIX = "/sessions/"
 
@@ -175,9 +176,9 @@ class HttpRoutes:
         self.site = SitePolicy.for_server(host, port, config.allow_hosts, config.allow_origins)
         self._own_host = show_host(display.strip("[]"), port)
 
-    def __call__(self, connection: Any, request: Request) -> Response | None:
+    def __call__(self, connection: Any, request: Request) -> Response | Awaitable[Response] | None:
         response = self._answer(request)
-        if response is not None and request.method == "HEAD":
+        if isinstance(response, Response) and request.method == "HEAD":
             return without_body(response)
         return response
 
@@ -186,8 +187,8 @@ class HttpRoutes:
         if response.status_code != 101:
             secure(response)
 
-    def _answer(self, request: Request) -> Response | None:
-        if request.method not in ALLOWED_METHODS:
+    def _answer(self, request: Request) -> Response | Awaitable[Response] | None:
+        if request.method not in ALLOWED_METHODS and not isinstance(request, PostRequest):
             return error_response(
                 405,
                 "method_not_allowed",

@@ -261,3 +261,31 @@ async def test_fast_mode_advance_time_lets_the_clock_run_to_the_next_notificatio
                 notifications = result.observation["notifications"]
         assert step.observation["metadata"]["time_advanced"] is True
         assert result.observation["current_time"] > start.observation["current_time"]
+
+
+async def test_http_reset_step_and_state_drive_a_session() -> None:
+    import requests
+
+    async with serving() as service:
+        base = agent_url(service)
+
+        def run() -> tuple[Any, ...]:
+            reset = requests.post(f"{base}/reset", json={}, timeout=WAIT)
+            step = requests.post(
+                f"{base}/step",
+                json={
+                    "action": {"action_type": "call_tool", **SEND, "tool_args": {"content": "x"}}
+                },
+                timeout=WAIT,
+            )
+            bad = requests.post(
+                f"{base}/step", json={"action": {"action_type": "fly"}}, timeout=WAIT
+            )
+            state = requests.get(f"{base}/state", timeout=WAIT)
+            return reset, step, bad, state
+
+        reset, step, bad, state = await anyio.to_thread.run_sync(run)
+    assert reset.status_code == 200 and reset.json()["done"] is False
+    assert step.status_code == 200 and step.json()["observation"]["action_success"] is True
+    assert bad.status_code == 422 and bad.json()["detail"]["code"] == "VALIDATION_ERROR"
+    assert state.status_code == 200 and state.json()["step_count"] == 1

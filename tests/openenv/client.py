@@ -48,4 +48,5 @@ def version() -> str:
 
 def observation(result: Any) -> dict[str, Any]:
     """A StepResult's observation (a dict with the generic client)."""
-    return result.observation  # type: ignore[no-any-return]
+    observed: dict[str, Any] = result.observation
+    return observed

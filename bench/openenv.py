@@ -282,8 +282,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--calls", type=int, default=None, help="round trips per measurement")
+    parser.add_argument("--episodes", type=int, default=None, help="episodes per server")
     args = parser.parse_args(argv)
     calls, episodes = (200, 5) if args.quick else (2000, 30)
+    calls = args.calls or calls
+    episodes = args.episodes or episodes
     started = time.perf_counter()
     results = asyncio.run(run_all(calls, episodes))
     print(

@@ -15,11 +15,11 @@ import pytest
 
 from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
-from areasync.protocol.frames import Role
+from areasync.protocol.frames import EventItem, Role
 from areasync.service import Service
 from areasync.service.openenv.messages import schema
 from tests.openenv.client import GenericEnvClient
-from tests.service.support import TUTORIAL, WAIT, http_get, json_body, serving, tokens
+from tests.service.support import TUTORIAL, WAIT, attach, http_get, json_body, serving, tokens
 
 SEND = {"app_name": "AgentUserInterface", "tool_name": "send_message_to_user"}
 
@@ -289,3 +289,25 @@ async def test_http_reset_step_and_state_drive_a_session() -> None:
     assert step.status_code == 200 and step.json()["observation"]["action_success"] is True
     assert bad.status_code == 422 and bad.json()["detail"]["code"] == "VALIDATION_ERROR"
     assert state.status_code == 200 and state.json()["step_count"] == 1
+
+
+async def test_a_dashboard_watches_an_openenv_episode_live() -> None:
+    async with serving() as service, GenericEnvClient(base_url=service.openenv_url()) as env:
+        with anyio.fail_after(WAIT):
+            result = await env.reset(scenario=TUTORIAL, mode="manual")
+            session_id = result.observation["metadata"]["session_id"]
+            async with attach(service, Role.OBSERVER, session=session_id) as dashboard:
+                await env.step({"action_type": "call_tool", **SEND, "tool_args": {"content": "hi"}})
+                event = await dashboard.until(lambda f: isinstance(f, EventItem))
+        assert isinstance(event, EventItem)
+        assert event.event.event_type == "AGENT"
+
+
+async def test_a_shutdown_closes_openenv_connections() -> None:
+    async with serving() as service:
+        env = GenericEnvClient(base_url=service.openenv_url())
+        with anyio.fail_after(WAIT):
+            await env.reset(scenario=TUTORIAL, mode="manual")
+    with anyio.fail_after(WAIT), pytest.raises(Exception, match=r"1001|closed|going away"):
+        await env.step({"action_type": "list_apps"})
+    await env.close()

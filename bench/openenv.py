@@ -197,6 +197,9 @@ class ThreadedAre:
     def close(self) -> None:
         if self.env is not None:
             self.env.stop()
+            # ARE's stop() leaves the pause flag set, and its loop thread waits on that flag
+            # before it looks at the stop: a paused environment's thread would never end.
+            self.env.pause_event.clear()
             self.env.join()
             self.env = None
 

@@ -87,6 +87,10 @@ class ServiceConfig:
     # its handshake), or parks it until a place frees up (admission.py).
     max_pending_hellos: int = 512
     max_connections_per_session: int = 256  # attached clients; beyond it: `capacity` + 4503
+    # An OpenEnv connection (`/openenv/<token>/ws`) that sends nothing for this many wall
+    # seconds is reaped: its fresh session is stopped and the socket closed, saying why
+    # (OpenEnv's trainers leak environments when they die without closing).
+    openenv_idle_timeout: float = 300.0
     # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
     # reads at most twice this much before refusing outright (1009, message too big).
     max_frame_bytes: int = 16 * 1024 * 1024
@@ -270,6 +274,7 @@ _AT_LEAST_ONE = (
 _SECONDS = (
     "handshake_timeout",
     "hello_timeout",
+    "openenv_idle_timeout",
     "close_timeout",
     "write_timeout",
     "step_budget",

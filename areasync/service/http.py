@@ -25,6 +25,8 @@ path                token    answer
                              no data; it reads its token from the URL's `#token=` (or `?token=`)
                              and sends it only in headers and in the WebSocket hello
 /<asset>            no       200 a dashboard file (JS, CSS): static code, no data
+/openenv/<token>/   (path)   OpenEnv's routes (`openenv/routes.py`): /ws, /health, /schema,
+ ...                         /metadata, /state; the token is the URL's, for OpenEnv's client
 /sessions/<id>      (hello)  the WebSocket endpoint (503 when the server is at max_connections);
                              which sessions exist is told only to a hello with a valid token
 ==================  =======  ===================================================================
@@ -44,7 +46,7 @@ without the body. Every response carries the security headers of `headers.py`.
 from __future__ import annotations
 
 import email.utils
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -61,8 +63,11 @@ from areasync.protocol.schema import render_schema
 from areasync.service.auth import token_from_http
 from areasync.service.headers import API_CSP, BASE_HEADERS, dashboard_csp
 from areasync.service.methods import ALLOW, ALLOWED_METHODS
+from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
+from areasync.service.openenv.routes import OpenEnvRoutes
 from areasync.service.origin import SitePolicy, show_host
 from areasync.service.registry import SessionRegistry
+from areasync.service.wire import PostRequest
 
 SESSIONS_PREFIX = "/sessions/"
 
@@ -160,6 +165,7 @@ class HttpRoutes:
         self.registry = registry
         self.open_connections = open_connections
         self._schema = render_schema().encode()
+        self.openenv = OpenEnvRoutes(registry, open_connections, json_response)
         self._dashboard = _dashboard()
         self.site: SitePolicy | None = None  # set by `bound`, once the port is known
         self._own_host = ""
@@ -170,9 +176,9 @@ class HttpRoutes:
         self.site = SitePolicy.for_server(host, port, config.allow_hosts, config.allow_origins)
         self._own_host = show_host(display.strip("[]"), port)
 
-    def __call__(self, connection: Any, request: Request) -> Response | None:
+    def __call__(self, connection: Any, request: Request) -> Response | Awaitable[Response] | None:
         response = self._answer(request)
-        if response is not None and request.method == "HEAD":
+        if isinstance(response, Response) and request.method == "HEAD":
             return without_body(response)
         return response
 
@@ -181,8 +187,8 @@ class HttpRoutes:
         if response.status_code != 101:
             secure(response)
 
-    def _answer(self, request: Request) -> Response | None:
-        if request.method not in ALLOWED_METHODS:
+    def _answer(self, request: Request) -> Response | Awaitable[Response] | None:
+        if request.method not in ALLOWED_METHODS and not isinstance(request, PostRequest):
             return error_response(
                 405,
                 "method_not_allowed",
@@ -195,6 +201,8 @@ class HttpRoutes:
             return refused
         url = urlsplit(request.path)
         path = url.path
+        if path.startswith(OPENENV_PREFIX):
+            return self.openenv.answer(request, path, error_response)
         if path.startswith(SESSIONS_PREFIX) and request.method == "HEAD":
             return error_response(
                 426,

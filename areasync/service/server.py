@@ -51,11 +51,14 @@ from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
+from areasync.service.openenv.routes import base_url as openenv_base_url
+from areasync.service.openenv.routes import split as openenv_split
+from areasync.service.openenv.socket import serve_socket as serve_openenv
 from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
 from areasync.service.registry import SessionRegistry
 from areasync.service.restore import restore_sessions
-from areasync.service.session import ScenarioSource
+from areasync.service.session import ScenarioSource, Session
 from areasync.service.stalls import StallSweep
 
 logger = logging.getLogger("areasync.service")
@@ -111,6 +114,8 @@ class Service:
         self.metrics = Metrics()
         self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
         self.connections: dict[Connection, None] = {}
+        self.openenv_sockets: dict[ServerConnection, None] = {}  # OpenEnv's /ws connections
+        self.openenv_episodes: dict[Any, None] = {}
         # Sockets before hello (a pool of their own) and authenticated connections (what
         # max_connections counts, at the handshake's 503): see admission.py.
         self.admission = Admission(self.config.max_pending_hellos, self.config.max_connections)
@@ -131,6 +136,11 @@ class Service:
 
     def ws_url(self, session_id: str) -> str:
         return self.registry.ws_url(quote(session_id, safe=""))
+
+    def openenv_url(self, token: str | None = None) -> str:
+        """An OpenEnv base URL (`EnvClient(base_url=...)`): a session's token opens that
+        session, the admin's (the default) a fresh session per connection."""
+        return openenv_base_url(self.http_url, token or self.tokens.admin)
 
     def dashboard_url(self, token: str | None = None) -> str:
         # The token rides in the fragment, which browsers never send: not in the request line,
@@ -269,6 +279,10 @@ class Service:
         for connection in list(self.connections):
             connection.request_close(CloseCode.GOING_AWAY, reason, flush=True)
         config = self.config
+        with anyio.move_on_after(config.close_timeout):
+            async with anyio.create_task_group() as tg:
+                for ws in list(self.openenv_sockets):
+                    tg.start_soon(ws.close, CloseCode.GOING_AWAY, "the server is shutting down")
         with anyio.move_on_after(config.shutdown_grace + config.close_timeout + 1.0):
             await server.wait_closed()
             return
@@ -310,6 +324,10 @@ class Service:
             await ws.close(CloseCode.GOING_AWAY, "the server is shutting down; retry later")
             return
         path = urlsplit(ws.request.path if ws.request is not None else "/").path
+        openenv = openenv_split(path)
+        if openenv is not None:
+            await self._on_openenv(ws, openenv[0])
+            return
         self._numbers += 1
         connection = Connection(
             ws, self.registry, session_id_of(path) or "", self._numbers, admission=self.admission
@@ -321,6 +339,20 @@ class Service:
         finally:
             self.connections.pop(connection, None)
 
+    async def _on_openenv(self, ws: ServerConnection, token: str) -> None:
+        credential = self.http.openenv.credential(token)
+        if credential is None:  # checked before the upgrade; a token revoked since
+            await ws.close(CloseCode.UNAUTHORIZED, "the token is not valid")
+            return
+        self.openenv_sockets[ws] = None
+        self.metrics.connections_opened += 1
+        try:
+            await serve_openenv(
+                ws, self.registry, credential, self.admission, self.openenv_episodes
+            )
+        finally:
+            self.openenv_sockets.pop(ws, None)
+
     # -- start-up banner ---------------------------------------------------------------------
 
     def banner(self) -> str:
@@ -330,6 +362,7 @@ class Service:
             f"areasync serving on {self.http_url} (WebSocket protocol areasync/1)",
             "",
             f"  dashboard:   {self.dashboard_url()}",
+            f"  OpenEnv:     {self.openenv_url()}  (a fresh session per connection)",
             f"  admin token: {self.tokens.admin}  (every role of every session; "
             "fix it with --token or AREASYNC_TOKEN)",
             "",
@@ -341,29 +374,7 @@ class Service:
                 "",
             ]
         for session in self.registry.sessions.values():
-            clock = session.sim.clock_state(peek=True)
-            how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
-            extra = ", oracle" if session.oracle else ""
-            extra += f", {session.import_mode} import" if session.import_mode else ""
-            extra += ", judged" if session.judge else ""
-            extra += ", waiting for an agent" if session.waiting_for_agent else ""
-            extra += ", restored from its journal" if session.sim.restored else ""
-            lines.append(f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})")
-            lines.append(f"  {self.ws_url(session.id)}")
-            if not session.tokens:  # restored: its tokens were printed by the run that made it
-                lines.append("  its tokens are those it had before the restart")
-                lines.append("")
-                continue
-            for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
-                lines.append(f"  {role.value:<11} {session.tokens[role]}")
-            if session.waiting_for_agent:
-                lines.append("  waiting for an agent (time stands still until one connects):")
-                lines.append(
-                    f"    areasync agent oracle --url {self.ws_url(session.id)} "
-                    f"--token {session.tokens[Role.AGENT]}"
-                )
-                lines.append("    (or your own agent; or press Start on the dashboard)")
-            lines.append("")
+            lines += self._session_banner(session)
         if config.state_dir is not None:
             lines.append(
                 f"journals: {config.state_dir.resolve()} (durability {config.durability}; "
@@ -382,6 +393,35 @@ class Service:
         else:
             lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
         return "\n".join(lines)
+
+    def _session_banner(self, session: Session) -> list[str]:
+        """The banner's lines for one session: its URLs and tokens."""
+        clock = session.sim.clock_state(peek=True)
+        how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
+        extra = ", oracle" if session.oracle else ""
+        extra += f", {session.import_mode} import" if session.import_mode else ""
+        extra += ", judged" if session.judge else ""
+        extra += ", waiting for an agent" if session.waiting_for_agent else ""
+        extra += ", restored from its journal" if session.sim.restored else ""
+        lines = [f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})"]
+        lines.append(f"  {self.ws_url(session.id)}")
+        if not session.tokens:  # restored: its tokens were printed by the run that made it
+            return [*lines, "  its tokens are those it had before the restart", ""]
+        for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
+            lines.append(f"  {role.value:<11} {session.tokens[role]}")
+        # OpenEnv's client takes only a base URL: the agent's token rides in its path.
+        lines.append(f"  OpenEnv     {self.openenv_url(session.tokens[Role.AGENT])}")
+        if session.waiting_for_agent:
+            lines.append("  waiting for an agent (time stands still until one connects):")
+            lines.append(
+                f"    areasync agent oracle --url {self.ws_url(session.id)} "
+                f"--token {session.tokens[Role.AGENT]}"
+            )
+            lines.append(
+                "    (or your own agent, or an OpenEnv client; or press Start on the dashboard)"
+            )
+        lines.append("")
+        return lines
 
 
 def _natural_id(source: Any) -> str | None:

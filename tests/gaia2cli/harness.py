@@ -73,10 +73,14 @@ class Harness:
         self, app: str, action: str, args: dict[str, Any], event_id: str = ""
     ) -> tuple[int, dict[str, Any]]:
         return await self.call(
-            "POST", "/execute_action", {"app": app, "action": action, "args": args, "event_id": event_id}
+            "POST",
+            "/execute_action",
+            {"app": app, "action": action, "args": args, "event_id": event_id},
         )
 
-    async def wait_status(self, statuses: frozenset[str] = TERMINAL, limit: float = 30.0) -> dict[str, Any]:
+    async def wait_status(
+        self, statuses: frozenset[str] = TERMINAL, limit: float = 30.0
+    ) -> dict[str, Any]:
         """Poll /status (as the runner does, faster) until its status is one of `statuses`."""
         with anyio.fail_after(limit):
             while True:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 
 from areasync.protocol.frames import Role
@@ -134,3 +136,18 @@ async def test_notify_after_the_session_ended_is_refused() -> None:
         await runner.wait_status()
         status, body = await runner.call("POST", "/notify", {"message": "too late"})
     assert status == 409 and body["ok"] is False and "ended" in body["error"]
+
+
+async def test_a_journaled_session_answers_notify_once_its_input_is_durable(
+    tmp_path: Path,
+) -> None:
+    async with adapter(state_dir=tmp_path) as service, agent(service):
+        sent = await harness(service).notify("journaled")
+        journal = service.registry.sessions[TUTORIAL].journal
+        assert journal is not None and journal.durable == journal.appended
+    assert sent["ok"] is True and "journaled" in notified_text(tmp_path)
+
+
+def notified_text(state_dir: Path) -> str:
+    """What the session's journal files hold, as text (the input is recorded there)."""
+    return "".join(p.read_bytes().decode(errors="replace") for p in state_dir.rglob("*.journal"))

@@ -112,6 +112,10 @@ class Gaia2Adapter:
     def _feed(self, session: Session) -> MessageFeed:
         feed = self.feeds.get(session.id)
         if feed is None or feed.session is not session:
+            # Forget the feeds of sessions the registry has discarded (their hubs go with them).
+            for sid, old in list(self.feeds.items()):
+                if self.registry.get(sid) is not old.session:
+                    del self.feeds[sid]
             feed = self.feeds[session.id] = MessageFeed(session)
         return feed
 
@@ -128,6 +132,8 @@ class Gaia2Adapter:
             if refused is not None:
                 return _json(refused)
             feed = self._feed(session)
+            if route is t.Route.EVENTS and request.method == "HEAD":
+                return web.Response(headers=_SSE_HEADERS)
             if route is t.Route.EVENTS:
                 return await self._events(request, feed)
             return _json(await self._answer(request, route, session, role, feed))

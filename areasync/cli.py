@@ -146,6 +146,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback)")
     serve.add_argument("--port", type=port_number, default=8765, help="port (0: any free port)")
     serve.add_argument(
+        "--gaia2-port",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="also serve gaia2-cli's HTTP+SSE adapter on this port (0: any free port): "
+        "a harness's base URL is http://HOST:PORT/gaia2/<session token>, printed per session",
+    )
+    serve.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -312,6 +320,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         config = ServiceConfig(
             host=args.host,
             port=args.port,
+            gaia2_port=args.gaia2_port,
             allow_origins=tuple(args.allow_origin),
             allow_hosts=tuple(args.allow_host),
             admin_token=args.token or os.environ.get("AREASYNC_TOKEN") or None,

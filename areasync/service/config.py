@@ -147,6 +147,14 @@ class ServiceConfig:
     # write_timeout).
     write_timeout: float = 20.0
 
+    # -- gaia2-cli's HTTP adapter (service/gaia2cli/) ----------------------------------------
+    # Its port (0: any free port; None: not served). Harnesses POST bodies and read server-sent
+    # events, which the WebSocket port cannot serve (gaia2cli/http.py says why).
+    gaia2_port: int | None = None
+    # Bytes of messages an SSE client may leave unread before the server ends its stream
+    # (with a last `event: end` saying where to resume); the session never waits for it.
+    gaia2_sse_bytes: int = 1024 * 1024
+
     def __post_init__(self) -> None:
         problems = [*self._coerce(), *self._bounds()]
         judge: JudgeOptions | None = None
@@ -269,6 +277,7 @@ _AT_LEAST_ONE = (
     "max_pending_reply_bytes",
     "max_ticks",
     "judge_calls",
+    "gaia2_sse_bytes",
 )
 # Durations that must be positive.
 _SECONDS = (

@@ -47,6 +47,7 @@ from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.connection import Connection
+from areasync.service.gaia2cli.http import Gaia2Adapter
 from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.metrics import Metrics
@@ -120,6 +121,8 @@ class Service:
         # max_connections counts, at the handshake's 503): see admission.py.
         self.admission = Admission(self.config.max_pending_hellos, self.config.max_connections)
         self.http = HttpRoutes(self.registry, lambda: self.admission.authenticated)
+        # gaia2-cli's HTTP+SSE adapter, on a port of its own when `gaia2_port` is set.
+        self.gaia2 = Gaia2Adapter(self.registry, self.config)
         self.port: int | None = None
         self._scenarios = list(scenarios)
         self._stop: anyio.Event | None = None
@@ -180,6 +183,8 @@ class Service:
                 server = await self._listen()
             except (OSError, OverflowError) as exc:
                 raise ServiceError(listen_error(self.config.host, self.config.port, exc)) from exc
+            if self.config.gaia2_port is not None:
+                await self._listen_gaia2(server)
             tg.start_soon(StallSweep(self.connections, self.config.write_timeout).run)
             try:
                 task_status.started(self)
@@ -247,6 +252,25 @@ class Service:
         logger.info("areasync listening on %s", self.http_url)
         return server
 
+    async def _listen_gaia2(self, server: Server) -> None:
+        config = self.config
+        assert config.gaia2_port is not None
+        try:
+            await self.gaia2.start(config.host, config.gaia2_port, display_host(config.host))
+        except (OSError, OverflowError) as exc:
+            server.close()
+            raise ServiceError(
+                listen_error(config.host, config.gaia2_port, exc).replace("--port", "--gaia2-port")
+            ) from exc
+        logger.info("gaia2-cli adapter listening on %s/gaia2/", self.gaia2.base)
+
+    def gaia2_url(self, session_id: str, role: Role = Role.USER) -> str:
+        """The gaia2-cli adapter's base URL for `session_id` with its `role` token (`role`
+        admin: the admin token and the session's id)."""
+        if role is Role.ADMIN:
+            return self.gaia2.url(self.tokens.admin, session_id)
+        return self.gaia2.url(self.tokens.of(session_id)[role])
+
     async def restore(self, session_ids: Sequence[str]) -> tuple[list[str], dict[str, str]]:
         """Restore `session_ids` from their journals in the state dir, while serving (a
         cluster's router assigns a lost node's sessions to this server): the ids restored,
@@ -271,6 +295,7 @@ class Service:
         # Journaled sessions are suspended (resumed by the next start); the others end: their
         # clients get `ended` and their traces are written.
         self.suspended = await self.registry.shutdown()
+        await self.gaia2.close()
         reason = (
             "the server is restarting; reconnect with since"
             if self.suspended
@@ -354,6 +379,36 @@ class Service:
             self.openenv_sockets.pop(ws, None)
 
     # -- start-up banner ---------------------------------------------------------------------
+
+    def _session_banner(self, session: Session) -> list[str]:
+        """The banner's lines for one session: its URL and tokens, and how to start it."""
+        lines: list[str] = []
+        clock = session.sim.clock_state(peek=True)
+        how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
+        extra = ", oracle" if session.oracle else ""
+        extra += f", {session.import_mode} import" if session.import_mode else ""
+        extra += ", judged" if session.judge else ""
+        extra += ", waiting for an agent" if session.waiting_for_agent else ""
+        extra += ", restored from its journal" if session.sim.restored else ""
+        lines.append(f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})")
+        lines.append(f"  {self.ws_url(session.id)}")
+        if not session.tokens:  # restored: its tokens were printed by the run that made it
+            lines.append("  its tokens are those it had before the restart")
+            lines.append("")
+            return lines
+        for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
+            lines.append(f"  {role.value:<11} {session.tokens[role]}")
+        if self.gaia2.port is not None:
+            lines.append(f"  gaia2-cli   {self.gaia2_url(session.id)}  (the user's token)")
+        if session.waiting_for_agent:
+            lines.append("  waiting for an agent (time stands still until one connects):")
+            lines.append(
+                f"    areasync agent oracle --url {self.ws_url(session.id)} "
+                f"--token {session.tokens[Role.AGENT]}"
+            )
+            lines.append("    (or your own agent; or press Start on the dashboard)")
+        lines.append("")
+        return lines
 
     def banner(self) -> str:
         """What `areasync serve` prints: URLs and tokens, as Jupyter does."""

@@ -124,10 +124,10 @@ MAY_IMPORT = {
 }
 
 
-# The cluster (areasync[ray]) is an optional part: only it imports Ray, and only it and the
-# CLI's `serve --ray` (lazily) import it.
+# The cluster (areasync[ray]) is an optional part: only it imports Ray, and only it, the CLI's
+# `serve --ray` and `bench run --ray` (gaia2/cli.py) import it, lazily.
 RAY_PARTS = {"cluster"}
-CLUSTER_IMPORTERS = {"cluster", "cli"}
+CLUSTER_IMPORTERS = {"cluster", "cli", "gaia2"}
 
 
 def layer_violations(

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import ray
 
+from areasync.cluster.nodes import NAMESPACE
 from areasync.cluster.router import Router
 from areasync.protocol.errors import ProtocolError
 from areasync.service.config import ServiceConfig
@@ -33,7 +34,7 @@ def serve_cluster(address: str, config: ServiceConfig, scenarios: Sequence[str])
         )
         return 2
     try:
-        ray.init(address=address, log_to_driver=False)
+        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False)
     except (ConnectionError, ValueError, RuntimeError) as exc:
         print(
             f"areasync serve: cannot join the Ray cluster at {address!r} ({exc}); start one "

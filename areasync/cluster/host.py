@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import resource
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import ray
@@ -31,6 +32,9 @@ from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import CreateSession, Role
 from areasync.service import Service, ServiceConfig
 from areasync.service.requests import create_session
+
+if TYPE_CHECKING:
+    from areasync.gaia2.remote import Answer, BenchWorker
 
 __all__ = ["Host", "HostInfo", "HostLink"]
 
@@ -60,6 +64,7 @@ class Host:
 
     def __init__(self) -> None:
         self.service: Service | None = None
+        self.bench: BenchWorker | None = None  # `bench_run`'s thread, from the first run
 
     async def start(self, config: ServiceConfig) -> HostInfo:
         """Start the node's server: `config` with this node's IP and a free port."""
@@ -127,6 +132,26 @@ class Host:
         """(role, session id) of `token` on this host, or None."""
         who = self._service().tokens.identify(token)
         return None if who is None else (who[0].value, who[1])
+
+    async def bench_run(
+        self, item: str, config: Any, agent_config_builder: Any, agent_builder: Any
+    ) -> Answer:
+        """One run of `areasync bench run --ray` (`batch.py`) in this process, off the event
+        loop, as `gaia2/remote.py` runs it; its outcome and files as plain data. Needs no
+        server: a host started only for an evaluation runs it too."""
+        if self.bench is None:
+            from areasync.gaia2.remote import BenchWorker  # ARE's benchmark: only when used
+
+            self.bench = BenchWorker()
+        return await self.bench.run(item, config, agent_config_builder, agent_builder)
+
+    async def bench_running(self) -> int:
+        """How many `bench_run`s are under way here."""
+        return 0 if self.bench is None else self.bench.running
+
+    async def process_id(self) -> int:
+        """The actor's process id (tests kill it as a node loss would)."""
+        return os.getpid()
 
     async def stop(self) -> int:
         """Shut the server down (sessions suspended in their journals); how many were."""

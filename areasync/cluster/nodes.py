@@ -12,6 +12,7 @@ asyncio's own, the loop areasync is built and measured on, even where uvloop is 
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import ray
@@ -19,7 +20,12 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from areasync.cluster.host import Host
 
-__all__ = ["HostActor", "alive_nodes", "start_host"]
+__all__ = ["HOST_PREFIX", "NAMESPACE", "HostActor", "alive_nodes", "start_host"]
+
+# Host actors are named `HOST_PREFIX...` so that another driver of the cluster (`areasync bench
+# run --ray`, `batch.py`) finds them; `areasync` drivers join the cluster in this namespace.
+HOST_PREFIX = "areasync-host-"
+NAMESPACE = "areasync"
 
 # Calls at once on one host actor (create, restore, load and lookups from the router).
 _HOST_CONCURRENCY = 64
@@ -32,9 +38,12 @@ def alive_nodes() -> list[str]:
     return sorted(node["NodeID"] for node in ray.nodes() if node.get("Alive"))
 
 
-def start_host(node_id: str) -> Any:
-    """A new host actor on node `node_id` (its server is started by `start`)."""
+def start_host(node_id: str, name: str | None = None) -> Any:
+    """A new host actor on node `node_id` (its server is started by `start`), named `name`
+    (default: `HOST_PREFIX`, the node id and a random suffix: never taken)."""
+    name = name or f"{HOST_PREFIX}{node_id[:12]}-{uuid.uuid4().hex[:8]}"
     return HostActor.options(
+        name=name,
         num_cpus=0,
         max_restarts=0,
         max_task_retries=0,

@@ -19,6 +19,11 @@ path                        token    answer
                                      "nodes": [{node_id, url, live, rss}]
 /health                     no       200 {"status": "ok" | "degraded", "nodes", "lost_nodes",
                                      "restoring"}
+/ , the dashboard's files    no       the one-machine dashboard (`service/http.py`'s `Dashboard`),
+                                     its CSP's connect-src naming every node's server: its list
+                                     is the merged one above, and a session opens on its node
+                                     (the session's `url`: browsers cannot follow a 307 on a
+                                     WebSocket)
 ==========================  =======  ============================================================
 
 Host and Origin headers are checked as an areasync server checks them (`service/origin.py`).
@@ -37,7 +42,7 @@ from websockets.http11 import Request, Response
 from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import PROTOCOL
 from areasync.service.auth import token_from_http
-from areasync.service.http import error_response, json_response, session_id_of
+from areasync.service.http import Dashboard, error_response, json_response, session_id_of
 from areasync.service.origin import SitePolicy
 
 if TYPE_CHECKING:
@@ -89,6 +94,7 @@ class Routes:
     def __init__(self, router: RouterView) -> None:
         self.router = router
         self.site: SitePolicy | None = None
+        self.dashboard = Dashboard()
 
     def bound(self, host: str, port: int) -> None:
         config = self.router.config
@@ -116,12 +122,21 @@ class Routes:
             if not self._is_admin(token):
                 return _unauthorized("/api/sessions on the router lists every node's sessions")
             return json_response(200, await self.sessions())
-        return error_response(
-            404,
-            "not_found",
-            f"nothing at {url.path!r} on the cluster's router: try /health, /api/sessions, "
-            "/api/sessions/<id>/url or a WebSocket at /sessions/<id>",
-        )
+        if url.path.startswith("/api/"):
+            return error_response(
+                404,
+                "not_found",
+                f"nothing at {url.path!r} on the cluster's router: try /health, /api/sessions, "
+                "/api/sessions/<id>/url or a WebSocket at /sessions/<id>",
+            )
+        return self.dashboard.answer(url.path, self.socket_hosts(request))
+
+    def socket_hosts(self, request: Request) -> list[str]:
+        """Where the router's dashboard may open WebSockets: every node's server (a session
+        opens straight on its node), and the router itself (`host:port` each)."""
+        hosts = [urlsplit(link.info.ws_base).netloc for link in self.router.hosts.values()]
+        own = request.headers.get_all("Host")
+        return [*own[:1], *hosts]
 
     async def handshake(self, session_id: str, path: str) -> Response:
         """Where a client's handshake for `session_id` goes (module docstring)."""

@@ -158,6 +158,37 @@ def _dashboard() -> tuple[Callable[[str], Path | None], dict[str, str]] | None:
     return asset_path, dict(types)
 
 
+class Dashboard:
+    """The dashboard's page and files, each with the CSP that lets it open WebSockets to
+    `socket_hosts` (`host:port`): this server's (`HttpRoutes`), or a cluster's nodes (its
+    router, `areasync/cluster/routes.py`)."""
+
+    def __init__(self) -> None:
+        self._files = _dashboard()
+
+    def answer(self, path: str, socket_hosts: list[str]) -> Response:
+        """The page at `/` and `/index.html`, a file elsewhere, or 404 saying what is here."""
+        csp = {"Content-Security-Policy": dashboard_csp(socket_hosts)}
+        if path in _PAGES:
+            path = "/index.html"
+        if self._files is not None:
+            asset_path, types = self._files
+            file = asset_path(path)
+            if file is not None:
+                # A worker runs under the policy its script came with: the page's, so that
+                # socket-worker.js may open the WebSocket.
+                content_type = types.get(file.suffix, "application/octet-stream")
+                return _response(200, file.read_bytes(), content_type, csp)
+        if path == "/index.html":
+            return _response(200, _PLACEHOLDER.encode(), "text/html; charset=utf-8", csp)
+        return error_response(
+            404,
+            "not_found",
+            f"nothing at {path!r}: try /health, /api/sessions, /api/schema, /metrics, / "
+            "(dashboard) or a WebSocket at /sessions/<id>",
+        )
+
+
 class HttpRoutes:
     """`process_request` (and `process_response`) for the service's websockets server."""
 
@@ -166,7 +197,7 @@ class HttpRoutes:
         self.open_connections = open_connections
         self._schema = render_schema().encode()
         self.openenv = OpenEnvRoutes(registry, open_connections, json_response)
-        self._dashboard = _dashboard()
+        self.dashboard = Dashboard()
         self.site: SitePolicy | None = None  # set by `bound`, once the port is known
         self._own_host = ""
 
@@ -230,9 +261,7 @@ class HttpRoutes:
             return json_response(200, self._health())
         if path in _PROTECTED or source_session_of(path) is not None:
             return self._protected(path, url.query, request.headers.get("Authorization"))
-        if path in _PAGES:
-            return self._index(self._socket_host(request))
-        return self._asset(path, self._socket_host(request))
+        return self.dashboard.answer(path, [self._socket_host(request)])
 
     def _screen(self, request: Request) -> Response | None:
         """The Host and Origin checks (origin.py): a refusal, or None to go on."""
@@ -354,32 +383,6 @@ class HttpRoutes:
                 connections[role] += count
         return registry.metrics.render(
             sessions=sessions, connections=connections, traces=registry.traces_written
-        )
-
-    def _index(self, socket_host: str) -> Response:
-        csp = {"Content-Security-Policy": dashboard_csp([socket_host])}
-        if self._dashboard is not None:
-            asset_path, types = self._dashboard
-            page = asset_path("/index.html")
-            if page is not None:
-                return _response(200, page.read_bytes(), types.get(".html", "text/html"), csp)
-        return _response(200, _PLACEHOLDER.encode(), "text/html; charset=utf-8", csp)
-
-    def _asset(self, path: str, socket_host: str) -> Response:
-        if self._dashboard is not None:
-            asset_path, types = self._dashboard
-            file = asset_path(path)
-            if file is not None:
-                # A worker runs under the policy its script came with: the page's, so that
-                # socket-worker.js may open the WebSocket.
-                csp = {"Content-Security-Policy": dashboard_csp([socket_host])}
-                content_type = types.get(file.suffix, "application/octet-stream")
-                return _response(200, file.read_bytes(), content_type, csp)
-        return error_response(
-            404,
-            "not_found",
-            f"nothing at {path!r}: try /health, /api/sessions, /api/schema, /metrics, / "
-            "(dashboard) or a WebSocket at /sessions/<id>",
         )
 
 

@@ -380,36 +380,6 @@ class Service:
 
     # -- start-up banner ---------------------------------------------------------------------
 
-    def _session_banner(self, session: Session) -> list[str]:
-        """The banner's lines for one session: its URL and tokens, and how to start it."""
-        lines: list[str] = []
-        clock = session.sim.clock_state(peek=True)
-        how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
-        extra = ", oracle" if session.oracle else ""
-        extra += f", {session.import_mode} import" if session.import_mode else ""
-        extra += ", judged" if session.judge else ""
-        extra += ", waiting for an agent" if session.waiting_for_agent else ""
-        extra += ", restored from its journal" if session.sim.restored else ""
-        lines.append(f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})")
-        lines.append(f"  {self.ws_url(session.id)}")
-        if not session.tokens:  # restored: its tokens were printed by the run that made it
-            lines.append("  its tokens are those it had before the restart")
-            lines.append("")
-            return lines
-        for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
-            lines.append(f"  {role.value:<11} {session.tokens[role]}")
-        if self.gaia2.port is not None:
-            lines.append(f"  gaia2-cli   {self.gaia2_url(session.id)}  (the user's token)")
-        if session.waiting_for_agent:
-            lines.append("  waiting for an agent (time stands still until one connects):")
-            lines.append(
-                f"    areasync agent oracle --url {self.ws_url(session.id)} "
-                f"--token {session.tokens[Role.AGENT]}"
-            )
-            lines.append("    (or your own agent; or press Start on the dashboard)")
-        lines.append("")
-        return lines
-
     def banner(self) -> str:
         """What `areasync serve` prints: URLs and tokens, as Jupyter does."""
         config = self.config
@@ -466,6 +436,8 @@ class Service:
             lines.append(f"  {role.value:<11} {session.tokens[role]}")
         # OpenEnv's client takes only a base URL: the agent's token rides in its path.
         lines.append(f"  OpenEnv     {self.openenv_url(session.tokens[Role.AGENT])}")
+        if self.gaia2.port is not None:
+            lines.append(f"  gaia2-cli   {self.gaia2_url(session.id)}  (the user's token)")
         if session.waiting_for_agent:
             lines.append("  waiting for an agent (time stands still until one connects):")
             lines.append(

@@ -128,6 +128,26 @@ async def test_the_routers_session_list_has_every_nodes_sessions(router: Router)
     assert {(s["id"], s["node"]) for s in body["sessions"]} == set(router.where.items())
 
 
+async def test_the_routers_dashboard_may_connect_to_every_node(router: Router) -> None:
+    def get() -> tuple[int, str, bytes]:
+        with urllib.request.urlopen(f"{router.http_url}/", timeout=10) as response:
+            return response.status, response.headers["Content-Security-Policy"], response.read()
+
+    status, csp, page = await asyncio.to_thread(get)
+    assert status == 200 and b"<html" in page.lower()
+    connect = next(d for d in csp.split(";") if d.strip().startswith("connect-src")).split()
+    for link in router.hosts.values():
+        assert link.info.ws_base in connect
+
+
+async def test_the_routers_session_list_gives_each_session_its_nodes_url(router: Router) -> None:
+    status, body = await http_json(f"{router.http_url}/api/sessions?token={ADMIN}")
+    assert status == 200
+    for session in body["sessions"]:
+        link = router.hosts[session["node"]]
+        assert session["url"] == f"{link.info.ws_base}/sessions/{session['id']}"
+
+
 async def test_a_lost_nodes_sessions_come_back_identical_and_their_clients_resume(
     router: Router, ray_cluster: Any
 ) -> None:

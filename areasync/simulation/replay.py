@@ -10,6 +10,11 @@ the live session ran (each control's synchronous body, each engine step), in one
 no sleep, no lane. Each record it applies logs itself again; any that differs from the original
 stops the replay (`ReplayDivergedError`), so a replay is exact or fails loudly.
 
+A judged session's judge is answered from its `judge` records in order, never asking the
+model, and a call that asks something else than the run's did stops the replay; only a call
+past the last record (its answer never reached the disk) asks the model
+(`areasync.simulation.answers`).
+
 Where a replay stops: after the last record, or at a cut for a fork - before the first record
 or step that would start past `until_seq` (the stream has reached it) or run past
 `until_time` (simulated seconds). The replayed session is then where the original was at that
@@ -57,6 +62,8 @@ def replay_into(
     cursor = 0
     listener = _turns_taken_on_append(sim, records)
     sim.log.listeners.append(listener)  # the replay's only: removed before it returns
+    answers = sim.answers
+    answers.replaying = records  # its judge answered from the records (`simulation.answers`)
     try:
         with sim.sandbox.entered():
             while cursor < len(records) and not sim.ended:
@@ -78,9 +85,12 @@ def replay_into(
                             "when replayed: the replay diverged from the run it replays"
                         )
                     cursor = len(sim.records)
-                _check(sim.records, records)
+                if answers.diverged is not None:
+                    raise answers.diverged
+                _check(sim.records, records, past_the_end=answers.overrun)
             _restore(sim)
     finally:
+        answers.replaying = None
         sim.log.listeners.remove(listener)
 
 
@@ -141,8 +151,15 @@ def _steps(sim: Simulation, n: int, cut: _Cut) -> bool:
     return True
 
 
-def _check(replayed: list[InputRecord], records: Sequence[InputRecord]) -> None:
-    for index in range(len(replayed) - 1, -1, -1):
+def _check(
+    replayed: list[InputRecord], records: Sequence[InputRecord], *, past_the_end: bool
+) -> None:
+    """The last records replayed are the run's (`past_the_end`: the replay went on past the
+    run's last record, asking the judge an answer the run never got: those are new)."""
+    last = len(replayed) - 1
+    if last >= len(records) and past_the_end:
+        last = len(records) - 1
+    for index in range(last, -1, -1):
         if index >= len(records):
             raise ReplayDivergedError(
                 f"the replay logged more records than the run it replays ({replayed[index]})"
@@ -235,7 +252,15 @@ def _expired(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
     sim._expire_lease(payload["expired"])
 
 
+def _unasked(_sim: Simulation, payload: dict[str, Any], _: Any) -> None:
+    raise ReplayDivergedError(
+        f"the run's judge answered a call here ({str(payload.get('call'))[:12]}), but the replay "
+        "asked it nothing: the replay diverged from the run it replays"
+    )
+
+
 _APPLY: dict[str, Any] = {
+    "judge": _unasked,
     "call_tool": _call_tool,
     "send_user_message": lambda sim, p, _: sim._send_user_message(p["content"]),
     "pause": lambda sim, p, _: sim._pause(),

@@ -1,0 +1,243 @@
+"""Judged sessions are durable: their judge's answers are records, replayed without the model.
+
+A real server on loopback with `--state-dir` and Gaia2's judge pointed at the stub LLM (the
+same stub, scenarios and scripted agent as `test_gaia2_judge.py`), a two-turn Gaia2 scenario
+whose reworded calendar title only the judge's LLM accepts. The stub counts the questions it
+is asked: a replay asks none that the run got an answer to.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import msgspec
+import pytest
+
+from areasync.client import connect
+from areasync.client.sessions import CreatedSession
+from areasync.gaia2.dataset import DONE, EMAIL, call, email
+from areasync.gaia2.stub_llm import StubLLM
+from areasync.journal import Input, JournalStore
+from areasync.protocol.codec import Encoding, encode_server_frame
+from areasync.protocol.frames import EventItem
+from areasync.service import Service, ServiceConfig
+from areasync.service.restore import rebuild, replayed
+from areasync.simulation import ReplayDivergedError, Simulation
+from areasync.simulation.records import InputRecord
+from tests.service.support import http_get
+from tests.service.test_gaia2_judge import (
+    ACCEPT,
+    CALENDAR_DONE,
+    CALENDAR_REWORDED,
+    TURN_2_TASK,
+    JudgeScript,
+    calendar_json,
+    judge_calls,
+    judge_options,
+    play,
+    script,
+    stub,
+)
+
+__all__ = ["script", "stub"]  # the stub's fixtures, shared with the judge's tests
+
+ADMIN = "judged-admin-token"
+SUCCESS = {"success": True, "exception": None, "rationale": "None"}
+# Turn 2 starts with a look at the inbox (read-only: nothing the judge compares).
+LOOK = call("EmailClientV2__list_emails", folder_name="INBOX")
+TURNS = ([CALENDAR_REWORDED, CALENDAR_DONE], [LOOK, EMAIL, DONE])
+# The email in other words than the oracle's: only the judge's LLM accepts it.
+EMAIL_REWORDED = email(content="Hello Bob, hello!")
+
+
+@asynccontextmanager
+async def judged_server(
+    tmp_path: Path, state: Path, endpoint: str | None
+) -> AsyncIterator[Service]:
+    """A real server on loopback, fast mode, journaling to `state`; judged if `endpoint`."""
+    judge = None if endpoint is None else judge_options(endpoint)
+    config = ServiceConfig(
+        port=0,
+        admin_token=ADMIN,
+        trace_dir=tmp_path / "traces",
+        mode="fast",
+        state_dir=state,
+        judge_model=None if judge is None else judge.model,
+        judge_provider=None if judge is None else judge.provider,
+        judge_endpoint=None if judge is None else judge.endpoint,
+        close_timeout=2.0,
+        shutdown_grace=1.0,
+    )
+    async with Service(config, ["scenario_tutorial"]) as service:
+        yield service
+
+
+async def create(service: Service) -> CreatedSession:
+    url = service.ws_url("scenario_tutorial")
+    async with connect(url, role="admin", token=ADMIN) as admin:
+        return await admin.create_session(
+            scenario_json=calendar_json("two_turns", second_turn=True), mode="fast"
+        )
+
+
+def frames(sim: Simulation) -> list[bytes]:
+    return [encode_server_frame(item, Encoding.MSGPACK) for item in sim.log.items]
+
+
+def sim_of(service: Service, session_id: str) -> Simulation:
+    session = service.registry.get(session_id)
+    assert session is not None
+    return session.sim
+
+
+def judge_records(sim: Simulation) -> list[InputRecord]:
+    return [record for record in sim.records if record.source == "judge"]
+
+
+async def replay(sim: Simulation, records: list[InputRecord], endpoint: str) -> Simulation:
+    """`sim`'s session rebuilt from `records` as a restart or a fork does, in a worker thread."""
+    assert sim.creation is not None
+    text = calendar_json("two_turns", second_turn=True)
+    return await anyio.to_thread.run_sync(
+        lambda: replayed(text, "auto", sim.creation, records, judge=judge_options(endpoint))
+    )
+
+
+async def test_a_judged_run_replays_frame_for_frame_without_asking_the_judge(
+    tmp_path: Path, stub: StubLLM, script: JudgeScript
+) -> None:
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+        created = await create(service)
+        ended = await play(created, *TURNS)
+        sim = sim_of(service, created.session_id)
+        assert ended.validation == SUCCESS and len(judge_records(sim)) >= 2
+        journal = JournalStore(tmp_path / "state").read(created.session_id)
+        assert journal.created is not None
+        asked = judge_calls(stub)
+        again, _ = await anyio.to_thread.run_sync(
+            rebuild, journal.created, journal, judge_options(stub.endpoint)
+        )
+    assert judge_calls(stub) == asked  # every answer came from the journal
+    assert frames(again) == frames(sim)
+    assert again.validation == sim.validation == SUCCESS
+    assert judge_records(again) == judge_records(sim)
+
+
+async def test_a_replay_past_the_last_answer_on_disk_asks_the_judge_from_there(
+    tmp_path: Path, stub: StubLLM, script: JudgeScript
+) -> None:
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+        created = await create(service)
+        await play(created, *TURNS)
+        sim = sim_of(service, created.session_id)
+    answers = judge_records(sim)
+    last = sim.records.index(answers[-1])
+    asked = judge_calls(stub)
+    # The crash came while the last question was asked: its answer never reached the disk.
+    again = await replay(sim, list(sim.records[:last]), stub.endpoint)
+    assert judge_calls(stub) == asked + 1  # that question only, asked again
+    assert judge_records(again) == judge_records(sim)  # answered as before: the run goes on
+    assert frames(again) == frames(sim)[: len(again.log.items)]
+    [condition] = [item.event for item in again.log.items if isinstance(item, EventItem)][-1:]
+    assert condition.event_type == "CONDITION" and condition.return_value is True  # accepted
+
+
+async def test_a_recorded_answer_to_another_question_stops_the_replay_saying_so(
+    tmp_path: Path, stub: StubLLM, script: JudgeScript
+) -> None:
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+        created = await create(service)
+        await play(created, *TURNS)
+        sim = sim_of(service, created.session_id)
+    records = list(sim.records)
+    first = records.index(judge_records(sim)[0])
+    other = {**records[first].payload, "call": "0" * 64}  # the run asked something else here
+    records[first] = msgspec.structs.replace(records[first], payload=other)
+    asked = judge_calls(stub)
+    with pytest.raises(ReplayDivergedError, match="the replay asked the judge") as diverged:
+        await replay(sim, records, stub.endpoint)
+    assert "asking something else" in str(diverged.value)
+    assert judge_calls(stub) == asked
+
+
+async def test_a_fork_of_a_judged_session_replays_its_answers_then_its_own_turn_is_judged(
+    tmp_path: Path, stub: StubLLM, script: JudgeScript
+) -> None:
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+        created = await create(service)
+        await play(created, *TURNS)
+        sim = sim_of(service, created.session_id)
+        # Cut after the agent's look at the inbox in turn 2 (turn 1 judged before), its turn
+        # held (its lease is journaled).
+        [cut] = [
+            item.seq
+            for item in sim.log.items
+            if isinstance(item, EventItem) and item.event.function == "list_emails"
+        ]
+        asked = judge_calls(stub)
+        url = service.ws_url("scenario_tutorial")
+        async with connect(url, role="admin", token=ADMIN) as admin:
+            fork = await admin.fork_session(created.session_id, at_seq=cut)
+        forked = sim_of(service, fork.session_id)
+        assert judge_calls(stub) == asked  # turn 1's answers came from the records
+        assert frames(forked) == frames(sim)[:cut]
+        ended = await play_on(fork)
+        assert judge_calls(stub) > asked  # its own second turn, judged by the model
+    # Its own email, which the stub's checkers cannot accept (it says no "[[True]]"), while
+    # the source's, the oracle's words, passed.
+    assert sim.validation == SUCCESS
+    assert ended.validation is not None and ended.validation["success"] is False
+    assert "oracle event (ID: email1), reason: tool judge reject" in ended.validation["rationale"]
+
+
+async def play_on(fork: CreatedSession) -> Any:
+    """The agent of a fork cut inside turn 2: an email of its own wording, to the end."""
+    with anyio.fail_after(60):
+        async with connect(fork.url, role="agent", token=fork.tokens["agent"]) as agent:
+            for action in (EMAIL_REWORDED, DONE):
+                await agent.call_tool(action["action"], **action["action_input"])
+            await agent.idle()
+            return await agent.wait_ended()
+
+
+async def test_a_server_without_a_judge_refuses_a_judged_session_saying_so_and_starts_the_rest(
+    tmp_path: Path, stub: StubLLM, script: JudgeScript
+) -> None:
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+        created = await create(service)  # live: waiting for its agent
+    async with judged_server(tmp_path, tmp_path / "state", None) as service:
+        _, _, body = await http_get(service, f"/api/sessions?token={ADMIN}")
+        listed = json.loads(body)
+    why = listed["refused_journals"][created.session_id]
+    assert "was judged (model 'openai/judge' via provider 'local')" in why
+    assert "this server has no judge: start it with --judge_model openai/judge" in why
+    assert [s["id"] for s in listed["sessions"]] == ["scenario_tutorial"]
+
+
+def journaled_judge_answers(state: Path, session_id: str) -> list[dict[str, Any]]:
+    journal = JournalStore(state).read(session_id)
+    return [r.payload for r in journal.records if isinstance(r, Input) and r.source == "judge"]
+
+
+async def test_judge_answers_are_in_the_journal_before_what_they_caused_is_shown(
+    tmp_path: Path, stub: StubLLM, script: JudgeScript
+) -> None:
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+        created = await create(service)
+        with anyio.fail_after(60):
+            async with connect(created.url, role="agent", token=created.tokens["agent"]) as agent:
+                await agent.wait_for_notification(timeout=3600)
+                for action in TURNS[0]:
+                    await agent.call_tool(action["action"], **action["action_input"])
+                await agent.idle()
+                # Turn 2's task reaches the agent only once turn 1's verdict is on disk.
+                notes = await agent.wait_for_notification(timeout=3600)
+                answers = journaled_judge_answers(tmp_path / "state", created.session_id)
+    assert any(TURN_2_TASK in str(note) for note in notes)
+    assert answers and all(answer["answer"][0] == ACCEPT for answer in answers)

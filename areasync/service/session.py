@@ -141,8 +141,14 @@ class Session:
         self.orphaned_leases: set[str] = set()
         if sim.restored:
             # Its replay took the hold again if the run still had it (leases are records).
-            self.waiting_for_agent = WAITING_HOLDER in sim.leases
             self.orphaned_leases = set(sim.leases) - {WAITING_HOLDER}
+            # A fast one that comes back with no lease held (its agent was idle: waiting for a
+            # notification, or for the judge) waits for an agent as a new one does: time must
+            # not run on while the agent whose connection went with the server reconnects.
+            idle = self.fast and not oracle and not sim.ended and not sim.leases
+            self.waiting_for_agent = WAITING_HOLDER in sim.leases or idle
+            if idle:
+                sim.begin_lease(WAITING_HOLDER)
         else:
             self.waiting_for_agent = self.fast and not oracle
             if self.waiting_for_agent:

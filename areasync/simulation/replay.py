@@ -110,11 +110,20 @@ def _turns_taken_on_append(
         if index >= len(records):
             return
         record = records[index]
+        steps = None
+        if record.source == "steps" and index + 1 < len(records):
+            # Begun in the middle of fast steps: the live lease's record logged the steps
+            # before it first, at this seq.
+            steps, record = record, records[index + 1]
         if (
             record.source == "lease_begin"
             and record.seq == seq
             and to_us(record.time) == sim.clock.now_us()
         ):
+            if steps is not None:
+                if steps.seq != seq or int(steps.payload["n"]) != sim._pending_steps:
+                    return
+                sim._flush_steps()
             sim.begin_lease(record.payload["holder"])
 
     return on_append

@@ -9,8 +9,11 @@ is asked: a replay asks none that the run got an answer to.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +25,7 @@ import pytest
 from areasync.client import connect
 from areasync.client.sessions import CreatedSession
 from areasync.gaia2.dataset import DONE, EMAIL, call, email
-from areasync.gaia2.stub_llm import StubLLM
+from areasync.gaia2.stub_llm import JUDGE_MODEL, StubLLM
 from areasync.journal import Input, JournalStore
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem
@@ -36,16 +39,16 @@ from tests.service.test_gaia2_judge import (
     CALENDAR_DONE,
     CALENDAR_REWORDED,
     TURN_2_TASK,
+    WALL_S,
     JudgeScript,
     calendar_json,
     judge_calls,
     judge_options,
     play,
     script,
-    stub,
 )
 
-__all__ = ["script", "stub"]  # the stub's fixtures, shared with the judge's tests
+__all__ = ["script"]  # the stub's fixture, shared with the judge's tests
 
 ADMIN = "judged-admin-token"
 SUCCESS = {"success": True, "exception": None, "rationale": "None"}
@@ -54,6 +57,32 @@ LOOK = call("EmailClientV2__list_emails", folder_name="INBOX")
 TURNS = ([CALENDAR_REWORDED, CALENDAR_DONE], [LOOK, EMAIL, DONE])
 # The email in other words than the oracle's: only the judge's LLM accepts it.
 EMAIL_REWORDED = email(content="Hello Bob, hello!")
+
+
+@dataclass
+class HoldingScript(JudgeScript):
+    """The judge's stub script; armed (`hold_after`), it answers that many more judge
+    requests, then holds the next ones (`held` set) until `release`."""
+
+    hold_after: int | None = None
+    held: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    _answered: int = 0
+
+    def reply(self, request: Any) -> str:
+        if self.hold_after is not None and str(request.get("model", "")).endswith(JUDGE_MODEL):
+            if self._answered >= self.hold_after:
+                self.held.set()
+                self.release.wait(WALL_S)
+            self._answered += 1
+        return super().reply(request)
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubLLM]:
+    with pytest.MonkeyPatch.context() as env, StubLLM(HoldingScript()) as server:
+        env.setenv("OPENAI_API_KEY", os.environ.get("OPENAI_API_KEY") or "stub")  # litellm's
+        yield server
 
 
 @asynccontextmanager

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,13 +61,23 @@ EMAIL_REWORDED = email(content="Hello Bob, hello!")
 
 @dataclass
 class HoldingScript(JudgeScript):
-    """The judge's stub script; armed (`hold_after`), it answers that many more judge
-    requests, then holds the next ones (`held` set) until `release`."""
+    """The judge's stub script; armed (`hold`), it answers that many more judge requests,
+    then holds the next ones (`held` set) until `unhold`."""
 
     hold_after: int | None = None
     held: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
     _answered: int = 0
+
+    def hold(self, after: int) -> None:
+        self.held.clear()
+        self.release.clear()
+        self._answered, self.hold_after = 0, after
+
+    def unhold(self) -> None:
+        """Answer again; a held request gets its answer now."""
+        self.hold_after = None
+        self.release.set()
 
     def reply(self, request: Any) -> str:
         if self.hold_after is not None and str(request.get("model", "")).endswith(JUDGE_MODEL):
@@ -83,6 +93,15 @@ def stub() -> Iterator[StubLLM]:
     with pytest.MonkeyPatch.context() as env, StubLLM(HoldingScript()) as server:
         env.setenv("OPENAI_API_KEY", os.environ.get("OPENAI_API_KEY") or "stub")  # litellm's
         yield server
+
+
+@pytest.fixture
+def holding(script: JudgeScript) -> Iterator[HoldingScript]:
+    """The stub's script, answering every request; never left holding one."""
+    assert isinstance(script, HoldingScript)
+    script.unhold()
+    yield script
+    script.unhold()
 
 
 @asynccontextmanager
@@ -270,3 +289,44 @@ async def test_judge_answers_are_in_the_journal_before_what_they_caused_is_shown
                 answers = journaled_judge_answers(tmp_path / "state", created.session_id)
     assert any(TURN_2_TASK in str(note) for note in notes)
     assert answers and all(answer["answer"][0] == ACCEPT for answer in answers)
+
+
+async def test_a_lease_taken_while_the_judge_is_asked_replays_where_it_was_taken(
+    tmp_path: Path, stub: StubLLM, holding: HoldingScript
+) -> None:
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+        created = await create(service)
+        token = created.tokens["agent"]
+        with anyio.fail_after(WALL_S):
+            async with connect(created.url, role="agent", token=token) as agent:
+                await agent.wait_for_notification(timeout=3600)
+                holding.hold(after=0)  # turn 1's first question waits
+                for action in TURNS[0]:
+                    await agent.call_tool(action["action"], **action["action_input"])
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(agent.wait_for_notification, 3600)
+                    assert await anyio.to_thread.run_sync(holding.held.wait, WALL_S)
+                    # Another agent connection arrives meanwhile: it takes its turn (a lease).
+                    async with connect(created.url, role="agent", token=token):
+                        holding.unhold()
+                        await wait_for(
+                            lambda: len(judge_records(sim_of(service, created.session_id))) >= 2
+                        )
+                url = service.ws_url("scenario_tutorial")
+                async with connect(url, role="admin", token=ADMIN) as admin:
+                    await admin.stop_session(created.session_id)
+        sim = sim_of(service, created.session_id)
+    records = list(sim.records)
+    first = records.index(judge_records(sim)[0])
+    assert records[first - 1].source == "lease_begin"  # taken while the question was asked
+    asked = judge_calls(stub)
+    again = await replay(sim, records, stub.endpoint)
+    assert judge_calls(stub) == asked
+    assert frames(again) == frames(sim)
+    assert again.validation == sim.validation
+
+
+async def wait_for(condition: Callable[[], bool]) -> None:
+    with anyio.fail_after(WALL_S):
+        while not condition():  # noqa: ASYNC110
+            await anyio.sleep(0.01)

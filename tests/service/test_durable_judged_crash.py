@@ -29,6 +29,7 @@ from tests.service.test_durable_judged import (
     TURNS,
     HoldingScript,
     create,
+    holding,
     journaled_judge_answers,
     judged_server,
     script,
@@ -38,13 +39,13 @@ from tests.service.test_durable_restore import server
 from tests.service.test_gaia2_judge import (
     TURN_2_TASK,
     WALL_S,
-    JudgeScript,
     calendar_json,
     play,
     without_ids,
 )
 
-__all__ = ["script", "stub"]  # the stub's fixtures, shared with the judged durability tests
+# The stub's fixtures, shared with the judged durability tests.
+__all__ = ["holding", "script", "stub"]
 
 SECOND = [EMAIL_REWORDED, DONE]  # turn 2, whose email only the model can judge
 
@@ -76,9 +77,8 @@ async def wait_journaled(state: Path, session_id: str, answers: int) -> None:
 
 
 async def test_kill_9_while_the_judge_is_asked_restores_the_run_asking_only_what_was_unanswered(
-    tmp_path: Path, stub: StubLLM, script: JudgeScript
+    tmp_path: Path, stub: StubLLM, holding: HoldingScript
 ) -> None:
-    assert isinstance(script, HoldingScript)
     scenario = tmp_path / "two_turns.json"
     scenario.write_text(calendar_json("two_turns", second_turn=True))
     async with judged_server(tmp_path, tmp_path / "reference", stub.endpoint) as service:
@@ -97,17 +97,16 @@ async def test_kill_9_while_the_judge_is_asked_restores_the_run_asking_only_what
             with anyio.fail_after(WALL_S * 2):
                 async with connect(url[0], role="agent", token=token[1], **options) as agent:
                     await agent.wait_for_notification(timeout=3600)
-                    script.hold_after = 1  # turn 1's judgment: one answer, then held
+                    holding.hold(after=1)  # turn 1's judgment: one answer, then held
                     for action in TURNS[0]:
                         await agent.call_tool(action["action"], **action["action_input"])
                     await agent.idle()
-                    assert await anyio.to_thread.run_sync(script.held.wait, WALL_S)
+                    assert await anyio.to_thread.run_sync(holding.held.wait, WALL_S)
                     await wait_journaled(state, "two_turns", 1)
                     first.send_signal(signal.SIGKILL)
                     await first.wait()
                     asked = judge_questions(stub, before)
-                    script.hold_after = None
-                    script.release.set()  # the held request's answer goes to a dead socket
+                    holding.unhold()  # the held request's answer goes to a dead socket
                     again = len(stub.requests)
                     _, restarted = await stack.enter_async_context(
                         server(serve_command(state, int(url[1]), scenario, stub.endpoint), log)
@@ -118,8 +117,7 @@ async def test_kill_9_while_the_judge_is_asked_restores_the_run_asking_only_what
                     await agent.idle()
                     ended = await agent.wait_ended()
     finally:
-        script.hold_after = None
-        script.release.set()
+        holding.unhold()
     assert restarted.count("/sessions/two_turns") == 1  # restored, not started again
     assert any(TURN_2_TASK in str(note) for note in notes)
     assert agent.reconnects >= 1 and agent.welcome.restored

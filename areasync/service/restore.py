@@ -31,7 +31,8 @@ A fork (`SessionRegistry.fork`) is the same replay from a live session's own rec
 memory: `sim.records`, with or without `--state-dir`), stopped at a cut (`until_seq`,
 `until_time`), and opened as a new session: its own id, tokens and epoch, and its own journal.
 Its stream up to the cut is the source's, item for item (same seed, same inputs); from there
-the two go their own ways.
+the two go their own ways. A judged session's fork gets the source's judge answers up to the
+cut from its records; from there its own judge calls ask the model.
 """
 
 from __future__ import annotations

@@ -206,7 +206,9 @@ class Session:
             "seq": self.hub.seq,
             "events": self.hub.events,
             "connections": self.connection_counts(),
-            "validation": self.sim.validation,
+            # Only once the stream's `ended` went out: a judge's verdict follows from records
+            # that may not be durable yet (`durable.py`).
+            "validation": self.sim.validation if self.hub.seq >= self.sim.log.seq else None,
             "trace": None if self.trace_path is None else str(self.trace_path),
             "trace_error": self.trace_error,
             "created_at": self.created_at,

@@ -330,3 +330,22 @@ async def wait_for(condition: Callable[[], bool]) -> None:
     with anyio.fail_after(WALL_S):
         while not condition():  # noqa: ASYNC110
             await anyio.sleep(0.01)
+
+
+async def test_a_judge_failure_is_replayed_as_recorded_never_asked_again(
+    tmp_path: Path, stub: StubLLM, holding: HoldingScript
+) -> None:
+    outage = stub.fail_next(10**6, status=400, model=JUDGE_MODEL)
+    try:
+        async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+            created = await create(service)
+            ended = await play(created, TURNS[0])
+            sim = sim_of(service, created.session_id)
+        failures, asked = outage.failed, judge_calls(stub)
+        again = await replay(sim, list(sim.records), stub.endpoint)
+        assert (outage.failed, judge_calls(stub)) == (failures, asked)  # nothing asked
+    finally:
+        stub.fail_next(0)
+    assert ended.state == "failed" and "failed" in judge_records(sim)[0].payload["failure"]
+    assert frames(again) == frames(sim)
+    assert again.validation == sim.validation and again.validation["rationale"] == "Exception"

@@ -8,6 +8,7 @@ is asked: a replay asks none that the run got an answer to.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -106,10 +107,13 @@ def holding(script: JudgeScript) -> Iterator[HoldingScript]:
 
 @asynccontextmanager
 async def judged_server(
-    tmp_path: Path, state: Path, endpoint: str | None
+    tmp_path: Path, state: Path, endpoint: str | None, model: str | None = None
 ) -> AsyncIterator[Service]:
-    """A real server on loopback, fast mode, journaling to `state`; judged if `endpoint`."""
+    """A real server on loopback, fast mode, journaling to `state`; judged if `endpoint` (by
+    the stub's judge model, or `model`)."""
     judge = None if endpoint is None else judge_options(endpoint)
+    if judge is not None and model is not None:
+        judge = dataclasses.replace(judge, model=model)
     config = ServiceConfig(
         port=0,
         admin_token=ADMIN,
@@ -265,6 +269,20 @@ async def test_a_server_without_a_judge_refuses_a_judged_session_saying_so_and_s
     why = listed["refused_journals"][created.session_id]
     assert "was judged (model 'openai/judge' via provider 'local')" in why
     assert "this server has no judge: start it with --judge_model openai/judge" in why
+    assert [s["id"] for s in listed["sessions"]] == ["scenario_tutorial"]
+
+
+async def test_a_server_with_another_judge_refuses_a_judged_session_saying_which_to_start_with(
+    tmp_path: Path, stub: StubLLM, script: JudgeScript
+) -> None:
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+        created = await create(service)
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint, "openai/other") as again:
+        _, _, body = await http_get(again, f"/api/sessions?token={ADMIN}")
+        listed = json.loads(body)
+    why = listed["refused_journals"][created.session_id]
+    assert "and this server's judge is model 'openai/other' via provider 'local'" in why
+    assert "start the server with --judge_model openai/judge --judge_provider local" in why
     assert [s["id"] for s in listed["sessions"]] == ["scenario_tutorial"]
 
 

@@ -21,7 +21,7 @@ import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
 from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
-from areasync.cli_durable import add_durability_options
+from areasync.cli_durable import add_cluster_options, add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.ports import is_port
@@ -226,6 +226,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     add_durability_options(serve)
+    add_cluster_options(serve)
     limits = serve.add_argument_group(
         "limits and tuning", "ServiceConfig fields (defaults in parentheses; see RELIABILITY.md)"
     )
@@ -337,6 +338,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"areasync serve: {exc}", file=sys.stderr)
         return 2
+    if args.ray:
+        from areasync.cluster.cli import serve_cluster
+
+        return serve_cluster(args.ray, config, args.scenario or [])
     failures: list[BaseException] = []
     try:
         anyio.run(_serve, config, args.scenario or ["scenario_tutorial"])

@@ -100,8 +100,13 @@ class Service:
         self,
         config: ServiceConfig | None = None,
         scenarios: Sequence[ScenarioSource] = DEFAULT_SCENARIOS,
+        *,
+        restore_at_start: bool = True,
     ) -> None:
         self.config = config or ServiceConfig()
+        # False when the state dir is shared with other servers (a cluster's hosts,
+        # `areasync.cluster`): this one restores only the sessions it is assigned (`restore`).
+        self.restore_at_start = restore_at_start
         self.tokens = Tokens(self.config.admin_token)
         self.metrics = Metrics()
         self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
@@ -148,7 +153,9 @@ class Service:
             # the loop, so the discovery happens here, in a worker thread, before serving.
             await anyio.to_thread.run_sync(registered_ids)
             restored: list[str] = []
-            if self.registry.journals is not None:
+            if self.registry.journals is not None and not self.restore_at_start:
+                self.registry.journals.hold_none()
+            elif self.registry.journals is not None:
                 restored = await restore_sessions(self.registry)
             for source in self._scenarios:
                 if _natural_id(source) in restored:
@@ -229,6 +236,18 @@ class Service:
         self.registry.ws_base = f"ws://{display_host(config.host)}:{self.port}"
         logger.info("areasync listening on %s", self.http_url)
         return server
+
+    async def restore(self, session_ids: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        """Restore `session_ids` from their journals in the state dir, while serving (a
+        cluster's router assigns a lost node's sessions to this server): the ids restored,
+        and why each other one was not."""
+        journals = self.registry.journals
+        if journals is None:
+            raise ServiceError("restore needs a state dir (--state-dir)")
+        await journals.load(session_ids)
+        restored = await restore_sessions(self.registry, only=set(session_ids))
+        refused = {sid: journals.refused[sid] for sid in session_ids if sid in journals.refused}
+        return restored, refused
 
     def shutdown(self) -> None:
         """Ask the service to shut down (sessions suspended in their journals with a state

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from areasync.loop.clock import to_us
-from areasync.protocol.frames import Mode, NotificationItem
+from areasync.protocol.frames import Mode
 from areasync.protocol.records import WAIT_TOOL
 from areasync.simulation.agent_side import AgentSide as Simulation
 from areasync.simulation.errors import ReplayDivergedError
@@ -59,7 +59,7 @@ def replay_into(
 ) -> None:
     """Apply `records` to `sim`, freshly loaded from the same creation (module docstring)."""
     cut = _Cut(until_seq, until_time)
-    cursor = 0
+    cursor = checked = 0
     listener = _turns_taken_on_append(sim, records)
     sim.log.listeners.append(listener)  # the replay's only: removed before it returns
     answers = sim.answers
@@ -87,7 +87,7 @@ def replay_into(
                     cursor = len(sim.records)
                 if answers.diverged is not None:
                     raise answers.diverged
-                _check(sim.records, records, past_the_end=answers.overrun)
+                checked = _check(sim.records, records, checked, past_the_end=answers.overrun)
             _restore(sim)
     finally:
         answers.replaying = None
@@ -161,24 +161,30 @@ def _steps(sim: Simulation, n: int, cut: _Cut) -> bool:
 
 
 def _check(
-    replayed: list[InputRecord], records: Sequence[InputRecord], *, past_the_end: bool
-) -> None:
-    """The last records replayed are the run's (`past_the_end`: the replay went on past the
-    run's last record, asking the judge an answer the run never got: those are new)."""
-    last = len(replayed) - 1
-    if last >= len(records) and past_the_end:
-        last = len(records) - 1
-    for index in range(last, -1, -1):
+    replayed: list[InputRecord],
+    records: Sequence[InputRecord],
+    start: int,
+    *,
+    past_the_end: bool = False,
+) -> int:
+    """Check every record the replay logged since `start` against the run's; the new start.
+
+    One applied record can log several (a lease begun inside an append, a tool call's own
+    records, a judge's answers), so each of them is compared, not only the newest.
+    `past_the_end`: the replay went on past the run's last record, asking the judge for an
+    answer the run never got to disk; what it logged from there is new, not the run's."""
+    end = min(len(replayed), len(records)) if past_the_end else len(replayed)
+    for index in range(start, end):
         if index >= len(records):
             raise ReplayDivergedError(
                 f"the replay logged more records than the run it replays ({replayed[index]})"
             )
-        if replayed[index] == records[index]:
-            return
-        raise ReplayDivergedError(
-            f"record {index} replayed as {replayed[index]}, but the run logged "
-            f"{records[index]}: the replay diverged from the run it replays"
-        )
+        if replayed[index] != records[index]:
+            raise ReplayDivergedError(
+                f"record {index} replayed as {replayed[index]}, but the run logged "
+                f"{records[index]}: the replay diverged from the run it replays"
+            )
+    return len(replayed)
 
 
 def _apply(sim: Simulation, record: InputRecord, following: InputRecord | None) -> None:
@@ -207,7 +213,7 @@ def _call_tool(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
         return
     seq, _result = sim._begin_waiting(payload["args"], payload.get("holder"))
     # Its caller is gone: the wait ends with the next notification, or has already.
-    if any(isinstance(item, NotificationItem) for item in sim.log.items[seq:]) or sim.ended:
+    if sim._notified_since(seq) or sim.ended:
         sim._waiting_for_notification -= 1
     else:
         sim._unawaited_waits += 1

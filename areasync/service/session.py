@@ -24,7 +24,10 @@ with a *waiting-for-agent* hold:
   keep the hold, so a controller can step through a session before its agent arrives without
   it then racing to the end;
 - it never expires: the session refreshes it before the lease deadline, however long it waits;
-- it is not taken again when agents leave (a session that has started keeps going).
+- it is not taken again when agents leave (a session that has started keeps going), with one
+  exception: a fast session restored from its journal (a restart, a fork) with no lease held
+  takes it again, because its agent's connection went with the server (its agent was idle:
+  waiting for a notification, or for the judge) and time must not run on before it is back.
 """
 
 from __future__ import annotations

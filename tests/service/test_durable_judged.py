@@ -28,6 +28,7 @@ from areasync.client.sessions import CreatedSession
 from areasync.gaia2.dataset import DONE, EMAIL, call, email
 from areasync.gaia2.stub_llm import JUDGE_MODEL, StubLLM
 from areasync.journal import Input, JournalStore
+from areasync.journal import writer as journal_writer
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem
 from areasync.service import Service, ServiceConfig
@@ -36,7 +37,6 @@ from areasync.simulation import ReplayDivergedError, Simulation
 from areasync.simulation.records import InputRecord
 from tests.service.support import http_get
 from tests.service.test_gaia2_judge import (
-    ACCEPT,
     CALENDAR_DONE,
     CALENDAR_REWORDED,
     TURN_2_TASK,
@@ -291,22 +291,50 @@ def journaled_judge_answers(state: Path, session_id: str) -> list[dict[str, Any]
     return [r.payload for r in journal.records if isinstance(r, Input) and r.source == "judge"]
 
 
-async def test_judge_answers_are_in_the_journal_before_what_they_caused_is_shown(
-    tmp_path: Path, stub: StubLLM, script: JudgeScript
+async def test_nothing_the_judges_verdict_caused_is_shown_before_its_answers_are_durable(
+    tmp_path: Path, stub: StubLLM, holding: HoldingScript, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    armed, syncing, release = threading.Event(), threading.Event(), threading.Event()
+    real = journal_writer.sync_file
+
+    def sync_file(fd: int) -> None:  # the journal's sync, held once armed
+        if armed.is_set():
+            syncing.set()
+            release.wait(WALL_S)
+        real(fd)
+
+    monkeypatch.setattr(journal_writer, "sync_file", sync_file)
     async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
         created = await create(service)
-        with anyio.fail_after(60):
+        session = service.registry.get(created.session_id)
+        assert session is not None and session.journal is not None
+        journal, sim = session.journal, session.sim
+        with anyio.fail_after(WALL_S):
             async with connect(created.url, role="agent", token=created.tokens["agent"]) as agent:
                 await agent.wait_for_notification(timeout=3600)
+                holding.hold(after=0)  # turn 1's first question waits
                 for action in TURNS[0]:
                     await agent.call_tool(action["action"], **action["action_input"])
-                await agent.idle()
-                # Turn 2's task reaches the agent only once turn 1's verdict is on disk.
-                notes = await agent.wait_for_notification(timeout=3600)
-                answers = journaled_judge_answers(tmp_path / "state", created.session_id)
-    assert any(TURN_2_TASK in str(note) for note in notes)
-    assert answers and all(answer["answer"][0] == ACCEPT for answer in answers)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(agent.wait_for_notification, 3600)
+                    assert await anyio.to_thread.run_sync(holding.held.wait, WALL_S)
+                    await wait_for(lambda: journal.durable == journal.appended)
+                    armed.set()  # every record so far is on disk; the answers will not be
+                    holding.unhold()
+                    # The judge answers and accepts turn 1, which opens turn 2: in memory.
+                    await wait_for(lambda: TURN_2_TASK in str(sim.log.items[-1]))
+                    assert await anyio.to_thread.run_sync(syncing.wait, WALL_S)
+                    first_answer = judge_records(sim)[0]
+                    assert journal.limit() == first_answer.seq  # the oldest pending record
+                    caused = [item.seq for item in sim.log.items if item.seq > first_answer.seq]
+                    assert caused and session.hub.seq < caused[0]  # held back, every one
+                    assert all(c.position < caused[0] for c in session.connections)
+                    release.set()
+                assert agent.seq >= caused[-1]  # shown once released
+        answers = journaled_judge_answers(tmp_path / "state", created.session_id)
+    assert [answer["call"] for answer in answers] == [
+        record.payload["call"] for record in judge_records(sim)
+    ]
 
 
 async def test_a_lease_taken_while_the_judge_is_asked_replays_where_it_was_taken(

@@ -130,11 +130,11 @@ async def judged_server(
         yield service
 
 
-async def create(service: Service) -> CreatedSession:
+async def create(service: Service, mode: str = "fast", speed: float = 1.0) -> CreatedSession:
     url = service.ws_url("scenario_tutorial")
     async with connect(url, role="admin", token=ADMIN) as admin:
         return await admin.create_session(
-            scenario_json=calendar_json("two_turns", second_turn=True), mode="fast"
+            scenario_json=calendar_json("two_turns", second_turn=True), mode=mode, speed=speed
         )
 
 
@@ -395,3 +395,27 @@ async def test_a_judge_failure_is_replayed_as_recorded_never_asked_again(
     assert ended.state == "failed" and "failed" in judge_records(sim)[0].payload["failure"]
     assert frames(again) == frames(sim)
     assert again.validation == sim.validation and again.validation["rationale"] == "Exception"
+
+
+async def test_a_judged_realtime_run_replays_frame_for_frame_without_asking_the_judge(
+    tmp_path: Path, stub: StubLLM, script: JudgeScript
+) -> None:
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+        created = await create(service, mode="realtime", speed=100.0)
+        with anyio.fail_after(WALL_S):
+            async with connect(created.url, role="agent", token=created.tokens["agent"]) as agent:
+                for turn in TURNS:  # turn 1's task is out already: realtime waits for no one
+                    if turn is not TURNS[0]:
+                        await agent.wait_for_notification(timeout=600)
+                    for action in turn:
+                        await agent.call_tool(action["action"], **action["action_input"])
+            url = service.ws_url("scenario_tutorial")
+            async with connect(url, role="admin", token=ADMIN) as admin:
+                stopped = await admin.stop_session(created.session_id)
+        sim = sim_of(service, created.session_id)
+    asked = judge_calls(stub)
+    again = await replay(sim, list(sim.records), stub.endpoint)
+    assert judge_calls(stub) == asked
+    assert stopped.validation == SUCCESS and len(judge_records(sim)) >= 2
+    assert any(record.source == "realtime_tick" for record in sim.records)
+    assert frames(again) == frames(sim) and again.validation == sim.validation

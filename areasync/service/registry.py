@@ -96,6 +96,11 @@ class SessionRegistry:
         """The one lane of scenario builds in worker threads (imports, restores)."""
         return self._import_limiter
 
+    @property
+    def judge_limiter(self) -> anyio.CapacityLimiter:
+        """Judge LLM calls in flight, server-wide (restored and forked sessions too)."""
+        return self._judge_limiter
+
     def ws_url(self, session_id: str) -> str:
         return f"{self.ws_base}/sessions/{session_id}"
 
@@ -183,7 +188,10 @@ class SessionRegistry:
             with _refused_as_data():
                 sim = await anyio.to_thread.run_sync(
                     functools.partial(
-                        replayed, text, import_mode, creation, records, at_seq, at_time
+                        replayed,
+                        *(text, import_mode, creation, records, at_seq, at_time),
+                        judge=self.config.judge if source.judge is not None else None,
+                        judge_limiter=self._judge_limiter,
                     ),
                     limiter=self._import_limiter,
                 )

@@ -242,9 +242,10 @@ class Resilient:
     """A Client whose tool calls, jumps and idles are resolved after a broken connection (see
     the module docstring); everything else is the Client's own."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, *, idle_after: anyio.Event | None = None) -> None:
         self._client = client
         self.resolved = 0  # requests whose connection broke before their reply
+        self._idle_after = idle_after  # `idle` (which lets the session end) waits for it
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
@@ -293,6 +294,8 @@ class Resilient:
                 return clocks[-1]
 
     async def idle(self) -> None:
+        if self._idle_after is not None:
+            await self._idle_after.wait()
         while self._client.ended is None:
             try:
                 await self._client.idle()

@@ -11,8 +11,10 @@ resolved from the stream once the client has reconnected (see `durable_support`)
 
 Kill points are drawn from a seeded generator and printed in every assertion's message:
 `FAULT_SEED=S` replays a failure. A kill comes once a watching observer has received a chosen
-number of items, after a chosen delay of up to 30 ms, so it lands anywhere the run is then: in
-a sync, between a record and its reply, in a client's reconnect.
+number of items (up to the oracle's last tool call), after a chosen delay of up to 30 ms, so it
+lands anywhere the run is then: in a sync, between a record and its reply, in a client's
+reconnect. The agent's closing `idle`, which lets the session end, waits for the last kill; a
+kill after the end is the last test's.
 
 What every client must end with:
 
@@ -23,6 +25,10 @@ What every client must end with:
   seq they attached at; never a reset (same epoch throughout);
 - the whole stream equal, frame for frame, to that of an uninterrupted run of the same
   scenario with the same `--seed` (run once per module).
+
+Two bugs these tests found have a test of their own at the end: a client resuming while a
+journal record awaited its sync froze the whole server, and a kill once a session's end was
+durable lost the end for clients that had not received it.
 
 `make test` runs the short form (3 kills in one run; 2 kills during a storm of 24 observers).
 `make soak` runs the long form: FAULT_RUNS runs (default 10) of FAULT_KILLS kills (default 5)
@@ -43,7 +49,7 @@ import anyio
 import pytest
 
 from areasync.agents.oracle import OraclePlan, oracle_plan, run_oracle_agent
-from areasync.client import Client, SessionNotFoundError, connect
+from areasync.client import Client, connect
 from areasync.journal import JournalStore
 from areasync.protocol import EventItem, StreamItem, decode_server_frame
 from bench.synthetic import synthetic_scenario_json
@@ -320,7 +326,7 @@ async def test_many_sigkills_during_reconnect_storms(
     assert_exact(run, ref)
 
 
-# -- found by the storm ----------------------------------------------------------------------
+# -- bugs these tests found ------------------------------------------------------------------
 
 
 async def test_a_client_resuming_while_a_record_awaits_its_sync_gets_its_welcome_and_replay(
@@ -369,19 +375,12 @@ async def test_a_client_resuming_while_a_record_awaits_its_sync_gets_its_welcome
     assert resuming.welcomes[0].epoch == agent.epoch
 
 
-# -- known limit -----------------------------------------------------------------------------
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=SessionNotFoundError,
-    reason="a restart restores only sessions that had not ended (service/restore.py): a client "
-    "that had not received the end of a session whose `Ended` was durable gets "
-    "session_not_found instead of the items it missed",
-)
 async def test_a_session_whose_end_was_durable_at_the_kill_still_replays_after_the_restart(
     tmp_path: Path,
 ) -> None:
+    # A restart restored only the sessions that had not ended: a client that had not received
+    # the end of a session whose `Ended` was on disk got session_not_found instead of the
+    # items it missed. The sessions that ended last (up to keep_ended) are rebuilt for replay.
     scenario = "scenario_apps_tutorial"
     command = [
         *(sys.executable, "-m", "areasync.cli", "serve", "--token", TOKEN, "--trace-dir", ""),
@@ -399,7 +398,8 @@ async def test_a_session_whose_end_was_durable_at_the_kill_still_replays_after_t
             while store.read(scenario).ended is None:  # noqa: ASYNC110
                 await anyio.sleep(0.02)  # the other process signals nothing
         await server.kill()
-        await server.start()
+        banner = await server.start()
         with anyio.fail_after(30):
             after = await whole_stream(url)
     assert frames(after) == frames(before)
+    assert "1 ended session(s) kept for replay" in banner

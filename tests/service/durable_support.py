@@ -17,6 +17,7 @@ them.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import random
 import re
@@ -55,6 +56,9 @@ from areasync.protocol import (
 from areasync.protocol.codec import Encoding, encode_server_frame
 
 TOKEN = "restore-admin"  # the servers' admin token (--token)
+
+# What the fault tests did, over the process, for pytest's summary (tests/service/conftest.py).
+TALLY: collections.Counter[str] = collections.Counter()
 
 
 @contextlib.asynccontextmanager

@@ -55,6 +55,7 @@ from areasync.protocol import EventItem, StreamItem, decode_server_frame
 from bench.synthetic import synthetic_scenario_json
 from tests.hardening.storm import _cut
 from tests.service.durable_support import (
+    TALLY,
     TOKEN,
     RawObserver,
     Resilient,
@@ -198,6 +199,14 @@ async def faulted_run(
             await _faulted(tmp_path, ref, run, rng, storm, plan_cuts, progress)
     except TimeoutError:
         raise AssertionError(f"{run}: stuck; {where(run, progress)}") from None
+    TALLY["runs"] += 1
+    TALLY["kills"] += run.kills
+    TALLY["resolved"] += run.resolved
+    TALLY["clients"] += len(run.raw) + len(run.clients)
+    TALLY["reconnects"] += sum(raw.connections - 1 for raw in run.raw)
+    TALLY["reconnects"] += sum(client.reconnects for client in run.clients)
+    TALLY["items"] += sum(len(raw.items) for raw in run.raw)
+    TALLY["items"] += sum(len(client.history) for client in run.clients)
     return run
 
 

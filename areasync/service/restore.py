@@ -217,7 +217,7 @@ async def _restore_ended(registry: Adopter, journals: Journals) -> None:
         session_id, journal = next(iter(journals.ended.items()))
         del journals.ended[session_id]
         created, ended = journal.created, journal.ended
-        if created is None or ended is None:
+        if created is None or ended is None or session_id in registry.sessions:
             continue
         try:
             sim, _ = await anyio.to_thread.run_sync(

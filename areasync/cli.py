@@ -338,6 +338,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             state_dir=Path(args.state_dir) if args.state_dir else None,
             durability=args.durability,
             retention=args.retention,
+            seed=args.seed,
             **{
                 name: getattr(args, name)
                 for name, _, _ in SERVE_TUNABLES

@@ -312,10 +312,12 @@ class SessionRegistry:
         self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
         return session
 
-    def adopt(self, sim: Simulation, created: Created, journaled: int) -> Session:
+    def adopt(
+        self, sim: Simulation, created: Created, journaled: int, ended_at: float | None = None
+    ) -> Session:
         """The session of `sim`, restored from its journal (`service/restore.py`): its id,
         epoch and tokens are the journal's; its journal goes on (on the loop, nothing
-        awaited)."""
+        awaited). With `ended_at`, it had ended then: kept for replay only."""
         assert self._task_group is not None and self.journals is not None
         sid = created.session_id
         session = Session(
@@ -335,8 +337,13 @@ class SessionRegistry:
         )
         self._remember(session, kept, created.import_mode)
         self.sessions[sid] = session
-        self.journals.reattach(session, created, journaled, self._task_group)
-        self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
+        if ended_at is None:
+            self.journals.reattach(session, created, journaled, self._task_group)
+            self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
+        else:  # no journal to go on, no task, no second trace: kept as ended sessions are
+            session.ended_at = ended_at
+            session.done.set()
+            self._on_end(session)
         return session
 
     def _remember(

@@ -24,8 +24,13 @@ answered from its `judge` records, never asking the model again for an answer it
 A journal that cannot be restored (its scenario is gone, the replay diverged, it was judged and
 this server has no judge, or another one) is refused like one that does not read back: the
 log, `/api/sessions` and `/health` report it, its file stays for the operator, and the other
-sessions are restored. Ended sessions are not restored: their traces were written when they
-ended.
+sessions are restored.
+
+The sessions that ended last (up to `keep_ended`, what a running server keeps for replay) are
+rebuilt too, first, and kept as ended sessions: a crash right after a session's end (its `Ended`
+durable) must not cost a client that had not received the end yet its last items; the replay of
+an ended session's journal ends it again, item for item. They get neither journal nor task, and
+no second trace. One that cannot be rebuilt is only logged: its session had ended anyway.
 
 A fork (`SessionRegistry.fork`) is the same replay from a live session's own records (in
 memory: `sim.records`, with or without `--state-dir`), stopped at a cut (`until_seq`,
@@ -76,7 +81,9 @@ class Adopter(Protocol):
     @property
     def judge_limiter(self) -> anyio.CapacityLimiter: ...
 
-    def adopt(self, sim: Simulation, created: Created, journaled: int) -> Session: ...
+    def adopt(
+        self, sim: Simulation, created: Created, journaled: int, ended_at: float | None = None
+    ) -> Session: ...
 
 
 class RestoreError(Exception):
@@ -231,6 +238,7 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
     the registry holds already is never restored again."""
     journals = registry.journals
     assert journals is not None
+    await _restore_ended(registry, journals)
     restored: list[str] = []
     started = time.perf_counter()
     for session_id in list(journals.live_on_disk):
@@ -265,3 +273,41 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
             len(journals.refused),
         )
     return restored
+
+
+async def _restore_ended(registry: Adopter, journals: Journals) -> None:
+    """Rebuild the sessions that ended last (`Journals.ended`) as ended sessions, for replay."""
+    started, kept = time.perf_counter(), 0
+    while journals.ended:
+        session_id, journal = next(iter(journals.ended.items()))
+        del journals.ended[session_id]
+        created, ended = journal.created, journal.ended
+        if created is None or ended is None or session_id in registry.sessions:
+            continue
+        try:
+            sim, _ = await anyio.to_thread.run_sync(
+                rebuild,
+                created,
+                journal,
+                registry.config.judge,
+                registry.judge_limiter,
+                limiter=registry.import_limiter,
+            )
+        except RestoreError as exc:
+            logger.warning("%s (it had ended: it is not kept for replay)", exc)
+            continue
+        if not sim.ended:
+            logger.warning(
+                "session %s ended, but the replay of its journal did not: it is not kept for "
+                "replay",
+                session_id,
+            )
+            continue
+        registry.adopt(sim, created, 0, ended.wall)
+        kept += 1
+    if kept:
+        logger.info(
+            "rebuilt %d ended session(s) for replay in %.2f s",
+            kept,
+            time.perf_counter() - started,
+        )

@@ -128,6 +128,13 @@ class Host:
         """`/api/sessions` as the admin sees it on this host."""
         return self._service().http.sessions(Role.ADMIN, None)
 
+    async def admin_get(self, path: str) -> tuple[int, bytes]:
+        """(status, JSON body) of this server's GET `path` with the admin token: the router
+        passes on `/api/scenarios` and `/api/sessions/<id>/source` (`routes.py`)."""
+        service = self._service()
+        response = service.http.answer_for(path, service.tokens.admin)
+        return response.status_code, bytes(response.body)
+
     async def identify(self, token: str) -> tuple[str, str | None] | None:
         """(role, session id) of `token` on this host, or None."""
         who = self._service().tokens.identify(token)

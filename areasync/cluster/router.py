@@ -53,12 +53,13 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from areasync.cluster.host import HostLink
 from areasync.cluster.nodes import alive_nodes, start_host
 from areasync.cluster.placement import least_loaded, spread
-from areasync.cluster.routes import Routes
+from areasync.cluster.routes import Routes, create_posts
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.service.auth import new_token
 from areasync.service.config import ServiceConfig
 from areasync.service.journals import read_admin_token
 from areasync.service.server import display_host
+from areasync.service.wire import screened_connection
 
 __all__ = ["HostLink", "Router"]
 
@@ -123,6 +124,8 @@ class Router:
             self.config.port,
             process_request=self.routes,
             compression=None,
+            # POST /api/sessions reaches the routes with its body (`routes.py`).
+            create_connection=screened_connection(create_posts(self.config.max_frame_bytes)),
         )
         self.port = int(self._server.sockets[0].getsockname()[1])
         self.routes.bound(self.config.host, self.port)

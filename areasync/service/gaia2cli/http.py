@@ -180,8 +180,10 @@ class Gaia2Adapter:
             return t.failure(status, str(exc))
         try:
             async with asyncio.timeout(_DURABLE_WAIT):
-                await feed.durable()
+                durable = await session.hub.durable()
         except TimeoutError:
+            durable = False
+        if not durable:
             return t.failure(503, "the session's journal did not confirm the input in time")
         if isinstance(act, t.Notify):
             return t.Reply(200, {"ok": True, "runId": f"{session.id}:{session.sim.log.seq}"})

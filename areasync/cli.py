@@ -260,6 +260,12 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
         "sockets not yet past hello; when full the oldest idle is closed 4408",
     ),
     ("max_connections_per_session", int, "clients attached to one session"),
+    (
+        "openenv_idle_timeout",
+        float,
+        "wall seconds an OpenEnv client (a /ws, or a token's HTTP episode) may send nothing, "
+        "then it is reaped",
+    ),
     ("max_frame_bytes", int, "largest client frame, in bytes"),
     ("max_scenario_bytes", int, "largest inline create_session scenario, in bytes of JSON"),
     ("max_file_bytes", int, "largest file a session's tools may read (attachment, document)"),

@@ -126,11 +126,11 @@ class StreamHub:
         limit = gate.limit()
         return produced if limit is None or limit > produced else limit
 
-    async def durable(self) -> bool:
+    async def durable(self, limit: float) -> bool:
         """Return once every journal record appended so far is durable (at once without a
         journal): a reply sent outside the outbox (an OpenEnv observation, a gaia2-cli answer)
         must not tell of an input a restart would not know. False if the journal failed
-        first (the session is failing: say so rather than answer)."""
+        first, or after `limit` seconds (the session is failing: say so rather than answer)."""
         gate = self.gate
         if gate is None or gate.durable >= gate.appended:
             return True
@@ -138,7 +138,11 @@ class StreamHub:
             return False
         waiter = asyncio.get_running_loop().create_future()
         self._durable_waits.append((gate.appended, waiter))
-        return await waiter
+        try:
+            async with asyncio.timeout(limit):
+                return await waiter
+        except TimeoutError:
+            return False
 
     def _release_durable(self) -> None:
         gate = self.gate

@@ -178,12 +178,7 @@ class Gaia2Adapter:
         except (ToolCallError, ProtocolError, SimulationError) as exc:
             status = 409 if session.sim.ended else 200 if isinstance(act, t.Action) else 400
             return t.failure(status, str(exc))
-        try:
-            async with asyncio.timeout(_DURABLE_WAIT):
-                durable = await session.hub.durable()
-        except TimeoutError:
-            durable = False
-        if not durable:
+        if not await session.hub.durable(_DURABLE_WAIT):
             return t.failure(503, "the session's journal did not confirm the input in time")
         if isinstance(act, t.Notify):
             return t.Reply(200, {"ok": True, "runId": f"{session.id}:{session.sim.log.seq}"})

@@ -23,7 +23,6 @@ it never tells of an input a restarted server would not know.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import itertools
 import logging
@@ -325,14 +324,7 @@ class Episode:
     async def _durable(self) -> None:
         """Wait until every record logged so far is durable (module docstring)."""
         session = self.session
-        if session is None:
-            return
-        try:
-            async with asyncio.timeout(_DURABLE_WAIT):
-                durable = await session.hub.durable()
-        except TimeoutError:
-            durable = False
-        if not durable:
+        if session is not None and not await session.hub.durable(_DURABLE_WAIT):
             raise OpenEnvError(
                 ErrorCode.SESSION_ERROR,
                 "the session's journal did not confirm the action in time (its disk failed "

@@ -151,7 +151,9 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PORT",
         help="also serve gaia2-cli's HTTP+SSE adapter on this port (0: any free port): "
-        "a harness's base URL is http://HOST:PORT/gaia2/<session token>, printed per session",
+        "a harness's base URL is http://HOST:PORT/gaia2/<session token>, printed per session; "
+        "with --ray every node's server serves it on this port (0: a free one on each node), "
+        "and the router's /api/sessions/<id>/url gives a session's gaia2_url",
     )
     serve.add_argument(
         "--allow-origin",

@@ -13,7 +13,9 @@ path                        token    answer
                                      while its node was lost and it is being restored
 /api/sessions/<id>/url      yes      200 {"session_id", "url" (the node's), "node", "router_url"}
                                      for clients that cannot follow a redirect (browsers): the
-                                     admin token, or a token of that session
+                                     admin token, or a token of that session; with --gaia2-port
+                                     also "gaia2_url", the session's gaia2-cli adapter URL on its
+                                     node with the token asked with (a harness dials the node)
 /api/sessions               admin    200 every node's `/api/sessions`, merged: each session with
                                      its `node` and its node's URL (the dashboard's list), and
                                      "nodes": [{node_id, url, live, rss}]
@@ -58,6 +60,7 @@ from websockets.http11 import Request, Response
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import PROTOCOL, CreateSession
 from areasync.service.auth import token_from_http
+from areasync.service.gaia2cli.http import adapter_url
 from areasync.service.http import (
     Dashboard,
     error_response,
@@ -234,15 +237,17 @@ class Routes:
                     f"no node holds session {session_id!r}: GET /api/sessions lists them",
                 )
             return _unauthorized(f"the URL of session {session_id!r}")
-        return json_response(
-            200,
-            {
-                "session_id": session_id,
-                "url": f"{link.info.ws_base}/sessions/{session_id}",
-                "node": link.node_id,
-                "router_url": router.ws_url(session_id),
-            },
-        )
+        answer = {
+            "session_id": session_id,
+            "url": f"{link.info.ws_base}/sessions/{session_id}",
+            "node": link.node_id,
+            "router_url": router.ws_url(session_id),
+        }
+        gaia2 = link.info.gaia2_base
+        if gaia2 is not None and token:  # the caller's own token: it names the session
+            admin = self._is_admin(token)
+            answer["gaia2_url"] = adapter_url(gaia2, token, session_id if admin else None)
+        return json_response(200, answer)
 
     async def create(self, body: bytes | None, token: str | None) -> Response:
         """POST /api/sessions (module docstring): every refusal comes before anything is

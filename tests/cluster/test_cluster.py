@@ -47,7 +47,7 @@ async def router(
     """The router and a host on each node, with two sessions created through it."""
     state = tmp_path_factory.mktemp("shared-state")  # every node of this machine reaches it
     config = ServiceConfig(
-        port=0, admin_token=ADMIN, state_dir=state, trace_dir=None, mode="manual"
+        port=0, admin_token=ADMIN, state_dir=state, trace_dir=None, mode="manual", gaia2_port=0
     )
     router = Router(config, check_interval=0.25)
     await asyncio.wait_for(router.start(), 90)
@@ -120,6 +120,46 @@ async def test_the_lookup_route_gives_a_sessions_node_url(router: Router) -> Non
     assert status == 200
     assert body["url"] == f"{link.info.ws_base}/sessions/{session_id}"
     assert body["node"] == link.node_id
+
+
+async def http_text(url: str) -> tuple[int, str]:
+    def get() -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    return await asyncio.to_thread(get)
+
+
+async def test_the_lookup_route_gives_the_sessions_gaia2_cli_url_on_its_node(
+    router: Router,
+) -> None:
+    session_id, created = sorted(CREATED.items())[0]
+    user = created["tokens"]["user"]
+    status, body = await http_json(f"{router.http_url}/api/sessions/{session_id}/url?token={user}")
+    link = router.hosts[node_of(router, session_id)]
+    assert status == 200 and link.info.gaia2_base is not None
+    assert body["gaia2_url"] == f"{link.info.gaia2_base}/gaia2/{user}"
+    health, _ = await http_text(f"{body['gaia2_url']}/health")
+    answered, status_text = await http_text(f"{body['gaia2_url']}/status")
+    assert health == 200 and answered == 200 and session_id in status_text
+
+
+async def test_every_host_serves_gaia2_cli_on_a_port_of_its_own(router: Router) -> None:
+    bases = [link.info.gaia2_base for link in router.hosts.values()]
+    assert None not in bases and len(set(bases)) == len(bases) == 2
+
+
+async def test_the_cluster_banner_prints_a_created_sessions_gaia2_cli_url(router: Router) -> None:
+    from areasync.cluster.cli import banner
+
+    created = await router.create_session(scenario=SCENARIO, mode="manual")
+    link = router.hosts[created["node"]]
+    expected = f"{link.info.gaia2_base}/gaia2/{created['tokens']['user']}"
+    assert created["gaia2_url"] == expected
+    assert f"gaia2-cli   {expected}" in banner(router, [created])
 
 
 async def test_the_lookup_route_answers_an_unknown_token_401(router: Router) -> None:

@@ -51,6 +51,15 @@ _SSE_HEADERS = {
 }
 
 
+def adapter_url(base: str, token: str, session_id: str | None = None) -> str:
+    """A harness's base URL on the adapter at `base` (http://HOST:PORT): `token`'s session,
+    or `session_id` with the admin token."""
+    path = quote(token, safe="")
+    if session_id is not None:
+        path += "/" + quote(session_id, safe="")
+    return f"{base}{PREFIX}{path}"
+
+
 class Gaia2Adapter:
     """gaia2-cli's HTTP+SSE adapter for every session of a service."""
 
@@ -82,10 +91,7 @@ class Gaia2Adapter:
 
     def url(self, token: str, session_id: str | None = None) -> str:
         """A harness's base URL: `token`'s session, or `session_id` with the admin token."""
-        path = quote(token, safe="")
-        if session_id is not None:
-            path += "/" + quote(session_id, safe="")
-        return f"{self.base}{PREFIX}{path}"
+        return adapter_url(self.base, token, session_id)
 
     # -- requests ---------------------------------------------------------------------------
 

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 import msgspec
+from ray.exceptions import RayError
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
@@ -263,6 +264,14 @@ class Routes:
             extra = {"Retry-After": _RETRY_AFTER_S} if exc.code.retryable else None
             status = _CREATE_STATUS.get(exc.code, 400)
             return error_response(status, exc.code, exc.message, extra)
+        except (RayError, TimeoutError) as exc:  # the node chosen was lost or did not answer
+            return error_response(
+                503,
+                ErrorCode.CAPACITY,
+                f"the node chosen for the session did not answer ({type(exc).__name__}); "
+                "retry: GET /api/sessions shows whether it was created meanwhile",
+                {"Retry-After": _RETRY_AFTER_S},
+            )
         return json_response(
             201, created, {"Location": f"/api/sessions/{created['session_id']}/url"}
         )

@@ -90,7 +90,8 @@ class ServiceConfig:
     max_connections_per_session: int = 256  # attached clients; beyond it: `capacity` + 4503
     # An OpenEnv connection (`/openenv/<token>/ws`) that sends nothing for this many wall
     # seconds is reaped: its fresh session is stopped and the socket closed, saying why
-    # (OpenEnv's trainers leak environments when they die without closing).
+    # (OpenEnv's trainers leak environments when they die without closing). A token's HTTP
+    # episode (POST /reset, /step) with no request for as long leaves its session too.
     openenv_idle_timeout: float = 300.0
     # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
     # reads at most twice this much before refusing outright (1009, message too big).

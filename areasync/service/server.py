@@ -186,6 +186,7 @@ class Service:
             if self.config.gaia2_port is not None:
                 await self._listen_gaia2(server)
             tg.start_soon(StallSweep(self.connections, self.config.write_timeout).run)
+            tg.start_soon(self.http.openenv.reap_forever)  # idle OpenEnv HTTP episodes
             try:
                 task_status.started(self)
                 await self._stop.wait()

@@ -104,6 +104,31 @@ async def test_serve_refuses_a_bad_flood_limit_with_its_name(
     assert message in result.stderr
 
 
+async def test_serve_reaps_openenv_clients_after_the_idle_timeout_given() -> None:
+    command = [*SERVE, "--token", "cli-admin", "--openenv-idle-timeout", "0.3"]
+    async with await anyio.open_process(command) as process:
+        banner = await _banner(process)
+        match = re.search(r"http://(127\.0\.0\.1:\d+)/openenv/cli-admin", banner)
+        assert match is not None
+        async with connect(f"ws://{match[1]}/openenv/cli-admin/ws") as ws:
+            reset = {"type": "reset", "data": {"scenario": "scenario_tutorial", "mode": "manual"}}
+            await ws.send(json.dumps(reset))
+            with anyio.fail_after(30):
+                observed = json.loads(await ws.recv())
+                reaped = json.loads(await ws.recv())
+        process.send_signal(signal.SIGINT)
+        with anyio.fail_after(30):
+            await process.wait()
+    assert observed["type"] == "observation"
+    assert reaped["type"] == "error" and "no message for 0.3 s" in reaped["data"]["message"]
+
+
+async def test_serve_refuses_a_non_positive_openenv_idle_timeout() -> None:
+    result = await anyio.run_process([*SERVE, "--openenv-idle-timeout", "0"], check=False)
+    assert result.returncode == 2
+    assert b"openenv_idle_timeout must be > 0" in result.stderr
+
+
 # -- signals while a session is wedged in a long control -------------------------------------
 
 NO_DURATION = "scenario_find_image_file"  # a registered scenario without a duration

@@ -35,9 +35,11 @@ HEALTH_CHECKS: dict[str, Any] = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def ray_cluster() -> Iterator[tuple[Cluster, Any]]:
-    """(the cluster, its worker node): the driver is connected to it."""
+    """(the cluster, its worker node): the driver is connected to it. One cluster for the
+    package (its start is most of a module's time); `test_batch` runs before `test_cluster`,
+    whose last test kills the worker node."""
     if ray.is_initialized():  # pragma: no cover - another module left a driver connected
         pytest.fail("a Ray driver is already connected in this process; these tests start one")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

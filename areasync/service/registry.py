@@ -48,7 +48,7 @@ from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import Scenario, ScenarioError, detach_apps
 from areasync.journal import Created, InlineScenario, JournalError
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
-from areasync.protocol.frames import ImportMode, Mode
+from areasync.protocol.frames import ForkedFrom, ImportMode, Mode
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.journals import Journals, scenario_source
@@ -191,6 +191,7 @@ class SessionRegistry:
             self._importing -= 1
         kept: KeptSource = (source.recipe.scenario, source.recipe.scenario_json, "")
         session = self._open(f"{session_id}-fork", sim, source.oracle, kept, import_mode)
+        session.forked_from = ForkedFrom(session_id=session_id, seq=sim.log.seq)
         await _durable(session)
         return session
 

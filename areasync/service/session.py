@@ -41,7 +41,7 @@ import anyio
 from areasync.bridge.scenarios import Scenario, import_mode_of
 from areasync.bridge.traces import write_trace
 from areasync.protocol.errors import CloseCode
-from areasync.protocol.frames import Mode, Role
+from areasync.protocol.frames import ForkedFrom, Mode, Role
 from areasync.service.config import ServiceConfig
 from areasync.service.durable import SessionJournal
 from areasync.service.hub import StreamHub, Subscriber
@@ -128,6 +128,8 @@ class Session:
         # Cancelled to suspend the session (`suspend`): its task stops without ending it.
         self._scope = anyio.CancelScope()
         self.suspended = False
+        # Set by `SessionRegistry.fork`: the source session and the seq of its stream at the cut.
+        self.forked_from: ForkedFrom | None = None
         # How to create this session again (a restart), or why that cannot be done.
         self.recipe: Recipe | None = None
         self.no_recipe = "it was created without one"

@@ -13,7 +13,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,ray]'
+	# OpenEnv's real client for tests/openenv/, without OpenEnv's server stack (fastapi,
+	# gradio, fastmcp...): its client modules need only websockets and requests.
+	$(PY) -m pip install --quiet --no-deps openenv-core==0.3.0
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -21,7 +21,7 @@ import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
 from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
-from areasync.cli_durable import add_durability_options
+from areasync.cli_durable import add_cluster_options, add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.ports import is_port
@@ -146,6 +146,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback)")
     serve.add_argument("--port", type=port_number, default=8765, help="port (0: any free port)")
     serve.add_argument(
+        "--gaia2-port",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="also serve gaia2-cli's HTTP+SSE adapter on this port (0: any free port): "
+        "a harness's base URL is http://HOST:PORT/gaia2/<session token>, printed per session",
+    )
+    serve.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -226,6 +234,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     add_durability_options(serve)
+    add_cluster_options(serve)
     limits = serve.add_argument_group(
         "limits and tuning", "ServiceConfig fields (defaults in parentheses; see RELIABILITY.md)"
     )
@@ -311,6 +320,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         config = ServiceConfig(
             host=args.host,
             port=args.port,
+            gaia2_port=args.gaia2_port,
             allow_origins=tuple(args.allow_origin),
             allow_hosts=tuple(args.allow_host),
             admin_token=args.token or os.environ.get("AREASYNC_TOKEN") or None,
@@ -337,6 +347,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"areasync serve: {exc}", file=sys.stderr)
         return 2
+    if args.ray:
+        from areasync.cluster.cli import serve_cluster
+
+        return serve_cluster(args.ray, config, args.scenario or [])
     failures: list[BaseException] = []
     try:
         anyio.run(_serve, config, args.scenario or ["scenario_tutorial"])

@@ -75,3 +75,20 @@ def add_durability_options(serve: argparse.ArgumentParser) -> None:
         help="how long an ended session's journal is kept (seconds, or with a unit s/m/h/d; "
         "default 7d); swept at start-up and periodically",
     )
+
+
+def add_cluster_options(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group(
+        "cluster (areasync[ray])",
+        "With --ray, one areasync server runs on every node of a Ray cluster and this process "
+        "is the router clients connect to: a session's handshake is redirected (307) to its "
+        "node. Needs --state-dir on a directory every node mounts: a lost node's sessions are "
+        "restored on the others from their journals there.",
+    )
+    group.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="the Ray cluster to run on (its GCS address HOST:PORT, or `auto` for the one "
+        "this machine belongs to)",
+    )

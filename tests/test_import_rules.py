@@ -124,6 +124,12 @@ MAY_IMPORT = {
 }
 
 
+# The cluster (areasync[ray]) is an optional part: only it imports Ray, and only it, the CLI's
+# `serve --ray` and `bench run --ray` (gaia2/cli.py) import it, lazily.
+RAY_PARTS = {"cluster"}
+CLUSTER_IMPORTERS = {"cluster", "cli", "gaia2"}
+
+
 def layer_violations(
     imports: Iterable[Import], are_adapters: Iterable[str]
 ) -> set[tuple[str, str]]:
@@ -133,7 +139,13 @@ def layer_violations(
     for imp in imports:
         top = imp.imported.split(".")[0]
         part = part_of(imp.importer)
-        if top == "are":
+        if top == "ray" and part not in RAY_PARTS:
+            found.add((imp.importer, "ray"))
+        elif (
+            top == PACKAGE and part_of(imp.imported) == "cluster" and part not in CLUSTER_IMPORTERS
+        ):
+            found.add((imp.importer, imp.imported))
+        elif top == "are":
             if part != "bridge" and not _within(imp.importer, adapters):
                 found.add((imp.importer, "are"))
         elif (
@@ -307,6 +319,28 @@ def test_client_importing_the_service_is_a_violation(tmp_path: Path) -> None:
     )
     assert layer_violations(imports_of(package), ()) == {
         ("areasync.client.core", "areasync.service.hub")
+    }
+
+
+def test_importing_ray_outside_the_cluster_is_a_violation(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {"service/server.py": "import ray\n", "cluster/host.py": "import ray\n"},
+    )
+    assert layer_violations(imports_of(package), ()) == {("areasync.service.server", "ray")}
+
+
+def test_importing_the_cluster_outside_it_and_the_cli_is_a_violation(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {
+            "cluster/router.py": "",
+            "service/server.py": "def f():\n    from areasync.cluster import router\n",
+            "cli.py": "def f():\n    from areasync.cluster import router\n",
+        },
+    )
+    assert layer_violations(imports_of(package), ()) == {
+        ("areasync.service.server", "areasync.cluster.router")
     }
 
 

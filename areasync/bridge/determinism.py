@@ -73,7 +73,7 @@ class SessionEntropy:
         clock = self.clock
         if clock is None:
             return self.created_at
-        return to_s(max(clock.peek_us(), clock.reported_us))
+        return to_s(clock.latest_us())
 
 
 def session_entropy(seed: int | None = None, created_at: float | None = None) -> SessionEntropy:

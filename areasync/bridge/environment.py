@@ -160,17 +160,36 @@ class AsyncEnvironment(Environment):
 
     def process_event(self, event: AbstractEvent) -> list[AbstractEvent]:
         # ARE's version hands `event_log.list_view()` (a full sort of the log) to the placeholder
-        # resolver for every event. Build that view only when an argument really is a
-        # placeholder; everything else is delegated to ARE unchanged.
+        # resolver for every event: quadratic over a run. The resolver only reads the logged
+        # events whose id a placeholder names, so those are all it gets (`_placeholder_sources`);
+        # everything else is delegated to ARE unchanged.
         if type(event) is OracleEvent and self.oracle_mode:
             event = event.make(self).with_type(EventType.AGENT)
         if isinstance(event, Event) and type(event) is not StopEvent:
-            past = self.event_log.list_view() if _has_placeholder(event) else []
+            past = self._placeholder_sources(event)
             event = self.resolve_arg_placeholders(event, past)
             completed = event.execute()
             self.add_to_log(completed)
             return self.get_successors(event)
         return super().process_event(event)
+
+    def _placeholder_sources(self, event: Event) -> list[CompletedEvent]:
+        """What ARE's placeholder resolver needs of the log for `event`: the logged events its
+        placeholders name (in the log's order), or the whole sorted log when the index cannot
+        say (an id logged twice, a log ARE replaced)."""
+        ids = _placeholder_ids(event)
+        if not ids:
+            return []
+        queue = self.event_log.past_events
+        if not isinstance(queue, EventLogQueue):
+            return self.event_log.list_view()
+        found: list[CompletedEvent] = []
+        for event_id in ids:
+            logged = queue.logged_with_id(event_id)
+            if logged is None:
+                return self.event_log.list_view()
+            found.extend(logged)
+        return found
 
     def _log(self, message: str, level: str, color: str, attrs: list[str] | None = None) -> None:
         # ARE formats a coloured, timestamped line for every debug call in `tick()` even when
@@ -332,14 +351,16 @@ class PublishingEventLog(EventLog):
             self._hook(one)
 
 
-def _has_placeholder(event: Event) -> bool:
+def _placeholder_ids(event: Event) -> set[str]:
+    """The event ids `event`'s arguments name as `{{event_id.key...}}` (ARE's syntax)."""
     action = event.action
     if action is None or not action.args:
-        return False
-    return any(
-        isinstance(value, str) and _PLACEHOLDER.match(value.strip()) is not None
-        for value in action.args.values()
-    )
+        return set()
+    ids = set()
+    for value in action.args.values():
+        if isinstance(value, str) and (match := _PLACEHOLDER.match(value.strip())) is not None:
+            ids.add(match.group(1).split(".")[0])
+    return ids
 
 
 def _nothing() -> None:

@@ -115,9 +115,40 @@ class EventLogQueue(PriorityQueue[Any]):
 
     def __init__(self) -> None:
         super().__init__(fields=["event_time"])
+        # The logged events of each event id, in the order they were logged: what a
+        # placeholder `{{event_id.key}}` reads, found without sorting the whole log (see
+        # `logged_with_id`). None once anything but a push changed the heap.
+        self._by_id: dict[str, list[Any]] | None = {}
 
     def _put(self, item: Any) -> None:
         with self.lock:
+            event_id = getattr(item, "event_id", None)
+            if self._by_id is not None and isinstance(event_id, str):
+                self._by_id.setdefault(event_id, []).append(item)
+            else:
+                self._by_id = None  # not an event: the index cannot say what the sort would
             if self.fields is not None:
                 item = LogHeapItem(item, self.fields)
             heapq.heappush(self.queue, item)
+
+    def logged_with_id(self, event_id: str) -> list[Any] | None:
+        """The logged events with `event_id` as `list_view()` would order them, or None when
+        that order is not known without the sort (two with one id, or the heap was changed
+        by other means than a push)."""
+        with self.lock:
+            if self._by_id is None:
+                return None
+            found = self._by_id.get(event_id, [])
+            return list(found) if len(found) <= 1 else None
+
+    def _get(self) -> Any:
+        self._by_id = None
+        return super()._get()
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._by_id = None
+        super().__setitem__(index, value)
+
+    def __delitem__(self, index: Any) -> None:
+        self._by_id = None
+        super().__delitem__(index)

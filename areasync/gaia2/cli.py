@@ -42,7 +42,7 @@ Ctrl-C stops a sweep cleanly: no new runs, the running ones cancelled, what fini
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,16 @@ REPORT = click.Option(
         "and index.html into --output_dir after the run"
     ),
 )
+RAY = click.Option(
+    ["--ray"],
+    metavar="ADDRESS|auto",
+    default=None,
+    help=(
+        "areasync: spread the runs over the host actors of the Ray cluster at ADDRESS (`auto`: "
+        "the local one), each run in a host's process; the outputs are written here as by a "
+        "one-machine run. A run whose host is lost runs again on another (said on stderr)"
+    ),
+)
 OWN_OPTIONS = ("resume", "retry", "report")
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 HUB_UNREACHABLE = 1
@@ -109,6 +119,8 @@ class BenchCommand:
     default_output_dir: str | None = None
     # Runs are written to `OUTPUT_DIR/<phase>/<config>/` (each with its own output.jsonl).
     per_config_dirs: bool = False
+    # Takes `--ray ADDRESS` (runs spread over a Ray cluster's hosts).
+    on_ray: bool = False
 
     @property
     def prog(self) -> str:
@@ -118,6 +130,7 @@ class BenchCommand:
 RUN = BenchCommand(
     "run",
     "Run a Gaia2 dataset as `are-benchmark run` does (same options).",
+    on_ray=True,
 )
 JUDGE = BenchCommand(
     "judge",
@@ -154,6 +167,7 @@ def bench_command(name: str) -> click.Command:
         from areasync.gaia2 import pool, runner, sweep
 
         resume, retry, report = (kwargs.pop(option) for option in OWN_OPTIONS)
+        ray_address = _ray_address(kwargs)
         output_dir = kwargs.get("output_dir") or spec.default_output_dir
         try:
             plan = sweep.Sweep(Path(output_dir) if output_dir else None, resume=resume, retry=retry)
@@ -167,12 +181,13 @@ def bench_command(name: str) -> click.Command:
         try:
             # ARE's callback takes the click context itself (it is `pass_context`): ours, with
             # ARE's parameters, so ARE's parameter-source checks (judge's num_runs) hold.
-            with _no_upload_after(interruption):
+            with _no_upload_after(interruption), _dispatcher(ray_address) as dispatch:
                 runner.run(
                     lambda: are_callback(command=spec.name, **kwargs),
                     models=not kwargs.get("oracle"),
                     plan=plan,
                     interruption=interruption,
+                    dispatch=dispatch,
                 )
         except AssertionError:
             # ARE asserts that a run finished; after Ctrl-C none may have.
@@ -216,10 +231,51 @@ def bench_command(name: str) -> click.Command:
 
     return click.Command(
         spec.name,
-        params=[*params, RESUME, RETRY, REPORT],
+        params=[*params, RESUME, RETRY, REPORT, *([RAY] if spec.on_ray else [])],
         callback=callback,
         help=f"{spec.summary}\n\n{DIFFERENCES}",
     )
+
+
+def _ray_address(kwargs: dict[str, Any]) -> str | None:
+    """`--ray`'s address (taken out of ARE's options), refused with the thread executor."""
+    address: str | None = kwargs.pop("ray", None)
+    if address and kwargs.get("executor_type") == "thread":
+        raise click.UsageError(
+            "--ray runs each scenario in a host's process, from ARE's JSON of it as "
+            "--executor_type process does: drop --executor_type thread"
+        )
+    return address
+
+
+@contextmanager
+def _dispatcher(address: str | None) -> Iterator[Callable[..., Any] | None]:
+    """With `--ray`: the cluster's `Batch.dispatch` (`areasync.cluster.batch`), and what was
+    re-run after a host was lost said on stderr; without: None (runs stay in this process)."""
+    if not address:
+        yield None
+        return
+    try:
+        from areasync.cluster.batch import NoHostError, spread_runs
+    except ImportError as error:
+        raise click.UsageError(f"--ray: {error}") from None
+    with ExitStack() as stack:
+        try:
+            batch = stack.enter_context(spread_runs(address))
+        except NoHostError as error:
+            raise click.UsageError(f"--ray: {error}") from None
+        click.echo(
+            f"areasync: runs spread over {len(batch.hosts)} host(s) of the cluster", err=True
+        )
+        try:
+            yield batch.dispatch
+        finally:
+            if batch.reruns:
+                click.echo(
+                    f"areasync: {len(batch.reruns)} run(s) re-run after their host was lost: "
+                    + "; ".join(batch.reruns),
+                    err=True,
+                )
 
 
 def _output_folders(output_dir: Path, spec: BenchCommand) -> list[Path]:

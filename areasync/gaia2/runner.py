@@ -213,11 +213,17 @@ def _process_scenario(original: Callable[..., Any], plan: sweep.Sweep | None) ->
 
 
 @contextmanager
-def virtual_clock(*, models: bool = True, plan: sweep.Sweep | None = None) -> Iterator[RunStats]:
+def virtual_clock(
+    *,
+    models: bool = True,
+    plan: sweep.Sweep | None = None,
+    dispatch: Callable[..., Any] | None = None,
+) -> Iterator[RunStats]:
     """Run ARE's benchmark pipeline inside this block on virtual clocks (see the module doc).
 
     `models=False` (an `--oracle` run, which calls no model) leaves LiteLLM unimported.
     `plan` adds a sweep's records, resume, retry and progress lines (`areasync.gaia2.sweep`).
+    `dispatch` stands in for ARE's `process_scenario` under `plan` (`--ray`: on a host).
     """
     import are.simulation.agents.default_agent.are_simulation_main as agent_main
     import are.simulation.logging_config as logging_config
@@ -228,7 +234,7 @@ def virtual_clock(*, models: bool = True, plan: sweep.Sweep | None = None) -> It
 
     stats = RunStats()
     environment = _environment_class(stats)
-    process_scenario = _process_scenario(multi.process_scenario, plan)
+    process_scenario = _process_scenario(dispatch or multi.process_scenario, plan)
 
     main_thread = threading.current_thread() is threading.main_thread()
     sigint = signal.getsignal(signal.SIGINT) if main_thread else None
@@ -282,6 +288,7 @@ def run(
     models: bool = True,
     plan: sweep.Sweep | None = None,
     interruption: pool.Interruption | None = None,
+    dispatch: Callable[..., Any] | None = None,
 ) -> R:
     """Call ARE's benchmark entry point `fn` under `virtual_clock()` on a new event loop.
 
@@ -314,5 +321,5 @@ def run(
             if on_main_thread:
                 loop.remove_signal_handler(signal.SIGINT)
 
-    with virtual_clock(models=models, plan=plan):
+    with virtual_clock(models=models, plan=plan, dispatch=dispatch):
         return anyio.run(main)

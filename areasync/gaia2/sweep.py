@@ -88,6 +88,11 @@ def begin_attempt() -> RunAttempt:
     return attempt
 
 
+def current_attempt() -> RunAttempt | None:
+    """The attempt record of the run calling, if any."""
+    return _attempt.get(None)
+
+
 def note_endpoint_error(error: BaseException) -> None:
     """Called where a model request failed: the current run's endpoint misbehaved."""
     if not is_endpoint_failure(error):

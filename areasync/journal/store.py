@@ -32,7 +32,14 @@ import anyio.to_thread
 from areasync.journal.errors import JournalError, JournalStateError
 from areasync.journal.format import Journal, decode_journal, encode_preamble, encode_record
 from areasync.journal.records import Created, Header
-from areasync.journal.writer import EVERY, Durability, JournalWriter, sync_directory, sync_file
+from areasync.journal.writer import (
+    EVERY,
+    Durability,
+    JournalWriter,
+    sync_directory,
+    sync_file,
+    write_all,
+)
 
 __all__ = ["SUFFIX", "JournalStore", "StoreScan"]
 
@@ -198,9 +205,7 @@ class JournalStore:
                 path, None, "a journal for this session id exists", "choose another session id"
             ) from None
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             os.fsync(fd)
             self._sync_directory()  # the new name must survive a crash too
         except BaseException:

@@ -79,6 +79,13 @@ class Durability:
 EVERY = Durability.every()
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` (`os.write` may write less than it is given)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def sync_file(fd: int) -> None:
     """Make a file's written data durable (looked up at each call, so a test can make it fail)."""
     if hasattr(os, "fdatasync"):
@@ -258,9 +265,7 @@ class JournalWriter:
         fd = self._fd
         if fd is None:
             raise OSError(9, "the journal file is closed")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         sync_file(fd)
 
     def _fail_queued(self) -> None:

@@ -104,7 +104,7 @@ class VirtualClock:
 
     def now_us(self) -> int:
         """Simulated time now, as given out to everyone: never less than a previous answer."""
-        now = max(self.peek_us(), self._reported_us)
+        now = self.latest_us()
         self._reported_us = now
         return now
 
@@ -118,6 +118,11 @@ class VirtualClock:
 
     def now(self) -> float:
         return to_s(self.now_us())
+
+    def latest_us(self) -> int:
+        """What `now_us()` would answer, without binding it: for readings nobody logs
+        (listings, ARE's `time.time()`), which must not change what later readings may be."""
+        return max(self.peek_us(), self._reported_us)
 
     @property
     def reported_us(self) -> int:

@@ -87,6 +87,10 @@ class ServiceConfig:
     # its handshake), or parks it until a place frees up (admission.py).
     max_pending_hellos: int = 512
     max_connections_per_session: int = 256  # attached clients; beyond it: `capacity` + 4503
+    # An OpenEnv connection (`/openenv/<token>/ws`) that sends nothing for this many wall
+    # seconds is reaped: its fresh session is stopped and the socket closed, saying why
+    # (OpenEnv's trainers leak environments when they die without closing).
+    openenv_idle_timeout: float = 300.0
     # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
     # reads at most twice this much before refusing outright (1009, message too big).
     max_frame_bytes: int = 16 * 1024 * 1024
@@ -142,6 +146,14 @@ class ServiceConfig:
     # (stalls.py; a client that stops reading on a quiet session goes within ping_interval +
     # write_timeout).
     write_timeout: float = 20.0
+
+    # -- gaia2-cli's HTTP adapter (service/gaia2cli/) ----------------------------------------
+    # Its port (0: any free port; None: not served). Harnesses POST bodies and read server-sent
+    # events, which the WebSocket port cannot serve (gaia2cli/http.py says why).
+    gaia2_port: int | None = None
+    # Bytes of messages an SSE client may leave unread before the server ends its stream
+    # (with a last `event: end` saying where to resume); the session never waits for it.
+    gaia2_sse_bytes: int = 1024 * 1024
 
     def __post_init__(self) -> None:
         problems = [*self._coerce(), *self._bounds()]
@@ -265,11 +277,13 @@ _AT_LEAST_ONE = (
     "max_pending_reply_bytes",
     "max_ticks",
     "judge_calls",
+    "gaia2_sse_bytes",
 )
 # Durations that must be positive.
 _SECONDS = (
     "handshake_timeout",
     "hello_timeout",
+    "openenv_idle_timeout",
     "close_timeout",
     "write_timeout",
     "step_budget",

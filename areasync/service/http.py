@@ -25,6 +25,8 @@ path                token    answer
                              no data; it reads its token from the URL's `#token=` (or `?token=`)
                              and sends it only in headers and in the WebSocket hello
 /<asset>            no       200 a dashboard file (JS, CSS): static code, no data
+/openenv/<token>/   (path)   OpenEnv's routes (`openenv/routes.py`): /ws, /health, /schema,
+ ...                         /metadata, /state; the token is the URL's, for OpenEnv's client
 /sessions/<id>      (hello)  the WebSocket endpoint (503 when the server is at max_connections);
                              which sessions exist is told only to a hello with a valid token
 ==================  =======  ===================================================================
@@ -44,7 +46,7 @@ without the body. Every response carries the security headers of `headers.py`.
 from __future__ import annotations
 
 import email.utils
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -61,8 +63,11 @@ from areasync.protocol.schema import render_schema
 from areasync.service.auth import token_from_http
 from areasync.service.headers import API_CSP, BASE_HEADERS, dashboard_csp
 from areasync.service.methods import ALLOW, ALLOWED_METHODS
+from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
+from areasync.service.openenv.routes import OpenEnvRoutes
 from areasync.service.origin import SitePolicy, show_host
 from areasync.service.registry import SessionRegistry
+from areasync.service.wire import PostRequest
 
 SESSIONS_PREFIX = "/sessions/"
 
@@ -153,6 +158,37 @@ def _dashboard() -> tuple[Callable[[str], Path | None], dict[str, str]] | None:
     return asset_path, dict(types)
 
 
+class Dashboard:
+    """The dashboard's page and files, each with the CSP that lets it open WebSockets to
+    `socket_hosts` (`host:port`): this server's (`HttpRoutes`), or a cluster's nodes (its
+    router, `areasync/cluster/routes.py`)."""
+
+    def __init__(self) -> None:
+        self._files = _dashboard()
+
+    def answer(self, path: str, socket_hosts: list[str]) -> Response:
+        """The page at `/` and `/index.html`, a file elsewhere, or 404 saying what is here."""
+        csp = {"Content-Security-Policy": dashboard_csp(socket_hosts)}
+        if path in _PAGES:
+            path = "/index.html"
+        if self._files is not None:
+            asset_path, types = self._files
+            file = asset_path(path)
+            if file is not None:
+                # A worker runs under the policy its script came with: the page's, so that
+                # socket-worker.js may open the WebSocket.
+                content_type = types.get(file.suffix, "application/octet-stream")
+                return _response(200, file.read_bytes(), content_type, csp)
+        if path == "/index.html":
+            return _response(200, _PLACEHOLDER.encode(), "text/html; charset=utf-8", csp)
+        return error_response(
+            404,
+            "not_found",
+            f"nothing at {path!r}: try /health, /api/sessions, /api/schema, /metrics, / "
+            "(dashboard) or a WebSocket at /sessions/<id>",
+        )
+
+
 class HttpRoutes:
     """`process_request` (and `process_response`) for the service's websockets server."""
 
@@ -160,7 +196,8 @@ class HttpRoutes:
         self.registry = registry
         self.open_connections = open_connections
         self._schema = render_schema().encode()
-        self._dashboard = _dashboard()
+        self.openenv = OpenEnvRoutes(registry, open_connections, json_response)
+        self.dashboard = Dashboard()
         self.site: SitePolicy | None = None  # set by `bound`, once the port is known
         self._own_host = ""
 
@@ -170,9 +207,9 @@ class HttpRoutes:
         self.site = SitePolicy.for_server(host, port, config.allow_hosts, config.allow_origins)
         self._own_host = show_host(display.strip("[]"), port)
 
-    def __call__(self, connection: Any, request: Request) -> Response | None:
+    def __call__(self, connection: Any, request: Request) -> Response | Awaitable[Response] | None:
         response = self._answer(request)
-        if response is not None and request.method == "HEAD":
+        if isinstance(response, Response) and request.method == "HEAD":
             return without_body(response)
         return response
 
@@ -181,8 +218,8 @@ class HttpRoutes:
         if response.status_code != 101:
             secure(response)
 
-    def _answer(self, request: Request) -> Response | None:
-        if request.method not in ALLOWED_METHODS:
+    def _answer(self, request: Request) -> Response | Awaitable[Response] | None:
+        if request.method not in ALLOWED_METHODS and not isinstance(request, PostRequest):
             return error_response(
                 405,
                 "method_not_allowed",
@@ -195,6 +232,8 @@ class HttpRoutes:
             return refused
         url = urlsplit(request.path)
         path = url.path
+        if path.startswith(OPENENV_PREFIX):
+            return self.openenv.answer(request, path, error_response)
         if path.startswith(SESSIONS_PREFIX) and request.method == "HEAD":
             return error_response(
                 426,
@@ -222,9 +261,7 @@ class HttpRoutes:
             return json_response(200, self._health())
         if path in _PROTECTED or source_session_of(path) is not None:
             return self._protected(path, url.query, request.headers.get("Authorization"))
-        if path in _PAGES:
-            return self._index(self._socket_host(request))
-        return self._asset(path, self._socket_host(request))
+        return self.dashboard.answer(path, [self._socket_host(request)])
 
     def _screen(self, request: Request) -> Response | None:
         """The Host and Origin checks (origin.py): a refusal, or None to go on."""
@@ -346,32 +383,6 @@ class HttpRoutes:
                 connections[role] += count
         return registry.metrics.render(
             sessions=sessions, connections=connections, traces=registry.traces_written
-        )
-
-    def _index(self, socket_host: str) -> Response:
-        csp = {"Content-Security-Policy": dashboard_csp([socket_host])}
-        if self._dashboard is not None:
-            asset_path, types = self._dashboard
-            page = asset_path("/index.html")
-            if page is not None:
-                return _response(200, page.read_bytes(), types.get(".html", "text/html"), csp)
-        return _response(200, _PLACEHOLDER.encode(), "text/html; charset=utf-8", csp)
-
-    def _asset(self, path: str, socket_host: str) -> Response:
-        if self._dashboard is not None:
-            asset_path, types = self._dashboard
-            file = asset_path(path)
-            if file is not None:
-                # A worker runs under the policy its script came with: the page's, so that
-                # socket-worker.js may open the WebSocket.
-                csp = {"Content-Security-Policy": dashboard_csp([socket_host])}
-                content_type = types.get(file.suffix, "application/octet-stream")
-                return _response(200, file.read_bytes(), content_type, csp)
-        return error_response(
-            404,
-            "not_found",
-            f"nothing at {path!r}: try /health, /api/sessions, /api/schema, /metrics, / "
-            "(dashboard) or a WebSocket at /sessions/<id>",
         )
 
 

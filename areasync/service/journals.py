@@ -26,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Collection
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -37,6 +39,7 @@ from areasync.journal import (
     Created,
     InlineScenario,
     Journal,
+    JournalError,
     JournalStore,
     RegisteredScenario,
     ScenarioSource,
@@ -117,9 +120,7 @@ class Journals:
         """The admin token: `given` (kept for the next start), else the one kept, else a new
         one (kept)."""
         path = self.directory / ADMIN_TOKEN_FILE
-        kept: str | None = None
-        with contextlib.suppress(FileNotFoundError):
-            kept = path.read_text(encoding="utf-8").strip() or None
+        kept = read_admin_token(self.directory)
         token = given or kept or new_token()
         if token != kept:
             tmp = path.with_name(ADMIN_TOKEN_FILE + ".tmp")
@@ -132,6 +133,52 @@ class Journals:
             os.replace(tmp, path)
             sync_directory(self.directory)
         return token
+
+    # -- sharing the directory with other servers (a cluster, `areasync.cluster`) ------------
+
+    def hold_none(self) -> None:
+        """Restore nothing at start-up: another server may hold these sessions; this one
+        restores only those it is assigned (`load`)."""
+        self.live.clear()
+        self.live_on_disk.clear()
+
+    async def load(self, session_ids: Collection[str]) -> None:
+        """Read the journals of `session_ids` (assigned to this server by a cluster's router)
+        as the start-up reads every live one, ready for `restore_sessions`."""
+        await anyio.to_thread.run_sync(self._load, list(session_ids))
+
+    def _load(self, session_ids: list[str]) -> None:
+        assert self.store is not None
+        for session_id in session_ids:
+            try:
+                journal = self.store.read(session_id)
+            except (JournalError, ValueError) as exc:
+                self.refused[session_id] = str(exc)
+                logger.warning("%s", exc)
+                continue
+            self.taken.add(session_id)
+            if journal.created is not None and journal.ended is None:
+                self.live[session_id] = journal
+                if session_id not in self.live_on_disk:
+                    self.live_on_disk.append(session_id)
+
+    async def live_ids(self) -> list[str]:
+        """The ids of every journal in the directory whose session has not ended, whichever
+        server holds it (read off the loop); also marks every id on disk taken, so that a new
+        session here never takes an id another server gave."""
+        return await anyio.to_thread.run_sync(self._live_ids)
+
+    def _live_ids(self) -> list[str]:
+        assert self.store is not None
+        scan = self.store.scan()
+        self.taken |= set(scan.journals) | set(scan.refused)
+        return sorted(scan.live)
+
+    async def refresh_taken(self) -> None:
+        """Mark every id with a journal on disk taken (other servers' sessions too)."""
+        assert self.store is not None
+        ids = await anyio.to_thread.run_sync(self.store.session_ids)
+        self.taken |= set(ids)
 
     # -- retention ---------------------------------------------------------------------------
 
@@ -213,6 +260,13 @@ class Journals:
         sim.record_listeners.append(journal.record)
         task_group.start_soon(journal.run, name=f"areasync journal {session.id}")
         return journal
+
+
+def read_admin_token(directory: Path) -> str | None:
+    """The admin token a state dir keeps, if any (blocking: call it off the loop)."""
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        return (directory / ADMIN_TOKEN_FILE).read_text(encoding="utf-8").strip() or None
+    return None
 
 
 def scenario_source(scenario_id: str | None, text: str | None) -> ScenarioSource | None:

@@ -10,6 +10,10 @@ and hands websockets the request, which `process_request` answers 405; everythin
 sends after it is discarded. GET and HEAD requests (and anything that does not start like an
 HTTP request) go to websockets' parser untouched, byte for byte.
 
+One exception: OpenEnv's `POST <base>/reset` and `POST <base>/step` (under `/openenv/`,
+see `openenv/routes.py`) are read with their body (at most `OPENENV_MAX_BODY` bytes, with a
+Content-Length) and handed to `process_request` as a `wire.PostRequest`.
+
 The screen relies on websockets' internals, so it lives in wire.py with the others.
 """
 
@@ -17,3 +21,6 @@ from __future__ import annotations
 
 ALLOWED_METHODS: tuple[str, ...] = ("GET", "HEAD")
 ALLOW = ", ".join(ALLOWED_METHODS)
+
+OPENENV_PREFIX = "/openenv/"  # OpenEnv's base URLs: /openenv/<token>
+OPENENV_MAX_BODY = 16 * 1024 * 1024  # bytes of an OpenEnv POST body (a step's action)

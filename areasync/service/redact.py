@@ -4,7 +4,8 @@ At DEBUG, websockets logs every request line (`< GET /?token=... HTTP/1.1`), eve
 (`< Authorization: Bearer ...`) and the start and end of every frame (the `hello` carries a
 token, a `create_session` result carries the new session's tokens), and an unparsable request
 is logged with its request line in the exception. `RedactingLogger` rewrites each record before
-it is emitted: the value of a `token` query field and of `Authorization`, `Proxy-Authorization`
+it is emitted: the value of a `token` query field, the token segment of an OpenEnv path
+(`/openenv/<token>/...`), and the values of `Authorization`, `Proxy-Authorization`
 and `Cookie` headers become `[redacted]`, a frame's content is replaced by its size, and a
 `"token": "..."` JSON field loses its value; an exception is formatted and redacted the same way.
 areasync's own loggers never log paths, headers or frames.
@@ -32,6 +33,8 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         r"\1 [content not logged]\2",
     ),
     (re.compile(r"(?i)(\btoken=)[^&\s'\"#]*"), rf"\1{REDACTED}"),
+    # An OpenEnv base URL carries its token as a path segment: /openenv/<token>/ws.
+    (re.compile(r"(/openenv/)[^/?#\s'\"]+"), rf"\1{REDACTED}"),
     (
         re.compile(r"(?im)^([<>]?\s*(?:proxy-)?authorization:|[<>]?\s*cookie:).*$"),
         rf"\1 {REDACTED}",

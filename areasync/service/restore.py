@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -56,6 +57,7 @@ class Adopter(Protocol):
     """What a restore needs of the registry (`SessionRegistry`, which imports this module)."""
 
     journals: Journals | None
+    sessions: dict[str, Session]
 
     @property
     def import_limiter(self) -> anyio.CapacityLimiter: ...
@@ -162,14 +164,18 @@ def fork_inputs(
     return source, import_mode, sim.creation, list(sim.flush_records())
 
 
-async def restore_sessions(registry: Adopter) -> list[str]:
-    """Restore every live session of `registry.journals` (module docstring); the ids restored.
-    One at a time, in worker threads; a failure is reported and the others go on."""
+async def restore_sessions(registry: Adopter, only: Collection[str] | None = None) -> list[str]:
+    """Restore every live session of `registry.journals` (module docstring), or those of them
+    in `only` (the sessions a cluster's router assigned to this server); the ids restored.
+    One at a time, in worker threads; a failure is reported and the others go on. A session
+    the registry holds already is never restored again."""
     journals = registry.journals
     assert journals is not None
     restored: list[str] = []
     started = time.perf_counter()
     for session_id in list(journals.live_on_disk):
+        if (only is not None and session_id not in only) or session_id in registry.sessions:
+            continue
         journal = journals.live.get(session_id)
         created = None if journal is None else journal.created
         if journal is None or created is None:

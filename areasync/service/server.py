@@ -47,15 +47,19 @@ from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.connection import Connection
+from areasync.service.gaia2cli.http import Gaia2Adapter
 from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
+from areasync.service.openenv.routes import base_url as openenv_base_url
+from areasync.service.openenv.routes import split as openenv_split
+from areasync.service.openenv.socket import serve_socket as serve_openenv
 from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
 from areasync.service.registry import SessionRegistry
 from areasync.service.restore import restore_sessions
-from areasync.service.session import ScenarioSource
+from areasync.service.session import ScenarioSource, Session
 from areasync.service.stalls import StallSweep
 
 logger = logging.getLogger("areasync.service")
@@ -100,16 +104,25 @@ class Service:
         self,
         config: ServiceConfig | None = None,
         scenarios: Sequence[ScenarioSource] = DEFAULT_SCENARIOS,
+        *,
+        restore_at_start: bool = True,
     ) -> None:
         self.config = config or ServiceConfig()
+        # False when the state dir is shared with other servers (a cluster's hosts,
+        # `areasync.cluster`): this one restores only the sessions it is assigned (`restore`).
+        self.restore_at_start = restore_at_start
         self.tokens = Tokens(self.config.admin_token)
         self.metrics = Metrics()
         self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
         self.connections: dict[Connection, None] = {}
+        self.openenv_sockets: dict[ServerConnection, None] = {}  # OpenEnv's /ws connections
+        self.openenv_episodes: dict[Any, None] = {}
         # Sockets before hello (a pool of their own) and authenticated connections (what
         # max_connections counts, at the handshake's 503): see admission.py.
         self.admission = Admission(self.config.max_pending_hellos, self.config.max_connections)
         self.http = HttpRoutes(self.registry, lambda: self.admission.authenticated)
+        # gaia2-cli's HTTP+SSE adapter, on a port of its own when `gaia2_port` is set.
+        self.gaia2 = Gaia2Adapter(self.registry, self.config)
         self.port: int | None = None
         self._scenarios = list(scenarios)
         self._stop: anyio.Event | None = None
@@ -126,6 +139,11 @@ class Service:
 
     def ws_url(self, session_id: str) -> str:
         return self.registry.ws_url(quote(session_id, safe=""))
+
+    def openenv_url(self, token: str | None = None) -> str:
+        """An OpenEnv base URL (`EnvClient(base_url=...)`): a session's token opens that
+        session, the admin's (the default) a fresh session per connection."""
+        return openenv_base_url(self.http_url, token or self.tokens.admin)
 
     def dashboard_url(self, token: str | None = None) -> str:
         # The token rides in the fragment, which browsers never send: not in the request line,
@@ -148,7 +166,9 @@ class Service:
             # the loop, so the discovery happens here, in a worker thread, before serving.
             await anyio.to_thread.run_sync(registered_ids)
             restored: list[str] = []
-            if self.registry.journals is not None:
+            if self.registry.journals is not None and not self.restore_at_start:
+                self.registry.journals.hold_none()
+            elif self.registry.journals is not None:
                 restored = await restore_sessions(self.registry)
             for source in self._scenarios:
                 if _natural_id(source) in restored:
@@ -163,6 +183,8 @@ class Service:
                 server = await self._listen()
             except (OSError, OverflowError) as exc:
                 raise ServiceError(listen_error(self.config.host, self.config.port, exc)) from exc
+            if self.config.gaia2_port is not None:
+                await self._listen_gaia2(server)
             tg.start_soon(StallSweep(self.connections, self.config.write_timeout).run)
             try:
                 task_status.started(self)
@@ -230,6 +252,37 @@ class Service:
         logger.info("areasync listening on %s", self.http_url)
         return server
 
+    async def _listen_gaia2(self, server: Server) -> None:
+        config = self.config
+        assert config.gaia2_port is not None
+        try:
+            await self.gaia2.start(config.host, config.gaia2_port, display_host(config.host))
+        except (OSError, OverflowError) as exc:
+            server.close()
+            raise ServiceError(
+                listen_error(config.host, config.gaia2_port, exc).replace("--port", "--gaia2-port")
+            ) from exc
+        logger.info("gaia2-cli adapter listening on %s/gaia2/", self.gaia2.base)
+
+    def gaia2_url(self, session_id: str, role: Role = Role.USER) -> str:
+        """The gaia2-cli adapter's base URL for `session_id` with its `role` token (`role`
+        admin: the admin token and the session's id)."""
+        if role is Role.ADMIN:
+            return self.gaia2.url(self.tokens.admin, session_id)
+        return self.gaia2.url(self.tokens.of(session_id)[role])
+
+    async def restore(self, session_ids: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        """Restore `session_ids` from their journals in the state dir, while serving (a
+        cluster's router assigns a lost node's sessions to this server): the ids restored,
+        and why each other one was not."""
+        journals = self.registry.journals
+        if journals is None:
+            raise ServiceError("restore needs a state dir (--state-dir)")
+        await journals.load(session_ids)
+        restored = await restore_sessions(self.registry, only=set(session_ids))
+        refused = {sid: journals.refused[sid] for sid in session_ids if sid in journals.refused}
+        return restored, refused
+
     def shutdown(self) -> None:
         """Ask the service to shut down (sessions suspended in their journals with a state
         dir, else ended with their traces written; sockets closed 1001)."""
@@ -242,6 +295,7 @@ class Service:
         # Journaled sessions are suspended (resumed by the next start); the others end: their
         # clients get `ended` and their traces are written.
         self.suspended = await self.registry.shutdown()
+        await self.gaia2.close()
         reason = (
             "the server is restarting; reconnect with since"
             if self.suspended
@@ -250,6 +304,10 @@ class Service:
         for connection in list(self.connections):
             connection.request_close(CloseCode.GOING_AWAY, reason, flush=True)
         config = self.config
+        with anyio.move_on_after(config.close_timeout):
+            async with anyio.create_task_group() as tg:
+                for ws in list(self.openenv_sockets):
+                    tg.start_soon(ws.close, CloseCode.GOING_AWAY, "the server is shutting down")
         with anyio.move_on_after(config.shutdown_grace + config.close_timeout + 1.0):
             await server.wait_closed()
             return
@@ -291,6 +349,10 @@ class Service:
             await ws.close(CloseCode.GOING_AWAY, "the server is shutting down; retry later")
             return
         path = urlsplit(ws.request.path if ws.request is not None else "/").path
+        openenv = openenv_split(path)
+        if openenv is not None:
+            await self._on_openenv(ws, openenv[0])
+            return
         self._numbers += 1
         connection = Connection(
             ws, self.registry, session_id_of(path) or "", self._numbers, admission=self.admission
@@ -302,6 +364,20 @@ class Service:
         finally:
             self.connections.pop(connection, None)
 
+    async def _on_openenv(self, ws: ServerConnection, token: str) -> None:
+        credential = self.http.openenv.credential(token)
+        if credential is None:  # checked before the upgrade; a token revoked since
+            await ws.close(CloseCode.UNAUTHORIZED, "the token is not valid")
+            return
+        self.openenv_sockets[ws] = None
+        self.metrics.connections_opened += 1
+        try:
+            await serve_openenv(
+                ws, self.registry, credential, self.admission, self.openenv_episodes
+            )
+        finally:
+            self.openenv_sockets.pop(ws, None)
+
     # -- start-up banner ---------------------------------------------------------------------
 
     def banner(self) -> str:
@@ -311,6 +387,7 @@ class Service:
             f"areasync serving on {self.http_url} (WebSocket protocol areasync/1)",
             "",
             f"  dashboard:   {self.dashboard_url()}",
+            f"  OpenEnv:     {self.openenv_url()}  (a fresh session per connection)",
             f"  admin token: {self.tokens.admin}  (every role of every session; "
             "fix it with --token or AREASYNC_TOKEN)",
             "",
@@ -322,29 +399,7 @@ class Service:
                 "",
             ]
         for session in self.registry.sessions.values():
-            clock = session.sim.clock_state(peek=True)
-            how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
-            extra = ", oracle" if session.oracle else ""
-            extra += f", {session.import_mode} import" if session.import_mode else ""
-            extra += ", judged" if session.judge else ""
-            extra += ", waiting for an agent" if session.waiting_for_agent else ""
-            extra += ", restored from its journal" if session.sim.restored else ""
-            lines.append(f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})")
-            lines.append(f"  {self.ws_url(session.id)}")
-            if not session.tokens:  # restored: its tokens were printed by the run that made it
-                lines.append("  its tokens are those it had before the restart")
-                lines.append("")
-                continue
-            for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
-                lines.append(f"  {role.value:<11} {session.tokens[role]}")
-            if session.waiting_for_agent:
-                lines.append("  waiting for an agent (time stands still until one connects):")
-                lines.append(
-                    f"    areasync agent oracle --url {self.ws_url(session.id)} "
-                    f"--token {session.tokens[Role.AGENT]}"
-                )
-                lines.append("    (or your own agent; or press Start on the dashboard)")
-            lines.append("")
+            lines += self._session_banner(session)
         if config.state_dir is not None:
             lines.append(
                 f"journals: {config.state_dir.resolve()} (durability {config.durability}; "
@@ -363,6 +418,37 @@ class Service:
         else:
             lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
         return "\n".join(lines)
+
+    def _session_banner(self, session: Session) -> list[str]:
+        """The banner's lines for one session: its URLs and tokens."""
+        clock = session.sim.clock_state(peek=True)
+        how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
+        extra = ", oracle" if session.oracle else ""
+        extra += f", {session.import_mode} import" if session.import_mode else ""
+        extra += ", judged" if session.judge else ""
+        extra += ", waiting for an agent" if session.waiting_for_agent else ""
+        extra += ", restored from its journal" if session.sim.restored else ""
+        lines = [f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})"]
+        lines.append(f"  {self.ws_url(session.id)}")
+        if not session.tokens:  # restored: its tokens were printed by the run that made it
+            return [*lines, "  its tokens are those it had before the restart", ""]
+        for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
+            lines.append(f"  {role.value:<11} {session.tokens[role]}")
+        # OpenEnv's client takes only a base URL: the agent's token rides in its path.
+        lines.append(f"  OpenEnv     {self.openenv_url(session.tokens[Role.AGENT])}")
+        if self.gaia2.port is not None:
+            lines.append(f"  gaia2-cli   {self.gaia2_url(session.id)}  (the user's token)")
+        if session.waiting_for_agent:
+            lines.append("  waiting for an agent (time stands still until one connects):")
+            lines.append(
+                f"    areasync agent oracle --url {self.ws_url(session.id)} "
+                f"--token {session.tokens[Role.AGENT]}"
+            )
+            lines.append(
+                "    (or your own agent, or an OpenEnv client; or press Start on the dashboard)"
+            )
+        lines.append("")
+        return lines
 
 
 def _natural_id(source: Any) -> str | None:

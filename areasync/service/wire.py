@@ -23,6 +23,7 @@ with it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import struct
 import sys
@@ -39,7 +40,7 @@ from websockets.streams import StreamReader
 
 from areasync.protocol.codec import EncodedFrame, Encoding, batch_parts, encode_server_bytes
 from areasync.protocol.frames import StreamItem
-from areasync.service.methods import ALLOWED_METHODS
+from areasync.service.methods import ALLOWED_METHODS, OPENENV_MAX_BODY, OPENENV_PREFIX
 
 if sys.platform == "linux":
     import fcntl
@@ -359,12 +360,40 @@ def _screen(protocol: ServerProtocol, parser: Generator[None]) -> Generator[None
         yield
         return
     path = parts[1].decode("ascii", "replace")
+    if method == b"POST" and path.startswith(OPENENV_PREFIX):
+        # OpenEnv's POST /reset and /step: the body is the request (see openenv/routes.py).
+        body = yield from _read_body(protocol, headers)
+        protocol.events.append(PostRequest(path, headers, "POST", body=body))
+        while True:
+            protocol.reader.discard()
+            yield
     protocol.events.append(Request(path, headers, method.decode()))
     # process_request answers 405, then websockets swaps in its discarding parser; until then
     # the body (of any size) is dropped as it comes.
     while True:
         protocol.reader.discard()
         yield
+
+
+@dataclasses.dataclass
+class PostRequest(Request):
+    """A POST the screen let through with its body (`OPENENV_MAX_BODY` bytes at most; None:
+    it had no readable Content-Length or a larger one, for the route to refuse)."""
+
+    body: bytes | None = None
+
+
+def _read_body(protocol: ServerProtocol, headers: Headers) -> Generator[None, None, bytes | None]:
+    if "Transfer-Encoding" in headers:
+        return None
+    try:
+        length = int(headers.get("Content-Length", "0"))
+    except ValueError:
+        return None
+    if not 0 <= length <= OPENENV_MAX_BODY:
+        return None
+    data = yield from protocol.reader.read_exact(length)
+    return bytes(data)
 
 
 class ScreenedConnection(ServerConnection):

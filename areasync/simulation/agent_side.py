@@ -77,11 +77,14 @@ class AgentSide(Controls, Driver):
         """Return once a notification is on the stream after `seq`, or the run has ended."""
         position = seq
         while not self.ended:
-            for item in self.log.items[position:]:
-                if isinstance(item, NotificationItem):
-                    return
+            if self._notified_since(position):
+                return
             position = self.log.seq
             await self.log.wait_beyond(position)
+
+    def _notified_since(self, seq: int) -> bool:
+        """Whether a notification is on the stream after `seq`."""
+        return any(isinstance(item, NotificationItem) for item in self.log.items[seq:])
 
     async def send_user_message(self, content: str) -> Any:
         """The user writes to the agent (ARE's `AgentUserInterface.send_message_to_agent`)."""

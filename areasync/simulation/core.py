@@ -160,9 +160,7 @@ class SimulationCore:
         a listing must not change what the simulation logs."""
         return ClockState(
             state=self.state,
-            time=to_s(max(self.clock.peek_us(), self.clock.reported_us))
-            if peek
-            else self.clock.now(),
+            time=to_s(self.clock.latest_us()) if peek else self.clock.now(),
             tick=int(self.env.tick_count),
             mode=self.clock.mode.value,
             speed=self.clock.speed,

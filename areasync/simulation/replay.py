@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from areasync.loop.clock import to_us
-from areasync.protocol.frames import Mode, NotificationItem
+from areasync.protocol.frames import Mode
 from areasync.protocol.records import WAIT_TOOL
 from areasync.simulation.agent_side import AgentSide as Simulation
 from areasync.simulation.errors import ReplayDivergedError
@@ -54,7 +54,7 @@ def replay_into(
 ) -> None:
     """Apply `records` to `sim`, freshly loaded from the same creation (module docstring)."""
     cut = _Cut(until_seq, until_time)
-    cursor = 0
+    cursor = checked = 0
     listener = _turns_taken_on_append(sim, records)
     sim.log.listeners.append(listener)  # the replay's only: removed before it returns
     try:
@@ -78,7 +78,7 @@ def replay_into(
                             "when replayed: the replay diverged from the run it replays"
                         )
                     cursor = len(sim.records)
-                _check(sim.records, records)
+                checked = _check(sim.records, records, checked)
             _restore(sim)
     finally:
         sim.log.listeners.remove(listener)
@@ -141,18 +141,22 @@ def _steps(sim: Simulation, n: int, cut: _Cut) -> bool:
     return True
 
 
-def _check(replayed: list[InputRecord], records: Sequence[InputRecord]) -> None:
-    for index in range(len(replayed) - 1, -1, -1):
+def _check(replayed: list[InputRecord], records: Sequence[InputRecord], start: int) -> int:
+    """Check every record the replay logged since `start` against the run's; the new start.
+
+    One applied record can log several (a lease begun inside an append, a tool call's own
+    records), so each of them is compared, not only the newest."""
+    for index in range(start, len(replayed)):
         if index >= len(records):
             raise ReplayDivergedError(
                 f"the replay logged more records than the run it replays ({replayed[index]})"
             )
-        if replayed[index] == records[index]:
-            return
-        raise ReplayDivergedError(
-            f"record {index} replayed as {replayed[index]}, but the run logged "
-            f"{records[index]}: the replay diverged from the run it replays"
-        )
+        if replayed[index] != records[index]:
+            raise ReplayDivergedError(
+                f"record {index} replayed as {replayed[index]}, but the run logged "
+                f"{records[index]}: the replay diverged from the run it replays"
+            )
+    return len(replayed)
 
 
 def _apply(sim: Simulation, record: InputRecord, following: InputRecord | None) -> None:
@@ -181,7 +185,7 @@ def _call_tool(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
         return
     seq, _result = sim._begin_waiting(payload["args"], payload.get("holder"))
     # Its caller is gone: the wait ends with the next notification, or has already.
-    if any(isinstance(item, NotificationItem) for item in sim.log.items[seq:]) or sim.ended:
+    if sim._notified_since(seq) or sim.ended:
         sim._waiting_for_notification -= 1
     else:
         sim._unawaited_waits += 1

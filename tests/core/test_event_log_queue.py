@@ -110,3 +110,33 @@ async def test_a_simulations_event_log_uses_it() -> None:
     assert isinstance(sim.env.event_log.past_events, EventLogQueue)
     assert len(sim.env.event_log.list_view()) == 3
     await sim.stop()
+
+
+class Identified(Logged):
+    """A logged event with an id, as placeholders name them."""
+
+    def __init__(self, event_time: Any, n: int, event_id: str) -> None:
+        super().__init__(event_time, n)
+        self.event_id = event_id
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(times, st.sampled_from("abcdef")), max_size=40))
+def test_the_events_of_an_id_are_those_the_sorted_log_holds_or_none(
+    puts: list[tuple[Any, str]],
+) -> None:
+    ours = EventLogQueue()
+    for n, (time, event_id) in enumerate(puts):
+        ours.put(Identified(time, n, event_id))
+    for event_id in "abcdefg":
+        in_view = [e for e in ours if e.event_id == event_id]  # as `EventLog.list_view()`
+        found = ours.logged_with_id(event_id)
+        assert found == in_view if len(in_view) <= 1 else found is None
+
+
+def test_the_id_index_gives_way_to_the_sort_once_the_heap_is_changed_otherwise() -> None:
+    ours = EventLogQueue()
+    ours.put(Identified(1.0, 0, "a"))
+    ours.put(Identified(2.0, 1, "b"))
+    ours.get()
+    assert ours.logged_with_id("b") is None

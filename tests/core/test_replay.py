@@ -18,6 +18,9 @@ from areasync.conformance.scenarios import GAIA2_SHAPED_ID, offline_scenario_ids
 from areasync.policies import LagPolicy
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem
+from areasync.simulation.errors import ReplayDivergedError
+from areasync.simulation.records import InputRecord
+from areasync.simulation.replay import _check
 from tests.scenarios import timeline
 
 pytestmark = pytest.mark.anyio
@@ -201,3 +204,17 @@ async def test_a_replay_in_another_process_with_another_hash_seed_gives_the_same
     )
     out = done.stdout
     assert out == b"".join(msgpack for msgpack, _ in frames(live))
+
+
+def test_a_replay_that_logs_a_different_record_before_a_matching_one_is_refused() -> None:
+    run = [
+        InputRecord(time=1.0, seq=1, source="lease_begin", payload={"holder": "agent"}),
+        InputRecord(time=1.0, seq=2, source="tick", payload={"n": 1}),
+    ]
+    again = [
+        InputRecord(time=1.0, seq=1, source="lease_begin", payload={"holder": "other"}),
+        run[1],
+    ]
+    with pytest.raises(ReplayDivergedError, match="record 0 replayed as"):
+        _check(again, run, 0)
+    assert _check(list(run), run, 0) == 2

@@ -340,8 +340,12 @@ function openSession(id) {
   url.searchParams.set("session", id);
   history.replaceState(null, "", url);
 
+  // Through a cluster's router, straight to the session's node: a browser's WebSocket cannot
+  // follow the router's redirect.
+  const listed = sessions?.sessions.find((s) => s.id === id);
   const wsUrl = new URL(`sessions/${encodeURIComponent(id)}`, base);
   wsUrl.protocol = wsUrl.protocol === "https:" ? "wss:" : "ws:";
+  if (listed?.node && listed.url) wsUrl.href = listed.url;
   const roles = rolesFor(sessions?.access?.role);
   const conn = new Connection({
     url: wsUrl.href,

@@ -29,6 +29,8 @@ export function normalizeSession(s) {
     clients: count(first(s.clients, s.connections, s.subscribers, 0)),
     waiting: !!s.waiting_for_agent && !s.ended,
     url: s.url || "",
+    // Set by a cluster's router only: the session then opens on its node's own URL (`url`).
+    node: s.node || "",
     restartable: s.restartable !== false,
   };
 }

@@ -1,0 +1,93 @@
+"""`areasync serve --ray ADDRESS`: this process connects to the Ray cluster and is its router.
+
+It starts a host on every node (`router.py`), creates the `--scenario` sessions on the least
+loaded hosts unless the cluster already holds live sessions (the same command run again after
+a stop: their journals were restored instead), prints where to connect, and serves until
+SIGINT/SIGTERM, which stops every host with its sessions suspended in their journals (the next
+start restores them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+
+import ray
+
+from areasync.cluster.nodes import NAMESPACE
+from areasync.cluster.router import Router
+from areasync.protocol.errors import ProtocolError
+from areasync.service.config import ServiceConfig
+
+__all__ = ["serve_cluster"]
+
+
+def serve_cluster(address: str, config: ServiceConfig, scenarios: Sequence[str]) -> int:
+    """Run the router on the cluster at `address` until a signal; the exit status."""
+    if config.state_dir is None:
+        print(
+            "areasync serve: --ray needs --state-dir DIR on a directory every node mounts "
+            "(a lost node's sessions are restored from their journals there)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False)
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        print(
+            f"areasync serve: cannot join the Ray cluster at {address!r} ({exc}); start one "
+            "with `ray start --head` or give its address (HOST:PORT)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        return asyncio.run(_serve(config, scenarios))
+    finally:
+        ray.shutdown()
+
+
+async def _serve(config: ServiceConfig, scenarios: Sequence[str]) -> int:
+    router = Router(config)
+    await router.start()
+    created = []
+    try:
+        if not router.where:
+            for scenario in scenarios:
+                created.append(await router.create_session(scenario=scenario, mode=config.mode))
+    except ProtocolError as exc:
+        print(f"areasync serve: {exc.message}", file=sys.stderr)
+        await router.stop()
+        return 2
+    print(banner(router, created), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    print("\nareasync: stopping the cluster's hosts (sessions suspended)...", file=sys.stderr)
+    suspended = await router.stop()
+    print(f"areasync: {suspended} session(s) suspended in their journals", file=sys.stderr)
+    return 0
+
+
+def banner(router: Router, created: list[dict[str, object]]) -> str:
+    """Where to connect: the router, its nodes, the sessions created and their tokens."""
+    lines = [
+        f"areasync cluster router on {router.http_url} ({len(router.hosts)} node(s))",
+        f"  admin token: {router.admin_token}",
+        f"  sessions:    {router.http_url}/api/sessions (admin token; every node's sessions)",
+    ]
+    for link in router.hosts.values():
+        lines.append(f"  node {link.node_id[:12]}  {link.info.http_url}")
+    if router.where and not created:
+        lines.append(f"  {len(router.where)} session(s) restored from their journals")
+    for session in created:
+        lines.append(f"session {session['session_id']} on node {str(session['node'])[:12]}")
+        lines.append(f"  {session['url']}")
+        tokens = session["tokens"]
+        assert isinstance(tokens, dict)
+        lines += [f"  {role:<11} {token}" for role, token in tokens.items()]
+    lines.append("Ctrl-C stops every host: live sessions are suspended in their journals.")
+    return "\n".join(lines)

@@ -1,0 +1,178 @@
+"""A session's gaia2-cli messages, kept as its stream grows, and the SSE clients following them.
+
+`MessageFeed` is one more subscriber of the session's stream hub (`hub.py`), as a WebSocket
+connection is: the hub calls its `flush` after every synchronous stretch of appends, once the
+items may be shown (with a journal, once the records they follow from are durable), so the feed
+turns each new item into gaia2-cli's terms right there (`translate.message_of`), with no
+polling and no delay of its own. It never waits for anyone: a message is handed to every SSE
+client as bytes appended to that client's own bounded buffer (`SseClient`); a client whose
+buffer passes `max_bytes` (its socket stopped draining) is ended, with a last frame saying
+where to resume, and the writer of that client alone (in `http.py`) notices.
+
+One feed per session, made on the first adapter request for it: it reads the stream from its
+start, so the message numbering (1, 2, 3...) is the same whenever it is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from areasync.protocol.frames import EndedItem, Role
+from areasync.service.gaia2cli.translate import (
+    SessionView,
+    is_agent_event,
+    message_of,
+    sse_end,
+    sse_frame,
+    text_of,
+)
+
+if TYPE_CHECKING:
+    from areasync.service.session import Session
+
+
+class SseClient:
+    """What one `/events` client has not been written yet, bounded by `max_bytes`."""
+
+    def __init__(self, max_bytes: int, last_seq: int) -> None:
+        self.max_bytes = max_bytes
+        self.last_seq = last_seq  # the last message handed to this client
+        self.pending: list[bytes] = []
+        self.size = 0
+        self.ended: bytes | None = None  # the last frame, once the server ends the stream
+        self.wake = asyncio.Event()
+
+    def push(self, seq: int, frame: bytes) -> None:
+        if self.ended is not None:
+            return
+        if self.size + len(frame) > self.max_bytes:
+            self.end(
+                f"slow consumer: more than {self.max_bytes} bytes of messages waited unread; "
+                f"resume with /events?after={self.last_seq} or /messages?after={self.last_seq}"
+            )
+            return
+        self.pending.append(frame)
+        self.size += len(frame)
+        self.last_seq = seq
+        self.wake.set()
+
+    def end(self, reason: str) -> None:
+        if self.ended is None:
+            self.ended = sse_end(reason, self.last_seq)
+            self.wake.set()
+
+    def take(self) -> bytes:
+        data = b"".join(self.pending)
+        self.pending.clear()
+        self.size = 0
+        return data
+
+
+class MessageFeed:
+    """The gaia2-cli view of one session's stream. See the module docstring."""
+
+    wants_items = False  # it reads what is new at each flush, as the hub shows it
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.hub = session.hub
+        self.messages: list[dict[str, Any]] = []
+        self.num_events = 0
+        self.ended = False
+        self.clients: dict[SseClient, None] = {}
+        self.position = 0
+        self._durable_waiters: list[tuple[int, asyncio.Event]] = []
+        self._advance()
+        self.hub.subscribe(self)
+
+    # -- the hub's subscriber protocol ---------------------------------------------------------
+
+    @property
+    def drained_at(self) -> int:
+        return self.position  # it takes every item at once: it is never behind
+
+    def on_item(self, seq: int, item: object) -> None:  # pragma: no cover - wants_items False
+        pass
+
+    def overflow(self, lag: int) -> None:  # pragma: no cover - it never lags
+        self.hub.subscribe(self)
+
+    def flush(self) -> None:
+        self._advance()
+        gate = self.hub.gate
+        if self._durable_waiters:
+            durable = None if gate is None else gate.durable
+            waiting = []
+            for needs, event in self._durable_waiters:
+                if durable is None or durable >= needs:
+                    event.set()
+                else:
+                    waiting.append((needs, event))
+            self._durable_waiters = waiting
+
+    # -- the stream in gaia2-cli's terms -------------------------------------------------------
+
+    def _advance(self) -> None:
+        stop = self.hub.seq
+        items = self.session.sim.log.items
+        for seq in range(self.position + 1, stop + 1):
+            item = items[seq - 1]
+            if is_agent_event(item):
+                self.num_events += 1
+            message = message_of(seq, item)
+            if message is not None:
+                number = len(self.messages) + 1
+                entry = {"seq": number, **message}
+                self.messages.append(entry)
+                frame = sse_frame(entry)
+                for client in tuple(self.clients):
+                    client.push(number, frame)
+            elif type(item) is EndedItem:
+                self.ended = True
+                for client in tuple(self.clients):
+                    client.end("the session has ended; GET /status has its outcome")
+        self.position = max(self.position, stop)
+
+    def attach(self, max_bytes: int, after: int) -> SseClient:
+        """A new SSE client, handed every message after `after` first."""
+        client = SseClient(max_bytes, after)
+        for entry in self.messages[after:]:
+            client.push(entry["seq"], sse_frame(entry))
+        if self.ended:
+            client.end("the session has ended; GET /status has its outcome")
+        self.clients[client] = None
+        return client
+
+    def detach(self, client: SseClient) -> None:
+        self.clients.pop(client, None)
+
+    async def durable(self) -> None:
+        """Return once every journal record appended so far is durable (at once without a
+        journal): a reply must not tell of an input a restart would not know."""
+        gate = self.hub.gate
+        if gate is None or gate.durable >= gate.appended:
+            return
+        event = asyncio.Event()
+        self._durable_waiters.append((gate.appended, event))
+        await event.wait()
+
+    def view(self) -> SessionView:
+        session = self.session
+        sim = session.sim
+        counts = session.connection_counts()
+        nb_turns = getattr(sim.scenario, "nb_turns", None)
+        return SessionView(
+            session_id=session.id,
+            state=sim.state,
+            ended=sim.ended,
+            validation=sim.validation,
+            end_reason=sim.end_reason,
+            nb_turns=nb_turns if isinstance(nb_turns, int) and nb_turns > 0 else 1,
+            turn=len(self.messages),
+            num_events=self.num_events,
+            last_response=text_of(self.messages[-1]) if self.messages else None,
+            connected=session.oracle or counts[Role.AGENT.value] + counts[Role.ADMIN.value] > 0,
+            messages=len(self.messages),
+            sse_clients=len(self.clients),
+        )

@@ -1,0 +1,336 @@
+"""gaia2-cli's adapter contract as plain functions: requests and session state in, replies out.
+
+gaia2-cli (ARE's newer evaluation stack) drives an agent through an HTTP adapter: the harness
+sends the task with `POST /notify`, reads the agent's answers with `GET /messages?after=<seq>`
+or the `GET /events` server-sent events, and polls `GET /status` until the run is over. This
+module decides everything about such a request against an areasync session, with no socket:
+which route it is, whether the caller's role may use it, whether its body is valid, and what
+the answer's JSON is. `http.py` is the thin asyncio layer that reads bytes, asks here, carries
+out the `Act` it gets (the one call that touches the simulation goes through
+`service/requests.py`) and writes the reply; `feed.py` keeps the session's messages.
+
+Routes (after `/gaia2/<token>`, or `/gaia2/<admin-token>/<session-id>`):
+
+==========================  ===========================  =====================================
+route                       roles                        answer
+==========================  ===========================  =====================================
+GET  /health                every role                   {ok, connected, backend, session,
+                                                         state, buffer{size, lastSeq},
+                                                         sseClients}
+GET  /status                every role                   {status, turn, nb_turns, num_events,
+                                                         last_response?, judgment?}
+GET  /messages?after=N      every role                   {ok, messages: [seq > N], lastSeq}
+GET  /events[?after=N]      every role                   SSE: `event: chat` per message
+POST /notify                user, admin                  {ok, runId}: the user writes to the
+POST /send_user_message                                  agent (ARE's send_message_to_agent)
+POST /send_notifications
+POST /execute_action        agent, admin                 {ok, result} | {ok: false, error}:
+                                                         `App__action(**args)` on the session
+==========================  ===========================  =====================================
+
+The roles are those of the WebSocket frames each route stands for (`roles.py`): `/notify` is a
+`send_user_message`, `/execute_action` a `call_tool`; reading is open to every token of the
+session. Errors keep gaia2-cli's shapes: `{"ok": false, "error": "..."}` with 400 (invalid
+JSON, a missing field), 404 (no such route), and, for what gaia2-cli has no word for, 401 (the
+token), 403 (the role), 405 (the method) and 409 (the session has ended). An action that
+cannot run (an unknown app or action, arguments the tool refuses, a tool that raises) is, as
+in gaia2-cli, a 200 whose `ok` is false and whose `error` says why.
+
+Messages are what the agent tells the user: each completed `AgentUserInterface`
+`send_message_to_user` event of the session's stream, numbered 1, 2, 3... in stream order, so
+that `after=N` resumes exactly after message N, whoever asks and however often (the numbering
+is a function of the stream, which a restart rebuilds item for item).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import json
+from typing import Any, Final
+
+from areasync.protocol.frames import CallTool, EventItem, Role, SendUserMessage
+from areasync.service.roles import allowed
+
+USER_APP: Final = "AgentUserInterface"
+TO_USER: Final = "send_message_to_user"
+BACKEND: Final = "areasync"
+
+
+class Route(enum.Enum):
+    HEALTH = "/health"
+    STATUS = "/status"
+    MESSAGES = "/messages"
+    EVENTS = "/events"
+    NOTIFY = "/notify"
+    EXECUTE = "/execute_action"
+
+
+_ROUTES: Final[dict[str, tuple[str, Route]]] = {
+    "/health": ("GET", Route.HEALTH),
+    "/status": ("GET", Route.STATUS),
+    "/messages": ("GET", Route.MESSAGES),
+    "/events": ("GET", Route.EVENTS),
+    "/notify": ("POST", Route.NOTIFY),
+    "/send_user_message": ("POST", Route.NOTIFY),
+    "/send_notifications": ("POST", Route.NOTIFY),
+    "/execute_action": ("POST", Route.EXECUTE),
+}
+
+# The WebSocket frame each acting route stands for: its roles are that frame's (roles.py).
+_FRAME_OF: Final[dict[Route, type]] = {Route.NOTIFY: SendUserMessage, Route.EXECUTE: CallTool}
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """A complete answer: an HTTP status and a JSON body."""
+
+    status: int
+    body: dict[str, Any]
+
+    def encode(self) -> bytes:
+        return json.dumps(self.body).encode()
+
+
+@dataclasses.dataclass(frozen=True)
+class Notify:
+    """Send `message` to the agent as the user."""
+
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Action:
+    """Call the session's tool `tool` with `args` (gaia2-cli's ENV action `event_id`)."""
+
+    tool: str
+    args: dict[str, Any]
+    event_id: str
+
+
+Act = Notify | Action
+
+
+def failure(status: int, error: str) -> Reply:
+    return Reply(status, {"ok": False, "error": error})
+
+
+# -- routing and permissions -----------------------------------------------------------------
+
+
+def route_of(method: str, path: str) -> Route | Reply:
+    """The route `method path` names, or the 404/405 that answers it."""
+    found = _ROUTES.get(path.rstrip("/") or "/")
+    if found is None:
+        return Reply(
+            404,
+            {
+                "ok": False,
+                "error": f"Not found: no route {path!r}; the routes are "
+                + ", ".join(f"{m} {p}" for p, (m, _) in _ROUTES.items()),
+            },
+        )
+    wanted, route = found
+    if method != wanted and not (wanted == "GET" and method == "HEAD"):
+        return failure(405, f"{path} takes {wanted}, not {method}")
+    return route
+
+
+def permission(role: Role, route: Route) -> Reply | None:
+    """None if `role` may use `route`, else the 403 saying which token may."""
+    frame = _FRAME_OF.get(route)
+    if frame is None or allowed(role, frame):
+        return None
+    who = "the session's user token" if route is Route.NOTIFY else "the session's agent token"
+    return failure(
+        403,
+        f"a {role.value} token may not use {route.value}: use {who} (or the admin token) "
+        "in the adapter URL",
+    )
+
+
+# -- request bodies --------------------------------------------------------------------------
+
+
+def _json_object(body: bytes) -> dict[str, Any] | Reply:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return failure(400, "Invalid JSON: the body must be a JSON object")
+    if not isinstance(data, dict):
+        return failure(400, "Invalid JSON: the body must be a JSON object, not " + _kind(data))
+    return data
+
+
+def _kind(value: object) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def parse_notify(body: bytes) -> Notify | Reply:
+    """`{"message": "..."}` (stripped, not empty), as gaia2-cli's adapters read it."""
+    data = _json_object(body)
+    if isinstance(data, Reply):
+        return data
+    message = data.get("message", "")
+    if not isinstance(message, str) or not message.strip():
+        return failure(400, 'Missing or empty "message" field: send {"message": "<text>"}')
+    return Notify(message.strip())
+
+
+def parse_action(body: bytes) -> Action | Reply:
+    """`{"app", "action", "args"?, "event_id"?}`: the tool `App__action`."""
+    data = _json_object(body)
+    if isinstance(data, Reply):
+        return data
+    app, action = data.get("app", ""), data.get("action", "")
+    if not app or not action or not isinstance(app, str) or not isinstance(action, str):
+        return failure(
+            400, 'Missing \'app\' or \'action\' field: send {"app", "action", "args": {...}}'
+        )
+    args = data.get("args")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return failure(400, "'args' must be a JSON object of the action's arguments")
+    event_id = data.get("event_id", "")
+    return Action(f"{app}__{action}", args, event_id if isinstance(event_id, str) else "")
+
+
+def parse_after(query: dict[str, str]) -> int | Reply:
+    """`after=<seq>` (default 0): the last message the caller has."""
+    raw = query.get("after", "0") or "0"
+    try:
+        after = int(raw)
+    except ValueError:
+        return failure(400, f"'after' must be a message seq (an integer), not {raw[:40]!r}")
+    return max(after, 0)
+
+
+def check_tool(tool: str, tools: frozenset[str]) -> Reply | None:
+    """None if the session has `tool`, else gaia2-cli's failed action saying what it has."""
+    if tool in tools:
+        return None
+    app = tool.split("__", 1)[0]
+    apps = sorted({name.split("__", 1)[0] for name in tools})
+    if app not in apps:
+        why = f"unknown app {app!r}: this session's apps are {', '.join(apps)}"
+    else:
+        actions = sorted(n.split("__", 1)[1] for n in tools if n.startswith(app + "__"))
+        why = f"unknown action {tool.split('__', 1)[1]!r} of {app}: it has {', '.join(actions)}"
+    return failure(200, why)
+
+
+# -- what the stream becomes -----------------------------------------------------------------
+
+
+def message_of(seq: int, item: object) -> dict[str, Any] | None:
+    """The gaia2-cli message (without its `seq`) that stream item `item` is, if any: the
+    agent's `send_message_to_user`, as an assistant message whose run is final."""
+    if type(item) is not EventItem:
+        return None
+    event = item.event
+    if event.function != TO_USER or event.app != USER_APP or event.exception is not None:
+        return None
+    content = event.args.get("content", "")
+    text = content if isinstance(content, str) else json.dumps(content)
+    return {
+        "timestamp": _iso(event.time),
+        "state": "final",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+        "streamSeq": seq,
+        "simTime": event.time,
+    }
+
+
+def _iso(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat()
+
+
+def text_of(message: dict[str, Any]) -> str:
+    return str(message["message"]["content"][0]["text"])
+
+
+def is_agent_event(item: object) -> bool:
+    return type(item) is EventItem and item.event.event_type == "AGENT"
+
+
+def messages_reply(messages: list[dict[str, Any]], after: int) -> Reply:
+    """`GET /messages?after=N`: every message numbered above N, and the last number."""
+    return Reply(200, {"ok": True, "messages": messages[after:], "lastSeq": len(messages)})
+
+
+def sse_frame(message: dict[str, Any]) -> bytes:
+    """One message as gaia2-cli's adapters send it over SSE."""
+    return f"event: chat\ndata: {json.dumps(message)}\n\n".encode()
+
+
+SSE_HELLO: Final = b": connected to the areasync gaia2-cli adapter\n\n"
+
+
+def sse_end(reason: str, last_seq: int) -> bytes:
+    """The last frame of a stream the server ends (session over, or the client too slow)."""
+    body = json.dumps({"reason": reason, "lastSeq": last_seq})
+    return f"event: end\ndata: {body}\n\n".encode()
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionView:
+    """What /status and /health read of a session."""
+
+    session_id: str
+    state: str  # the clock's: setup | running | paused | stopped | failed
+    ended: bool
+    validation: dict[str, Any] | None
+    end_reason: str | None
+    nb_turns: int
+    turn: int  # the agent's messages to the user so far (gaia2-cli's turn boundaries)
+    num_events: int  # the agent's completed events
+    last_response: str | None
+    connected: bool  # an agent follows the session (or the oracle plays it)
+    messages: int
+    sse_clients: int
+
+
+def status_of(view: SessionView) -> dict[str, Any]:
+    """gaia2-cli's daemon status: running until the session ends, then complete, stopped (it
+    failed validation, or was stopped before its end without passing) or error (it failed)."""
+    status = "running"
+    success = (view.validation or {}).get("success")
+    if view.ended:
+        if view.state == "failed":
+            status = "error"
+        elif success is False or (view.end_reason is not None and success is not True):
+            status = "stopped"
+        else:
+            status = "complete"
+    data: dict[str, Any] = {
+        "status": status,
+        "turn": view.turn,
+        "nb_turns": view.nb_turns,
+        "num_events": view.num_events,
+    }
+    if view.last_response:
+        data["last_response"] = view.last_response
+    if view.ended and success is not None:
+        validation = view.validation or {}
+        reason = validation.get("rationale") or validation.get("exception") or view.end_reason
+        data["judgment"] = {"success": bool(success), "failure_reason": reason}
+    data["session"] = view.session_id
+    data["state"] = view.state
+    return data
+
+
+def health_of(view: SessionView) -> dict[str, Any]:
+    """gaia2-cli's adapter health: `connected` once an agent follows the session."""
+    return {
+        "ok": view.connected,
+        "connected": view.connected,
+        "backend": BACKEND,
+        "session": view.session_id,
+        "state": view.state,
+        "buffer": {"size": view.messages, "lastSeq": view.messages},
+        "sseClients": view.sse_clients,
+    }

@@ -1,0 +1,476 @@
+"""One OpenEnv client's episodes: its actions carried out on a session, its observations made.
+
+An `Episode` is the session's client for an OpenEnv connection (or for a session's HTTP
+routes): it joins the session through the same `ConnectionCore` a WebSocket client has (its
+hello, its gate: role, rate, the session's state) and carries each request out with
+`requests.perform`, so an OpenEnv action reaches ARE by the one path every request takes.
+
+- A session's token (agent, or any role) binds the episode to that session, with that role's
+  rights: `reset` starts observing it afresh, `initialize` is refused.
+- The admin token gives a fresh session per episode (OpenEnv's model): `initialize`, or `reset`
+  naming a scenario, creates it (`create_session`'s checks and limits); the next `reset` or the
+  connection's end stops it (its trace is written).
+
+The OpenEnv client is the session's agent: in fast mode it holds its turn (a lease: time stands
+still) from each observation until it lets time advance (`call_tool{advance_time}`); a
+notification gives the turn back, as for a native agent. It reads the session's stream from
+its own cursor: each observation carries exactly the notifications since the previous one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from areasync.protocol.codec import Encoding, encode_client_frame
+from areasync.protocol.errors import ErrorCode as AreaErrorCode
+from areasync.protocol.frames import (
+    CallTool,
+    ClientFrame,
+    CreateSession,
+    Error,
+    Hello,
+    Idle,
+    Mode,
+    NotificationItem,
+    Role,
+    StreamItem,
+    Tick,
+)
+from areasync.service import requests
+from areasync.service.core import Call, Close, ConnectionCore, Refuse, Reply
+from areasync.service.openenv.messages import (
+    AreAction,
+    CallToolAction,
+    ErrorCode,
+    GetStateAction,
+    InitializeAction,
+    ListAppsAction,
+    OpenEnvError,
+    action_frames,
+    scenario_source,
+)
+
+if TYPE_CHECKING:
+    from areasync.service.registry import SessionRegistry
+    from areasync.service.session import Session
+
+logger = logging.getLogger("areasync.service")
+
+_numbers = itertools.count(1)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Credential:
+    """What the token in an OpenEnv URL grants: `role` on `session_id` (None: the admin's,
+    a fresh session per episode)."""
+
+    token: str
+    role: Role
+    session_id: str | None
+
+    @property
+    def fresh(self) -> bool:
+        return self.session_id is None
+
+
+# areasync's error codes as OpenEnv's: capacity has a code of its own there.
+def _openenv_code(code: str) -> ErrorCode:
+    return (
+        ErrorCode.CAPACITY_REACHED if code == AreaErrorCode.CAPACITY else ErrorCode.EXECUTION_ERROR
+    )
+
+
+class Episode:
+    """An OpenEnv client of the service: see the module docstring."""
+
+    def __init__(self, registry: SessionRegistry, credential: Credential) -> None:
+        self.registry = registry
+        self.credential = credential
+        self.id = f"openenv-{next(_numbers)}"
+        self.holder = f"agent:{self.id}"  # its fast-mode lease
+        self.session: Session | None = None
+        self.core: ConnectionCore | None = None
+        self.cursor = 0  # the stream seq the last observation reported up to
+        self.steps = 0
+        self.episode_id: str | None = None
+        self.last_active = time.monotonic()
+        self.closed = False
+        self._ids = itertools.count(1)
+
+    # -- the session's client (hub.Subscriber, session.Client) --------------------------------
+
+    wants_items = True  # a notification gives the agent its turn (on_item)
+
+    @property
+    def role(self) -> Role | None:
+        return None if self.core is None else self.core.role
+
+    @property
+    def position(self) -> int:
+        # Never behind: it reads the stream itself when it answers (its cursor is its own).
+        return 0 if self.session is None else self.session.hub.seq
+
+    @property
+    def drained_at(self) -> int:
+        return self.position
+
+    def flush(self) -> None:
+        return None
+
+    def overflow(self, lag: int) -> None:  # pragma: no cover - position is never behind
+        return None
+
+    def on_item(self, seq: int, item: StreamItem) -> None:
+        if isinstance(item, NotificationItem):
+            self.take_turn()
+
+    def take_turn(self) -> None:
+        session = self.session
+        if (
+            session is not None
+            and self._acts
+            and session.sim.clock.mode is Mode.FAST
+            and not session.sim.ended
+            and not self.closed
+        ):
+            session.sim.begin_lease(self.holder)
+
+    def request_close(self, code: int, reason: str, *, flush: bool) -> None:
+        # The session is going (discarded, shutdown, journal failure): the next request says so.
+        self._leave()
+
+    @property
+    def _acts(self) -> bool:
+        """Acts in the world (its role may call tools): it is the session's agent."""
+        return self.role in (Role.AGENT, Role.ADMIN)
+
+    # -- episodes -----------------------------------------------------------------------------
+
+    async def reset(self, initialize: InitializeAction | None, episode_id: str | None) -> Any:
+        """End the episode; start the next (on `initialize`'s scenario, if named)."""
+        self.touch()
+        if self.credential.fresh:
+            await self._end_owned()
+            if initialize is not None:
+                await self._create(initialize)
+        else:
+            if initialize is not None:
+                raise self._no_initialize()
+            await self._join(self._bound_session())
+        self.steps = 0
+        self.episode_id = episode_id or self.id
+        return self.observe(action_result=None)
+
+    async def initialize(self, action: InitializeAction) -> dict[str, Any]:
+        if not self.credential.fresh:
+            raise self._no_initialize()
+        await self._end_owned()
+        session = await self._create(action)
+        return {
+            "session_id": session.id,
+            "scenario_id": session.scenario_id,
+            "mode": session.sim.clock.mode.value,
+        }
+
+    def _no_initialize(self) -> OpenEnvError:
+        return OpenEnvError(
+            ErrorCode.EXECUTION_ERROR,
+            f"this OpenEnv URL opens session {self.credential.session_id!r}; a new scenario "
+            "needs an OpenEnv URL made with the admin token (http://HOST:PORT/openenv/ADMIN_TOKEN)",
+        )
+
+    def _bound_session(self) -> Session:
+        session_id = self.credential.session_id
+        session = None if session_id is None else self.registry.get(session_id)
+        if session is None:
+            raise OpenEnvError(
+                ErrorCode.SESSION_ERROR,
+                f"session {session_id!r} is gone (ended sessions are forgotten after a while); "
+                "ask for a new one",
+            )
+        return session
+
+    async def _create(self, action: InitializeAction) -> Session:
+        scenario, text = scenario_source(action)
+        frame = CreateSession(
+            id=0,
+            scenario=scenario,
+            scenario_json=text,
+            mode=action.mode,
+            speed=action.speed,
+            oracle=action.oracle,
+            import_mode=action.import_mode,
+        )
+        try:
+            created = await requests.create_session(frame, self.registry)
+        except Exception as exc:
+            raise self._failure(exc, frame) from None
+        session = self.registry.get(created["session_id"])
+        assert session is not None
+        await self._join(session)
+        return session
+
+    async def _join(self, session: Session) -> None:
+        """Say hello to `session` through its gate and follow its stream from now on."""
+        if self.session is session:
+            self.cursor = session.hub.seq
+            self.take_turn()
+            return
+        self._leave()
+        core = ConnectionCore(self.registry, session.id, name=self.id)
+        hello = Hello(id=0, role=self.credential.role, token=self.credential.token)
+        for action in core.hello(encode_client_frame(hello, Encoding.JSON)):
+            if isinstance(action, Refuse):
+                raise OpenEnvError(_openenv_code(action.frame.code), action.frame.message)
+        self.core = core
+        self.session = session
+        self.cursor = session.hub.seq
+        session.attach(self)
+        if self._acts and self.credential.role is not Role.AGENT:
+            # attach() does this for an agent's hello; the admin's OpenEnv client is the agent.
+            self.take_turn()
+            session.start_without_hold()
+
+    def _leave(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        session.detach(self)
+        session.sim.end_lease(self.holder)
+        self.session = None
+        self.core = None
+
+    async def _end_owned(self) -> None:
+        """Stop the fresh session of the previous episode (its trace is written)."""
+        session = self.session
+        if session is None or not self.credential.fresh:
+            return
+        self._leave()
+        if not session.ended:
+            await self.registry.stop(session.id)
+
+    async def close(self) -> None:
+        """The client left: its fresh session ends, a bound one runs on without it."""
+        if self.closed:
+            return
+        await self._end_owned()
+        self._leave()
+        self.closed = True
+
+    def touch(self) -> None:
+        self.last_active = time.monotonic()
+
+    # -- steps --------------------------------------------------------------------------------
+
+    async def step(self, action: AreAction) -> Any:
+        """Carry out one action: its observation (an OpenEnvError if nothing was done)."""
+        self.touch()
+        if isinstance(action, InitializeAction):
+            result = await self.initialize(action)
+            self.steps += 1
+            return self.observe(action_result=result)
+        if self.session is None:
+            raise OpenEnvError(
+                ErrorCode.EXECUTION_ERROR,
+                "no episode: send reset first"
+                + (" (with a scenario), or step initialize" if self.credential.fresh else ""),
+            )
+        frame = action_frames(action)
+        error: str | None = None
+        try:
+            value = await self.request(frame)
+        except _ToolFailed as failed:  # ARE ran the tool and it raised: the step happened
+            value, error = None, failed.message
+        extra: dict[str, Any] = {}
+        if isinstance(action, CallToolAction):
+            extra["time_advanced"] = await self._after_tool(action)
+        self.steps += 1
+        return self.observe(
+            action_result=self._result(action, value) if error is None else None,
+            action_error=error,
+            metadata={**action.metadata, **extra} if action.metadata or extra else {},
+        )
+
+    async def _after_tool(self, action: CallToolAction) -> bool:
+        session = self.session
+        if session is None or session.sim.ended:
+            return False
+        if not action.advance_time:
+            self.take_turn()
+            return False
+        mode = session.sim.clock.mode
+        if mode is Mode.FAST:
+            await self.request(Idle(id=0))
+            return True
+        if mode is Mode.MANUAL and self.core is not None and Tick in self.core.allowed:
+            await self.request(Tick(id=0, n=1))
+            return True
+        return mode is Mode.REALTIME
+
+    def _result(self, action: AreAction, value: Any) -> dict[str, Any]:
+        if isinstance(action, ListAppsAction):
+            apps: dict[str, list[Any]] = {}
+            for info in value:
+                app, _, _ = info.name.partition("__")
+                apps.setdefault(app, []).append(msgspec.to_builtins(info))
+            return {"apps": apps}
+        if isinstance(action, GetStateAction):
+            return self._state_result(action, value)
+        if isinstance(action, CallToolAction):
+            return {
+                "tool": action.app_name + "__" + action.tool_name
+                if action.app_name
+                else action.tool_name,
+                "value": msgspec.to_builtins(value),
+            }
+        return {"clock": msgspec.to_builtins(value)}
+
+    def _state_result(self, action: GetStateAction, apps: Any) -> dict[str, Any]:
+        session = self.session
+        assert session is not None
+        out: dict[str, Any] = {}
+        if action.include_apps_state:
+            out["apps"] = apps
+        if action.include_event_log:
+            out["event_log"] = msgspec.to_builtins(session.sim.events())
+        if action.include_event_queue:
+            out["event_queue"] = [
+                {
+                    "event_id": getattr(event, "event_id", None),
+                    "event_time": getattr(event, "event_time", None),
+                    "event_type": str(getattr(event, "event_type", "")),
+                }
+                for event in session.sim.env.event_queue.list_view()
+            ]
+        return out
+
+    async def request(self, frame: ClientFrame) -> Any:
+        """`frame` through the session's gate and `requests.perform`: its value, or raises."""
+        core = self.core
+        session = self.session
+        assert core is not None and session is not None
+        frame = msgspec.structs.replace(frame, id=next(self._ids))
+        for action in core.receive(encode_client_frame(frame, Encoding.JSON)):
+            match action:
+                case Call(frame=call):
+                    return await self._perform(call)
+                case Reply(frame=Error() as error):
+                    raise OpenEnvError(_openenv_code(error.code), error.message)
+                case Close(reason=reason):
+                    raise OpenEnvError(ErrorCode.SESSION_ERROR, reason)
+        raise OpenEnvError(ErrorCode.SESSION_ERROR, "the request was not answered; reconnect")
+
+    async def _perform(self, frame: ClientFrame) -> Any:
+        core = self.core
+        session = self.session
+        assert core is not None and session is not None and core.role is not None
+        role = Role.AGENT if self._acts else core.role  # the wait tool hands back the turn
+        try:
+            value = await requests.perform(
+                frame, session=session, role=role, holder=self.holder, registry=self.registry
+            )
+        except Exception as exc:
+            if isinstance(frame, CallTool):
+                self.take_turn()
+            raise self._failure(exc, frame) from None
+        return value
+
+    def _failure(self, exc: Exception, frame: ClientFrame) -> Exception:
+        core = self.core or ConnectionCore(self.registry, "", name=self.id)
+        error = core.error_for(exc, frame)
+        if error.code == AreaErrorCode.TOOL_FAILED:
+            return _ToolFailed(error.message)
+        return OpenEnvError(_openenv_code(error.code), error.message)
+
+    # -- observations -------------------------------------------------------------------------
+
+    def observe(
+        self,
+        *,
+        action_result: dict[str, Any] | None,
+        action_error: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> tuple[dict[str, Any], float | None, bool]:
+        """(observation, reward, done): the clock, the outcome, the notifications since the
+        previous observation."""
+        session = self.session
+        meta = {"episode_id": self.episode_id, "step_count": self.steps, **(metadata or {})}
+        if session is None:
+            observation: dict[str, Any] = {
+                "current_time": 0.0,
+                "tick_count": 0,
+                "action_success": action_error is None,
+                "action_result": action_result,
+                "action_error": action_error,
+                "notifications": [],
+                "environment_state": "SETUP",
+                "event_queue_length": 0,
+                "event_log_length": 0,
+                "available_apps": None,
+                "metadata": meta,
+            }
+            return observation, None, False
+        sim = session.sim
+        end = session.hub.seq
+        notifications = [
+            msgspec.to_builtins(item.notification)
+            for item in sim.log.after(min(self.cursor, end))[: end - self.cursor]
+            if isinstance(item, NotificationItem)
+        ]
+        self.cursor = end
+        clock = sim.clock_state()
+        meta["session_id"] = session.id
+        observation = {
+            "current_time": clock.time,
+            "tick_count": clock.tick,
+            "action_success": action_error is None,
+            "action_result": action_result,
+            "action_error": action_error,
+            "notifications": notifications,
+            "environment_state": clock.state.upper(),
+            "event_queue_length": len(sim.env.event_queue),
+            "event_log_length": len(sim.env.event_log),
+            "available_apps": list(sim.env.apps),
+            "metadata": meta,
+        }
+        return observation, self._reward(), sim.ended
+
+    def _reward(self) -> float | None:
+        session = self.session
+        if session is None or not session.sim.ended or session.sim.validation is None:
+            return None
+        success = session.sim.validation.get("success")
+        return None if success is None else float(bool(success))
+
+    def state(self) -> dict[str, Any]:
+        """OpenEnv's `state`."""
+        return session_state(self.session, self.episode_id, self.steps)
+
+
+def session_state(session: Session | None, episode_id: str | None, steps: int) -> dict[str, Any]:
+    """OpenEnv's `state` of an episode on `session` (None: no scenario loaded yet)."""
+    clock = None if session is None else session.sim.clock_state()
+    return {
+        "episode_id": episode_id,
+        "step_count": steps,
+        "session_id": None if session is None else session.id,
+        "scenario_loaded": session is not None,
+        "scenario_id": None if session is None else session.scenario_id,
+        "current_time": 0.0 if clock is None else clock.time,
+        "tick_count": 0 if clock is None else clock.tick,
+        "environment_state": "SETUP" if clock is None else clock.state.upper(),
+    }
+
+
+class _ToolFailed(Exception):
+    """ARE's tool raised: the call happened (ARE logged it), so the step is an observation."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

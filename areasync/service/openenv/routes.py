@@ -1,0 +1,229 @@
+"""The OpenEnv URL layout on areasync's port: `/openenv/<token>/...`.
+
+OpenEnv's client takes nothing but a base URL (it appends `/ws`, `/reset`... and sends no
+header), so the credential is a path segment of the base URL,
+`http://HOST:PORT/openenv/<token>`: the admin token gives a fresh session per connection, a
+session's token opens that session with its role (`episode.py`). The token never reaches a log
+(`redact.py` masks the segment in websockets' lines; areasync logs no paths).
+
+=====================  ========================================================================
+route under the base   answer
+=====================  ========================================================================
+WS   /ws               OpenEnv's WebSocket: reset, step, state, close (`socket.py`)
+GET  /health           {"status": "healthy"}
+GET  /schema           OpenEnv's SchemaResponse: action, observation, state (`messages.py`)
+GET  /metadata         OpenEnv's EnvironmentMetadata
+GET  /state            the HTTP episode's state (a session token's session)
+POST /reset            `{}` or `{"episode_id": ...}`: a new HTTP episode on the token's session
+POST /step             `{"action": {...}}`: one ARE action on it (OpenEnv's StepRequest)
+=====================  ========================================================================
+
+Over HTTP an OpenEnv URL opens one session: a session's token's (each credential has one HTTP
+episode, whose observations carry the notifications since its previous one). OpenEnv's own
+HTTP routes make and drop an environment per request, which would lose a session's state, so
+the admin's URL (a fresh session per connection) is served over `/ws` only.
+
+A token that opens nothing gets 401 before any upgrade, the same for every route.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import unquote
+
+from websockets.http11 import Request, Response
+
+from areasync.protocol.errors import ErrorCode
+from areasync.service.methods import OPENENV_MAX_BODY
+from areasync.service.methods import OPENENV_PREFIX as PREFIX
+from areasync.service.openenv.episode import Credential, Episode, session_state
+from areasync.service.openenv.messages import ErrorCode as ErrorCode_
+from areasync.service.openenv.messages import (
+    OpenEnvError,
+    parse_action,
+    parse_reset,
+    schema,
+)
+from areasync.service.registry import SessionRegistry
+
+_ROUTES = frozenset({"/ws", "/health", "/schema", "/metadata", "/state", "/reset", "/step"})
+
+
+def split(path: str) -> tuple[str, str] | None:
+    """(token, route) of `/openenv/<token><route>`, or None if `path` is not OpenEnv's."""
+    if not path.startswith(PREFIX):
+        return None
+    token, slash, route = path[len(PREFIX) :].partition("/")
+    return unquote(token), slash + route
+
+
+def base_url(http_url: str, token: str) -> str:
+    """The OpenEnv base URL to paste into `EnvClient(base_url=...)`."""
+    from urllib.parse import quote
+
+    return f"{http_url}{PREFIX}{quote(token, safe='')}"
+
+
+_HTTP_STATUS = {
+    ErrorCode_.INVALID_JSON: 400,
+    ErrorCode_.UNKNOWN_TYPE: 400,
+    ErrorCode_.VALIDATION_ERROR: 422,  # as OpenEnv's server answers a bad action
+    ErrorCode_.EXECUTION_ERROR: 409,
+    ErrorCode_.CAPACITY_REACHED: 503,
+    ErrorCode_.SESSION_ERROR: 410,
+}
+
+
+def _json_body(body: bytes | None) -> object:
+    if body is None:
+        raise OpenEnvError(
+            ErrorCode_.VALIDATION_ERROR,
+            "the request needs a JSON body with a Content-Length of at most "
+            f"{OPENENV_MAX_BODY} bytes",
+        )
+    if not body.strip():
+        return {}
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise OpenEnvError(ErrorCode_.INVALID_JSON, f"Invalid JSON: {exc}") from None
+
+
+class OpenEnvRoutes:
+    """The `/openenv/...` part of `process_request` (called by `HttpRoutes`)."""
+
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        open_connections: Callable[[], int],
+        respond: Callable[..., Response],
+    ) -> None:
+        self.registry = registry
+        self.open_connections = open_connections
+        self._respond = respond  # (status, value) -> a JSON response with the security headers
+        self._error: Callable[..., Response] | None = None
+        self._schema = schema()
+        self._http: dict[str, Episode] = {}  # each credential's HTTP episode
+
+    def credential(self, token: str) -> Credential | None:
+        who = self.registry.tokens.identify(token) if token else None
+        if who is None:
+            return None
+        role, session_id = who
+        return Credential(token=token, role=role, session_id=session_id)
+
+    def answer(
+        self, request: Request, path: str, error: Callable[..., Response]
+    ) -> Response | Awaitable[Response] | None:
+        """The response to an OpenEnv request (awaitable for a POST), or None to let its
+        WebSocket handshake go on."""
+        parts = split(path)
+        assert parts is not None
+        token, route = parts
+        if route not in _ROUTES:
+            return error(
+                404,
+                "not_found",
+                f"no OpenEnv route {route[:60]!r}: an OpenEnv base URL is /openenv/<token>, "
+                f"under which are {', '.join(sorted(_ROUTES))}",
+            )
+        credential = self.credential(token)
+        if credential is None:
+            return error(
+                401,
+                ErrorCode.UNAUTHORIZED,
+                "the token in this OpenEnv URL is not valid: use the base URL printed by "
+                "`areasync serve` for a session, or /openenv/<admin token> for a fresh session "
+                "per connection",
+            )
+        websocket = request.headers.get("Upgrade", "").lower() == "websocket"
+        if route == "/ws":
+            if not websocket:
+                return error(
+                    426,
+                    "upgrade_required",
+                    "/ws is OpenEnv's WebSocket: open it with a WebSocket client",
+                    {"Upgrade": "websocket"},
+                )
+            limit = self.registry.config.max_connections
+            if self.open_connections() >= limit:
+                return error(
+                    503,
+                    ErrorCode.CAPACITY,
+                    f"the server has {limit} open connections, its limit (max_connections); "
+                    "close an environment or retry later",
+                )
+            return None
+        if websocket:
+            return error(404, "not_found", "OpenEnv's WebSocket is at <base>/ws")
+        if request.method == "POST":
+            return self._post(route, credential, getattr(request, "body", None))
+        return self._get(route, credential, error)
+
+    def _get(self, route: str, credential: Credential, error: Callable[..., Response]) -> Response:
+        if route == "/health":
+            return self._respond(200, {"status": "healthy"})
+        if route == "/schema":
+            return self._respond(200, self._schema)
+        if route == "/metadata":
+            return self._respond(200, self.metadata())
+        if route == "/state":
+            episode = self._http.get(credential.token)
+            if episode is not None:
+                return self._respond(200, episode.state())
+            session = (
+                None if credential.session_id is None else self.registry.get(credential.session_id)
+            )
+            return self._respond(200, session_state(session, None, 0))
+        return error(
+            405,
+            "method_not_allowed",
+            f"{route} is served over OpenEnv's WebSocket (<base>/ws); over HTTP this server "
+            "answers GET /health, /schema, /metadata and /state, POST /reset and /step",
+            {"Allow": "GET, HEAD, POST"},
+        )
+
+    async def _post(self, route: str, credential: Credential, body: bytes | None) -> Response:
+        """OpenEnv's `POST /reset` and `POST /step` on the credential's HTTP episode."""
+        try:
+            if route not in ("/reset", "/step"):
+                raise OpenEnvError(ErrorCode_.VALIDATION_ERROR, f"POST {route} is not a route")
+            if credential.fresh:
+                raise OpenEnvError(
+                    ErrorCode_.EXECUTION_ERROR,
+                    "over HTTP an OpenEnv URL opens one session: use a session's OpenEnv URL "
+                    "(printed by `areasync serve`), or <base>/ws for a fresh session per "
+                    "connection",
+                )
+            data = _json_body(body)
+            episode = self._http.get(credential.token)
+            if episode is None:
+                episode = self._http[credential.token] = Episode(self.registry, credential)
+            if route == "/reset":
+                initialize, episode_id = parse_reset(data)
+                observation = await episode.reset(initialize, episode_id)
+            else:
+                if not isinstance(data, dict) or "action" not in data:
+                    raise OpenEnvError(
+                        ErrorCode_.VALIDATION_ERROR, 'a step is {"action": {"action_type": ...}}'
+                    )
+                observation = await episode.step(parse_action(data["action"]))
+        except OpenEnvError as exc:
+            return self._respond(_HTTP_STATUS[exc.code], {"detail": exc.data()})
+        values = dict(zip(("observation", "reward", "done"), observation, strict=True))
+        return self._respond(200, values)
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "name": "areasync",
+            "description": (
+                "Meta's Agents Research Environments (ARE) on a virtual clock: actions "
+                "initialize, tick, list_apps, call_tool, get_state (GET <base>/schema)"
+            ),
+            "readme_content": None,
+            "version": "0.1.0",
+            "author": None,
+            "documentation_url": None,
+        }

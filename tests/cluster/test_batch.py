@@ -1,0 +1,150 @@
+"""`areasync bench run --ray`: the runs of an evaluation on the hosts of a real two-node Ray
+cluster (`conftest.py`), through Ray calls, write what the same evaluation writes on one
+machine; a host killed (SIGKILL of its process) while it runs a run: that run runs again on
+another host, and the outputs are still the same.
+
+The evaluation is the offline single-turn pair (`tiny_email` passes, `tiny_skip` fails) against
+the stub LLM, run into the same `--output_dir` path each time (ARE hashes the output dir into
+its trace file names), each output moved aside before the next. Every file is compared, with
+what differs between two runs of it in two processes on one machine too masked
+(`comparable`): ARE's random ids (uuid4: action, event and agent ids; and the ids its apps
+draw, seeded through Python's per-process salted `hash`), the wall clock (the trace's
+annotation `date`, `timestamp`s, every `duration`: `compare.TIMING_KEYS` and the records'
+`duration`; the HTML report's lines that show seconds) and the order of the lines of
+`output.jsonl` and `results.jsonl` (the order the runs finished in). Paths are not masked:
+they are equal, the traces' file names included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from areasync.gaia2 import compare
+from areasync.gaia2.cli import main as bench_main
+from areasync.gaia2.dataset import agent_scripts, write_dataset
+from areasync.gaia2.stub_llm import Script, StubLLM
+
+ray = pytest.importorskip("ray")
+
+from areasync.cluster.nodes import HOST_PREFIX, start_host  # noqa: E402
+
+PAIR = ("tiny_email", "tiny_skip")
+DOOMED = f"{HOST_PREFIX}0-doomed"  # sorts first: the least loaded among equals
+# uuid4().hex ids: ARE's agent ids, and the ids its apps draw from a generator seeded through
+# Python's salted `hash` of strings, which differs between any two processes (PYTHONHASHSEED).
+HEX_IDS = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")
+# Written in the order the runs finished, which concurrency decides on one machine too.
+IN_COMPLETION_ORDER = {"output.jsonl", "results.jsonl"}
+TIMINGS = re.compile(
+    r'"(date|duration|timestamp|avg_run_duration|avg_run_duration_std|job_duration)":'
+    r" ?(\"[^\"]*\"|[0-9.e+-]+)"
+)
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubLLM]:
+    # Each request takes 0.2 s, so that a run is still under way when its host is killed.
+    with StubLLM(Script(agent=agent_scripts()), latency=0.2) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def hosts(ray_cluster: Any) -> Iterator[dict[str, Any]]:
+    """A host actor on each node (no server: runs need none), as `serve --ray` names them."""
+    cluster, worker = ray_cluster
+    nodes = [cluster.head_node.node_id, worker.node_id]
+    actors = {node: start_host(node) for node in nodes}
+    ray.get([actor.ping.remote() for actor in actors.values()], timeout=60)
+    yield actors
+    for actor in actors.values():
+        ray.kill(actor)
+
+
+@pytest.fixture(scope="module")
+def evaluation(tmp_path_factory: pytest.TempPathFactory, stub: StubLLM) -> dict[str, Any]:
+    """The dataset, the output dir every run writes to, and the one-machine run's output."""
+    root = tmp_path_factory.mktemp("batch")
+    dataset = write_dataset(root / "dataset", only=PAIR)
+    out = root / "out"
+    assert bench(dataset, out, stub) == 0
+    local = out.rename(root / "local")
+    return {"dataset": dataset, "out": out, "local": local, "root": root}
+
+
+def bench(dataset: Path, out: Path, stub: StubLLM, *extra: str) -> int:
+    os.environ.setdefault("OPENAI_API_KEY", "stub")
+    args = compare.bench_args(
+        dataset, out, stub.endpoint, extra=["--max_concurrent_scenarios", "4", *extra]
+    )
+    return bench_main(args)
+
+
+def comparable(out: Path) -> dict[str, str]:
+    """Every file of an output dir, by relative path, with what differs run to run masked
+    (module docstring)."""
+    files = {}
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8")
+        text = compare.UUID.sub("<uuid>", text)
+        text = HEX_IDS.sub("<hex-id>", text)
+        text = TIMINGS.sub(r'"\1": <t>', text)
+        if path.suffix == ".html":
+            text = "\n".join(
+                line for line in text.splitlines() if not re.search(r"\d+\.\d+ ?s", line)
+            )
+        if path.name in IN_COMPLETION_ORDER:
+            text = "\n".join(sorted(text.splitlines()))
+        files[path.relative_to(out).as_posix()] = text
+    return files
+
+
+def test_a_run_on_the_clusters_hosts_writes_what_a_one_machine_run_writes(
+    evaluation: dict[str, Any], hosts: dict[str, Any], stub: StubLLM, capsys: Any
+) -> None:
+    out = evaluation["out"]
+    assert bench(evaluation["dataset"], out, stub, "--ray", "auto") == 0
+    assert "spread over 2 host(s)" in capsys.readouterr().err
+    ours, local = comparable(out), comparable(evaluation["local"])
+    assert sorted(ours) == sorted(local)
+    for name in local:
+        assert ours[name] == local[name], name
+    shutil.move(out, evaluation["root"] / "ray")
+
+
+async def test_a_run_whose_host_is_killed_runs_again_on_another_host(
+    evaluation: dict[str, Any], hosts: dict[str, Any], stub: StubLLM, ray_cluster: Any, capsys: Any
+) -> None:
+    cluster, _ = ray_cluster
+    doomed = start_host(cluster.head_node.node_id, name=DOOMED)
+    pid = await asyncio.wrap_future(doomed.process_id.remote().future())
+    out = evaluation["out"]
+    running = asyncio.create_task(
+        asyncio.to_thread(bench, evaluation["dataset"], out, stub, "--ray", "auto")
+    )
+    for _ in range(600):  # 30 s
+        if await asyncio.wrap_future(doomed.bench_running.remote().future()):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail("no run reached the doomed host within 30 s")
+    os.kill(pid, signal.SIGKILL)
+    assert await asyncio.wait_for(running, 120) == 0
+    err = capsys.readouterr().err
+    assert "spread over 3 host(s)" in err
+    assert "re-run after their host was lost: " in err and DOOMED in err
+    ours, local = comparable(out), comparable(evaluation["local"])
+    assert sorted(ours) == sorted(local)
+    for name in local:
+        assert ours[name] == local[name], name
+    records = [json.loads(p.read_text()) for p in (out / ".areasync" / "runs").glob("*.json")]
+    assert {r["scenario_id"] for r in records} == set(PAIR)

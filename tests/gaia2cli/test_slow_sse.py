@@ -1,0 +1,47 @@
+"""An SSE client that stops reading is dropped; the session and the other clients never wait."""
+
+from __future__ import annotations
+
+import anyio
+
+from tests.gaia2cli.harness import SseReader, stalled_socket
+from tests.gaia2cli.support import TO_USER, adapter, agent, harness
+from tests.service.support import TUTORIAL, WAIT
+
+BIG = "x" * 64 * 1024  # each message is this big, to fill the stalled client's buffers soon
+MAX_MESSAGES = 400  # 25 MiB: far more than loopback socket buffers hold
+
+
+async def test_a_stalled_sse_client_is_dropped_while_another_gets_every_message() -> None:
+    async with (
+        adapter(write_timeout=1.0, gaia2_sse_bytes=256 * 1024) as service,
+        agent(service) as sim,
+    ):
+        base = service.gaia2_url(TUTORIAL)
+        stalled = stalled_socket(base)
+        live = await SseReader.open(base)
+        runner = harness(service)
+        received: list[int] = []
+
+        async def read_until_last() -> None:
+            while True:
+                event, data = await live.next()
+                if event == "chat":
+                    received.append(data["seq"])
+                    if data["message"]["content"][0]["text"] == "last":
+                        return
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read_until_last)
+                with anyio.fail_after(4 * WAIT):
+                    sent = 0
+                    while (await runner.health())["sseClients"] > 1:
+                        assert sent < MAX_MESSAGES, "the stalled client was never dropped"
+                        await sim.call_tool(TO_USER, content=BIG)
+                        sent += 1
+                    await sim.call_tool(TO_USER, content="last")
+        finally:
+            live.close()
+            stalled.close()
+    assert received == list(range(1, sent + 2))

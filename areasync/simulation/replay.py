@@ -64,6 +64,9 @@ def replay_into(
                 if record.source == "steps":
                     if not _steps(sim, int(record.payload["n"]), cut):
                         break
+                    # Logged now, as the run logged them: a stretch of steps is one record,
+                    # and the next may be steps too (the run's records were read in between).
+                    sim._flush_steps()
                     cursor = max(cursor + 1, len(sim.records))
                 else:
                     if cut.reached(sim, to_us(record.time)):
@@ -79,6 +82,8 @@ def replay_into(
                         )
                     cursor = len(sim.records)
                 checked = _check(sim.records, records, checked)
+            # A cut inside a stretch of steps: those run are the fork's own record.
+            sim._flush_steps()
             _restore(sim)
     finally:
         sim.log.listeners.remove(listener)

@@ -51,10 +51,13 @@ def replay_into(
     *,
     until_seq: int | None = None,
     until_time: float | None = None,
+    start: int = 0,
 ) -> None:
-    """Apply `records` to `sim`, freshly loaded from the same creation (module docstring)."""
+    """Apply `records` to `sim`, freshly loaded from the same creation (module docstring), or
+    from `start` on to a copy of the session taken when it had logged `start` records
+    (`areasync.simulation.snapshots`)."""
     cut = _Cut(until_seq, until_time)
-    cursor = checked = 0
+    cursor = checked = start
     listener = _turns_taken_on_append(sim, records)
     sim.log.listeners.append(listener)  # the replay's only: removed before it returns
     try:

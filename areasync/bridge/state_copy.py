@@ -55,7 +55,7 @@ from are.simulation.utils.serialization import SkippableDeepCopy
 
 from areasync.bridge.confinement import confine_file_system
 
-__all__ = ["StateCopyError", "freeze", "thaw"]
+__all__ = ["StateCopyError", "freeze", "thaw", "with_attributes"]
 
 # Pickling walks the graph depth first, in C, and a session's graph is deep (ARE's events link
 # to their dependencies and successors: 10,000 events nest ~100,000 calls): it runs in a thread
@@ -74,9 +74,10 @@ class StateCopyError(Exception):
 
 
 def freeze(graph: Any, replace: Mapping[int, tuple[Any, ...]]) -> bytes:
-    """`graph` as bytes. `replace`: id of an object -> the reduction (callable, args) to store
-    in its place (what the copy must not share: listeners of the service, a task group).
-    Blocks the calling thread until done; raises `StateCopyError`."""
+    """`graph` as bytes. `replace`: id of an object -> the reduction to store in its place
+    (`with_attributes`: what the copy must not share, such as the service's listeners). Not
+    the id of an exact list, dict or tuple: pickle asks no reducer about those. Blocks the
+    calling thread until done; raises `StateCopyError`."""
     outcome: list[Any] = []
 
     def dump() -> None:
@@ -84,7 +85,13 @@ def freeze(graph: Any, replace: Mapping[int, tuple[Any, ...]]) -> bytes:
         try:
             _Pickler(buffer, replace).dump(graph)
             outcome.append(buffer.getvalue())
-        except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
+        except (
+            pickle.PicklingError,
+            TypeError,
+            AttributeError,
+            RecursionError,
+            RuntimeError,
+        ) as exc:
             outcome.append(StateCopyError(f"the session's state cannot be copied: {exc}"))
 
     with (
@@ -107,6 +114,12 @@ def freeze(graph: Any, replace: Mapping[int, tuple[Any, ...]]) -> bytes:
         raise outcome[0]
     data: bytes = outcome[0]
     return data
+
+
+def with_attributes(obj: Any, **attributes: Any) -> tuple[Any, ...]:
+    """The reduction of `obj` (an object with a `__dict__`) with these attributes in place of
+    its own, for `freeze`'s `replace`."""
+    return _new_object, (type(obj),), {**vars(obj), **attributes}, None, None, _set_attributes
 
 
 def thaw(data: bytes) -> Any:

@@ -50,6 +50,7 @@ from areasync.service.metrics import Metrics
 from areasync.service.names import MAX_ID_CHARS, safe_id
 from areasync.service.recipes import Recipe
 from areasync.simulation import Simulation
+from areasync.simulation.snapshots import Snapshots, StateCopyError, take, takes_snapshots
 
 logger = logging.getLogger("areasync.service")
 
@@ -130,6 +131,9 @@ class Session:
         self.suspended = False
         # Set by `SessionRegistry.fork`: the source session and the seq of its stream at the cut.
         self.forked_from: ForkedFrom | None = None
+        # Copies of the run for forks to start from (`areasync.simulation.snapshots`); set by
+        # the registry for a session it can fork, None for others (and once a copy failed).
+        self.snapshots: Snapshots | None = None
         # How to create this session again (a restart), or why that cannot be done.
         self.recipe: Recipe | None = None
         self.no_recipe = "it was created without one"
@@ -262,6 +266,8 @@ class Session:
             async with anyio.create_task_group() as tg:
                 if self.waiting_for_agent:
                     tg.start_soon(self._hold_for_agent)
+                if self.snapshots is not None:
+                    tg.start_soon(self._take_snapshots, self.snapshots)
                 await self.sim.run()
                 tg.cancel_scope.cancel()
         except Exception as exc:
@@ -292,6 +298,32 @@ class Session:
             self.sim.begin_lease(WAITING_HOLDER)
             with anyio.move_on_after(interval):
                 await self._agent_arrived.wait()
+
+    async def _take_snapshots(self, snapshots: Snapshots) -> None:
+        """Snapshots of the run as its lane work calls for them (`SnapshotPolicy`), taken in
+        turn with its commands; none in realtime. A state that cannot be copied stops them
+        (forks of the session then replay it from its load)."""
+        sim, lane = self.sim, self.sim.lane
+        while not sim.ended:
+            due, since = anyio.Event(), lane.work_s
+
+            def on_release(due: anyio.Event = due, since: float = since) -> None:
+                if snapshots.due(lane.work_s - since):
+                    due.set()
+
+            lane.on_release = on_release
+            await due.wait()
+            lane.on_release = None
+            if not takes_snapshots(sim):
+                continue
+            try:
+                snapshot = await take(sim)
+            except StateCopyError as exc:
+                logger.warning("session %s takes no more snapshots: %s", self.id, exc)
+                self.snapshots = None
+                return
+            if snapshot is not None:
+                snapshots.add(snapshot)
 
     async def suspend(self) -> bool:
         """Stop the session's task without ending it (a clean shutdown with a state dir): its

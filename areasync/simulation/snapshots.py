@@ -33,15 +33,23 @@ from dataclasses import dataclass
 import anyio
 import anyio.to_thread
 
-from areasync.bridge.state_copy import StateCopyError, freeze, thaw
+from areasync.bridge.state_copy import StateCopyError, freeze, thaw, with_attributes
 from areasync.policies import LagPolicy
 from areasync.protocol.frames import Mode
-from areasync.simulation.agent_side import AgentSide as Simulation
 from areasync.simulation.lane import CommandLane
 from areasync.simulation.records import InputRecord
 from areasync.simulation.replay import replay_into
+from areasync.simulation.simulation import Simulation
 
-__all__ = ["Snapshot", "SnapshotPolicy", "Snapshots", "StateCopyError", "take", "thawed"]
+__all__ = [
+    "Snapshot",
+    "SnapshotPolicy",
+    "Snapshots",
+    "StateCopyError",
+    "take",
+    "takes_snapshots",
+    "thawed",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +76,8 @@ class SnapshotPolicy:
 
     min_work_s: float = 0.25
     cost_factor: float = 10.0
-    max_count: int = 8
-    max_bytes: int = 256 * 1024 * 1024
+    max_count: int = 4
+    max_bytes: int = 64 * 1024 * 1024
 
 
 class Snapshots:
@@ -78,14 +86,11 @@ class Snapshots:
     def __init__(self, policy: SnapshotPolicy) -> None:
         self.policy = policy
         self.kept: list[Snapshot] = []
-        self.taking = False
 
     def due(self, work_s: float) -> bool:
         """Whether `work_s` of lane work since the newest snapshot calls for another."""
         last = self.kept[-1].cost_s if self.kept else 0.0
-        return not self.taking and work_s >= max(
-            self.policy.min_work_s, self.policy.cost_factor * last
-        )
+        return work_s >= max(self.policy.min_work_s, self.policy.cost_factor * last)
 
     def add(self, snapshot: Snapshot) -> None:
         """Keep `snapshot`, then thin the kept ones to the policy's bounds: of the two
@@ -103,23 +108,26 @@ class Snapshots:
         return next((s for s in reversed(self.kept) if s.serves(until_seq, until_time)), None)
 
 
-async def take(sim: Simulation) -> Snapshot:
+async def take(sim: Simulation) -> Snapshot | None:
     """A snapshot of `sim` as it is now (between two commands): it holds the session's lane
-    while the copy runs in a worker thread (the loop only awaits it). Raises `StateCopyError`."""
+    while the copy runs in a worker thread (the loop only awaits it). None if the session
+    logged something meanwhile (below); raises `StateCopyError`."""
     async with sim.lane:
         started = time.perf_counter()
         count = len(sim.flush_records())
         seq, now = sim.log.seq, sim.clock.now()
-        # What the copy must not take along: the service's listeners (its hub, its journal)
-        # and the driver's task group; `thawed` gives the copy its own.
+        # What the copy must not take along: the service's listeners (its hub, its journal),
+        # the driver's task group and the lane's waiters; `thawed` gives the copy its own.
         replace = {
-            id(sim.log.listeners): (list, ()),
-            id(sim.record_listeners): (list, ()),
-            id(sim._lane): (CommandLane, ()),
+            id(sim): with_attributes(sim, record_listeners=[], _task_group=None, _lane=None),
+            id(sim.log): with_attributes(sim.log, listeners=[], _changed=None),
         }
-        if sim._task_group is not None:
-            replace[id(sim._task_group)] = (type(None), ())
         data = await anyio.to_thread.run_sync(freeze, sim, replace)
+        # The lane orders commands, but a few things touch a session outside it (an agent's
+        # lease taken as a notification arrives, the hold kept for a missing agent): a copy
+        # made while one of them logged something is not a state the run was ever in.
+        if (len(sim.records), sim.log.seq) != (count, seq):
+            return None
         return Snapshot(count, seq, now, data, time.perf_counter() - started)
 
 

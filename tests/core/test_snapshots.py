@@ -38,6 +38,7 @@ async def snapshot_session() -> tuple[str, Simulation, Snapshot]:
     async with sim:
         await first_half(sim)
         snapshot = await take(sim)
+        assert snapshot is not None
         await second_half(sim)
     return source, sim, snapshot
 
@@ -111,6 +112,7 @@ async def test_a_forks_sandbox_is_its_own_directory() -> None:
         original = file_system(sim)
         write_note(original.tmpdir, "kept")
         snapshot = await take(sim)
+        assert snapshot is not None
         fork = thawed(snapshot, sim.flush_records())
         copy = file_system(fork)
         assert copy.tmpdir != original.tmpdir

@@ -8,15 +8,17 @@ from typing import Any
 from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 
 from areasync import Simulation
-from areasync.bridge.state_copy import freeze, thaw
+from areasync.bridge.state_copy import freeze, thaw, with_attributes
 
 TUTORIAL = "scenario_tutorial"
 
 
 def copied(sim: Simulation) -> Any:
-    return thaw(
-        freeze(sim, {id(sim.log.listeners): (list, ()), id(sim.record_listeners): (list, ())})
-    )
+    replace = {
+        id(sim): with_attributes(sim, record_listeners=[]),
+        id(sim.log): with_attributes(sim.log, listeners=[]),
+    }
+    return thaw(freeze(sim, replace))
 
 
 def file_system(sim: Any) -> SandboxLocalFileSystem:

@@ -171,7 +171,8 @@ async def fork_snapshot(
     session: Session, at_seq: int | None, at_time: float | None
 ) -> Snapshot | None:
     """The snapshot a fork of `session` at this cut starts from (`simulation/snapshots.py`):
-    for no cut, one taken now (the fork then replays nothing); else the newest before the cut.
+    for no cut, one taken now (the fork then replays nothing) unless the newest is of the
+    session as it is; else the newest before the cut.
     None when the fork replays from the scenario's load: no snapshot serves the cut, the
     session is realtime or ended, or its state cannot be copied."""
     snapshots = session.snapshots
@@ -179,6 +180,9 @@ async def fork_snapshot(
         return None
     if at_seq is not None or at_time is not None:
         return snapshots.serving(at_seq, at_time)
+    unchanged = snapshots.unchanged(session.sim)
+    if unchanged is not None:
+        return unchanged
     try:
         snapshot = await take(session.sim)
     except StateCopyError as exc:

@@ -103,6 +103,15 @@ class Snapshots:
             gaps = [b.records - a.records for a, b in zip(self.kept, self.kept[1:], strict=False)]
             del self.kept[gaps.index(min(gaps))]
 
+    def unchanged(self, sim: Simulation) -> Snapshot | None:
+        """The newest snapshot if `sim` has logged nothing since it was taken (every change
+        to a session is a record or a stream item): a fork of a session parked at a point, an
+        episode reset again and again to it, thaws it again instead of taking another."""
+        newest = self.kept[-1] if self.kept else None
+        if newest is None or sim._pending_steps:
+            return None
+        return newest if (newest.records, newest.seq) == (len(sim.records), sim.log.seq) else None
+
     def serving(self, until_seq: int | None, until_time: float | None) -> Snapshot | None:
         """The newest snapshot a fork at this cut can start from, if any."""
         return next((s for s in reversed(self.kept) if s.serves(until_seq, until_time)), None)

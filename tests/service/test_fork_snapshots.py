@@ -46,6 +46,16 @@ async def test_a_fork_with_no_cut_starts_from_a_snapshot_of_the_source_as_it_is(
         assert agent_calls(service, TUTORIAL)[1:] == []
 
 
+async def test_forking_a_session_that_did_nothing_since_its_last_fork_takes_no_new_snapshot() -> (
+    None
+):
+    async with serving() as service, attach(service, Role.ADMIN) as admin:
+        first = await admin.call(ForkSession, session_id=TUTORIAL)
+        second = await admin.call(ForkSession, session_id=TUTORIAL)
+        assert len(snapshots(service).kept) == 1
+        assert stream(service, first["session_id"]) == stream(service, second["session_id"])
+
+
 async def test_a_session_takes_snapshots_as_its_work_calls_for_them() -> None:
     async with serving() as service, attach(service, Role.AGENT) as agent:
         snapshots(service).policy = SnapshotPolicy(min_work_s=0.0, cost_factor=0.0)

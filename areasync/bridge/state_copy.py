@@ -46,11 +46,12 @@ import sys
 import tempfile
 import threading
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 import anyio
 import fsspec  # type: ignore[import-untyped]
+from are.simulation.tool_utils import AppTool
 from are.simulation.utils.serialization import SkippableDeepCopy
 
 from areasync.bridge.confinement import confine_file_system
@@ -73,17 +74,18 @@ class StateCopyError(Exception):
     """The session's state holds something that cannot be copied; the message says what."""
 
 
-def freeze(graph: Any, replace: Mapping[int, tuple[Any, ...]]) -> bytes:
+def freeze(graph: Any, replace: Mapping[int, tuple[Any, ...]], apps: Collection[Any] = ()) -> bytes:
     """`graph` as bytes. `replace`: id of an object -> the reduction to store in its place
     (`with_attributes`: what the copy must not share, such as the service's listeners). Not
-    the id of an exact list, dict or tuple: pickle asks no reducer about those. Blocks the
-    calling thread until done; raises `StateCopyError`."""
+    the id of an exact list, dict or tuple: pickle asks no reducer about those. `apps`: the
+    session's own ARE apps (`_foreign_tool`). Blocks the calling thread until done; raises
+    `StateCopyError`."""
     outcome: list[Any] = []
 
     def dump() -> None:
         buffer = io.BytesIO()
         try:
-            _Pickler(buffer, replace).dump(graph)
+            _Pickler(buffer, replace, {id(app) for app in apps}).dump(graph)
             outcome.append(buffer.getvalue())
         except (
             pickle.PicklingError,
@@ -148,9 +150,12 @@ def _collector_paused() -> Iterator[None]:
 
 
 class _Pickler(pickle.Pickler):
-    def __init__(self, file: io.BytesIO, replace: Mapping[int, tuple[Any, ...]]) -> None:
+    def __init__(
+        self, file: io.BytesIO, replace: Mapping[int, tuple[Any, ...]], apps: set[int]
+    ) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self._replace = replace
+        self._apps = apps
 
     def reducer_override(self, obj: Any) -> Any:
         replaced = self._replace.get(id(obj))
@@ -169,6 +174,8 @@ class _Pickler(pickle.Pickler):
             return _anyio_event, (obj.is_set(),)
         if isinstance(obj, fsspec.AbstractFileSystem):
             return _file_system_reduction(obj)
+        if kind is AppTool and self._apps and _foreign_tool(obj, self._apps):
+            return _new_object, (kind,), {**vars(obj), "class_instance": None, "function": None}
         if isinstance(obj, SkippableDeepCopy):
             # ARE's apps leave out of their pickles the callbacks that log their events into
             # the environment (its `__getstate__`); a copy of the session needs them.
@@ -177,6 +184,16 @@ class _Pickler(pickle.Pickler):
 
 
 _RLOCK = type(threading.RLock())
+
+
+def _foreign_tool(tool: AppTool, apps: set[int]) -> bool:
+    """Whether `tool` belongs to an app of another session. ARE parks each app's `AppTool` on
+    the app class's shared method, and every `Action` made later keeps the one there as its
+    `tool_metadata` (names and descriptions, for display): through it, a session's graph
+    reaches whichever session registered that class's app last, whose copy would be that
+    whole session. Such a tool is copied without its app and function."""
+    owner = tool.class_instance
+    return owner is not None and id(owner) not in apps
 
 
 # Functions with no closure, shared by a copy with the state it was copied from, as

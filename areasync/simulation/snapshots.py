@@ -131,7 +131,8 @@ async def take(sim: Simulation) -> Snapshot | None:
             id(sim): with_attributes(sim, record_listeners=[], _task_group=None, _lane=None),
             id(sim.log): with_attributes(sim.log, listeners=[], _changed=None),
         }
-        data = await anyio.to_thread.run_sync(freeze, sim, replace)
+        apps = list(sim.env.apps.values())
+        data = await anyio.to_thread.run_sync(freeze, sim, replace, apps)
         # The lane orders commands, but a few things touch a session outside it (an agent's
         # lease taken as a notification arrives, the hold kept for a missing agent): a copy
         # made while one of them logged something is not a state the run was ever in.

@@ -123,3 +123,20 @@ async def test_a_forks_sandbox_is_its_own_directory() -> None:
         fork.sandbox.remove_directories()
         assert not exists(copy.tmpdir)
         assert read_note(original.tmpdir) == "kept"
+
+
+async def test_a_snapshot_holds_nothing_of_another_session_of_the_same_apps() -> None:
+    ours = Simulation.load("scenario_tutorial", mode="manual", seed=3, created_at=0.0)
+    # Loaded last, its apps' tools are the ones ARE parks on the app classes (module
+    # `bridge/state_copy.py`, `_foreign_tool`): our session's actions point at them.
+    other = Simulation.load("scenario_tutorial", mode="manual", seed=4, created_at=0.0)
+    async with other, ours:
+        await other.send_user_message("only-in-the-other-session")
+        await ours.call_tool(INBOX_TOOL, {"folder_name": "INBOX"})
+        snapshot, control = await take(ours), await take(other)
+        assert snapshot is not None and control is not None
+        assert b"only-in-the-other-session" not in snapshot.data
+        assert b"only-in-the-other-session" in control.data
+
+
+INBOX_TOOL = "EmailClientApp__list_emails"

@@ -8,7 +8,6 @@ import anyio
 from areasync.protocol import CallTool, Role
 from areasync.protocol.frames import ForkSession
 from areasync.service.server import Service
-from areasync.service.session import Session
 from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots
 from tests.service.support import TUTORIAL, attach, serving
 from tests.service.test_fork import INBOX, agent_calls, stream
@@ -18,12 +17,6 @@ def snapshots(service: Service, session_id: str = TUTORIAL) -> Snapshots:
     session = service.registry.get(session_id)
     assert session is not None and session.snapshots is not None
     return session.snapshots
-
-
-def source(service: Service) -> Session:
-    session = service.registry.get(TUTORIAL)
-    assert session is not None
-    return session
 
 
 async def test_a_fork_with_no_cut_starts_from_a_snapshot_of_the_source_as_it_is() -> None:
@@ -46,9 +39,7 @@ async def test_a_fork_with_no_cut_starts_from_a_snapshot_of_the_source_as_it_is(
         assert agent_calls(service, TUTORIAL)[1:] == []
 
 
-async def test_forking_a_session_that_did_nothing_since_its_last_fork_takes_no_new_snapshot() -> (
-    None
-):
+async def test_a_session_forked_again_with_nothing_new_is_not_copied_again() -> None:
     async with serving() as service, attach(service, Role.ADMIN) as admin:
         first = await admin.call(ForkSession, session_id=TUTORIAL)
         second = await admin.call(ForkSession, session_id=TUTORIAL)
@@ -87,6 +78,19 @@ async def test_a_fork_at_a_cut_starts_from_the_newest_snapshot_before_it() -> No
         created = await admin.call(ForkSession, session_id=TUTORIAL, at_seq=cut)
         assert stream(service, created["session_id"]) == stream(service, TUTORIAL)[:cut]
         assert agent_calls(service, created["session_id"])[1:] == ["SENT"]
+
+
+async def test_a_realtime_session_is_forked_by_a_replay_and_takes_no_snapshot() -> None:
+    async with (
+        serving(mode="realtime") as service,
+        attach(service, Role.AGENT) as agent,
+        attach(service, Role.ADMIN) as admin,
+    ):
+        snapshots(service).policy = SnapshotPolicy(min_work_s=0.0, cost_factor=0.0)
+        await agent.call(CallTool, **INBOX)
+        created = await admin.call(ForkSession, session_id=TUTORIAL)
+        assert snapshots(service).kept == []
+        assert agent_calls(service, created["session_id"]) == ["INBOX"]
 
 
 def snapshot(records: int) -> Snapshot:

@@ -20,7 +20,14 @@ from typing import Any
 import anyio
 
 from areasync import Simulation
-from areasync.simulation.snapshots import Snapshot, take, thawed
+from areasync.simulation.snapshots import (
+    Snapshot,
+    SnapshotPolicy,
+    Snapshots,
+    keep_taking,
+    take,
+    thawed,
+)
 from bench.synthetic import synthetic_scenario_json
 
 
@@ -53,13 +60,37 @@ async def snapshot_at(sim: Simulation, seq: int) -> tuple[Snapshot, float]:
     return snapshot, stall
 
 
+async def with_policy(source: str, n_events: int) -> dict[str, Any]:
+    """The same run taking snapshots as a server's session does (`keep_taking`, the default
+    policy, with no bound on their count), and a fork at the middle from the nearest."""
+    live = Simulation.load(source, mode="fast", oracle=True, seed=1, created_at=0.0)
+    kept = Snapshots(SnapshotPolicy(max_count=1000, max_bytes=1 << 40))
+    started = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(keep_taking, live, kept)
+        await live.run()
+        tg.cancel_scope.cancel()
+    run_s = time.perf_counter() - started
+    half = live.log.seq // 2
+    nearest = kept.serving(half, None)
+    fork_s = None
+    if nearest is not None:
+        _, fork_s = timed(lambda: thawed(nearest, live.flush_records(), until_seq=half))
+    return {
+        "policy_fast_run_s": round(run_s, 4),
+        "policy_snapshot_seqs": [s.seq for s in kept.kept],
+        "policy_snapshots_lane_s": round(sum(s.cost_s for s in kept.kept), 4),
+        "policy_fork_at_half_s": None if fork_s is None else round(fork_s, 4),
+    }
+
+
 def timed(make: Callable[[], Simulation]) -> tuple[Simulation, float]:
     started = time.perf_counter()
     sim = make()
     return sim, time.perf_counter() - started
 
 
-async def main(n_events: int) -> dict[str, float | int]:
+async def main(n_events: int) -> dict[str, Any]:
     # JSON, so that the scenario is built inside the session (a Scenario instance initialised
     # beforehand drew its event ids outside it, from the operating system).
     source = synthetic_scenario_json(n_events)
@@ -94,7 +125,9 @@ async def main(n_events: int) -> dict[str, float | int]:
     at_end, at_end_s = timed(lambda: thawed(end, records))
     assert at_end.log.items == live.log.items
     _, idle_stall = await loop_stall(lambda: anyio.sleep(1.0))
+    policy = await with_policy(source, n_events)
     return {
+        **policy,
         "events": events,
         "records": len(records),
         "fast_run_s": round(fast_s, 4),

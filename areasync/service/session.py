@@ -50,7 +50,7 @@ from areasync.service.metrics import Metrics
 from areasync.service.names import MAX_ID_CHARS, safe_id
 from areasync.service.recipes import Recipe
 from areasync.simulation import Simulation
-from areasync.simulation.snapshots import Snapshots, StateCopyError, take, takes_snapshots
+from areasync.simulation.snapshots import Snapshots, StateCopyError, keep_taking
 
 logger = logging.getLogger("areasync.service")
 
@@ -300,30 +300,13 @@ class Session:
                 await self._agent_arrived.wait()
 
     async def _take_snapshots(self, snapshots: Snapshots) -> None:
-        """Snapshots of the run as its lane work calls for them (`SnapshotPolicy`), taken in
-        turn with its commands; none in realtime. A state that cannot be copied stops them
-        (forks of the session then replay it from its load)."""
-        sim, lane = self.sim, self.sim.lane
-        while not sim.ended:
-            due, since = anyio.Event(), lane.work_s
-
-            def on_release(due: anyio.Event = due, since: float = since) -> None:
-                if snapshots.due(lane.work_s - since):
-                    due.set()
-
-            lane.on_release = on_release
-            await due.wait()
-            lane.on_release = None
-            if not takes_snapshots(sim):
-                continue
-            try:
-                snapshot = await take(sim)
-            except StateCopyError as exc:
-                logger.warning("session %s takes no more snapshots: %s", self.id, exc)
-                self.snapshots = None
-                return
-            if snapshot is not None:
-                snapshots.add(snapshot)
+        """Snapshots of the run as its work calls for them (`keep_taking`). A state that
+        cannot be copied stops them (forks of the session then replay it from its load)."""
+        try:
+            await keep_taking(self.sim, snapshots)
+        except StateCopyError as exc:
+            logger.warning("session %s takes no more snapshots: %s", self.id, exc)
+            self.snapshots = None
 
     async def suspend(self) -> bool:
         """Stop the session's task without ending it (a clean shutdown with a state dir): its

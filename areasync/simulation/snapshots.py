@@ -46,6 +46,7 @@ __all__ = [
     "SnapshotPolicy",
     "Snapshots",
     "StateCopyError",
+    "keep_taking",
     "take",
     "takes_snapshots",
     "thawed",
@@ -139,6 +140,28 @@ async def take(sim: Simulation) -> Snapshot | None:
         if (len(sim.records), sim.log.seq) != (count, seq):
             return None
         return Snapshot(count, seq, now, data, time.perf_counter() - started)
+
+
+async def keep_taking(sim: Simulation, snapshots: Snapshots) -> None:
+    """Take snapshots of `sim` into `snapshots` as its lane work calls for them (the policy),
+    in turn with its commands, none in realtime, until the run ends. Raises `StateCopyError`."""
+    lane = sim.lane
+    while not sim.ended:
+        due, since = anyio.Event(), lane.work_s
+
+        def on_release(due: anyio.Event = due, since: float = since) -> None:
+            if snapshots.due(lane.work_s - since):
+                due.set()
+
+        lane.on_release = on_release
+        try:
+            await due.wait()
+        finally:
+            lane.on_release = None
+        if takes_snapshots(sim):
+            snapshot = await take(sim)
+            if snapshot is not None:
+                snapshots.add(snapshot)
 
 
 def takes_snapshots(sim: Simulation) -> bool:

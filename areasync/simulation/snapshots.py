@@ -18,6 +18,13 @@ at most about a tenth of the session's own work. A session keeps a bounded numbe
 (`Snapshots.add` thins the closest pair, never the newest). Realtime sessions take none: their
 records are what the wall decided, and a fork of one replays them all.
 
+A fork with no cut takes a snapshot then (it replays nothing), or thaws the newest again if the
+session has logged nothing since (a session parked at a point to reset an episode to).
+
+What it costs (bench/replay.py, the 10,000-event session): 11-17 MB a copy, 0.4-1.2 s of the
+session's lane; the copy runs in a worker thread, but pickle holds the GIL, so the event loop
+can go 30-300 ms unserved meanwhile (3-13 ms when idle). A fork thaws one in 0.3-0.7 s.
+
 A thawed copy is made a session of its own (`thawed`): a new lane, fresh wake-up and end
 events, the clock held once as after a load (the driver lets it go), lease deadlines counted
 from now, waits whose callers are gone counted as unawaited (as a replay counts them), its

@@ -72,11 +72,15 @@ fuzz: $(STAMP)
 		tests/hardening/test_fuzz.py --hypothesis-show-statistics
 
 # Soak: SOAK_SECONDS (default 600) of 100 oracle-agent sessions + churn, JSON report;
-# then reconnect storms for STORM_SECONDS (default 120). See RELIABILITY.md.
+# then reconnect storms for STORM_SECONDS (default 120); then FAULT_RUNS (default 10) oracle
+# runs and as many reconnect storms, each with FAULT_KILLS (default 5) SIGKILLs of a durable
+# server (FAULT_SEED replays one). See RELIABILITY.md.
 soak: $(STAMP)
 	$(PY) bench/soak.py --seconds $${SOAK_SECONDS:-600}
 	STORM_SECONDS=$${STORM_SECONDS:-120} $(PY) -m pytest -q -m soak \
 		tests/hardening/test_reconnect_storm.py
+	FAULT_RUNS=$${FAULT_RUNS:-10} FAULT_KILLS=$${FAULT_KILLS:-5} $(PY) -m pytest -q -m soak \
+		tests/service/test_durable_faults.py
 
 # Gaia2 parity with ARE's own are-benchmark on the scenarios it idles in real time (~30 min).
 gaia2-soak: $(STAMP)

@@ -151,7 +151,9 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PORT",
         help="also serve gaia2-cli's HTTP+SSE adapter on this port (0: any free port): "
-        "a harness's base URL is http://HOST:PORT/gaia2/<session token>, printed per session",
+        "a harness's base URL is http://HOST:PORT/gaia2/<session token>, printed per session; "
+        "with --ray every node's server serves it on this port (0: a free one on each node), "
+        "and the router's /api/sessions/<id>/url gives a session's gaia2_url",
     )
     serve.add_argument(
         "--allow-origin",
@@ -260,6 +262,12 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
         "sockets not yet past hello; when full the oldest idle is closed 4408",
     ),
     ("max_connections_per_session", int, "clients attached to one session"),
+    (
+        "openenv_idle_timeout",
+        float,
+        "wall seconds an OpenEnv client (a /ws, or a token's HTTP episode) may send nothing, "
+        "then it is reaped",
+    ),
     ("max_frame_bytes", int, "largest client frame, in bytes"),
     ("max_scenario_bytes", int, "largest inline create_session scenario, in bytes of JSON"),
     ("max_file_bytes", int, "largest file a session's tools may read (attachment, document)"),
@@ -338,6 +346,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             state_dir=Path(args.state_dir) if args.state_dir else None,
             durability=args.durability,
             retention=args.retention,
+            seed=args.seed,
             **{
                 name: getattr(args, name)
                 for name, _, _ in SERVE_TUNABLES

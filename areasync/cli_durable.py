@@ -1,4 +1,4 @@
-"""`areasync serve`'s durability options: `--state-dir`, `--durability`, `--retention`.
+"""`areasync serve`'s durability options: `--state-dir`, `--durability`, `--retention`, `--seed`.
 
 Apart from cli.py so that its parser stays readable; each option's value is checked by argparse
 (`type=`), so a bad one is refused before anything starts, with the flag's name and what it
@@ -44,6 +44,21 @@ def retention(text: str) -> float:
     return seconds
 
 
+def seed(text: str) -> int:
+    """A whole number 0 <= N < 2**63 (what a journal's `Created` record holds)."""
+    from areasync.service.config import SEED_LIMIT
+
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        value = -1
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 0 to 2**63-1 (e.g. --seed 42); got {text!r}"
+        )
+    return value
+
+
 def add_durability_options(serve: argparse.ArgumentParser) -> None:
     group = serve.add_argument_group(
         "durability",
@@ -74,6 +89,15 @@ def add_durability_options(serve: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long an ended session's journal is kept (seconds, or with a unit s/m/h/d; "
         "default 7d); swept at start-up and periodically",
+    )
+    group.add_argument(
+        "--seed",
+        type=seed,
+        default=None,
+        metavar="N",
+        help="every session's seed (its generated ids, its apps' random draws): two servers "
+        "given the same --seed and scenario make the same ids, so their traces compare "
+        "exactly (default: a random seed per session; a restored session keeps its own)",
     )
 
 

@@ -73,6 +73,21 @@ async def _rtt(url: str, calls: int) -> dict[str, float]:
     }
 
 
+async def _rounds(urls: dict[str, str], calls: int, rounds: int = 5) -> dict[str, dict[str, float]]:
+    """`_rtt` for each URL, `rounds` times in alternating order after one unmeasured warm-up
+    connection (the process's first pays imports and caches); the median of each figure."""
+    await _rtt(next(iter(urls.values())), 1)
+    samples: dict[str, list[dict[str, float]]] = {name: [] for name in urls}
+    names = list(urls)
+    for round_number in range(rounds):
+        for name in names[round_number % 2 :] + names[: round_number % 2]:
+            samples[name].append(await _rtt(urls[name], calls // rounds))
+    return {
+        name: {key: statistics.median(s[key] for s in runs) for key in runs[0]}
+        for name, runs in samples.items()
+    }
+
+
 async def _one_machine(state: Path, sessions: int, calls: int) -> dict[str, Any]:
     from areasync.service import Service, ServiceConfig
 
@@ -84,8 +99,8 @@ async def _one_machine(state: Path, sessions: int, calls: int) -> dict[str, Any]
             for _ in range(sessions)
         ]
         rate = sessions / (time.perf_counter() - started)
-        rtt = await _rtt(f"{service.registry.ws_base}/sessions/{ids[0]}", calls)
-    return {"create_per_s": round(rate, 1), "rtt": rtt}
+        rtt = await _rounds({"one_machine": f"{service.registry.ws_base}/sessions/{ids[0]}"}, calls)
+    return {"create_per_s": round(rate, 1), "rtt": rtt["one_machine"]}
 
 
 async def _cluster(cluster: Any, worker: Any, state: Path, n: int, calls: int) -> dict[str, Any]:
@@ -119,9 +134,12 @@ async def _cluster(cluster: Any, worker: Any, state: Path, n: int, calls: int) -
         }
         on_worker = [c["session_id"] for c in created if c["node"] == worker.node_id]
         target = on_worker[0]
-        via_router = await _rtt(router.ws_url(target), calls)
         link = router.hosts[worker.node_id]
-        direct = await _rtt(f"{link.info.ws_base}/sessions/{target}", calls)
+        urls = {
+            "via_router": router.ws_url(target),
+            "direct_to_node": f"{link.info.ws_base}/sessions/{target}",
+        }
+        rtt = await _rounds(urls, calls)
 
         async with connect(
             router.ws_url(target), role="agent", token=ADMIN, backoff_max=0.2
@@ -145,7 +163,7 @@ async def _cluster(cluster: Any, worker: Any, state: Path, n: int, calls: int) -
         }
         return {
             "create_per_s": round(rate, 1),
-            "rtt": {"via_router": via_router, "direct_to_node": direct},
+            "rtt": rtt,
             "memory": memory,
             "recovery": recovery,
         }

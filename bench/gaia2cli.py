@@ -26,7 +26,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -35,6 +37,9 @@ import anyio
 from areasync.client import Client, connect
 from areasync.protocol.frames import EventItem, Mode, NotificationItem, Role
 from areasync.service import Service, ServiceConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from bench.common import log, percentile
 
 SESSION = "scenario_tutorial"

@@ -20,6 +20,11 @@ whenever a session's code runs (loading, every command, every batch of engine st
 follows the context, so two sessions in one process, or in two threads, each draw from their own
 stream in their own order. Code outside a session, ARE's own runners included, is unaffected.
 
+A call whose work is no part of the session's runs `outside_session`: the judge's LLM request
+(litellm draws uuid4s for its own bookkeeping) is made by a live run and not by its replay,
+which answers it from its records; drawing from the session's stream there would shift every
+id drawn after it.
+
 Not covered, and documented as such: default arguments ARE evaluates when it is imported
 (`MessagingApp.add_message_with_time`'s `message_time`, `EmailClientApp`'s `email_time`) hold the
 process's import time; a scenario that relies on them is not replayable in another process.
@@ -27,6 +32,7 @@ process's import time; a scenario that relies on them is not replayable in anoth
 
 from __future__ import annotations
 
+import contextvars
 import datetime as _datetime
 import random
 import secrets
@@ -35,7 +41,8 @@ import threading
 import time
 import uuid
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from are.simulation.apps.app import App
 from are.simulation.scenarios import scenario as _are_scenario
@@ -43,12 +50,16 @@ from are.simulation.scenarios import scenario as _are_scenario
 from areasync.bridge import sandbox as _sandbox
 from areasync.loop.clock import VirtualClock, to_s
 
-__all__ = ["SessionEntropy", "install", "session_entropy", "stable_app_seed"]
+__all__ = ["SessionEntropy", "install", "outside_session", "session_entropy", "stable_app_seed"]
+
+T = TypeVar("T")
 
 _real_uuid4 = uuid.uuid4
 _real_time = time.time
 _real_set_seed = App.set_seed
 _installed = False
+# Set while a call made for a session is no part of its state (`outside_session`).
+_outside: contextvars.ContextVar[bool] = contextvars.ContextVar("areasync_outside", default=False)
 _install_lock = threading.Lock()
 
 
@@ -91,7 +102,19 @@ def stable_app_seed(seed: int, name: str) -> int:
     return zlib.crc32(f"{seed}_{name}".encode()) % (2**32)
 
 
+def outside_session(fn: Callable[[], T]) -> T:
+    """`fn()` drawing ids and reading time as code outside any session does (see the module
+    docstring); the session's sandbox still applies."""
+    token = _outside.set(True)
+    try:
+        return fn()
+    finally:
+        _outside.reset(token)
+
+
 def _entropy() -> SessionEntropy | None:
+    if _outside.get():
+        return None
     box = _sandbox.current()
     if box is None:
         return None

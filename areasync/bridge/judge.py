@@ -29,18 +29,28 @@ When the judge's LLM fails (the endpoint is down, refuses, times out), ARE's jud
 `JudgeLink` turns the failure into `JudgeError`, saying which judge failed and why (ARE's own
 `LLMEngineException` says "Auth error in litellm." whatever happened), and remembers it, so
 that the session's final validation reports it without asking the failed endpoint again.
+
+The judge's answers are the one input of a judged session that nothing else decides: a replay
+(a restart, a fork) must get the very answers the live run got, never ask the model again. So
+every call is named by a digest of what it asks (`call_digest`: the model, the messages, the
+stop sequences, ARE's options) and goes through the session's `JudgeAnswers` when it has one:
+`recorded` answers a call from the session's records (a replay), else the model is asked and
+`answered` logs the answer (or the failure) as the session's record, before ARE sees it.
 """
 
 from __future__ import annotations
 
 import contextvars
 import functools
+import hashlib
 import threading
-from typing import Any
+from typing import Any, Protocol
 from unittest.mock import patch
 
+import msgspec
 from are.simulation.environment import Environment
 
+from areasync.bridge.determinism import outside_session
 from areasync.bridge.judge_options import JudgeOptions
 from areasync.bridge.judge_templates import cached_templates
 from areasync.bridge.offload import OffloadRefusedError, offload
@@ -127,6 +137,24 @@ def judge_link(scenario: Any) -> JudgeLink | None:
     return owner if isinstance(owner, JudgeLink) else None
 
 
+class JudgeAnswers(Protocol):
+    """Where a session keeps its judge's answers (`areasync.simulation.answers`): payloads
+    `{"call": digest, "answer": [text, metadata]}` or `{"call": digest, "failure": why}`."""
+
+    def recorded(self, call: str) -> dict[str, Any] | None:
+        """The payload recorded for this call, next in the session's records (a replay), or
+        None: ask the model."""
+
+    def answered(self, payload: dict[str, Any]) -> None:
+        """The model answered (or failed): log it."""
+
+
+def call_digest(model: str, messages: Any, stops: Any, options: dict[str, Any]) -> str:
+    """What a judge call asks, as a SHA-256 hex digest (same call, same digest, any process)."""
+    asked = msgspec.json.encode([model, messages, stops, options], enc_hook=repr, order="sorted")
+    return hashlib.sha256(asked).hexdigest()
+
+
 class JudgeLink:
     """A session's judge: its options, and its LLM calls, routed through `offload`."""
 
@@ -135,6 +163,8 @@ class JudgeLink:
         self.judge = judge
         # The first failure of the judge's LLM in this session (sticky: see the module doc).
         self.failure: str | None = None
+        # The session's record of answers (set by the session that owns this judge).
+        self.answers: JudgeAnswers | None = None
         engine = judge.config.engine  # the one engine every part of ARE's judge calls
         self._are_call = engine.chat_completion  # ARE's own, bound to its engine
         engine.chat_completion = self.chat_completion
@@ -142,14 +172,24 @@ class JudgeLink:
     def chat_completion(
         self, messages: list[dict[str, Any]], stop_sequences: Any = None, **kwargs: Any
     ) -> Any:
-        """ARE's engine call, awaited off the event loop by the session's bridge."""
+        """ARE's engine call, answered from the session's records (a replay) or awaited off
+        the event loop by the session's bridge, its answer logged."""
         if self.failure is not None:
             raise JudgeError(self.failure)
         stops = [] if stop_sequences is None else stop_sequences
-        call = functools.partial(self._are_call, messages, stops, **kwargs)
+        digest = call_digest(self.options.model, messages, stops, kwargs)
+        answers = self.answers
+        recorded = None if answers is None else answers.recorded(digest)
+        if recorded is not None:
+            return self._as_recorded(recorded)
+        # Outside the session's ids: a replay answers it from the records, making no request.
+        call = functools.partial(
+            outside_session, functools.partial(self._are_call, messages, stops, **kwargs)
+        )
         try:
-            return offload(call)
+            text, metadata = offload(call)
         except OffloadRefusedError as exc:
+            # Not an answer: the model was never asked (nothing logged; a restart asks it).
             self.failure = (
                 f"the judge ({self.options.describe()}) was not asked: the session was ended "
                 f"outside its command lane (a server shutting down) ({exc})"
@@ -157,7 +197,22 @@ class JudgeLink:
             raise JudgeError(self.failure) from exc
         except Exception as exc:
             self.failure = f"the judge ({self.options.describe()}) failed: {_causes(exc)}"
+            if answers is not None:
+                answers.answered({"call": digest, "failure": self.failure})
             raise JudgeError(self.failure) from exc
+        plain = _plain(metadata)
+        if answers is not None:
+            answers.answered({"call": digest, "answer": [text, plain]})
+        return text, plain
+
+    def _as_recorded(self, payload: dict[str, Any]) -> tuple[str, Any]:
+        """A recorded answer as the engine gave it, or its recorded failure raised again."""
+        failure = payload.get("failure")
+        if failure is not None:
+            self.failure = str(failure)
+            raise JudgeError(self.failure)
+        text, metadata = payload["answer"]
+        return str(text), metadata
 
     def failed_validation(self) -> dict[str, Any]:
         """The validation of a session whose judge failed: ARE's result when its judge raises
@@ -168,6 +223,13 @@ class JudgeLink:
             "exception": f"{JudgeError.__name__}: {self.failure}",
             "rationale": "Exception",
         }
+
+
+def _plain(metadata: Any) -> Any:
+    """The engine's metadata in JSON types, as a record keeps it (ARE's LiteLLM gives None)."""
+    if metadata is None:
+        return None
+    return msgspec.json.decode(msgspec.json.encode(metadata, enc_hook=repr))
 
 
 def _causes(exc: BaseException) -> str:

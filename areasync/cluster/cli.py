@@ -89,5 +89,7 @@ def banner(router: Router, created: list[dict[str, object]]) -> str:
         tokens = session["tokens"]
         assert isinstance(tokens, dict)
         lines += [f"  {role:<11} {token}" for role, token in tokens.items()]
+        if "gaia2_url" in session:
+            lines.append(f"  gaia2-cli   {session['gaia2_url']}  (the user's token, on its node)")
     lines.append("Ctrl-C stops every host: live sessions are suspended in their journals.")
     return "\n".join(lines)

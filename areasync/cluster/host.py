@@ -2,7 +2,8 @@
 
 The router starts one `Host` per node, pinned there (`nodes.py`). It runs `Service`
 (`service/server.py`) on the actor's event loop, listening on its node's IP and a free port,
-with its state dir the cluster's shared one: clients reach it straight from the router's 307
+with its state dir the cluster's shared one (and gaia2-cli's adapter on `--gaia2-port`, 0: a
+free port on each node): clients reach it straight from the router's 307
 and speak the protocol to it as to any areasync server, so no frame ever passes through Ray.
 Ray carries only the router's few calls (this class's methods): where the host listens, its
 load, create a session, restore sessions, which sessions it holds.
@@ -47,6 +48,7 @@ class HostInfo:
     ws_base: str  # ws://IP:PORT: a session is at {ws_base}/sessions/{id}
     http_url: str  # http://IP:PORT
     loop: str  # the event loop's class, `module.Name` (asyncio's own, not uvloop)
+    gaia2_base: str | None = None  # http://IP:PORT of its gaia2-cli adapter (--gaia2-port)
 
 
 @dataclasses.dataclass
@@ -70,6 +72,8 @@ class Host:
         """Start the node's server: `config` with this node's IP and a free port."""
         if self.service is None:
             ip = ray.util.get_node_ip_address()
+            # The gaia2-cli adapter (if asked for) on the port given, or a free one (0): the
+            # router's lookup gives each session's adapter URL.
             service = Service(
                 dataclasses.replace(config, host=ip, port=0), scenarios=(), restore_at_start=False
             )
@@ -85,6 +89,7 @@ class Host:
             ws_base=service.registry.ws_base,
             http_url=service.http_url,
             loop=f"{loop.__module__}.{loop.__name__}",
+            gaia2_base=service.gaia2.base if service.gaia2.port is not None else None,
         )
 
     async def ping(self) -> bool:
@@ -127,6 +132,13 @@ class Host:
     async def sessions(self) -> dict[str, Any]:
         """`/api/sessions` as the admin sees it on this host."""
         return self._service().http.sessions(Role.ADMIN, None)
+
+    async def admin_get(self, path: str) -> tuple[int, bytes]:
+        """(status, JSON body) of this server's GET `path` with the admin token: the router
+        passes on `/api/scenarios` and `/api/sessions/<id>/source` (`routes.py`)."""
+        service = self._service()
+        response = service.http.answer_for(path, service.tokens.admin)
+        return response.status_code, bytes(response.body)
 
     async def identify(self, token: str) -> tuple[str, str | None] | None:
         """(role, session id) of `token` on this host, or None."""

@@ -53,12 +53,14 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from areasync.cluster.host import HostLink
 from areasync.cluster.nodes import alive_nodes, start_host
 from areasync.cluster.placement import least_loaded, spread
-from areasync.cluster.routes import Routes
+from areasync.cluster.routes import Routes, create_posts
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.service.auth import new_token
 from areasync.service.config import ServiceConfig
+from areasync.service.gaia2cli.http import adapter_url
 from areasync.service.journals import read_admin_token
 from areasync.service.server import display_host
+from areasync.service.wire import screened_connection
 
 __all__ = ["HostLink", "Router"]
 
@@ -123,6 +125,8 @@ class Router:
             self.config.port,
             process_request=self.routes,
             compression=None,
+            # POST /api/sessions reaches the routes with its body (`routes.py`).
+            create_connection=screened_connection(create_posts(self.config.max_frame_bytes)),
         )
         self.port = int(self._server.sockets[0].getsockname()[1])
         self.routes.bound(self.config.host, self.port)
@@ -186,7 +190,9 @@ class Router:
     async def create_session(self, **request: Any) -> dict[str, Any]:
         """Create a session on the least loaded host (`placement.py`); `request` holds
         `create_session`'s fields. Its result's `url` is the router's; `node` says where it
-        runs. Raises ProtocolError as `create_session` does, or when no node is up."""
+        runs; with --gaia2-port, `gaia2_url` is its node's gaia2-cli adapter (the user's token:
+        after a node loss, `/api/sessions/<id>/url` gives the new one). Raises ProtocolError
+        as `create_session` does, or when no node is up."""
         async with self._create_lock:  # one placement at a time: each sees the last one
             loads = {node: link.load for node, link in self.hosts.items()}
             try:
@@ -205,7 +211,10 @@ class Router:
         link.load.live += 1
         session_id = answer["session_id"]
         self.where[session_id] = node
-        return {**answer, "url": self.ws_url(session_id), "node": node}
+        created = {**answer, "url": self.ws_url(session_id), "node": node}
+        if link.info.gaia2_base is not None:  # its node's adapter, the user's token (a banner's)
+            created["gaia2_url"] = adapter_url(link.info.gaia2_base, answer["tokens"]["user"])
+        return created
 
     async def locate(self, session_id: str) -> HostLink | None:
         """The host holding `session_id`, asking every host once on a miss."""

@@ -13,10 +13,19 @@ path                        token    answer
                                      while its node was lost and it is being restored
 /api/sessions/<id>/url      yes      200 {"session_id", "url" (the node's), "node", "router_url"}
                                      for clients that cannot follow a redirect (browsers): the
-                                     admin token, or a token of that session
+                                     admin token, or a token of that session; with --gaia2-port
+                                     also "gaia2_url", the session's gaia2-cli adapter URL on its
+                                     node with the token asked with (a harness dials the node)
 /api/sessions               admin    200 every node's `/api/sessions`, merged: each session with
                                      its `node` and its node's URL (the dashboard's list), and
                                      "nodes": [{node_id, url, live, rss}]
+POST /api/sessions          admin    201 {"session_id", "url" (the router's), "node", "tokens"}:
+                                     a session created on the least loaded node
+                                     (`Router.create_session`) from a JSON body of
+                                     `create_session`'s fields (at most `max_frame_bytes`, with a
+                                     Content-Length); 400/401/413/503 saying why, nothing created
+/api/scenarios              admin    a host's answer (the scenarios "New session" offers)
+/api/sessions/<id>/source   admin    the session's host's answer (the fields that restart it)
 /health                     no       200 {"status": "ok" | "degraded", "nodes", "lost_nodes",
                                      "restoring"}
 / , the dashboard's files    no       the one-machine dashboard (`service/http.py`'s `Dashboard`),
@@ -27,23 +36,42 @@ path                        token    answer
 ==========================  =======  ============================================================
 
 Host and Origin headers are checked as an areasync server checks them (`service/origin.py`).
+Methods too (`service/methods.py`): GET and HEAD, and POST on `/api/sessions` only, whose body
+the method screen reads (`wire.screened_connection(create_posts)`: websockets' own parser would
+drop a request with a body); any other gets 405.
+
+Why the router creates sessions itself rather than leaving it to an admin's `create_session`
+frame: a frame goes to the node of the session its socket was redirected for, so the session
+would land there, whatever the nodes' loads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlsplit
 
+import msgspec
+from ray.exceptions import RayError
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from areasync.protocol.errors import ErrorCode
-from areasync.protocol.frames import PROTOCOL
+from areasync.protocol.errors import ErrorCode, ProtocolError
+from areasync.protocol.frames import PROTOCOL, CreateSession
 from areasync.service.auth import token_from_http
-from areasync.service.http import Dashboard, error_response, json_response, session_id_of
+from areasync.service.gaia2cli.http import adapter_url
+from areasync.service.http import (
+    Dashboard,
+    error_response,
+    json_response,
+    session_id_of,
+    source_session_of,
+)
+from areasync.service.methods import ALLOW, ALLOWED_METHODS
 from areasync.service.origin import SitePolicy
+from areasync.service.wire import PostRequest
 
 if TYPE_CHECKING:
     from areasync.cluster.host import HostLink
@@ -66,11 +94,34 @@ class RouterView(Protocol):
 
     async def call(self, ref: Any, limit: float | None = None) -> Any: ...
 
+    async def create_session(self, **request: Any) -> dict[str, Any]: ...
 
-__all__ = ["Routes", "redirect"]
+
+__all__ = ["Routes", "create_posts", "redirect"]
 
 _URL_SUFFIX = "/url"
 _RETRY_AFTER_S = "1"
+_CREATE_PATH = "/api/sessions"
+_SCENARIOS_PATH = "/api/scenarios"
+# What a refused create_session becomes over HTTP (anything else: 400).
+_CREATE_STATUS = {
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.TOO_LARGE: 413,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.CAPACITY: 503,
+    ErrorCode.INTERNAL: 500,
+}
+
+
+def create_posts(max_body: int) -> Callable[[str], int | None]:
+    """The router's POSTs with a body, for the method screen: `/api/sessions` (at most
+    `max_body` bytes)."""
+
+    def posts(target: str) -> int | None:
+        return max_body if urlsplit(target).path == _CREATE_PATH else None
+
+    return posts
 
 
 def redirect(location: str) -> Response:
@@ -101,10 +152,13 @@ class Routes:
         self.site = SitePolicy.for_server(host, port, config.allow_hosts, config.allow_origins)
 
     async def __call__(self, connection: Any, request: Request) -> Response:
-        refused = self._screen(request)
+        refused = self._method(request) or self._screen(request)
         if refused is not None:
             return refused
         url = urlsplit(request.path)
+        if isinstance(request, PostRequest):
+            token = token_from_http(url.query, request.headers.get("Authorization"))
+            return await self.create(request.body, token)
         session_id = session_id_of(url.path)
         if session_id is not None:
             return await self.handshake(session_id, request.path)
@@ -122,12 +176,18 @@ class Routes:
             if not self._is_admin(token):
                 return _unauthorized("/api/sessions on the router lists every node's sessions")
             return json_response(200, await self.sessions())
+        restarted = source_session_of(url.path)
+        if restarted is not None or url.path == _SCENARIOS_PATH:
+            if not self._is_admin(token):
+                return _unauthorized(f"{url.path} on the router")
+            return await self.passed_on(url.path, restarted)
         if url.path.startswith("/api/"):
             return error_response(
                 404,
                 "not_found",
-                f"nothing at {url.path!r} on the cluster's router: try /health, /api/sessions, "
-                "/api/sessions/<id>/url or a WebSocket at /sessions/<id>",
+                f"nothing at {url.path!r} on the cluster's router: try /health, /api/sessions "
+                "(GET, or POST to create one), /api/sessions/<id>/url or a WebSocket at "
+                "/sessions/<id>",
             )
         return self.dashboard.answer(url.path, self.socket_hosts(request))
 
@@ -178,15 +238,65 @@ class Routes:
                     f"no node holds session {session_id!r}: GET /api/sessions lists them",
                 )
             return _unauthorized(f"the URL of session {session_id!r}")
+        answer = {
+            "session_id": session_id,
+            "url": f"{link.info.ws_base}/sessions/{session_id}",
+            "node": link.node_id,
+            "router_url": router.ws_url(session_id),
+        }
+        gaia2 = link.info.gaia2_base
+        if gaia2 is not None and token:  # the caller's own token: it names the session
+            admin = self._is_admin(token)
+            answer["gaia2_url"] = adapter_url(gaia2, token, session_id if admin else None)
+        return json_response(200, answer)
+
+    async def create(self, body: bytes | None, token: str | None) -> Response:
+        """POST /api/sessions (module docstring): every refusal comes before anything is
+        created, and a refused placement creates nothing either."""
+        if not self._is_admin(token):
+            return _unauthorized("POST /api/sessions (creating a session) needs the admin token")
+        fields = _create_fields(body, self.router.config.max_frame_bytes)
+        if isinstance(fields, Response):
+            return fields
+        try:
+            created = await self.router.create_session(**fields)
+        except ProtocolError as exc:
+            extra = {"Retry-After": _RETRY_AFTER_S} if exc.code.retryable else None
+            status = _CREATE_STATUS.get(exc.code, 400)
+            return error_response(status, exc.code, exc.message, extra)
+        except (RayError, TimeoutError) as exc:  # the node chosen was lost or did not answer
+            return error_response(
+                503,
+                ErrorCode.CAPACITY,
+                f"the node chosen for the session did not answer ({type(exc).__name__}); "
+                "retry: GET /api/sessions shows whether it was created meanwhile",
+                {"Retry-After": _RETRY_AFTER_S},
+            )
         return json_response(
-            200,
-            {
-                "session_id": session_id,
-                "url": f"{link.info.ws_base}/sessions/{session_id}",
-                "node": link.node_id,
-                "router_url": router.ws_url(session_id),
-            },
+            201, created, {"Location": f"/api/sessions/{created['session_id']}/url"}
         )
+
+    async def passed_on(self, path: str, session_id: str | None) -> Response:
+        """An admin GET a host answers: the session's host for its source, else any host."""
+        router = self.router
+        link = await router.locate(session_id) if session_id is not None else None
+        if link is None and session_id is None and router.hosts:
+            link = next(iter(router.hosts.values()))
+        if link is None:
+            if session_id is not None:
+                return error_response(
+                    404,
+                    ErrorCode.SESSION_NOT_FOUND,
+                    f"no node holds session {session_id!r}: GET /api/sessions lists them",
+                )
+            return error_response(
+                503,
+                ErrorCode.CAPACITY,
+                "the cluster has no live node yet; retry later",
+                {"Retry-After": _RETRY_AFTER_S},
+            )
+        status, body = await router.call(link.actor.admin_get.remote(path))
+        return json_response(status, msgspec.json.decode(body))
 
     async def sessions(self) -> dict[str, Any]:
         """Every node's sessions (the admin's view of each), merged."""
@@ -233,6 +343,18 @@ class Routes:
             bool(token) and bool(admin) and hmac.compare_digest(str(token).encode(), admin.encode())
         )
 
+    def _method(self, request: Request) -> Response | None:
+        """405 for a method other than GET and HEAD, but the POST the screen read."""
+        if request.method in ALLOWED_METHODS or isinstance(request, PostRequest):
+            return None
+        return error_response(
+            405,
+            "method_not_allowed",
+            f"method {request.method[:40]!r} is not allowed here: the router answers "
+            f"{' and '.join(ALLOWED_METHODS)}, and POST on {_CREATE_PATH} (a new session)",
+            {"Allow": ALLOW},
+        )
+
     def _screen(self, request: Request) -> Response | None:
         """The Host and Origin checks of an areasync server (`service/origin.py`)."""
         site = self.site
@@ -260,3 +382,46 @@ def _unauthorized(what: str) -> Response:
         f"{what} needs a token: add ?token=<token> or an `Authorization: Bearer <token>` "
         "header (the cluster's admin token, or a token of that session)",
     )
+
+
+def _create_fields(body: bytes | None, max_body: int) -> dict[str, Any] | Response:
+    """The `create_session` fields of a POST /api/sessions body, checked as the frame is
+    (`protocol/frames.py`), or the 4xx that says what is wrong with it."""
+    if body is None:
+        return error_response(
+            413,
+            ErrorCode.TOO_LARGE,
+            f"the body must have a Content-Length and at most {max_body} bytes "
+            "(max_frame_bytes): send create_session's fields as one JSON object",
+        )
+    try:
+        fields = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        return error_response(
+            400, ErrorCode.BAD_FRAME, f"the body is not JSON ({exc}): send a JSON object"
+        )
+    if not isinstance(fields, dict):
+        return error_response(
+            400,
+            ErrorCode.BAD_FRAME,
+            "the body must be a JSON object of create_session's fields, e.g. "
+            '{"scenario": "scenario_tutorial", "mode": "fast"}',
+        )
+    for frame_only in ("id", "type"):
+        if frame_only in fields:
+            return error_response(
+                400,
+                ErrorCode.INVALID_FIELD,
+                f"unknown field {frame_only!r}: the body holds create_session's fields only "
+                "(scenario or scenario_json, mode, speed, oracle, import_mode)",
+            )
+    try:
+        msgspec.convert({"id": 0, **fields}, CreateSession)
+    except (msgspec.ValidationError, ValueError) as exc:
+        return error_response(
+            400,
+            ErrorCode.INVALID_FIELD,
+            f"create_session: {exc}; its fields are scenario or scenario_json, mode, speed, "
+            "oracle, import_mode",
+        )
+    return fields

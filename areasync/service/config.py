@@ -45,7 +45,8 @@ class ServiceConfig:
     durability: Durability | str = "group:0"
     # Wall seconds an ended session's journal is kept before a sweep removes it.
     retention: float = 7 * 86400.0
-    # Every session's seed (ids, app seeds); None: a random 63-bit one per session.
+    # Every session's seed (ids, app seeds), 0 <= seed < SEED_LIMIT; None: a random 63-bit one
+    # per session. Two servers given the same seed and scenario generate the same ids.
     seed: int | None = None
 
     # -- sessions created at start-up (and the defaults of create_session) -----------------
@@ -89,7 +90,8 @@ class ServiceConfig:
     max_connections_per_session: int = 256  # attached clients; beyond it: `capacity` + 4503
     # An OpenEnv connection (`/openenv/<token>/ws`) that sends nothing for this many wall
     # seconds is reaped: its fresh session is stopped and the socket closed, saying why
-    # (OpenEnv's trainers leak environments when they die without closing).
+    # (OpenEnv's trainers leak environments when they die without closing). A token's HTTP
+    # episode (POST /reset, /step) with no request for as long leaves its session too.
     openenv_idle_timeout: float = 300.0
     # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
     # reads at most twice this much before refusing outright (1009, message too big).
@@ -229,6 +231,15 @@ class ServiceConfig:
                 f"retention must be a number of seconds > 0 (how long an ended session's "
                 f"journal is kept), got {self.retention!r}"
             )
+        if self.seed is not None and not (
+            isinstance(self.seed, int)
+            and not isinstance(self.seed, bool)
+            and 0 <= self.seed < SEED_LIMIT
+        ):
+            problems.append(
+                f"seed must be a whole number from 0 to 2**63-1 (or None: random), got "
+                f"{self.seed!r}"
+            )
         if self.rate is not None and self.rate <= 0:
             problems.append(f"rate must be > 0 requests per second (or None), got {self.rate}")
         return problems
@@ -239,6 +250,9 @@ class ServiceConfig:
         None without one."""
         return self._judge
 
+
+# Seeds are journaled as msgpack integers, and random ones are 63-bit: the same range.
+SEED_LIMIT = 2**63
 
 DURABILITY_CHOICES = "`every` (one sync per record) or `group:MS` (group commit, MS >= 0 ms)"
 

@@ -300,6 +300,11 @@ class HttpRoutes:
                 body["status"] = "degraded"
         return body
 
+    def answer_for(self, path: str, token: str) -> Response:
+        """A token-protected GET route's answer for `token` (a cluster's host answers the
+        router's `/api/scenarios` and `/api/sessions/<id>/source` with it)."""
+        return self._protected(path, "", f"Bearer {token}")
+
     def _protected(self, path: str, query: str, authorization: str | None) -> Response:
         token = token_from_http(query, authorization)
         who = self.registry.tokens.identify(token) if token else None

@@ -82,6 +82,10 @@ class Gate(Protocol):
     appended: int  # records appended so far
 
     @property
+    def error(self) -> Exception | None:
+        """Why the journal failed (nothing more becomes durable), or None."""
+
+    @property
     def durable(self) -> int:
         """Records known durable."""
 
@@ -107,6 +111,8 @@ class StreamHub:
         self._runs: dict[tuple[int, int, bool, bool, int], tuple[int, int, bytes]] = {}
         # A session with a journal shows only what follows from durable records (durable.py).
         self.gate: Gate | None = None
+        # `durable()`'s callers: (records that must be durable, their future), oldest first.
+        self._durable_waits: list[tuple[int, asyncio.Future[bool]]] = []
         log.listeners.append(self._on_append)
 
     @property
@@ -119,6 +125,41 @@ class StreamHub:
             return produced
         limit = gate.limit()
         return produced if limit is None or limit > produced else limit
+
+    async def durable(self, limit: float) -> bool:
+        """Return once every journal record appended so far is durable (at once without a
+        journal): a reply sent outside the outbox (an OpenEnv observation, a gaia2-cli answer)
+        must not tell of an input a restart would not know. False if the journal failed
+        first, or after `limit` seconds (the session is failing: say so rather than answer)."""
+        gate = self.gate
+        if gate is None or gate.durable >= gate.appended:
+            return True
+        if gate.error is not None:
+            return False
+        waiter = asyncio.get_running_loop().create_future()
+        self._durable_waits.append((gate.appended, waiter))
+        try:
+            async with asyncio.timeout(limit):
+                return await waiter
+        except TimeoutError:
+            return False
+
+    def _release_durable(self) -> None:
+        gate = self.gate
+        if gate is None:
+            return
+        durable, failed = gate.durable, gate.error is not None
+        waiting = []
+        for needs, waiter in self._durable_waits:
+            if waiter.done():
+                continue  # its caller gave up (a timeout)
+            if durable >= needs:
+                waiter.set_result(True)
+            elif failed:
+                waiter.set_result(False)
+            else:
+                waiting.append((needs, waiter))
+        self._durable_waits = waiting
 
     def release(self) -> None:
         """Hand what may go out (new items, or what the gate let through) to subscribers once
@@ -168,6 +209,8 @@ class StreamHub:
             if lag > limit:
                 self.unsubscribe(subscriber)
                 subscriber.overflow(lag)
+        if self._durable_waits:
+            self._release_durable()
         # The shared runs served this round; the next starts where it ended. Holding them
         # longer would only keep up to WRITE_BYTES per run alive for nobody.
         self._runs.clear()

@@ -78,6 +78,11 @@ class Journals:
         self.taken: set[str] = set()
         self.live_on_disk: list[str] = []  # journals of sessions that had not ended
         self.live: dict[str, Journal] = {}  # their records, until restored (`service/restore`)
+        # The journals of the most recent sessions that ended (up to `keep_ended`, oldest
+        # first), until restored as ended sessions: a client that had not received a session's
+        # end before a crash still gets what it missed after the restart.
+        self.ended: dict[str, Journal] = {}
+        self.keep_ended = config.keep_ended
         self.refused: dict[str, str] = {}  # journals that do not read back, and why
 
     # -- start-up ----------------------------------------------------------------------------
@@ -101,6 +106,7 @@ class Journals:
         self.taken = set(scan.journals) | set(scan.refused)
         self.live_on_disk = sorted(scan.live)
         self.live = dict(scan.live)
+        self.ended = recently_ended(scan.journals, self.keep_ended)
         self.refused = {sid: str(error) for sid, error in scan.refused.items()}
         for error in self.refused.values():
             logger.warning("%s", error)
@@ -141,6 +147,7 @@ class Journals:
         restores only those it is assigned (`load`)."""
         self.live.clear()
         self.live_on_disk.clear()
+        self.ended.clear()
 
     async def load(self, session_ids: Collection[str]) -> None:
         """Read the journals of `session_ids` (assigned to this server by a cluster's router)
@@ -267,6 +274,16 @@ def read_admin_token(directory: Path) -> str | None:
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         return (directory / ADMIN_TOKEN_FILE).read_text(encoding="utf-8").strip() or None
     return None
+
+
+def recently_ended(journals: dict[str, Journal], keep: int) -> dict[str, Journal]:
+    """The journals of the `keep` sessions that ended last, the oldest first."""
+    ended = [
+        (journal.ended.wall, sid)
+        for sid, journal in journals.items()
+        if journal.created is not None and journal.ended is not None
+    ]
+    return {sid: journals[sid] for _, sid in sorted(ended)[-keep:]} if keep > 0 else {}
 
 
 def scenario_source(scenario_id: str | None, text: str | None) -> ScenarioSource | None:

@@ -17,6 +17,11 @@ failed, and its validation is the one ARE gives when its judge raises on the las
 success, the exception saying which judge failed and why, rationale "Exception"); a control
 that ran the tick gets an error saying so. A failure on the last turn needs nothing special:
 ARE's `validate_current_turn` catches it and returns that validation itself.
+
+Durable and replayable: every answer of the judge's LLM (and every failure) is logged as the
+session's `judge` record where it took effect (`areasync.simulation.answers`), so it is
+journaled with the other records and gates what it caused; a replay (a restart, a fork) gives
+the judge the recorded answers in order and asks the model only past them.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class JudgedSimulation(Simulation):
                 "(areasync.bridge.scenarios.load(..., judge=JudgeOptions(...)))"
             )
         self.judge: JudgeLink = link
+        link.answers = self.answers  # logged as records, given back on replay
         self.judge_limiter = judge_limiter
 
     async def bridge(self, coro: Coroutine[Any, Any, T]) -> T:

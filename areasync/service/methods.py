@@ -10,9 +10,10 @@ and hands websockets the request, which `process_request` answers 405; everythin
 sends after it is discarded. GET and HEAD requests (and anything that does not start like an
 HTTP request) go to websockets' parser untouched, byte for byte.
 
-One exception: OpenEnv's `POST <base>/reset` and `POST <base>/step` (under `/openenv/`,
+The exceptions: OpenEnv's `POST <base>/reset` and `POST <base>/step` (under `/openenv/`,
 see `openenv/routes.py`) are read with their body (at most `OPENENV_MAX_BODY` bytes, with a
-Content-Length) and handed to `process_request` as a `wire.PostRequest`.
+Content-Length) and handed to `process_request` as a `wire.PostRequest`; a cluster's router
+reads its `POST /api/sessions` so too (`wire.screened_connection`, `cluster/routes.py`).
 
 The screen relies on websockets' internals, so it lives in wire.py with the others.
 """

@@ -126,10 +126,14 @@ class Outbox:
         hub = self.hub
         if hub is None:
             return bool(self._replies)
-        if self.position < hub.seq:
-            return True
         replies = self._replies
-        return bool(replies) and replies[0][0] <= self.position and self._durable(replies[0][3])
+        if replies and replies[0][0] <= self.position:
+            # The reply is next: the items after it wait behind it (a resuming client's
+            # welcome, which must come first, with the replay's items already visible). Saying
+            # they are due would spin the writer, which writes nothing ahead of the reply and
+            # whose drain does not yield on an idle socket: the whole server would freeze.
+            return self._durable(replies[0][3])
+        return self.position < hub.seq
 
     def _durable(self, needs: int) -> bool:
         gate = self.hub.gate if self.hub is not None else None

@@ -97,6 +97,11 @@ class SessionRegistry:
         """The one lane of scenario builds in worker threads (imports, restores)."""
         return self._import_limiter
 
+    @property
+    def judge_limiter(self) -> anyio.CapacityLimiter:
+        """Judge LLM calls in flight, server-wide (restored and forked sessions too)."""
+        return self._judge_limiter
+
     def ws_url(self, session_id: str) -> str:
         return f"{self.ws_base}/sessions/{session_id}"
 
@@ -184,7 +189,15 @@ class SessionRegistry:
             snapshot = await fork_snapshot(source, at_seq, at_time)
             with _refused_as_data():
                 sim = await anyio.to_thread.run_sync(
-                    functools.partial(forked, inputs, snapshot, at_seq, at_time),
+                    functools.partial(
+                        forked,
+                        inputs,
+                        snapshot,
+                        at_seq,
+                        at_time,
+                        judge=self.config.judge if source.judge is not None else None,
+                        judge_limiter=self._judge_limiter,
+                    ),
                     limiter=self._import_limiter,
                 )
         finally:
@@ -305,10 +318,12 @@ class SessionRegistry:
         self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
         return session
 
-    def adopt(self, sim: Simulation, created: Created, journaled: int) -> Session:
+    def adopt(
+        self, sim: Simulation, created: Created, journaled: int, ended_at: float | None = None
+    ) -> Session:
         """The session of `sim`, restored from its journal (`service/restore.py`): its id,
         epoch and tokens are the journal's; its journal goes on (on the loop, nothing
-        awaited)."""
+        awaited). With `ended_at`, it had ended then: kept for replay only."""
         assert self._task_group is not None and self.journals is not None
         sid = created.session_id
         session = Session(
@@ -328,8 +343,13 @@ class SessionRegistry:
         )
         self._remember(session, kept, created.import_mode)
         self.sessions[sid] = session
-        self.journals.reattach(session, created, journaled, self._task_group)
-        self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
+        if ended_at is None:
+            self.journals.reattach(session, created, journaled, self._task_group)
+            self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
+        else:  # no journal to go on, no task, no second trace: kept as ended sessions are
+            session.ended_at = ended_at
+            session.done.set()
+            self._on_end(session)
         return session
 
     def _remember(

@@ -16,11 +16,21 @@ with the session's length. Nothing of the simulation is shared with the loop unt
 adopted, in one synchronous step on the loop. The replay runs in the session's sandbox, as
 loading does (`Simulation.replay` enters it).
 
-A journal that cannot be restored (its scenario is gone, the replay diverged, its session was
-judged: a judge's LLM calls are not replayed) is refused like one that does not read back: the
+A judged session (`service/judged.py`) is built again with the server's judge, which must be
+the one it was judged by (model and provider; the endpoint may change), and its judge is
+answered from its `judge` records, never asking the model again for an answer it got
+(`areasync.simulation.answers`); only a call whose answer never reached the disk is asked again.
+
+A journal that cannot be restored (its scenario is gone, the replay diverged, it was judged and
+this server has no judge, or another one) is refused like one that does not read back: the
 log, `/api/sessions` and `/health` report it, its file stays for the operator, and the other
-sessions are restored. Ended sessions are not restored: their traces were written when they
-ended.
+sessions are restored.
+
+The sessions that ended last (up to `keep_ended`, what a running server keeps for replay) are
+rebuilt too, first, and kept as ended sessions: a crash right after a session's end (its `Ended`
+durable) must not cost a client that had not received the end yet its last items; the replay of
+an ended session's journal ends it again, item for item. They get neither journal nor task, and
+no second trace. One that cannot be rebuilt is only logged: its session had ended anyway.
 
 A fork (`SessionRegistry.fork`) is the same replay from a live session's own records (in
 memory: `sim.records`, with or without `--state-dir`), stopped at a cut (`until_seq`,
@@ -28,7 +38,8 @@ memory: `sim.records`, with or without `--state-dir`), stopped at a cut (`until_
 It starts from a snapshot of the source when one serves the cut (`simulation/snapshots.py`:
 the same session, byte for byte, without replaying what came before the snapshot).
 Its stream up to the cut is the source's, item for item (same seed, same inputs); from there
-the two go their own ways.
+the two go their own ways. A judged session's fork gets the source's judge answers up to the
+cut from its records; from there its own judge calls ask the model.
 """
 
 from __future__ import annotations
@@ -42,14 +53,18 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from areasync.bridge.judge import judge_link
+from areasync.bridge.judge_options import JudgeOptions
 from areasync.journal import Created, InlineScenario, Input, Journal
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode
+from areasync.service.judged import JudgedSimulation
 from areasync.simulation import Simulation, build_scenario
 from areasync.simulation.records import Creation, InputRecord
 from areasync.simulation.snapshots import Snapshot, StateCopyError, take, takes_snapshots, thawed
 
 if TYPE_CHECKING:
+    from areasync.service.config import ServiceConfig
     from areasync.service.journals import Journals
     from areasync.service.session import Session
 
@@ -60,27 +75,35 @@ class Adopter(Protocol):
     """What a restore needs of the registry (`SessionRegistry`, which imports this module)."""
 
     journals: Journals | None
+    config: ServiceConfig
     sessions: dict[str, Session]
 
     @property
     def import_limiter(self) -> anyio.CapacityLimiter: ...
 
-    def adopt(self, sim: Simulation, created: Created, journaled: int) -> Session: ...
+    @property
+    def judge_limiter(self) -> anyio.CapacityLimiter: ...
+
+    def adopt(
+        self, sim: Simulation, created: Created, journaled: int, ended_at: float | None = None
+    ) -> Session: ...
 
 
 class RestoreError(Exception):
     """A journal that reads back but cannot be made a session again; the message says why."""
 
 
-def rebuild(created: Created, journal: Journal) -> tuple[Simulation, int]:
+def rebuild(
+    created: Created,
+    journal: Journal,
+    judge: JudgeOptions | None = None,
+    judge_limiter: anyio.CapacityLimiter | None = None,
+) -> tuple[Simulation, int]:
     """The simulation `journal` describes, replayed to its last record, and how many records
-    of its `sim.records` were on disk (any past them the replay logged itself). Runs on any
-    thread; raises `RestoreError`."""
-    if created.options.get("judge") is not None:
-        raise RestoreError(
-            f"session {created.session_id} was judged, and a replay would call its judge again: "
-            "judged sessions are not restored; create it again from its scenario"
-        )
+    of its `sim.records` were on disk (any past them the replay logged itself). `judge`: the
+    server's (a judged session needs the one it was judged by). Runs on any thread; raises
+    `RestoreError`."""
+    judged_by = _judge_needed(created, judge)
     try:
         creation = msgspec.convert(created.options["creation"], Creation)
     except (KeyError, msgspec.ValidationError) as exc:
@@ -96,13 +119,44 @@ def rebuild(created: Created, journal: Journal) -> tuple[Simulation, int]:
     scenario = created.scenario
     source = scenario.json if isinstance(scenario, InlineScenario) else scenario.id
     try:
-        sim = replayed(source, created.import_mode, creation, records)
+        sim = replayed(
+            source,
+            created.import_mode,
+            creation,
+            records,
+            judge=judged_by,
+            judge_limiter=judge_limiter,
+        )
     except Exception as exc:
         raise RestoreError(
             f"session {created.session_id} could not be replayed from its journal "
             f"({type(exc).__name__}: {exc}); its journal is kept: move it aside to silence this"
         ) from exc
     return sim, len(records)
+
+
+def _judge_needed(created: Created, judge: JudgeOptions | None) -> JudgeOptions | None:
+    """The judge to rebuild `created`'s session with: None if it was not judged, the server's
+    if it is the one it was judged by; else `RestoreError` saying what to start the server
+    with."""
+    judged_by = created.options.get("judge")
+    if judged_by is None:
+        return None
+    wanted = f"--judge_model {judged_by.get('model')} --judge_provider {judged_by.get('provider')}"
+    if judge is None:
+        raise RestoreError(
+            f"session {created.session_id} was judged (model {judged_by.get('model')!r} via "
+            f"provider {judged_by.get('provider')!r}) and this server has no judge: start it "
+            f"with {wanted} --judge_endpoint URL to restore it (its journal is kept)"
+        )
+    if judge.public() != judged_by:
+        raise RestoreError(
+            f"session {created.session_id} was judged by model {judged_by.get('model')!r} via "
+            f"provider {judged_by.get('provider')!r}, and this server's judge is "
+            f"{judge.describe()}: a replay must ask the judge it was judged by; start the "
+            f"server with {wanted} to restore it (its journal is kept)"
+        )
+    return judge
 
 
 def replayed(
@@ -112,20 +166,35 @@ def replayed(
     records: list[InputRecord],
     until_seq: int | None = None,
     until_time: float | None = None,
+    *,
+    judge: JudgeOptions | None = None,
+    judge_limiter: anyio.CapacityLimiter | None = None,
 ) -> Simulation:
     """`source`'s scenario built as the session's was (`SessionRegistry.create`: its import
-    mode, seed and creation time), then `records` replayed into it up to the cut."""
+    mode, seed, creation time and judge, if it was judged), then `records` replayed into it
+    up to the cut (a judged one's judge answered from its records)."""
     built, sandbox = build_scenario(
         source,
         import_mode=import_mode,
         oracle=creation.oracle,
         max_file_bytes=creation.max_file_bytes,
+        judge=judge,
         seed=creation.seed,
         created_at=creation.created_at,
     )
-    return Simulation.replay(
+    judged = judge_link(built) is not None
+    if (judge is not None) != judged:
+        sandbox.remove_directories()
+        raise RestoreError(
+            "the scenario was judged when the session was created, and is not now (or the "
+            "other way round): it is not the session's scenario any more"
+        )
+    sim = (JudgedSimulation if judged else Simulation).replay(
         built, creation, records, until_seq=until_seq, until_time=until_time, sandbox=sandbox
     )
+    if isinstance(sim, JudgedSimulation):
+        sim.judge_limiter = judge_limiter
+    return sim
 
 
 def fork_inputs(
@@ -139,8 +208,6 @@ def fork_inputs(
     why = None
     if recipe is None:
         why = f"its scenario was not kept ({session.no_recipe})"
-    elif session.judge is not None:
-        why = "it is judged, and a replay would call its judge again"
     elif sim.creation is None:
         why = "it was not made by `Simulation.load`"
     if why is not None or recipe is None or sim.creation is None:
@@ -198,13 +265,26 @@ def forked(
     snapshot: Snapshot | None,
     at_seq: int | None,
     at_time: float | None,
+    *,
+    judge: JudgeOptions | None = None,
+    judge_limiter: anyio.CapacityLimiter | None = None,
 ) -> Simulation:
     """The fork of `fork_inputs` at the cut: thawed from `snapshot` and replayed on from
-    there, or (no snapshot) replayed from the scenario's load. Runs on any thread."""
+    there, or (no snapshot: judged sessions never have one) replayed from the scenario's load
+    with `judge`. Runs on any thread."""
     source, import_mode, creation, records = inputs
     if snapshot is not None:
         return thawed(snapshot, records, until_seq=at_seq, until_time=at_time)
-    return replayed(source, import_mode, creation, records, at_seq, at_time)
+    return replayed(
+        source,
+        import_mode,
+        creation,
+        records,
+        at_seq,
+        at_time,
+        judge=judge,
+        judge_limiter=judge_limiter,
+    )
 
 
 async def restore_sessions(registry: Adopter, only: Collection[str] | None = None) -> list[str]:
@@ -214,6 +294,7 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
     the registry holds already is never restored again."""
     journals = registry.journals
     assert journals is not None
+    await _restore_ended(registry, journals)
     restored: list[str] = []
     started = time.perf_counter()
     for session_id in list(journals.live_on_disk):
@@ -225,7 +306,12 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
             continue
         try:
             sim, journaled = await anyio.to_thread.run_sync(
-                rebuild, created, journal, limiter=registry.import_limiter
+                rebuild,
+                created,
+                journal,
+                registry.config.judge,
+                registry.judge_limiter,
+                limiter=registry.import_limiter,
             )
         except RestoreError as exc:
             journals.refused[session_id] = str(exc)
@@ -243,3 +329,41 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
             len(journals.refused),
         )
     return restored
+
+
+async def _restore_ended(registry: Adopter, journals: Journals) -> None:
+    """Rebuild the sessions that ended last (`Journals.ended`) as ended sessions, for replay."""
+    started, kept = time.perf_counter(), 0
+    while journals.ended:
+        session_id, journal = next(iter(journals.ended.items()))
+        del journals.ended[session_id]
+        created, ended = journal.created, journal.ended
+        if created is None or ended is None or session_id in registry.sessions:
+            continue
+        try:
+            sim, _ = await anyio.to_thread.run_sync(
+                rebuild,
+                created,
+                journal,
+                registry.config.judge,
+                registry.judge_limiter,
+                limiter=registry.import_limiter,
+            )
+        except RestoreError as exc:
+            logger.warning("%s (it had ended: it is not kept for replay)", exc)
+            continue
+        if not sim.ended:
+            logger.warning(
+                "session %s ended, but the replay of its journal did not: it is not kept for "
+                "replay",
+                session_id,
+            )
+            continue
+        registry.adopt(sim, created, 0, ended.wall)
+        kept += 1
+    if kept:
+        logger.info(
+            "rebuilt %d ended session(s) for replay in %.2f s",
+            kept,
+            time.perf_counter() - started,
+        )

@@ -186,6 +186,7 @@ class Service:
             if self.config.gaia2_port is not None:
                 await self._listen_gaia2(server)
             tg.start_soon(StallSweep(self.connections, self.config.write_timeout).run)
+            tg.start_soon(self.http.openenv.reap_forever)  # idle OpenEnv HTTP episodes
             try:
                 task_status.started(self)
                 await self._stop.wait()
@@ -398,13 +399,19 @@ class Service:
                 "way is preprocessed and judged as by are-benchmark run",
                 "",
             ]
+        ended = 0
         for session in self.registry.sessions.values():
-            lines += self._session_banner(session)
+            if session.ended:  # kept for replay (rebuilt by a restart): no URL to hand out
+                ended += 1
+            else:
+                lines += self._session_banner(session)
         if config.state_dir is not None:
             lines.append(
                 f"journals: {config.state_dir.resolve()} (durability {config.durability}; "
                 f"ended sessions' journals kept {config.retention:g} s)"
             )
+            if ended:
+                lines.append(f"  {ended} ended session(s) kept for replay (GET /api/sessions)")
             journals = self.registry.journals
             for session_id, why in ({} if journals is None else journals.refused).items():
                 lines.append(f"  not restored: {session_id}: {why}")

@@ -24,7 +24,10 @@ with a *waiting-for-agent* hold:
   keep the hold, so a controller can step through a session before its agent arrives without
   it then racing to the end;
 - it never expires: the session refreshes it before the lease deadline, however long it waits;
-- it is not taken again when agents leave (a session that has started keeps going).
+- it is not taken again when agents leave (a session that has started keeps going), with one
+  exception: a fast session restored from its journal (a restart, a fork) with no lease held
+  takes it again, because its agent's connection went with the server (its agent was idle:
+  waiting for a notification, or for the judge) and time must not run on before it is back.
 """
 
 from __future__ import annotations
@@ -147,8 +150,14 @@ class Session:
         self.orphaned_leases: set[str] = set()
         if sim.restored:
             # Its replay took the hold again if the run still had it (leases are records).
-            self.waiting_for_agent = WAITING_HOLDER in sim.leases
             self.orphaned_leases = set(sim.leases) - {WAITING_HOLDER}
+            # A fast one that comes back with no lease held (its agent was idle: waiting for a
+            # notification, or for the judge) waits for an agent as a new one does: time must
+            # not run on while the agent whose connection went with the server reconnects.
+            idle = self.fast and not oracle and not sim.ended and not sim.leases
+            self.waiting_for_agent = WAITING_HOLDER in sim.leases or idle
+            if idle:
+                sim.begin_lease(WAITING_HOLDER)
         else:
             self.waiting_for_agent = self.fast and not oracle
             if self.waiting_for_agent:
@@ -206,7 +215,9 @@ class Session:
             "seq": self.hub.seq,
             "events": self.hub.events,
             "connections": self.connection_counts(),
-            "validation": self.sim.validation,
+            # Only once the stream's `ended` went out: a judge's verdict follows from records
+            # that may not be durable yet (`durable.py`).
+            "validation": self.sim.validation if self.hub.seq >= self.sim.log.seq else None,
             "trace": None if self.trace_path is None else str(self.trace_path),
             "trace_error": self.trace_error,
             "created_at": self.created_at,

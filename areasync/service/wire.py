@@ -334,7 +334,19 @@ def _peek_method(reader: StreamReader) -> Generator[None, None, bytes | None]:
         yield
 
 
-def _screen(protocol: ServerProtocol, parser: Generator[None]) -> Generator[None]:
+PostPolicy = Callable[[str], "int | None"]
+"""Which POSTs the screen reads with their body: a request target -> the largest body taken
+(None: not one of them, answered 405 by `process_request`)."""
+
+
+def openenv_posts(path: str) -> int | None:
+    """An areasync server's POSTs with a body: OpenEnv's /reset and /step (openenv/routes.py)."""
+    return OPENENV_MAX_BODY if path.startswith(OPENENV_PREFIX) else None
+
+
+def _screen(
+    protocol: ServerProtocol, parser: Generator[None], posts: PostPolicy
+) -> Generator[None]:
     method = yield from _peek_method(protocol.reader)
     if method is None or method.decode() in ALLOWED_METHODS:
         # From here on websockets' own parser runs alone (no extra hop per frame); it is
@@ -360,9 +372,11 @@ def _screen(protocol: ServerProtocol, parser: Generator[None]) -> Generator[None
         yield
         return
     path = parts[1].decode("ascii", "replace")
-    if method == b"POST" and path.startswith(OPENENV_PREFIX):
-        # OpenEnv's POST /reset and /step: the body is the request (see openenv/routes.py).
-        body = yield from _read_body(protocol, headers)
+    limit = posts(path) if method == b"POST" else None
+    if limit is not None:
+        # A POST whose body is the request (OpenEnv's /reset and /step, the router's
+        # POST /api/sessions): read it whole, for process_request.
+        body = yield from _read_body(protocol, headers, limit)
         protocol.events.append(PostRequest(path, headers, "POST", body=body))
         while True:
             protocol.reader.discard()
@@ -377,29 +391,39 @@ def _screen(protocol: ServerProtocol, parser: Generator[None]) -> Generator[None
 
 @dataclasses.dataclass
 class PostRequest(Request):
-    """A POST the screen let through with its body (`OPENENV_MAX_BODY` bytes at most; None:
+    """A POST the screen let through with its body (at most its `PostPolicy`'s bytes; None:
     it had no readable Content-Length or a larger one, for the route to refuse)."""
 
     body: bytes | None = None
 
 
-def _read_body(protocol: ServerProtocol, headers: Headers) -> Generator[None, None, bytes | None]:
+def _read_body(
+    protocol: ServerProtocol, headers: Headers, limit: int
+) -> Generator[None, None, bytes | None]:
     if "Transfer-Encoding" in headers:
         return None
     try:
         length = int(headers.get("Content-Length", "0"))
     except ValueError:
         return None
-    if not 0 <= length <= OPENENV_MAX_BODY:
+    if not 0 <= length <= limit:
         return None
     data = yield from protocol.reader.read_exact(length)
     return bytes(data)
 
 
 class ScreenedConnection(ServerConnection):
-    """websockets' server connection with the method screen in front of its request parser."""
+    """websockets' server connection with the method screen in front of its request parser;
+    `posts` says which POSTs are read with their body (`screened_connection` sets another)."""
+
+    posts: staticmethod[[str], int | None] = staticmethod(openenv_posts)
 
     def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
-        protocol.parser = _screen(protocol, protocol.parser)
+        protocol.parser = _screen(protocol, protocol.parser, self.posts)
         next(protocol.parser)  # run up to its first wait for data (nothing is consumed)
         super().__init__(protocol, *args, **kwargs)
+
+
+def screened_connection(posts: PostPolicy) -> type[ScreenedConnection]:
+    """`ScreenedConnection` reading the POSTs `posts` accepts with their body."""
+    return type("ScreenedConnection", (ScreenedConnection,), {"posts": staticmethod(posts)})

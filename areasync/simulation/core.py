@@ -25,6 +25,7 @@ from areasync.loop.stream import StreamLog
 from areasync.policies import LagPolicy, LeasePolicy
 from areasync.protocol.frames import ClockItem, EndedItem, EventItem, NotificationItem, StreamItem
 from areasync.protocol.records import ClockState, EventRecord, NotificationRecord, ToolInfo
+from areasync.simulation.answers import RecordedAnswers
 from areasync.simulation.ending import EndState
 from areasync.simulation.errors import BadStateError, InvalidRequestError
 from areasync.simulation.lane import CommandLane
@@ -65,6 +66,7 @@ class SimulationCore:
         # Called with each record as it joins `records` (a journal persists them as they come).
         self.record_listeners: list[Callable[[InputRecord], None]] = []
         self._pending_steps = 0
+        self.answers = RecordedAnswers(self)  # a judge's answers, as records (`answers`)
         # Waits for a notification made by a replayed tool call, whose caller is not awaiting
         # them (`Simulation._wait_for_notification` counts the awaited ones).
         self._unawaited_waits = 0

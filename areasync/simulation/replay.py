@@ -10,6 +10,11 @@ the live session ran (each control's synchronous body, each engine step), in one
 no sleep, no lane. Each record it applies logs itself again; any that differs from the original
 stops the replay (`ReplayDivergedError`), so a replay is exact or fails loudly.
 
+A judged session's judge is answered from its `judge` records in order, never asking the
+model, and a call that asks something else than the run's did stops the replay; only a call
+past the last record (its answer never reached the disk) asks the model
+(`areasync.simulation.answers`).
+
 Where a replay stops: after the last record, or at a cut for a fork - before the first record
 or step that would start past `until_seq` (the stream has reached it) or run past
 `until_time` (simulated seconds). The replayed session is then where the original was at that
@@ -60,6 +65,8 @@ def replay_into(
     cursor = checked = start
     listener = _turns_taken_on_append(sim, records)
     sim.log.listeners.append(listener)  # the replay's only: removed before it returns
+    answers = sim.answers
+    answers.replaying = records  # its judge answered from the records (`simulation.answers`)
     try:
         with sim.sandbox.entered():
             while cursor < len(records) and not sim.ended:
@@ -84,11 +91,14 @@ def replay_into(
                             "when replayed: the replay diverged from the run it replays"
                         )
                     cursor = len(sim.records)
-                checked = _check(sim.records, records, checked)
+                if answers.diverged is not None:
+                    raise answers.diverged
+                checked = _check(sim.records, records, checked, past_the_end=answers.overrun)
             # A cut inside a stretch of steps: those run are the fork's own record.
             sim._flush_steps()
             _restore(sim)
     finally:
+        answers.replaying = None
         sim.log.listeners.remove(listener)
 
 
@@ -108,11 +118,20 @@ def _turns_taken_on_append(
         if index >= len(records):
             return
         record = records[index]
+        steps = None
+        if record.source == "steps" and index + 1 < len(records):
+            # Begun in the middle of fast steps: the live lease's record logged the steps
+            # before it first, at this seq.
+            steps, record = record, records[index + 1]
         if (
             record.source == "lease_begin"
             and record.seq == seq
             and to_us(record.time) == sim.clock.now_us()
         ):
+            if steps is not None:
+                if steps.seq != seq or int(steps.payload["n"]) != sim._pending_steps:
+                    return
+                sim._flush_steps()
             sim.begin_lease(record.payload["holder"])
 
     return on_append
@@ -149,12 +168,21 @@ def _steps(sim: Simulation, n: int, cut: _Cut) -> bool:
     return True
 
 
-def _check(replayed: list[InputRecord], records: Sequence[InputRecord], start: int) -> int:
+def _check(
+    replayed: list[InputRecord],
+    records: Sequence[InputRecord],
+    start: int,
+    *,
+    past_the_end: bool = False,
+) -> int:
     """Check every record the replay logged since `start` against the run's; the new start.
 
     One applied record can log several (a lease begun inside an append, a tool call's own
-    records), so each of them is compared, not only the newest."""
-    for index in range(start, len(replayed)):
+    records, a judge's answers), so each of them is compared, not only the newest.
+    `past_the_end`: the replay went on past the run's last record, asking the judge for an
+    answer the run never got to disk; what it logged from there is new, not the run's."""
+    end = min(len(replayed), len(records)) if past_the_end else len(replayed)
+    for index in range(start, end):
         if index >= len(records):
             raise ReplayDivergedError(
                 f"the replay logged more records than the run it replays ({replayed[index]})"
@@ -247,7 +275,15 @@ def _expired(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
     sim._expire_lease(payload["expired"])
 
 
+def _unasked(_sim: Simulation, payload: dict[str, Any], _: Any) -> None:
+    raise ReplayDivergedError(
+        f"the run's judge answered a call here ({str(payload.get('call'))[:12]}), but the replay "
+        "asked it nothing: the replay diverged from the run it replays"
+    )
+
+
 _APPLY: dict[str, Any] = {
+    "judge": _unasked,
     "call_tool": _call_tool,
     "send_user_message": lambda sim, p, _: sim._send_user_message(p["content"]),
     "pause": lambda sim, p, _: sim._pause(),

@@ -21,6 +21,12 @@ import pytest_asyncio
 from areasync.client import connect
 from areasync.protocol.frames import StreamItem
 from areasync.service import ServiceConfig
+from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
+
+try:
+    from playwright.async_api import Browser, Page, async_playwright, expect
+except ImportError:  # pragma: no cover - the dev extras install it; its tests skip without it
+    async_playwright = None
 
 ray = pytest.importorskip("ray")
 
@@ -41,7 +47,7 @@ async def router(
     """The router and a host on each node, with two sessions created through it."""
     state = tmp_path_factory.mktemp("shared-state")  # every node of this machine reaches it
     config = ServiceConfig(
-        port=0, admin_token=ADMIN, state_dir=state, trace_dir=None, mode="manual"
+        port=0, admin_token=ADMIN, state_dir=state, trace_dir=None, mode="manual", gaia2_port=0
     )
     router = Router(config, check_interval=0.25)
     await asyncio.wait_for(router.start(), 90)
@@ -116,6 +122,46 @@ async def test_the_lookup_route_gives_a_sessions_node_url(router: Router) -> Non
     assert body["node"] == link.node_id
 
 
+async def http_text(url: str) -> tuple[int, str]:
+    def get() -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    return await asyncio.to_thread(get)
+
+
+async def test_the_lookup_route_gives_the_sessions_gaia2_cli_url_on_its_node(
+    router: Router,
+) -> None:
+    session_id, created = sorted(CREATED.items())[0]
+    user = created["tokens"]["user"]
+    status, body = await http_json(f"{router.http_url}/api/sessions/{session_id}/url?token={user}")
+    link = router.hosts[node_of(router, session_id)]
+    assert status == 200 and link.info.gaia2_base is not None
+    assert body["gaia2_url"] == f"{link.info.gaia2_base}/gaia2/{user}"
+    health, _ = await http_text(f"{body['gaia2_url']}/health")
+    answered, status_text = await http_text(f"{body['gaia2_url']}/status")
+    assert health == 200 and answered == 200 and session_id in status_text
+
+
+async def test_every_host_serves_gaia2_cli_on_a_port_of_its_own(router: Router) -> None:
+    bases = [link.info.gaia2_base for link in router.hosts.values()]
+    assert None not in bases and len(set(bases)) == len(bases) == 2
+
+
+async def test_the_cluster_banner_prints_a_created_sessions_gaia2_cli_url(router: Router) -> None:
+    from areasync.cluster.cli import banner
+
+    created = await router.create_session(scenario=SCENARIO, mode="manual")
+    link = router.hosts[created["node"]]
+    expected = f"{link.info.gaia2_base}/gaia2/{created['tokens']['user']}"
+    assert created["gaia2_url"] == expected
+    assert f"gaia2-cli   {expected}" in banner(router, [created])
+
+
 async def test_the_lookup_route_answers_an_unknown_token_401(router: Router) -> None:
     session_id = sorted(router.where)[0]
     status, body = await http_json(f"{router.http_url}/api/sessions/{session_id}/url?token=x")
@@ -146,6 +192,197 @@ async def test_the_routers_session_list_gives_each_session_its_nodes_url(router:
     for session in body["sessions"]:
         link = router.hosts[session["node"]]
         assert session["url"] == f"{link.info.ws_base}/sessions/{session['id']}"
+
+
+async def http_post(
+    url: str, body: bytes, headers: dict[str, str] | None = None, method: str = "POST"
+) -> tuple[int, Any]:
+    """POST `body` to `url`: (status, the JSON answer)."""
+
+    def post() -> tuple[int, Any]:
+        request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    return await asyncio.to_thread(post)
+
+
+def create_body(**fields: Any) -> bytes:
+    return json.dumps({"scenario": SCENARIO, "mode": "manual", **fields}).encode()
+
+
+async def every_hosts_sessions(router: Router) -> set[str]:
+    """Every session id every host holds, asked of the hosts themselves."""
+    answers = await asyncio.gather(
+        *(router.call(link.actor.session_ids.remote()) for link in router.hosts.values())
+    )
+    return {sid for ids in answers for sid in ids}
+
+
+async def test_a_session_posted_to_the_router_answers_201_with_its_url_node_and_tokens(
+    router: Router,
+) -> None:
+    status, body = await http_post(
+        f"{router.http_url}/api/sessions",
+        create_body(),
+        {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/json"},
+    )
+    assert status == 201
+    session_id = body["session_id"]
+    assert body["url"] == router.ws_url(session_id)
+    assert body["node"] == router.where[session_id]
+    async with connect(body["url"], role="agent", token=body["tokens"]["agent"]) as agent:
+        assert agent.welcome.session_id == session_id
+
+
+async def test_a_session_posted_to_the_router_goes_to_a_least_loaded_node(router: Router) -> None:
+    await router.check()  # every host's live count, as the hosts report it
+    counts = {node: link.load.live for node, link in router.hosts.items()}
+    status, body = await http_post(
+        f"{router.http_url}/api/sessions?token={ADMIN}", create_body(mode="fast")
+    )
+    assert status == 201
+    assert counts[body["node"]] == min(counts.values())
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{not json", "bad_frame"),
+        (b'["scenario_tutorial"]', "bad_frame"),
+        (create_body(colour="red"), "invalid_field"),
+        (create_body(id=3), "invalid_field"),
+        (create_body(mode="sideways"), "invalid_field"),
+        (create_body(speed=-1), "invalid_field"),
+        (json.dumps({"mode": "fast"}).encode(), "invalid_field"),
+        (create_body(scenario="no_such_scenario"), "invalid_field"),
+    ],
+    ids=["not-json", "not-object", "unknown-field", "id", "mode", "speed", "no-source", "unknown"],
+)
+async def test_a_bad_create_body_is_answered_400_and_creates_nothing(
+    router: Router, body: bytes, code: str
+) -> None:
+    before = await every_hosts_sessions(router)
+    status, answer = await http_post(f"{router.http_url}/api/sessions?token={ADMIN}", body)
+    assert (status, answer["error"]["code"]) == (400, code)
+    assert await every_hosts_sessions(router) == before
+
+
+@pytest.mark.parametrize("token", [None, "wrong", "agent"])
+async def test_creating_through_the_router_needs_the_admin_token(
+    router: Router, token: str | None
+) -> None:
+    if token == "agent":
+        token = next(iter(CREATED.values()))["tokens"]["agent"]
+    before = await every_hosts_sessions(router)
+    query = "" if token is None else f"?token={token}"
+    status, answer = await http_post(f"{router.http_url}/api/sessions{query}", create_body())
+    assert (status, answer["error"]["code"]) == (401, "unauthorized")
+    assert await every_hosts_sessions(router) == before
+
+
+async def test_a_create_body_over_the_limit_is_answered_413(router: Router) -> None:
+    big = router.config.max_frame_bytes + 1
+    status, answer = await http_post(
+        f"{router.http_url}/api/sessions?token={ADMIN}",
+        create_body(scenario_json="x" * big, scenario=None),
+    )
+    assert (status, answer["error"]["code"]) == (413, "too_large")
+
+
+async def test_a_create_with_no_node_up_is_answered_503_and_retryable(tmp_path: Any) -> None:
+    config = ServiceConfig(port=0, admin_token=ADMIN, state_dir=tmp_path, trace_dir=None)
+    idle = Router(config)  # never started: no host on any node
+    response = await idle.routes.create(create_body(), ADMIN)
+    assert response.status_code == 503
+    assert response.headers["Retry-After"]
+    assert json.loads(response.body)["error"]["code"] == "capacity"
+
+
+@pytest.mark.parametrize(("method", "path"), [("PUT", "/api/sessions"), ("POST", "/health")])
+async def test_the_router_answers_other_methods_405(router: Router, method: str, path: str) -> None:
+    status, answer = await http_post(f"{router.http_url}{path}?token={ADMIN}", b"{}", None, method)
+    assert (status, answer["error"]["code"]) == (405, "method_not_allowed")
+
+
+async def test_the_router_passes_the_admins_scenario_list_on_from_a_host(router: Router) -> None:
+    status, body = await http_json(f"{router.http_url}/api/scenarios?token={ADMIN}")
+    assert status == 200 and SCENARIO in body["scenarios"]
+
+
+async def test_the_router_passes_a_sessions_source_on_from_its_node(router: Router) -> None:
+    session_id = sorted(CREATED)[0]
+    status, body = await http_json(
+        f"{router.http_url}/api/sessions/{session_id}/source?token={ADMIN}"
+    )
+    assert (status, body["scenario"], body["mode"]) == (200, SCENARIO, "manual")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    """Headless chromium for the router's dashboard (skipped without it or playwright)."""
+    if async_playwright is None or not CHROMIUM.exists():
+        pytest.skip("the dashboard's browser tests need playwright and /usr/bin/chromium")
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+        )
+        yield launched
+        await launched.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def page(browser: Browser) -> AsyncIterator[Page]:
+    """A fresh page; the test fails on an uncaught script error in it."""
+    context = await browser.new_context()
+    opened = await context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield opened
+    await context.close()
+    assert errors == []
+
+
+async def test_new_session_on_the_routers_dashboard_creates_it_through_the_router(
+    router: Router, page: Page
+) -> None:
+    opened = sorted(CREATED)[0]
+    await page.goto(f"{router.http_url}/?session={opened}#token={ADMIN}")
+    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    await page.get_by_role("button", name="New session…").first.click()
+    await expect(page.locator(f'#new-scenario option[value="{SCENARIO}"]')).to_have_count(1)
+    await page.locator("#new-mode").select_option("manual")
+    await page.get_by_role("button", name="Create", exact=True).click()
+    await expect(page.locator("#crumb")).not_to_have_text(opened)
+    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    assert str(await page.locator("#crumb").text_content()) in router.where
+
+
+async def test_fork_on_the_routers_dashboard_forks_on_the_sessions_node(
+    router: Router, page: Page
+) -> None:
+    source = sorted(CREATED)[1]
+    await page.goto(f"{router.http_url}/?session={source}#token={ADMIN}")
+    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    await page.locator("#btn-fork").click()
+    await expect(page.locator("#crumb")).not_to_have_text(source)
+    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    fork = str(await page.locator("#crumb").text_content())
+    link = await router.locate(fork)
+    assert link is not None and link.node_id == router.where[source]
+
+
+async def test_a_session_token_opens_its_session_on_the_routers_dashboard(
+    router: Router, page: Page
+) -> None:
+    session_id, created = sorted(CREATED.items())[0]
+    observer = created["tokens"]["observer"]
+    await page.goto(f"{router.http_url}/?session={session_id}#token={observer}")
+    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    await expect(page.locator("#role")).to_have_attribute("data-role", "observer")
 
 
 async def test_a_lost_nodes_sessions_come_back_identical_and_their_clients_resume(

@@ -257,3 +257,17 @@ def json_files(directory: Path) -> list[str]:
 def plain(value: Any) -> Any:
     """A frame or record as builtins, for equality across encodings."""
     return msgspec.to_builtins(value)
+
+
+def replace_sync(monkeypatch: Any, before: Callable[[int], None]) -> None:
+    """Journals' syncs call `before(fd)` first (`journal.writer.sync_file`, looked up at each
+    call): a test holds or fails a sync with it."""
+    from areasync.journal import writer as journal_writer
+
+    real = journal_writer.sync_file
+
+    def sync_file(fd: int) -> None:
+        before(fd)
+        real(fd)
+
+    monkeypatch.setattr(journal_writer, "sync_file", sync_file)

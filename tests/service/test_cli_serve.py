@@ -8,6 +8,7 @@ import signal
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -16,7 +17,9 @@ from anyio.streams.text import TextReceiveStream
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from areasync.journal import JournalStore
 from areasync.protocol import CloseCode
+from areasync.service import ServiceConfig
 from bench.misbehaving import RawClient, hello_frame
 from tests.service.support import json_files
 
@@ -99,6 +102,31 @@ async def test_serve_refuses_a_bad_flood_limit_with_its_name(
     result = await anyio.run_process([*SERVE, option, value], check=False)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+async def test_serve_reaps_openenv_clients_after_the_idle_timeout_given() -> None:
+    command = [*SERVE, "--token", "cli-admin", "--openenv-idle-timeout", "0.3"]
+    async with await anyio.open_process(command) as process:
+        banner = await _banner(process)
+        match = re.search(r"http://(127\.0\.0\.1:\d+)/openenv/cli-admin", banner)
+        assert match is not None
+        async with connect(f"ws://{match[1]}/openenv/cli-admin/ws") as ws:
+            reset = {"type": "reset", "data": {"scenario": "scenario_tutorial", "mode": "manual"}}
+            await ws.send(json.dumps(reset))
+            with anyio.fail_after(30):
+                observed = json.loads(await ws.recv())
+                reaped = json.loads(await ws.recv())
+        process.send_signal(signal.SIGINT)
+        with anyio.fail_after(30):
+            await process.wait()
+    assert observed["type"] == "observation"
+    assert reaped["type"] == "error" and "no message for 0.3 s" in reaped["data"]["message"]
+
+
+async def test_serve_refuses_a_non_positive_openenv_idle_timeout() -> None:
+    result = await anyio.run_process([*SERVE, "--openenv-idle-timeout", "0"], check=False)
+    assert result.returncode == 2
+    assert b"openenv_idle_timeout must be > 0" in result.stderr
 
 
 # -- signals while a session is wedged in a long control -------------------------------------
@@ -235,3 +263,33 @@ async def test_serve_refuses_a_malformed_allow_origin_with_its_name() -> None:
     result = await anyio.run_process([*SERVE, "--allow-origin", "dash.example/x"], check=False)
     assert result.returncode == 2
     assert b"allow_origins: 'dash.example/x' is not an origin" in result.stderr
+
+
+# -- --seed ----------------------------------------------------------------------------------
+
+
+async def test_serve_journals_the_seed_given_with_seed(tmp_path: Path) -> None:
+    command = [*SERVE, "--token", "cli-admin", "--state-dir", str(tmp_path), "--seed", "4242"]
+    async with await anyio.open_process(command) as process:
+        try:
+            await _banner(process)
+        finally:
+            process.send_signal(signal.SIGINT)
+            with anyio.fail_after(30):
+                await process.wait()
+    created = JournalStore(tmp_path).read("scenario_tutorial").created
+    assert created is not None and created.seed == 4242
+
+
+@pytest.mark.parametrize("value", ["-1", "4.5", "seven", str(2**63)])
+async def test_serve_refuses_a_seed_that_is_not_a_63_bit_whole_number(value: str) -> None:
+    result = await anyio.run_process([*SERVE, "--seed", value], check=False)
+    assert result.returncode == 2
+    assert b"--seed: expected a whole number from 0 to 2**63-1" in result.stderr
+    assert repr(value).encode() in result.stderr
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63, 1.5, True])
+def test_a_service_config_refuses_a_seed_out_of_range(seed: Any) -> None:
+    with pytest.raises(ValueError, match="seed must be a whole number from 0 to 2\\*\\*63-1"):
+        ServiceConfig(seed=seed)

@@ -10,29 +10,17 @@ from __future__ import annotations
 import errno
 import json
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
 
 from areasync.journal import Input, JournalStore
-from areasync.journal import writer as journal_writer
 from areasync.protocol import CallTool, CloseCode, EventItem, Hello, Result, Role
-from tests.service.support import ADMIN, TUTORIAL, attach, http_get, raw, serving
+from tests.service.support import ADMIN, TUTORIAL, attach, http_get, raw, replace_sync, serving
 
 OTHER = f"{TUTORIAL}-2"  # a second session of the same scenario
 TOOL = "SystemApp__get_current_time"
-
-
-def replace_sync(monkeypatch: pytest.MonkeyPatch, before: Callable[[int], None]) -> None:
-    real = journal_writer.sync_file
-
-    def sync_file(fd: int) -> None:
-        before(fd)
-        real(fd)
-
-    monkeypatch.setattr(journal_writer, "sync_file", sync_file)
 
 
 def last_call(state_dir: Path, session_id: str) -> Input:

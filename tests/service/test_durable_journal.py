@@ -102,9 +102,12 @@ async def test_an_ended_session_gets_ended_and_its_journal_outlives_it_until_ret
             await session.journal.finished.wait()  # `Ended` is durable
     ended = (await read_journal(tmp_path)).ended
     assert isinstance(ended, Ended) and ended.state == "stopped"
-    # A restart keeps it within the retention, and never reuses its session id.
+    # A restart keeps it within the retention, rebuilt for replay (ended, as it was), and
+    # never reuses its session id.
     async with serving(state_dir=tmp_path) as service:
-        assert [s.id for s in service.registry.sessions.values()] == [f"{TUTORIAL}-2"]
+        assert [s.id for s in service.registry.live()] == [f"{TUTORIAL}-2"]
+        kept = service.registry.get(TUTORIAL)
+        assert kept is not None and kept.ended and kept.sim.state == "stopped"
         # Ended, not left live: a shutdown would suspend it, and the next start resume it.
         await service.registry.stop(f"{TUTORIAL}-2")
     assert (tmp_path / "sessions" / f"{TUTORIAL}.journal").exists()

@@ -11,27 +11,30 @@ server's whole stream after the run, and its event log with a run that was never
 from __future__ import annotations
 
 import contextlib
-import re
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
 import msgspec
-from anyio.abc import Process
-from anyio.streams.text import TextReceiveStream
 
 from areasync.agents.oracle import OraclePlan, oracle_plan, run_oracle_agent
 from areasync.client import Client, connect
 from areasync.conformance.normal_form import GENERATED_ID, to_jsonish
-from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem, StreamItem
+from tests.service.durable_support import (
+    TOKEN,
+    agent_token,
+    frames,
+    server,
+    session_url,
+    whole_stream,
+)
 
 SCENARIO = "scenario_apps_tutorial"  # two oracle tool calls
-TOKEN = "restore-admin"
 
 
 def serve_command(state: Path, port: int) -> list[str]:
@@ -40,40 +43,6 @@ def serve_command(state: Path, port: int) -> list[str]:
         *("--scenario", SCENARIO, "--mode", "fast", "--trace-dir", ""),
         *("--state-dir", str(state), "--durability", "group:0"),
     ]
-
-
-@contextlib.asynccontextmanager
-async def server(command: list[str], log: Path) -> AsyncIterator[tuple[Process, str]]:
-    """A running `areasync serve` and its banner; killed on the way out if still running."""
-    with log.open("ab") as stderr:
-        process = await anyio.open_process(command, stderr=stderr)
-    try:
-        assert process.stdout is not None
-        text = ""
-        with anyio.fail_after(60):
-            async for chunk in TextReceiveStream(process.stdout):
-                text += chunk
-                if "Ctrl-C" in text:
-                    break
-        yield process, text
-    finally:
-        if process.returncode is None:
-            process.kill()
-        with anyio.fail_after(30), anyio.CancelScope(shield=True):
-            await process.wait()
-            await process.aclose()
-
-
-def session_url(banner: str) -> str:
-    found = re.search(rf"ws://127\.0\.0\.1:\d+/sessions/{SCENARIO}", banner)
-    assert found, banner
-    return found[0]
-
-
-def agent_token(banner: str) -> str:
-    found = re.search(r"^  agent\s+(\S+)$", banner, re.MULTILINE)
-    assert found, banner
-    return found[1]
 
 
 class CrashingAgent:
@@ -93,10 +62,6 @@ class CrashingAgent:
         if self.answered == 1:
             await self._crash(self._client)
         return result
-
-
-def frames(items: list[StreamItem]) -> list[bytes]:
-    return [encode_server_frame(item, Encoding.MSGPACK) for item in items]
 
 
 def event_log(items: list[StreamItem]) -> list[Any]:
@@ -130,12 +95,6 @@ async def run_agent(
     return agent
 
 
-async def whole_stream(url: str) -> list[StreamItem]:
-    async with connect(url, role="observer", token=TOKEN, since=0, reconnect=False) as observer:
-        await observer.wait_ended()
-        return observer.history
-
-
 async def test_a_session_survives_kill_9_and_its_clients_get_exactly_what_they_missed(
     tmp_path: Path,
 ) -> None:
@@ -145,14 +104,14 @@ async def test_a_session_survives_kill_9_and_its_clients_get_exactly_what_they_m
     with anyio.fail_after(120):
         # A run never interrupted: the reference.
         async with server(serve_command(tmp_path / "reference", 0), log) as (_, banner):
-            url = session_url(banner)
+            url = session_url(banner, SCENARIO)
             await run_agent(url, agent_token(banner), plan)
             reference = await whole_stream(url)
 
         async with contextlib.AsyncExitStack() as stack:
             serving = server(serve_command(tmp_path / "state", 0), log)
             first, banner = await stack.enter_async_context(serving)
-            url = session_url(banner)
+            url = session_url(banner, SCENARIO)
             port = urlsplit(url).port
             assert port is not None
             seen: dict[str, Any] = {}

@@ -30,17 +30,16 @@ from areasync.agents.oracle import oracle_plan
 from areasync.client import Client
 from areasync.journal import Ended, Input, JournalStore
 from areasync.protocol import CloseCode
-from tests.service.support import json_files
-from tests.service.test_durable_restore import (
-    SCENARIO,
+from tests.service.durable_support import (
     TOKEN,
     agent_token,
     frames,
-    run_agent,
     server,
     session_url,
     whole_stream,
 )
+from tests.service.support import json_files
+from tests.service.test_durable_restore import SCENARIO, run_agent
 
 NO_DURATION = "scenario_find_image_file"  # a registered scenario without a duration
 HUGE_N = 10**12
@@ -83,7 +82,7 @@ async def test_sigterm_mid_run_suspends_the_session_and_the_restart_resumes_it_l
         async with contextlib.AsyncExitStack() as stack:
             command = serve_command(state, traces, 0, "--scenario", SCENARIO, "--mode", "fast")
             first, banner = await stack.enter_async_context(server(command, log))
-            url = session_url(banner)
+            url = session_url(banner, SCENARIO)
             port = urlsplit(url).port
             assert port is not None
 

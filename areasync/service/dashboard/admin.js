@@ -2,7 +2,10 @@
 // uploaded ARE JSON file), restart one (a new session from the same source and options) and fork
 // one (a new session from its inputs up to a cut). The lists come over HTTP (GET /api/scenarios,
 // /api/sessions/<id>/source); `create_session` and `fork_session` go over a short-lived WebSocket that says hello as `admin` (the page's own connection is a
-// controller's), through any session the server still has.
+// controller's), through any session the server still has. A cluster's router takes
+// create_session as POST /api/sessions instead (it places the session on the least loaded node;
+// a frame would land on the node of the session it went through), and a fork goes to the
+// forked session's own node.
 
 import { Connection } from "./protocol.js";
 
@@ -37,6 +40,7 @@ export class Admin {
 
   /** Send create_session{...fields}; resolves with its result (session_id, tokens...). */
   async create(fields, through) {
+    if (this.sessions.cluster) return this._post("api/sessions", fields, "create the session");
     return this._request({ type: "create_session", ...fields }, through, "create the session");
   }
 
@@ -57,6 +61,9 @@ export class Admin {
     }
     const url = new URL(`sessions/${encodeURIComponent(via)}`, this.base);
     url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    // On a cluster, the via session's own node (a browser's WebSocket cannot follow a redirect).
+    const listed = this.sessions.sessions.find((s) => s.id === via);
+    if (listed?.node && listed.url) url.href = listed.url;
     let conn;
     let timer;
     const welcomed = new Promise((resolve, reject) => {
@@ -91,14 +98,22 @@ export class Admin {
     }
   }
 
+  async _post(path, body, what) {
+    return this._fetch(path, what, {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { Authorization: `Bearer ${this.token}`, "Content-Type": "application/json" },
+    });
+  }
+
   async _get(path, what) {
+    return this._fetch(path, what, { headers: { Authorization: `Bearer ${this.token}` } });
+  }
+
+  async _fetch(path, what, init) {
     let response;
     try {
-      response = await fetch(new URL(path, this.base), {
-        cache: "no-store",
-        headers: { Authorization: `Bearer ${this.token}` },
-        referrerPolicy: "no-referrer",
-      });
+      response = await fetch(new URL(path, this.base), { cache: "no-store", referrerPolicy: "no-referrer", ...init });
     } catch (err) {
       throw new AdminError(`Cannot reach the server to ${what} (${err.message}); is it still running?`);
     }

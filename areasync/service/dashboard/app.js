@@ -314,6 +314,7 @@ function rolesFor(tokenRole) {
 
 function openSession(id) {
   if (view.conn) view.conn.stop();
+  view.conn = null;
   view.id = id;
   view.welcomeSeq = 0;
   view.restored = false;
@@ -341,14 +342,36 @@ function openSession(id) {
   history.replaceState(null, "", url);
 
   // Through a cluster's router, straight to the session's node: a browser's WebSocket cannot
-  // follow the router's redirect.
+  // follow the router's redirect. A session not in the list (a session token, which may not
+  // list a cluster's sessions, or ?session= opened before the list came) is looked up first.
   const listed = sessions?.sessions.find((s) => s.id === id);
   const wsUrl = new URL(`sessions/${encodeURIComponent(id)}`, base);
   wsUrl.protocol = wsUrl.protocol === "https:" ? "wss:" : "ws:";
   if (listed?.node && listed.url) wsUrl.href = listed.url;
+  if (listed || offline) connectSession(id, wsUrl.href);
+  else nodeUrl(id).then((url) => view.id === id && !view.conn && connectSession(id, url || wsUrl.href));
+}
+
+/** The WebSocket URL of session `id` on its node, from a cluster router's lookup route
+ *  (`/api/sessions/<id>/url`); null where there is none (a one-machine server: dial it). */
+async function nodeUrl(id) {
+  try {
+    const response = await fetch(new URL(`api/sessions/${encodeURIComponent(id)}/url`, base), {
+      cache: "no-store",
+      headers: token ? { Authorization: `Bearer ${token}` } : {},
+      referrerPolicy: "no-referrer",
+    });
+    if (!response.ok) return null;
+    return (await response.json()).url || null;
+  } catch {
+    return null;
+  }
+}
+
+function connectSession(id, url) {
   const roles = rolesFor(sessions?.access?.role);
   const conn = new Connection({
-    url: wsUrl.href,
+    url,
     token,
     roles,
     offline,

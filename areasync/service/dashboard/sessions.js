@@ -46,6 +46,7 @@ export class SessionList {
     this.current = null;
     this.sessions = [];
     this.access = null; // {role, session_id} of our token, as the server reports it
+    this.cluster = false; // the page is served by a cluster's router (its list names nodes)
     this.onChange = null;
     this.timer = null;
     this.stopped = false;
@@ -78,6 +79,7 @@ export class SessionList {
       const raw = Array.isArray(body) ? body : body.sessions || [];
       this.sessions = raw.map(normalizeSession);
       this.access = body.access || null;
+      this.cluster = Array.isArray(body.nodes);
       this._note("");
       this.render();
       this.onChange?.(this);

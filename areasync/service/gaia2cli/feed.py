@@ -82,7 +82,6 @@ class MessageFeed:
         self.ended = False
         self.clients: dict[SseClient, None] = {}
         self.position = 0
-        self._durable_waiters: list[tuple[int, asyncio.Event]] = []
         self._advance()
         self.hub.subscribe(self)
 
@@ -100,16 +99,6 @@ class MessageFeed:
 
     def flush(self) -> None:
         self._advance()
-        gate = self.hub.gate
-        if self._durable_waiters:
-            durable = None if gate is None else gate.durable
-            waiting = []
-            for needs, event in self._durable_waiters:
-                if durable is None or durable >= needs:
-                    event.set()
-                else:
-                    waiting.append((needs, event))
-            self._durable_waiters = waiting
 
     # -- the stream in gaia2-cli's terms -------------------------------------------------------
 
@@ -146,16 +135,6 @@ class MessageFeed:
 
     def detach(self, client: SseClient) -> None:
         self.clients.pop(client, None)
-
-    async def durable(self) -> None:
-        """Return once every journal record appended so far is durable (at once without a
-        journal): a reply must not tell of an input a restart would not know."""
-        gate = self.hub.gate
-        if gate is None or gate.durable >= gate.appended:
-            return
-        event = asyncio.Event()
-        self._durable_waiters.append((gate.appended, event))
-        await event.wait()
 
     def view(self) -> SessionView:
         session = self.session

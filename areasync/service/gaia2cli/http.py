@@ -51,6 +51,15 @@ _SSE_HEADERS = {
 }
 
 
+def adapter_url(base: str, token: str, session_id: str | None = None) -> str:
+    """A harness's base URL on the adapter at `base` (http://HOST:PORT): `token`'s session,
+    or `session_id` with the admin token."""
+    path = quote(token, safe="")
+    if session_id is not None:
+        path += "/" + quote(session_id, safe="")
+    return f"{base}{PREFIX}{path}"
+
+
 class Gaia2Adapter:
     """gaia2-cli's HTTP+SSE adapter for every session of a service."""
 
@@ -82,10 +91,7 @@ class Gaia2Adapter:
 
     def url(self, token: str, session_id: str | None = None) -> str:
         """A harness's base URL: `token`'s session, or `session_id` with the admin token."""
-        path = quote(token, safe="")
-        if session_id is not None:
-            path += "/" + quote(session_id, safe="")
-        return f"{self.base}{PREFIX}{path}"
+        return adapter_url(self.base, token, session_id)
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -178,10 +184,7 @@ class Gaia2Adapter:
         except (ToolCallError, ProtocolError, SimulationError) as exc:
             status = 409 if session.sim.ended else 200 if isinstance(act, t.Action) else 400
             return t.failure(status, str(exc))
-        try:
-            async with asyncio.timeout(_DURABLE_WAIT):
-                await feed.durable()
-        except TimeoutError:
+        if not await session.hub.durable(_DURABLE_WAIT):
             return t.failure(503, "the session's journal did not confirm the input in time")
         if isinstance(act, t.Notify):
             return t.Reply(200, {"ok": True, "runId": f"{session.id}:{session.sim.log.seq}"})

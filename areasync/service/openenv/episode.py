@@ -15,6 +15,10 @@ The OpenEnv client is the session's agent: in fast mode it holds its turn (a lea
 still) from each observation until it lets time advance (`call_tool{advance_time}`); a
 notification gives the turn back, as for a native agent. It reads the session's stream from
 its own cursor: each observation carries exactly the notifications since the previous one.
+
+With a journal (`--state-dir`) an observation is made only once the records of what its
+action did are durable (`StreamHub.durable`, the gate of `durable.py`): like a native reply,
+it never tells of an input a restarted server would not know.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("areasync.service")
 
 _numbers = itertools.count(1)
+_DURABLE_WAIT = 30.0  # seconds an observation waits for its action's records to be durable
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -165,6 +170,7 @@ class Episode:
             await self._join(self._bound_session())
         self.steps = 0
         self.episode_id = episode_id or self.id
+        await self._durable()
         return self.observe(action_result=None)
 
     async def initialize(self, action: InitializeAction) -> dict[str, Any]:
@@ -274,6 +280,7 @@ class Episode:
         if isinstance(action, InitializeAction):
             result = await self.initialize(action)
             self.steps += 1
+            await self._durable()
             return self.observe(action_result=result)
         if self.session is None:
             raise OpenEnvError(
@@ -291,6 +298,7 @@ class Episode:
         if isinstance(action, CallToolAction):
             extra["time_advanced"] = await self._after_tool(action)
         self.steps += 1
+        await self._durable()
         return self.observe(
             action_result=self._result(action, value) if error is None else None,
             action_error=error,
@@ -312,6 +320,16 @@ class Episode:
             await self.request(Tick(id=0, n=1))
             return True
         return mode is Mode.REALTIME
+
+    async def _durable(self) -> None:
+        """Wait until every record logged so far is durable (module docstring)."""
+        session = self.session
+        if session is not None and not await session.hub.durable(_DURABLE_WAIT):
+            raise OpenEnvError(
+                ErrorCode.SESSION_ERROR,
+                "the session's journal did not confirm the action in time (its disk failed "
+                "or stalls): a restarted server may not know it; check the server's log",
+            )
 
     def _result(self, action: AreAction, value: Any) -> dict[str, Any]:
         if isinstance(action, ListAppsAction):

@@ -23,16 +23,25 @@ episode, whose observations carry the notifications since its previous one). Ope
 HTTP routes make and drop an environment per request, which would lose a session's state, so
 the admin's URL (a fresh session per connection) is served over `/ws` only.
 
+An HTTP episode is a client of its session (an agent's holds its turn in fast mode, so time
+stands still for it) with no connection whose end would detach it: one that gets no request
+for `openenv_idle_timeout` seconds is reaped as an idle `/ws` is (`reap_forever`, run by the
+service): it leaves the session, which runs on; its next `/step` is told so, and a `/reset`
+starts a new episode.
+
 A token that opens nothing gets 401 before any upgrade, the same for every route.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote
 
+import anyio
 from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode
@@ -106,6 +115,8 @@ class OpenEnvRoutes:
         self._error: Callable[..., Response] | None = None
         self._schema = schema()
         self._http: dict[str, Episode] = {}  # each credential's HTTP episode
+        self._busy: dict[Episode, int] = {}  # HTTP episodes with a request under way
+        self._reaped: set[str] = set()  # credentials whose HTTP episode was reaped
 
     def credential(self, token: str) -> Credential | None:
         who = self.registry.tokens.identify(token) if token else None
@@ -198,22 +209,75 @@ class OpenEnvRoutes:
                     "connection",
                 )
             data = _json_body(body)
-            episode = self._http.get(credential.token)
-            if episode is None:
-                episode = self._http[credential.token] = Episode(self.registry, credential)
             if route == "/reset":
                 initialize, episode_id = parse_reset(data)
-                observation = await episode.reset(initialize, episode_id)
+                self._reaped.discard(credential.token)
+                episode = self._episode(credential)
+                async with self._using(episode):
+                    observation = await episode.reset(initialize, episode_id)
             else:
                 if not isinstance(data, dict) or "action" not in data:
                     raise OpenEnvError(
                         ErrorCode_.VALIDATION_ERROR, 'a step is {"action": {"action_type": ...}}'
                     )
-                observation = await episode.step(parse_action(data["action"]))
+                action = parse_action(data["action"])
+                if credential.token in self._reaped:
+                    raise self._was_reaped()
+                episode = self._episode(credential)
+                async with self._using(episode):
+                    observation = await episode.step(action)
         except OpenEnvError as exc:
             return self._respond(_HTTP_STATUS[exc.code], {"detail": exc.data()})
         values = dict(zip(("observation", "reward", "done"), observation, strict=True))
         return self._respond(200, values)
+
+    def _episode(self, credential: Credential) -> Episode:
+        episode = self._http.get(credential.token)
+        if episode is None:
+            episode = self._http[credential.token] = Episode(self.registry, credential)
+        return episode
+
+    @contextlib.asynccontextmanager
+    async def _using(self, episode: Episode) -> AsyncIterator[None]:
+        """A request under way on `episode`: never reaped meanwhile, idle from its end."""
+        self._busy[episode] = self._busy.get(episode, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._busy.pop(episode) - 1
+            if left:
+                self._busy[episode] = left
+            episode.touch()
+
+    def _was_reaped(self) -> OpenEnvError:
+        timeout = self.registry.config.openenv_idle_timeout
+        return OpenEnvError(
+            ErrorCode_.SESSION_ERROR,
+            f"this HTTP episode got no request for {timeout:g} s (openenv_idle_timeout) and "
+            "was reaped (the session runs on): POST <base>/reset to start a new one",
+        )
+
+    async def reap_idle(self) -> int:
+        """Reap the HTTP episodes idle for `openenv_idle_timeout` (module docstring); how
+        many were."""
+        limit = time.monotonic() - self.registry.config.openenv_idle_timeout
+        idle = [
+            (token, episode)
+            for token, episode in self._http.items()
+            if episode.last_active <= limit and episode not in self._busy
+        ]
+        for token, episode in idle:
+            del self._http[token]
+            self._reaped.add(token)
+            await episode.close()
+        return len(idle)
+
+    async def reap_forever(self) -> None:
+        """`reap_idle` a few times per timeout, so an episode goes within 1.25 timeouts."""
+        interval = min(max(self.registry.config.openenv_idle_timeout / 4, 0.05), 30.0)
+        while True:
+            await anyio.sleep(interval)
+            await self.reap_idle()
 
     def metadata(self) -> dict[str, Any]:
         return {

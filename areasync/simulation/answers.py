@@ -1,0 +1,106 @@
+"""`RecordedAnswers`: the answers a session got from outside (its judge's LLM), as records.
+
+Why: a judged session (`areasync.bridge.judge`) asks an LLM from inside its ticks and its final
+validation, and the model's answers are the one input no other record decides. A live session
+logs each answer as a `judge` record (`{"call": digest, "answer": ...}` or a `failure`) at the
+moment it comes back - in the tick, on the event loop, its lane held - so the record sits among
+the others exactly where the answer took effect, and the durability gate holds everything it
+caused (items, replies, the end and its validation) until it is on disk.
+
+A replay (`areasync.simulation.replay`) sets `replaying` to the records it applies; each judge
+call then takes the next record instead of asking the model: it must be that call's answer
+(same digest), else the replay stops with `ReplayDivergedError`. The agent's lease records that
+came while the live call was in flight (the event loop served its connection meanwhile) lie
+between the call's start and its answer: they are applied first, where they came. A replay that
+asks past its last record (the crash came while a call was in flight, its answer never on disk,
+so no client saw what it caused) asks the model again from there (`overrun`), and the answer is
+logged as a live one would be.
+
+ARE's judge catches what its calls raise (a failed call is a failed validation), so a
+divergence is also kept in `diverged`, which the replay checks after each record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from areasync.simulation.errors import ReplayDivergedError
+from areasync.simulation.records import InputRecord
+
+JUDGE_SOURCE = "judge"
+# Records a client may log while a judge call is in flight (outside the session's lane).
+_IN_FLIGHT = ("lease_begin", "lease_end")
+
+
+class Recording(Protocol):
+    """What this needs of its session (`SimulationCore`, which holds one of these)."""
+
+    records: list[InputRecord]
+
+    def _record(self, source: str, payload: dict[str, Any], *, internal: bool = False) -> None: ...
+
+    def _flush_steps(self) -> None: ...
+
+    def begin_lease(self, holder: str) -> None: ...
+
+    def end_lease(self, holder: str) -> None: ...
+
+
+class RecordedAnswers:
+    """A session's answers from outside, logged live and given back on replay (module doc)."""
+
+    def __init__(self, sim: Recording) -> None:
+        self._sim = sim
+        self.replaying: Sequence[InputRecord] | None = None
+        self.overrun = False  # the replay asked past its records: the model was asked again
+        self.diverged: ReplayDivergedError | None = None
+
+    def recorded(self, call: str) -> dict[str, Any] | None:
+        """The next record's answer to `call` while replaying; None when live (or past the
+        records: ask the model). Raises `ReplayDivergedError` when the run asked otherwise."""
+        records = self.replaying
+        if records is None:
+            return None
+        sim = self._sim
+        sim._flush_steps()  # where the live call logged the steps before it
+        while len(sim.records) < len(records) and records[len(sim.records)].source in _IN_FLIGHT:
+            self._apply_in_flight(records[len(sim.records)])
+        index = len(sim.records)
+        if index >= len(records):
+            self.overrun = True
+            return None
+        record = records[index]
+        if record.source != JUDGE_SOURCE or record.payload.get("call") != call:
+            what = (
+                "a judge call asking something else"
+                if record.source == JUDGE_SOURCE
+                else f"no judge call ({record.source} at seq {record.seq})"
+            )
+            self.diverged = ReplayDivergedError(
+                f"record {index}: the replay asked the judge (call {call[:12]}), but the run "
+                f"logged {what} there: the replay diverged from the run it replays (a different "
+                "scenario, judge model or prompt than the session's)"
+            )
+            raise self.diverged
+        self.answered(dict(record.payload))
+        return dict(record.payload)
+
+    def answered(self, payload: dict[str, Any]) -> None:
+        """Log the answer (or failure) to a call, where it takes effect."""
+        self._sim._record(JUDGE_SOURCE, payload)
+
+    def _apply_in_flight(self, record: InputRecord) -> None:
+        sim = self._sim
+        before = len(sim.records)
+        if record.source == "lease_begin":
+            sim.begin_lease(record.payload["holder"])
+        else:
+            sim.end_lease(record.payload["holder"])
+        if len(sim.records) == before:
+            self.diverged = ReplayDivergedError(
+                f"record {before} ({record.source} at seq {record.seq}), logged while a judge "
+                "call was in flight, logged nothing when replayed: the replay diverged from the "
+                "run it replays"
+            )
+            raise self.diverged

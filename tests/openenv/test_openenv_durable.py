@@ -1,0 +1,120 @@
+"""OpenEnv with `--state-dir`: an observation reporting an action leaves the server only once
+the action's journal record is durable, over OpenEnv's WebSocket and its HTTP routes alike.
+
+The journal's sync is held on a threading event (`support.replace_sync`): while it is held
+the record is not durable, and the step's answer must not come; the order of things is
+forced by the events, and the grace given a wrong server to answer early is no assertion.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from areasync.journal import Input, JournalStore
+from areasync.protocol.frames import Role
+from areasync.service import Service
+from tests.openenv.client import GenericEnvClient
+from tests.service.support import TUTORIAL, WAIT, replace_sync, serving, tokens
+
+SEND = {"app_name": "AgentUserInterface", "tool_name": "send_message_to_user"}
+ACTION = {
+    "action_type": "call_tool",
+    **SEND,
+    "tool_args": {"content": "kept"},
+    "advance_time": False,
+}
+GRACE = 0.3  # seconds a server that does not wait would have to answer in
+
+
+class HeldSync:
+    """Syncs pass until `arm()`; the next one then waits for `release()`."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.armed, self.syncing, self.released = (threading.Event() for _ in range(3))
+        replace_sync(monkeypatch, self._before)
+
+    def _before(self, fd: int) -> None:
+        if self.armed.is_set():
+            self.syncing.set()
+            self.released.wait(WAIT)
+
+    def arm(self) -> None:
+        self.armed.set()
+
+    def release(self) -> None:
+        self.released.set()
+
+
+def calls_in_journal(state_dir: Path) -> int:
+    records = JournalStore(state_dir).read(TUTORIAL).records
+    return sum(1 for r in records if isinstance(r, Input) and r.source == "call_tool")
+
+
+async def answered_after_the_sync(held: HeldSync, step: Callable[[], Awaitable[Any]]) -> list[str]:
+    """Run `step` with the next sync held: what happened, in order ("released", "answered")."""
+    order: list[str] = []
+    answered = anyio.Event()
+
+    async def run() -> None:
+        await step()
+        order.append("answered")
+        answered.set()
+
+    held.arm()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await anyio.to_thread.run_sync(held.syncing.wait, WAIT)  # the step's record is syncing
+        with anyio.move_on_after(GRACE):
+            await answered.wait()
+        order.append("released")
+        held.release()
+    return order
+
+
+def agent_url(service: Service) -> str:
+    return service.openenv_url(tokens(service, TUTORIAL)[Role.AGENT])
+
+
+async def test_a_websocket_steps_observation_waits_for_its_record_to_be_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = HeldSync(monkeypatch)
+    async with (
+        serving(state_dir=tmp_path) as service,
+        GenericEnvClient(base_url=agent_url(service)) as env,
+    ):
+        with anyio.fail_after(WAIT):
+            await env.reset()
+            order = await answered_after_the_sync(held, lambda: env.step(ACTION))
+    assert order == ["released", "answered"]
+    assert calls_in_journal(tmp_path) == 1
+
+
+async def test_an_http_steps_observation_waits_for_its_record_to_be_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import requests
+
+    held = HeldSync(monkeypatch)
+    async with serving(state_dir=tmp_path) as service:
+        base = agent_url(service)
+
+        async def post(route: str, body: dict[str, Any]) -> Any:
+            def send() -> Any:
+                response = requests.post(f"{base}{route}", json=body, timeout=WAIT)
+                assert response.status_code == 200, response.text
+                return response.json()
+
+            return await anyio.to_thread.run_sync(send)
+
+        with anyio.fail_after(WAIT):
+            await post("/reset", {})
+            order = await answered_after_the_sync(held, lambda: post("/step", {"action": ACTION}))
+    assert order == ["released", "answered"]
+    assert calls_in_journal(tmp_path) == 1

@@ -397,6 +397,16 @@ class _ServerFrame(msgspec.Struct, tag_field="type", kw_only=True):
     pass
 
 
+class ForkedFrom(msgspec.Struct, kw_only=True):
+    """Where a fork came from: its source session and the source's stream seq at the cut."""
+
+    session_id: Annotated[str, Meta(description="The session it was forked from.")]
+    seq: Annotated[
+        int,
+        Meta(ge=0, description="The source's last stream seq the fork shares (its cut)."),
+    ]
+
+
 class Welcome(_ServerFrame, tag="welcome", kw_only=True):
     """Reply to hello: the session, its stream position and clock; replayed items follow."""
 
@@ -442,10 +452,21 @@ class Welcome(_ServerFrame, tag="welcome", kw_only=True):
                 "The session was rebuilt by replaying its records: after a server restart "
                 "(the same session id, epoch and stream; a realtime session comes back paused, "
                 "its downtime being no simulated time: a controller resumes it), or as a fork "
-                "(`fork_session`: a new id and epoch, the source's stream up to the cut)."
+                "(`fork_session`: a new id and epoch, the source's stream up to the cut; "
+                "`forked_from` tells a fork from a restart)."
             )
         ),
     ] = False
+    forked_from: Annotated[
+        ForkedFrom | None,
+        Meta(
+            description=(
+                "Set when the session is a fork (`fork_session`): the session it was forked from "
+                "and the seq of the source's stream it shares up to. Null otherwise (a new "
+                "session, or one restored after a restart)."
+            )
+        ),
+    ] = None
 
 
 class Result(_ServerFrame, tag="result", kw_only=True):

@@ -255,6 +255,7 @@ class ConnectionCore:
             replay=replay_kind(frame, session),
             capabilities=list(SERVER_CAPABILITIES),
             restored=session.sim.restored,
+            forked_from=session.forked_from,
         )
         return Reply(welcome, after=start, alone=True)
 

@@ -48,16 +48,17 @@ from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import Scenario, ScenarioError, detach_apps
 from areasync.journal import Created, InlineScenario, JournalError
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
-from areasync.protocol.frames import ImportMode, Mode
+from areasync.protocol.frames import ForkedFrom, ImportMode, Mode
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.journals import Journals, scenario_source
 from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
 from areasync.service.recipes import Recipe, source_text
-from areasync.service.restore import fork_inputs, replayed
+from areasync.service.restore import fork_inputs, fork_snapshot, forked
 from areasync.service.session import ScenarioSource, Session, session_id_for
 from areasync.simulation import Simulation, SimulationError, build_scenario
+from areasync.simulation.snapshots import SnapshotPolicy, Snapshots
 
 logger = logging.getLogger("areasync.service")
 
@@ -171,8 +172,8 @@ class SessionRegistry:
     async def fork(
         self, session_id: str, *, at_seq: int | None = None, at_time: float | None = None
     ) -> Session:
-        """A new session replayed from `session_id`'s creation and records up to the cut
-        (`Simulation.replay`, in a worker thread as imports are), with its own id, tokens and
+        """A new session of `session_id` at the cut (`restore.forked`, in a worker thread as
+        imports are: from a snapshot, or replayed from its load), with its own id, tokens and
         epoch. Raises ProtocolError (no such session, a cut past its end, no room)."""
         source = self.sessions.get(session_id)
         if source is None:
@@ -180,16 +181,20 @@ class SessionRegistry:
                 ErrorCode.SESSION_NOT_FOUND,
                 f"no session {session_id!r} to fork: GET /api/sessions lists the sessions",
             )
-        text, import_mode, creation, records = fork_inputs(source, at_seq, at_time)
+        inputs = fork_inputs(source, at_seq, at_time)
         assert source.recipe is not None  # `fork_inputs` refuses a session without one
-        self._admit(text)
+        self._admit(inputs[0])
         self._importing += 1
         try:
+            snapshot = await fork_snapshot(source, at_seq, at_time)
             with _refused_as_data():
                 sim = await anyio.to_thread.run_sync(
                     functools.partial(
-                        replayed,
-                        *(text, import_mode, creation, records, at_seq, at_time),
+                        forked,
+                        inputs,
+                        snapshot,
+                        at_seq,
+                        at_time,
                         judge=self.config.judge if source.judge is not None else None,
                         judge_limiter=self._judge_limiter,
                     ),
@@ -198,7 +203,8 @@ class SessionRegistry:
         finally:
             self._importing -= 1
         kept: KeptSource = (source.recipe.scenario, source.recipe.scenario_json, "")
-        session = self._open(f"{session_id}-fork", sim, source.oracle, kept, import_mode)
+        session = self._open(f"{session_id}-fork", sim, source.oracle, kept, inputs[1])
+        session.forked_from = ForkedFrom(session_id=session_id, seq=sim.log.seq)
         await _durable(session)
         return session
 
@@ -363,6 +369,8 @@ class SessionRegistry:
             oracle=session.oracle,
             import_mode=None if import_mode is None else str(ImportMode(import_mode).value),
         )
+        if session.judge is None and session.sim.creation is not None:
+            session.snapshots = Snapshots(SnapshotPolicy())  # what it can be forked from
 
     def _unique(self, wanted: str) -> str:
         # An id with a journal on disk is taken too (an earlier run's session, ended or not).

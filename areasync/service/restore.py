@@ -35,6 +35,8 @@ no second trace. One that cannot be rebuilt is only logged: its session had ende
 A fork (`SessionRegistry.fork`) is the same replay from a live session's own records (in
 memory: `sim.records`, with or without `--state-dir`), stopped at a cut (`until_seq`,
 `until_time`), and opened as a new session: its own id, tokens and epoch, and its own journal.
+It starts from a snapshot of the source when one serves the cut (`simulation/snapshots.py`:
+the same session, byte for byte, without replaying what came before the snapshot).
 Its stream up to the cut is the source's, item for item (same seed, same inputs); from there
 the two go their own ways. A judged session's fork gets the source's judge answers up to the
 cut from its records; from there its own judge calls ask the model.
@@ -59,6 +61,7 @@ from areasync.protocol.frames import ImportMode
 from areasync.service.judged import JudgedSimulation
 from areasync.simulation import Simulation, build_scenario
 from areasync.simulation.records import Creation, InputRecord
+from areasync.simulation.snapshots import Snapshot, StateCopyError, take, takes_snapshots, thawed
 
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
@@ -229,6 +232,59 @@ def fork_inputs(
     assert source is not None  # a recipe keeps exactly one of them
     import_mode = ImportMode(recipe.import_mode or session.config.import_mode).value
     return source, import_mode, sim.creation, list(sim.flush_records())
+
+
+async def fork_snapshot(
+    session: Session, at_seq: int | None, at_time: float | None
+) -> Snapshot | None:
+    """The snapshot a fork of `session` at this cut starts from (`simulation/snapshots.py`):
+    for no cut, one taken now (the fork then replays nothing) unless the newest is of the
+    session as it is; else the newest before the cut.
+    None when the fork replays from the scenario's load: no snapshot serves the cut, the
+    session is realtime or ended, or its state cannot be copied."""
+    snapshots = session.snapshots
+    if snapshots is None or not takes_snapshots(session.sim):
+        return None
+    if at_seq is not None or at_time is not None:
+        return snapshots.serving(at_seq, at_time)
+    unchanged = snapshots.unchanged(session.sim)
+    if unchanged is not None:
+        return unchanged
+    try:
+        snapshot = await take(session.sim)
+    except StateCopyError as exc:
+        logger.warning("session %s is forked by a replay: %s", session.id, exc)
+        return None
+    if snapshot is not None:
+        snapshots.add(snapshot)
+    return snapshot
+
+
+def forked(
+    inputs: tuple[str, str, Creation, list[InputRecord]],
+    snapshot: Snapshot | None,
+    at_seq: int | None,
+    at_time: float | None,
+    *,
+    judge: JudgeOptions | None = None,
+    judge_limiter: anyio.CapacityLimiter | None = None,
+) -> Simulation:
+    """The fork of `fork_inputs` at the cut: thawed from `snapshot` and replayed on from
+    there, or (no snapshot: judged sessions never have one) replayed from the scenario's load
+    with `judge`. Runs on any thread."""
+    source, import_mode, creation, records = inputs
+    if snapshot is not None:
+        return thawed(snapshot, records, until_seq=at_seq, until_time=at_time)
+    return replayed(
+        source,
+        import_mode,
+        creation,
+        records,
+        at_seq,
+        at_time,
+        judge=judge,
+        judge_limiter=judge_limiter,
+    )
 
 
 async def restore_sessions(registry: Adopter, only: Collection[str] | None = None) -> list[str]:

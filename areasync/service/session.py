@@ -44,7 +44,7 @@ import anyio
 from areasync.bridge.scenarios import Scenario, import_mode_of
 from areasync.bridge.traces import write_trace
 from areasync.protocol.errors import CloseCode
-from areasync.protocol.frames import Mode, Role
+from areasync.protocol.frames import ForkedFrom, Mode, Role
 from areasync.service.config import ServiceConfig
 from areasync.service.durable import SessionJournal
 from areasync.service.hub import StreamHub, Subscriber
@@ -53,6 +53,7 @@ from areasync.service.metrics import Metrics
 from areasync.service.names import MAX_ID_CHARS, safe_id
 from areasync.service.recipes import Recipe
 from areasync.simulation import Simulation
+from areasync.simulation.snapshots import Snapshots, StateCopyError, keep_taking
 
 logger = logging.getLogger("areasync.service")
 
@@ -131,6 +132,11 @@ class Session:
         # Cancelled to suspend the session (`suspend`): its task stops without ending it.
         self._scope = anyio.CancelScope()
         self.suspended = False
+        # Set by `SessionRegistry.fork`: the source session and the seq of its stream at the cut.
+        self.forked_from: ForkedFrom | None = None
+        # Copies of the run for forks to start from (`areasync.simulation.snapshots`); set by
+        # the registry for a session it can fork, None for others (and once a copy failed).
+        self.snapshots: Snapshots | None = None
         # How to create this session again (a restart), or why that cannot be done.
         self.recipe: Recipe | None = None
         self.no_recipe = "it was created without one"
@@ -271,6 +277,8 @@ class Session:
             async with anyio.create_task_group() as tg:
                 if self.waiting_for_agent:
                     tg.start_soon(self._hold_for_agent)
+                if self.snapshots is not None:
+                    tg.start_soon(self._take_snapshots, self.snapshots)
                 await self.sim.run()
                 tg.cancel_scope.cancel()
         except Exception as exc:
@@ -301,6 +309,15 @@ class Session:
             self.sim.begin_lease(WAITING_HOLDER)
             with anyio.move_on_after(interval):
                 await self._agent_arrived.wait()
+
+    async def _take_snapshots(self, snapshots: Snapshots) -> None:
+        """Snapshots of the run as its work calls for them (`keep_taking`). A state that
+        cannot be copied stops them (forks of the session then replay it from its load)."""
+        try:
+            await keep_taking(self.sim, snapshots)
+        except StateCopyError as exc:
+            logger.warning("session %s takes no more snapshots: %s", self.id, exc)
+            self.snapshots = None
 
     async def suspend(self) -> bool:
         """Stop the session's task without ending it (a clean shutdown with a state dir): its

@@ -8,6 +8,8 @@ they arrive, never inside a tick or inside one another, even when one of them yi
 from __future__ import annotations
 
 import collections
+import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from types import TracebackType
 
@@ -28,7 +30,18 @@ class CommandLane:
     checks for cancellation.) Not re-entrant: a command must not await another command.
     """
 
-    __slots__ = ("_busy", "_clock", "_entered_at", "_sandbox", "_scope", "_waiters", "charges_time")
+    __slots__ = (
+        "_busy",
+        "_clock",
+        "_entered_at",
+        "_sandbox",
+        "_scope",
+        "_started",
+        "_waiters",
+        "charges_time",
+        "on_release",
+        "work_s",
+    )
 
     def __init__(self, sandbox: Sandbox | None = None, clock: VirtualClock | None = None) -> None:
         self._busy = False
@@ -44,6 +57,11 @@ class CommandLane:
         # (`LagPolicy.CATCH_UP`: time flows through ticks, as ARE's does).
         self.charges_time = False
         self._entered_at = 0.0
+        # Wall seconds spent holding the lane, all told, and a hook called each time it is
+        # left (what a session's snapshots are paced by: `areasync.simulation.snapshots`).
+        self.work_s = 0.0
+        self._started = 0.0
+        self.on_release: Callable[[], None] | None = None
 
     def locked(self) -> bool:
         return self._busy
@@ -71,6 +89,7 @@ class CommandLane:
         self._enter_sandbox()
 
     def _enter_sandbox(self) -> None:
+        self._started = time.perf_counter()
         if self._clock is not None:
             self._clock.hold(bind=False)
             self._entered_at = self._clock.wall()
@@ -89,7 +108,10 @@ class CommandLane:
             scope.__exit__(None, None, None)
         if self._clock is not None:
             self._clock.unhold(since=self._entered_at if self.charges_time else None)
+        self.work_s += time.perf_counter() - self._started
         self._pass_on()
+        if self.on_release is not None:
+            self.on_release()
 
     def _pass_on(self) -> None:
         if self._waiters:

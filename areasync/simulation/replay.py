@@ -56,10 +56,13 @@ def replay_into(
     *,
     until_seq: int | None = None,
     until_time: float | None = None,
+    start: int = 0,
 ) -> None:
-    """Apply `records` to `sim`, freshly loaded from the same creation (module docstring)."""
+    """Apply `records` to `sim`, freshly loaded from the same creation (module docstring), or
+    from `start` on to a copy of the session taken when it had logged `start` records
+    (`areasync.simulation.snapshots`)."""
     cut = _Cut(until_seq, until_time)
-    cursor = checked = 0
+    cursor = checked = start
     listener = _turns_taken_on_append(sim, records)
     sim.log.listeners.append(listener)  # the replay's only: removed before it returns
     answers = sim.answers
@@ -71,6 +74,9 @@ def replay_into(
                 if record.source == "steps":
                     if not _steps(sim, int(record.payload["n"]), cut):
                         break
+                    # Logged now, as the run logged them: a stretch of steps is one record,
+                    # and the next may be steps too (the run's records were read in between).
+                    sim._flush_steps()
                     cursor = max(cursor + 1, len(sim.records))
                 else:
                     if cut.reached(sim, to_us(record.time)):
@@ -88,6 +94,8 @@ def replay_into(
                 if answers.diverged is not None:
                     raise answers.diverged
                 checked = _check(sim.records, records, checked, past_the_end=answers.overrun)
+            # A cut inside a stretch of steps: those run are the fork's own record.
+            sim._flush_steps()
             _restore(sim)
     finally:
         answers.replaying = None

@@ -14,7 +14,7 @@ import anyio
 from areasync.journal import JournalStore
 from areasync.protocol import CallTool, ErrorCode, Role, Tick
 from areasync.protocol.codec import Encoding, encode_server_frame
-from areasync.protocol.frames import EventItem, ForkSession
+from areasync.protocol.frames import EventItem, ForkedFrom, ForkSession
 from areasync.service.server import Service
 from tests.service.support import TUTORIAL, attach, serving
 
@@ -108,3 +108,20 @@ async def test_a_fork_on_a_state_dir_has_its_own_journal_of_its_records(tmp_path
         assert [(r.source, r.payload) for r in journal.inputs] == [
             (r.source, r.payload) for r in fork.sim.records
         ]
+
+
+async def test_a_forks_welcome_names_its_source_and_cut_and_a_plain_sessions_names_none() -> None:
+    async with (
+        serving() as service,
+        attach(service, Role.AGENT) as agent,
+        attach(service, Role.ADMIN) as admin,
+    ):
+        await agent.call(CallTool, **INBOX)
+        assert agent.welcome.forked_from is None
+        cut = len(stream(service, TUTORIAL))
+        created = await admin.call(ForkSession, session_id=TUTORIAL, at_seq=cut)
+        async with attach(
+            service, Role.AGENT, session=created["session_id"], token=created["tokens"]["agent"]
+        ) as other:
+            assert other.welcome.restored
+            assert other.welcome.forked_from == ForkedFrom(session_id=TUTORIAL, seq=cut)

@@ -53,6 +53,7 @@ const view = {
   conn: null,
   welcomeSeq: 0,
   restored: false, // welcome.restored: rebuilt from its journal after a server restart
+  forkedFrom: null, // welcome.forked_from: the source and seq of a fork
   clock: null,
   clockAt: 0,
   shownTime: Number.NaN,
@@ -188,7 +189,8 @@ function renderClock() {
   if (c.lag > 0.5) parts.push(`lag ${c.lag.toFixed(1)} s`);
   // A realtime session restored after a restart comes back paused: say why, and what to do.
   // welcome.restored is true for a fork too; the page tells the forks it made itself apart.
-  if (forkedFrom.has(view.id)) parts.push(`forked from ${forkedFrom.get(view.id)}`);
+  if (view.forkedFrom) parts.push(`forked from ${view.forkedFrom.session_id} at #${view.forkedFrom.seq}`);
+  else if (forkedFrom.has(view.id)) parts.push(`forked from ${forkedFrom.get(view.id)}`);
   else if (view.restored) parts.push(c.state === "paused" ? "restored after a restart: paused, Resume goes on" : "restored after a restart");
   parts.push(fmtAbsolute(t));
   const sub = parts.join(" · ");
@@ -316,6 +318,7 @@ function openSession(id) {
   view.id = id;
   view.welcomeSeq = 0;
   view.restored = false;
+  view.forkedFrom = null;
   view.clock = null;
   view.shownTime = Number.NaN;
   view.ended = null;
@@ -382,6 +385,7 @@ function connectSession(id, url) {
       welcome: (w) => {
         view.welcomeSeq = w.seq;
         view.restored = !!w.restored;
+        view.forkedFrom = w.forked_from || null; // welcome.forked_from: {session_id, seq} of a fork
         $("session-title").textContent = w.session_id || id;
         $("session-scenario").textContent = w.scenario_id && w.scenario_id !== w.session_id ? w.scenario_id : "";
         const role = $("role");

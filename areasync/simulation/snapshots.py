@@ -1,0 +1,216 @@
+"""Snapshots of a session: a fork that starts from a copy of the run instead of its start.
+
+Why: a fork (`fork_session`) replays the source's records from the scenario's load
+(`areasync.simulation.replay`), which costs what the run cost: seconds for 10,000 events. A
+snapshot is the whole session copied at a point of its run (`areasync.bridge.state_copy`);
+a fork at a cut thaws the newest snapshot before the cut and replays only the records logged
+after it, through the same `replay_into` (so it is checked record by record as any replay).
+
+Where a snapshot stands is a boundary between records: it is taken holding the session's lane,
+after its pending fast steps are logged (`flush_records`, as a fork or a suspension does: the
+replay takes two `steps` records in a row as two). It serves a cut if the replay from the
+scenario's load would pass through it on the way to the cut: its seq below `until_seq`, its
+time not past `until_time`; every boundary before it was then at or below both.
+
+When: `SnapshotPolicy` - once a session's lane has done at least `max(min_work_s,
+cost_factor * the last snapshot's cost)` of work since the last one, so that taking them costs
+at most about a tenth of the session's own work. A session keeps a bounded number and bytes
+(`Snapshots.add` thins the closest pair, never the newest). Realtime sessions take none: their
+records are what the wall decided, and a fork of one replays them all.
+
+A fork with no cut takes a snapshot then (it replays nothing), or thaws the newest again if the
+session has logged nothing since (a session parked at a point to reset an episode to).
+
+What it costs (bench/replay.py, the 10,000-event session): 11-17 MB a copy, 0.4-1.2 s of the
+session's lane; the copy runs in a worker thread, but pickle holds the GIL, so the event loop
+can go 30-300 ms unserved meanwhile (3-13 ms when idle). A fork thaws one in 0.3-0.7 s.
+
+A thawed copy is made a session of its own (`thawed`): a new lane, fresh wake-up and end
+events, the clock held once as after a load (the driver lets it go), lease deadlines counted
+from now, waits whose callers are gone counted as unawaited (as a replay counts them), its
+sandbox's roots the new directories its file systems were written into.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
+import anyio.to_thread
+
+from areasync.bridge.state_copy import StateCopyError, freeze, thaw, with_attributes
+from areasync.policies import LagPolicy
+from areasync.protocol.frames import Mode
+from areasync.simulation.lane import CommandLane
+from areasync.simulation.records import InputRecord
+from areasync.simulation.replay import replay_into
+from areasync.simulation.simulation import Simulation
+
+__all__ = [
+    "Snapshot",
+    "SnapshotPolicy",
+    "Snapshots",
+    "StateCopyError",
+    "keep_taking",
+    "take",
+    "takes_snapshots",
+    "thawed",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A session copied after its first `records` records, at stream seq `seq` and simulated
+    time `time`; `cost_s`: the wall time its copy held the session's lane."""
+
+    records: int
+    seq: int
+    time: float
+    data: bytes
+    cost_s: float
+
+    def serves(self, until_seq: int | None, until_time: float | None) -> bool:
+        """Whether a replay to this cut passes through this snapshot (module docstring)."""
+        return (until_seq is None or self.seq < until_seq) and (
+            until_time is None or self.time <= until_time
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotPolicy:
+    """When a session takes a snapshot, and how many it keeps (module docstring)."""
+
+    min_work_s: float = 0.25
+    cost_factor: float = 10.0
+    max_count: int = 4
+    max_bytes: int = 64 * 1024 * 1024
+
+
+class Snapshots:
+    """A session's snapshots, oldest first, and the lane work done since the newest."""
+
+    def __init__(self, policy: SnapshotPolicy) -> None:
+        self.policy = policy
+        self.kept: list[Snapshot] = []
+
+    def due(self, work_s: float) -> bool:
+        """Whether `work_s` of lane work since the newest snapshot calls for another."""
+        last = self.kept[-1].cost_s if self.kept else 0.0
+        return work_s >= max(self.policy.min_work_s, self.policy.cost_factor * last)
+
+    def add(self, snapshot: Snapshot) -> None:
+        """Keep `snapshot`, then thin the kept ones to the policy's bounds: of the two
+        neighbours closest in records, the older goes (the newest always stays)."""
+        self.kept.append(snapshot)
+        while len(self.kept) > 1 and (
+            len(self.kept) > self.policy.max_count
+            or sum(len(s.data) for s in self.kept) > self.policy.max_bytes
+        ):
+            gaps = [b.records - a.records for a, b in zip(self.kept, self.kept[1:], strict=False)]
+            del self.kept[gaps.index(min(gaps))]
+
+    def unchanged(self, sim: Simulation) -> Snapshot | None:
+        """The newest snapshot if `sim` has logged nothing since it was taken (every change
+        to a session is a record or a stream item): a fork of a session parked at a point, an
+        episode reset again and again to it, thaws it again instead of taking another."""
+        newest = self.kept[-1] if self.kept else None
+        if newest is None or sim._pending_steps:
+            return None
+        return newest if (newest.records, newest.seq) == (len(sim.records), sim.log.seq) else None
+
+    def serving(self, until_seq: int | None, until_time: float | None) -> Snapshot | None:
+        """The newest snapshot a fork at this cut can start from, if any."""
+        return next((s for s in reversed(self.kept) if s.serves(until_seq, until_time)), None)
+
+
+async def take(sim: Simulation) -> Snapshot | None:
+    """A snapshot of `sim` as it is now (between two commands): it holds the session's lane
+    while the copy runs in a worker thread (the loop only awaits it). None if the session
+    logged something meanwhile (below); raises `StateCopyError`."""
+    async with sim.lane:
+        started = time.perf_counter()
+        count = len(sim.flush_records())
+        seq, now = sim.log.seq, sim.clock.now()
+        # What the copy must not take along: the service's listeners (its hub, its journal),
+        # the driver's task group and the lane's waiters; `thawed` gives the copy its own.
+        replace = {
+            id(sim): with_attributes(sim, record_listeners=[], _task_group=None, _lane=None),
+            id(sim.log): with_attributes(sim.log, listeners=[], _changed=None),
+        }
+        apps = list(sim.env.apps.values())
+        data = await anyio.to_thread.run_sync(freeze, sim, replace, apps)
+        # The lane orders commands, but a few things touch a session outside it (an agent's
+        # lease taken as a notification arrives, the hold kept for a missing agent): a copy
+        # made while one of them logged something is not a state the run was ever in.
+        if (len(sim.records), sim.log.seq) != (count, seq):
+            return None
+        return Snapshot(count, seq, now, data, time.perf_counter() - started)
+
+
+async def keep_taking(sim: Simulation, snapshots: Snapshots) -> None:
+    """Take snapshots of `sim` into `snapshots` as its lane work calls for them (the policy),
+    in turn with its commands, none in realtime, until the run ends. Raises `StateCopyError`."""
+    lane = sim.lane
+    while not sim.ended:
+        due, since = anyio.Event(), lane.work_s
+
+        def on_release(due: anyio.Event = due, since: float = since) -> None:
+            if snapshots.due(lane.work_s - since):
+                due.set()
+
+        lane.on_release = on_release
+        try:
+            await due.wait()
+        finally:
+            lane.on_release = None
+        if takes_snapshots(sim):
+            snapshot = await take(sim)
+            if snapshot is not None:
+                snapshots.add(snapshot)
+
+
+def takes_snapshots(sim: Simulation) -> bool:
+    """Whether `sim` is one a snapshot serves (not realtime: module docstring)."""
+    return sim.clock.mode is not Mode.REALTIME and not sim.ended
+
+
+def thawed(
+    snapshot: Snapshot,
+    records: Sequence[InputRecord],
+    *,
+    until_seq: int | None = None,
+    until_time: float | None = None,
+) -> Simulation:
+    """A new session from `snapshot`, replayed on to the cut through the source's `records`
+    (those past the snapshot's), as `Simulation.replay` from the scenario's load would have
+    made it. Runs on any thread; raises `ReplayDivergedError` as a replay does."""
+    sim: Simulation = thaw(snapshot.data)
+    _revive(sim)
+    replay_into(sim, records, until_seq=until_seq, until_time=until_time, start=snapshot.records)
+    return sim
+
+
+def _revive(sim: Simulation) -> None:
+    """A thawed copy made a session of its own (module docstring)."""
+    sim._lane = CommandLane(sim.sandbox, sim.clock)
+    sim._lane.charges_time = sim.settings.lag_policy is LagPolicy.CATCH_UP
+    sim._wake_event = anyio.Event()
+    sim._ended = anyio.Event()
+    if sim.ended:
+        sim._ended.set()
+    sim._task_group = None
+    sim._driving = False
+    sim.log._changed = None
+    sim.clock._held = 0
+    sim.clock.hold()
+    sim._held_until_driven = True
+    wall = sim.clock.wall()
+    for holder in sim._leases.deadlines():
+        sim._leases.begin(holder, wall)
+    sim._unawaited_waits = sim._waiting_for_notification
+    sandbox = sim.sandbox
+    sandbox.temp_files = set()
+    sandbox.adopt(sim.scenario.apps or [])
+    sandbox._created = list(sandbox.roots)

@@ -1,0 +1,51 @@
+"""`bridge/state_copy.py`: a live session's object graph copied whole, and independent of it."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
+
+from areasync import Simulation
+from areasync.bridge.state_copy import freeze, thaw, with_attributes
+
+TUTORIAL = "scenario_tutorial"
+
+
+def copied(sim: Simulation) -> Any:
+    replace = {
+        id(sim): with_attributes(sim, record_listeners=[]),
+        id(sim.log): with_attributes(sim.log, listeners=[]),
+    }
+    return thaw(freeze(sim, replace))
+
+
+def file_system(sim: Any) -> SandboxLocalFileSystem:
+    return next(a for a in sim.scenario.apps if isinstance(a, SandboxLocalFileSystem))
+
+
+def test_a_copy_has_the_same_stream_and_draws_the_same_ids_next() -> None:
+    sim = Simulation.load(TUTORIAL, mode="manual", seed=3, created_at=0.0)
+    copy = copied(sim)
+    assert copy.log.items == sim.log.items
+    with sim.sandbox.entered():
+        ours = sim.sandbox.entropy.uuid4()
+    with copy.sandbox.entered():
+        theirs = copy.sandbox.entropy.uuid4()
+    assert ours == theirs
+
+
+def test_a_copys_file_system_lives_in_a_directory_of_its_own_with_the_same_files() -> None:
+    sim = Simulation.load(TUTORIAL, mode="manual", seed=3, created_at=0.0)
+    original = file_system(sim)
+    with open(os.path.join(original.tmpdir, "note.txt"), "w") as file:
+        file.write("kept")
+    copy = file_system(copied(sim))
+    assert copy.tmpdir != original.tmpdir
+    with open(os.path.join(copy.tmpdir, "note.txt")) as file:
+        assert file.read() == "kept"
+    with open(os.path.join(copy.tmpdir, "note.txt"), "w") as file:
+        file.write("changed in the copy")
+    with open(os.path.join(original.tmpdir, "note.txt")) as file:
+        assert file.read() == "kept"

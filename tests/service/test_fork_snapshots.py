@@ -1,0 +1,122 @@
+"""Forks that start from a snapshot of their source (`simulation/snapshots.py`) instead of
+replaying it from its load: taken when the fork has no cut, or by the session as it works."""
+
+from __future__ import annotations
+
+import anyio
+
+from areasync.protocol import CallTool, Role
+from areasync.protocol.frames import ForkSession
+from areasync.service.server import Service
+from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots
+from tests.service.support import TUTORIAL, attach, serving
+from tests.service.test_fork import INBOX, agent_calls, stream
+
+
+def snapshots(service: Service, session_id: str = TUTORIAL) -> Snapshots:
+    session = service.registry.get(session_id)
+    assert session is not None and session.snapshots is not None
+    return session.snapshots
+
+
+async def test_a_fork_with_no_cut_starts_from_a_snapshot_of_the_source_as_it_is() -> None:
+    async with (
+        serving() as service,
+        attach(service, Role.AGENT) as agent,
+        attach(service, Role.ADMIN) as admin,
+    ):
+        await agent.call(CallTool, **INBOX)
+        created = await admin.call(ForkSession, session_id=TUTORIAL)
+        fork = created["session_id"]
+        [taken] = snapshots(service).kept
+        assert taken.seq == len(stream(service, TUTORIAL)) == len(stream(service, fork))
+        assert stream(service, fork) == stream(service, TUTORIAL)
+        async with attach(
+            service, Role.AGENT, session=fork, token=created["tokens"]["agent"]
+        ) as other:
+            await other.call(CallTool, tool=INBOX["tool"], args={"folder_name": "DRAFT"})
+        assert agent_calls(service, fork)[1:] == ["DRAFT"]
+        assert agent_calls(service, TUTORIAL)[1:] == []
+
+
+async def test_a_session_forked_again_with_nothing_new_is_not_copied_again() -> None:
+    async with serving() as service, attach(service, Role.ADMIN) as admin:
+        first = await admin.call(ForkSession, session_id=TUTORIAL)
+        second = await admin.call(ForkSession, session_id=TUTORIAL)
+        assert len(snapshots(service).kept) == 1
+        assert stream(service, first["session_id"]) == stream(service, second["session_id"])
+
+
+async def test_a_session_takes_snapshots_as_its_work_calls_for_them() -> None:
+    async with serving() as service, attach(service, Role.AGENT) as agent:
+        snapshots(service).policy = SnapshotPolicy(min_work_s=0.0, cost_factor=0.0)
+        await agent.call(CallTool, **INBOX)
+        with anyio.fail_after(10):
+            while not snapshots(service).kept:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        assert snapshots(service).kept[-1].records >= 1
+
+
+async def test_a_fork_at_a_cut_starts_from_the_newest_snapshot_before_it() -> None:
+    async with (
+        serving() as service,
+        attach(service, Role.AGENT) as agent,
+        attach(service, Role.ADMIN) as admin,
+    ):
+        kept = snapshots(service)
+        kept.policy = SnapshotPolicy(min_work_s=0.0, cost_factor=0.0)
+        await agent.call(CallTool, **INBOX)
+        with anyio.fail_after(10):
+            while not kept.kept:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        kept.policy = SnapshotPolicy(min_work_s=1e9)
+        await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
+        cut = len(stream(service, TUTORIAL))
+        served = kept.serving(cut, None)
+        assert isinstance(served, Snapshot) and served.seq < cut
+        await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "TRASH"})
+        created = await admin.call(ForkSession, session_id=TUTORIAL, at_seq=cut)
+        assert stream(service, created["session_id"]) == stream(service, TUTORIAL)[:cut]
+        assert agent_calls(service, created["session_id"])[1:] == ["SENT"]
+
+
+async def test_a_realtime_session_is_forked_by_a_replay_and_takes_no_snapshot() -> None:
+    async with (
+        serving(mode="realtime") as service,
+        attach(service, Role.AGENT) as agent,
+        attach(service, Role.ADMIN) as admin,
+    ):
+        snapshots(service).policy = SnapshotPolicy(min_work_s=0.0, cost_factor=0.0)
+        await agent.call(CallTool, **INBOX)
+        created = await admin.call(ForkSession, session_id=TUTORIAL)
+        assert snapshots(service).kept == []
+        assert agent_calls(service, created["session_id"]) == ["INBOX"]
+
+
+def snapshot(records: int) -> Snapshot:
+    return Snapshot(records=records, seq=records * 10, time=float(records), data=b"x", cost_s=0.1)
+
+
+def test_snapshots_are_due_after_ten_times_the_last_ones_cost_and_a_quarter_second() -> None:
+    kept = Snapshots(SnapshotPolicy())
+    assert not kept.due(0.2) and kept.due(0.25)
+    kept.add(snapshot(1))
+    assert not kept.due(0.9) and kept.due(1.0)
+
+
+def test_thinning_drops_the_older_of_the_closest_pair_and_never_the_newest() -> None:
+    kept = Snapshots(SnapshotPolicy(max_count=3))
+    for records in (10, 20, 22, 40):
+        kept.add(snapshot(records))
+    assert [s.records for s in kept.kept] == [10, 22, 40]
+    kept.add(snapshot(41))
+    assert [s.records for s in kept.kept][-1] == 41
+
+
+def test_a_cut_is_served_by_the_newest_snapshot_strictly_before_its_seq_and_by_its_time() -> None:
+    kept = Snapshots(SnapshotPolicy())
+    for records in (1, 2, 3):
+        kept.add(snapshot(records))
+    assert kept.serving(30, None) == snapshot(2)
+    assert kept.serving(None, 1.5) == snapshot(1)
+    assert kept.serving(10, None) is None

@@ -74,11 +74,13 @@ class StateCopyError(Exception):
     """The session's state holds something that cannot be copied; the message says what."""
 
 
-def freeze(graph: Any, replace: Mapping[int, tuple[Any, ...]], apps: Collection[Any] = ()) -> bytes:
+def freeze(graph: Any, replace: Mapping[int, tuple[Any, ...]], apps: Collection[Any]) -> bytes:
     """`graph` as bytes. `replace`: id of an object -> the reduction to store in its place
     (`with_attributes`: what the copy must not share, such as the service's listeners). Not
     the id of an exact list, dict or tuple: pickle asks no reducer about those. `apps`: the
-    session's own ARE apps (`_foreign_tool`). Blocks the calling thread until done; raises
+    session's own ARE apps, required: without them any app another session (or any ARE code of
+    the process) registered last is reached through the tools ARE parks on app classes, and
+    copied whole (`_foreign_tool`). Blocks the calling thread until done; raises
     `StateCopyError`."""
     outcome: list[Any] = []
 
@@ -174,7 +176,7 @@ class _Pickler(pickle.Pickler):
             return _anyio_event, (obj.is_set(),)
         if isinstance(obj, fsspec.AbstractFileSystem):
             return _file_system_reduction(obj)
-        if kind is AppTool and self._apps and _foreign_tool(obj, self._apps):
+        if kind is AppTool and _foreign_tool(obj, self._apps):
             return _new_object, (kind,), {**vars(obj), "class_instance": None, "function": None}
         if isinstance(obj, SkippableDeepCopy):
             # ARE's apps leave out of their pickles the callbacks that log their events into

@@ -18,7 +18,7 @@ def copied(sim: Simulation) -> Any:
         id(sim): with_attributes(sim, record_listeners=[]),
         id(sim.log): with_attributes(sim.log, listeners=[]),
     }
-    return thaw(freeze(sim, replace))
+    return thaw(freeze(sim, replace, list(sim.env.apps.values())))
 
 
 def file_system(sim: Any) -> SandboxLocalFileSystem:

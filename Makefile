@@ -43,7 +43,7 @@ unit: $(STAMP) browser js
 	$(PY) -m pytest -q
 
 conformance: $(STAMP)
-	$(PY) -m pytest -q tests/conformance
+	$(PY) -m pytest -q -m '' tests/conformance
 
 test: lint unit
 
@@ -81,6 +81,7 @@ soak: $(STAMP)
 		tests/hardening/test_reconnect_storm.py
 	FAULT_RUNS=$${FAULT_RUNS:-10} FAULT_KILLS=$${FAULT_KILLS:-5} $(PY) -m pytest -q -m soak \
 		tests/service/test_durable_faults.py
+	$(PY) -m pytest -q -m soak tests/conformance
 
 # Gaia2 parity with ARE's own are-benchmark on the scenarios it idles in real time (~30 min).
 gaia2-soak: $(STAMP)

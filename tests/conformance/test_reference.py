@@ -196,10 +196,11 @@ def test_fake_clock_patches_only_the_environment_and_time_manager() -> None:
         assert email_client.time is time
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_genuine_wall_clock_time_loop_equals_the_fake_clock_one() -> None:
-    # ~18 s: ARE's unpatched loop sleeps one wall second per tick. Wall-clock drift (a few ms
-    # per tick) stays far below the normal form's 0.1 s rounding.
+    # ~18 s of sleeping: ARE's unpatched loop sleeps one wall second per tick, so this check of
+    # the fake clock against the genuine one runs in `make soak` and `make conformance`. Wall-
+    # clock drift (a few ms per tick) stays far below the normal form's 0.1 s rounding.
     genuine = run_are_time_loop("scenario_tutorial", wall_clock=True)
     fake = run_are_time_loop("scenario_tutorial")
     assert first_difference(normalized_log(genuine), normalized_log(fake)) is None

@@ -66,6 +66,7 @@ from areasync.service.http import (
     Dashboard,
     error_response,
     json_response,
+    screen_site,
     session_id_of,
     source_session_of,
 )
@@ -357,22 +358,7 @@ class Routes:
 
     def _screen(self, request: Request) -> Response | None:
         """The Host and Origin checks of an areasync server (`service/origin.py`)."""
-        site = self.site
-        if site is None:
-            return None
-        hosts = request.headers.get_all("Host")
-        origins = request.headers.get_all("Origin")
-        if len(hosts) > 1 or len(origins) > 1:
-            return error_response(
-                400, "bad_request", "a request has at most one Host and one Origin header"
-            )
-        host = hosts[0] if hosts else None
-        if not site.host_allowed(host):
-            return error_response(421, "host_not_allowed", site.host_refusal(host or ""))
-        origin = origins[0] if origins else None
-        if not site.origin_allowed(origin, host):
-            return error_response(403, "origin_not_allowed", site.origin_refusal(origin or ""))
-        return None
+        return screen_site(self.site, request)
 
 
 def _unauthorized(what: str) -> Response:

@@ -189,6 +189,26 @@ class Dashboard:
         )
 
 
+def screen_site(site: SitePolicy | None, request: Request) -> Response | None:
+    """The Host and Origin checks of `site` (origin.py): a refusal, or None to go on (also
+    when no site is bound yet)."""
+    if site is None:
+        return None
+    hosts = request.headers.get_all("Host")
+    origins = request.headers.get_all("Origin")
+    if len(hosts) > 1 or len(origins) > 1:
+        return error_response(
+            400, "bad_request", "a request has at most one Host and one Origin header"
+        )
+    host = hosts[0] if hosts else None
+    if not site.host_allowed(host):
+        return error_response(421, "host_not_allowed", site.host_refusal(host or ""))
+    origin = origins[0] if origins else None
+    if not site.origin_allowed(origin, host):
+        return error_response(403, "origin_not_allowed", site.origin_refusal(origin or ""))
+    return None
+
+
 class HttpRoutes:
     """`process_request` (and `process_response`) for the service's websockets server."""
 
@@ -265,22 +285,7 @@ class HttpRoutes:
 
     def _screen(self, request: Request) -> Response | None:
         """The Host and Origin checks (origin.py): a refusal, or None to go on."""
-        site = self.site
-        if site is None:  # not bound yet (HttpRoutes used on its own)
-            return None
-        hosts = request.headers.get_all("Host")
-        origins = request.headers.get_all("Origin")
-        if len(hosts) > 1 or len(origins) > 1:
-            return error_response(
-                400, "bad_request", "a request has at most one Host and one Origin header"
-            )
-        host = hosts[0] if hosts else None
-        if not site.host_allowed(host):
-            return error_response(421, "host_not_allowed", site.host_refusal(host or ""))
-        origin = origins[0] if origins else None
-        if not site.origin_allowed(origin, host):
-            return error_response(403, "origin_not_allowed", site.origin_refusal(origin or ""))
-        return None
+        return screen_site(self.site, request)
 
     def _socket_host(self, request: Request) -> str:
         # The WebSocket the page will open goes where the page came from: the accepted Host.

@@ -305,14 +305,7 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
         if journal is None or created is None:
             continue
         try:
-            sim, journaled = await anyio.to_thread.run_sync(
-                rebuild,
-                created,
-                journal,
-                registry.config.judge,
-                registry.judge_limiter,
-                limiter=registry.import_limiter,
-            )
+            sim, journaled = await _rebuilt(registry, created, journal)
         except RestoreError as exc:
             journals.refused[session_id] = str(exc)
             journals.live.pop(session_id, None)
@@ -331,6 +324,18 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
     return restored
 
 
+async def _rebuilt(registry: Adopter, created: Created, journal: Journal) -> tuple[Simulation, int]:
+    """`rebuild` in a worker thread, as imports are, with the server's judge."""
+    return await anyio.to_thread.run_sync(
+        rebuild,
+        created,
+        journal,
+        registry.config.judge,
+        registry.judge_limiter,
+        limiter=registry.import_limiter,
+    )
+
+
 async def _restore_ended(registry: Adopter, journals: Journals) -> None:
     """Rebuild the sessions that ended last (`Journals.ended`) as ended sessions, for replay."""
     started, kept = time.perf_counter(), 0
@@ -341,14 +346,7 @@ async def _restore_ended(registry: Adopter, journals: Journals) -> None:
         if created is None or ended is None or session_id in registry.sessions:
             continue
         try:
-            sim, _ = await anyio.to_thread.run_sync(
-                rebuild,
-                created,
-                journal,
-                registry.config.judge,
-                registry.judge_limiter,
-                limiter=registry.import_limiter,
-            )
+            sim, _ = await _rebuilt(registry, created, journal)
         except RestoreError as exc:
             logger.warning("%s (it had ended: it is not kept for replay)", exc)
             continue

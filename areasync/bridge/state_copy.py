@@ -89,18 +89,15 @@ def freeze(graph: Any, replace: Mapping[int, tuple[Any, ...]], apps: Collection[
         try:
             _Pickler(buffer, replace, {id(app) for app in apps}).dump(graph)
             outcome.append(buffer.getvalue())
-        except (
-            pickle.PicklingError,
-            TypeError,
-            AttributeError,
-            RecursionError,
-            RuntimeError,
-        ) as exc:
-            outcome.append(StateCopyError(f"the session's state cannot be copied: {exc}"))
+        except Exception as exc:  # whatever it is, the copy failed, not the session
+            outcome.append(
+                StateCopyError(f"the session's state cannot be copied: {type(exc).__name__}: {exc}")
+            )
 
+    # The lock first: the collector stays on while a copy waits for another to finish.
     with (
-        _collector_paused(),
         _deep_lock,
+        _collector_paused(),
     ):  # the stack size and the recursion limit are process-wide settings
         previous_stack = threading.stack_size(_STACK_BYTES)
         previous_limit = sys.getrecursionlimit()
@@ -114,6 +111,8 @@ def freeze(graph: Any, replace: Mapping[int, tuple[Any, ...]], apps: Collection[
             worker.join()
         finally:
             sys.setrecursionlimit(previous_limit)
+    if not outcome:  # the thread died of something that is not an Exception
+        raise StateCopyError("the session's state cannot be copied: the copying thread died")
     if isinstance(outcome[0], StateCopyError):
         raise outcome[0]
     data: bytes = outcome[0]
@@ -212,7 +211,7 @@ def _shared_function(key: int) -> Any:
 def _reduce_function(function: types.FunctionType) -> Any:
     if function.__module__ == __name__:
         return NotImplemented  # this module's rebuilders: by name
-    if function.__closure__ is None and not function.__dict__:
+    if _module_level(function):
         _shared.setdefault(id(function), function)
         return _shared_function, (id(function),)
     # The function is made first with empty cells and memoized, then its cells are filled:
@@ -232,6 +231,18 @@ def _reduce_function(function: types.FunctionType) -> Any:
     )
     contents = (tuple(cell.cell_contents for cell in cells), dict(function.__dict__))
     return _function, shell, contents, None, None, _fill_function
+
+
+def _module_level(function: types.FunctionType) -> bool:
+    """A function a copy may share with its source: its module's own, found there by name,
+    holding no state (no closure, defaults or attributes). A bounded set, unlike local
+    functions, which are rebuilt so that a copy never reaches its source through them."""
+    if function.__closure__ or function.__dict__ or function.__defaults__:
+        return False
+    if function.__kwdefaults__:
+        return False
+    module = sys.modules.get(function.__module__)
+    return module is not None and getattr(module, function.__qualname__, None) is function
 
 
 def _function(

@@ -89,6 +89,10 @@ class Router:
         self.hosts: dict[str, HostLink] = {}
         self.where: dict[str, str] = {}  # session id -> node id
         self.restoring: set[str] = set()  # sessions of a lost node, not yet restored
+        # Restores asked of a host and not answered yet (session id -> node id): never given
+        # to another host meanwhile, even when the answer takes longer than `call_timeout`
+        # (a journal's replay is as long as its session), so no journal has two writers.
+        self.in_flight: dict[str, str] = {}
         self.refused: dict[str, str] = {}  # journals a host could not restore, and why
         self.lost: list[str] = []  # nodes lost, in order
         self.port: int | None = None
@@ -275,9 +279,12 @@ class Router:
         self.hosts.pop(node_id, None)
         self.lost.append(node_id)
         held = [sid for sid, node in self.where.items() if node == node_id]
+        held += [sid for sid, node in self.in_flight.items() if node == node_id]
+        for session_id in held:
+            self.in_flight.pop(session_id, None)
         self.restoring.update(held)
         for session_id in held:
-            del self.where[session_id]
+            self.where.pop(session_id, None)
         logger.warning("node %s was lost with %d session(s): %s", node_id, len(held), held)
 
     async def adopt_orphans(self) -> list[str]:
@@ -292,8 +299,11 @@ class Router:
             on_disk = set(await self.call(first.actor.live_journals.remote()))
             if not await self.refresh_map():
                 return []
-            orphans = on_disk - set(self.where)
-            self.restoring &= orphans  # the others ended, or are held again
+            for session_id in set(self.in_flight) & set(self.where):
+                del self.in_flight[session_id]  # its host holds it now
+            # A journal its host could not restore is not tried again every round.
+            orphans = on_disk - set(self.where) - set(self.in_flight) - set(self.refused)
+            self.restoring &= orphans | set(self.in_flight)  # the others ended, or are held
             if not orphans:
                 return []
             loads = {node: dataclasses.replace(link.load) for node, link in self.hosts.items()}
@@ -305,7 +315,11 @@ class Router:
 
     async def _restore_on(self, node_id: str, session_ids: list[str]) -> list[str]:
         link = self.hosts[node_id]
+        self.in_flight.update(dict.fromkeys(session_ids, node_id))
+        # Still in flight if this wait gives up: the host goes on restoring them.
         restored, refused = await self.call(link.actor.restore.remote(session_ids))
+        for session_id in session_ids:
+            self.in_flight.pop(session_id, None)
         for session_id in restored:
             self.where[session_id] = node_id
         link.load.live += len(restored)

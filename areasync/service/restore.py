@@ -311,6 +311,9 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
             journals.live.pop(session_id, None)
             logger.warning("%s", exc)
             continue
+        if session_id in registry.sessions:  # adopted meanwhile (another restore's call)
+            sim.sandbox.remove_directories()
+            continue
         registry.adopt(sim, created, journaled)
         restored.append(session_id)
     if restored or journals.refused:

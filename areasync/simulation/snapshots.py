@@ -140,7 +140,12 @@ async def take(sim: Simulation) -> Snapshot | None:
             id(sim.log): with_attributes(sim.log, listeners=[], _changed=None),
         }
         apps = list(sim.env.apps.values())
-        data = await anyio.to_thread.run_sync(freeze, sim, replace, apps)
+        try:
+            data = await anyio.to_thread.run_sync(freeze, sim, replace, apps)
+        except StateCopyError:
+            if (len(sim.records), sim.log.seq) != (count, seq):
+                return None  # torn by a change made meanwhile (below): try again later
+            raise
         # The lane orders commands, but a few things touch a session outside it (an agent's
         # lease taken as a notification arrives, the hold kept for a missing agent): a copy
         # made while one of them logged something is not a state the run was ever in.
@@ -187,8 +192,14 @@ def thawed(
     (those past the snapshot's), as `Simulation.replay` from the scenario's load would have
     made it. Runs on any thread; raises `ReplayDivergedError` as a replay does."""
     sim: Simulation = thaw(snapshot.data)
-    _revive(sim)
-    replay_into(sim, records, until_seq=until_seq, until_time=until_time, start=snapshot.records)
+    try:
+        _revive(sim)
+        replay_into(
+            sim, records, until_seq=until_seq, until_time=until_time, start=snapshot.records
+        )
+    except BaseException:
+        sim.sandbox.remove_directories()  # the thaw made them for this fork alone
+        raise
     return sim
 
 

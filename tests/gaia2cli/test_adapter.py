@@ -151,3 +151,19 @@ async def test_a_journaled_session_answers_notify_once_its_input_is_durable(
 def notified_text(state_dir: Path) -> str:
     """What the session's journal files hold, as text (the input is recorded there)."""
     return "".join(p.read_bytes().decode(errors="replace") for p in state_dir.rglob("*.journal"))
+
+
+async def test_sse_clients_that_leave_a_quiet_session_are_released_at_once() -> None:
+    async with adapter() as service, agent(service):
+        base = service.gaia2_url(TUTORIAL)
+        runner = harness(service)
+        readers = [await SseReader.open(base) for _ in range(3)]
+        assert (await runner.health())["sseClients"] == 3
+        for reader in readers:
+            reader.close()
+        # No message comes: only their leaving can release them.
+        for _ in range(int(WAIT / 0.05)):
+            if (await runner.health())["sseClients"] == 0:
+                break
+            await anyio.sleep(0.05)
+        assert (await runner.health())["sseClients"] == 0

@@ -75,7 +75,11 @@ class Gaia2Adapter:
         app = web.Application(client_max_size=self.config.max_frame_bytes)
         app.router.add_route("*", PREFIX + "{rest:.*}", self._handle)
         # No access log: a line per request would print the token in its path.
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # handler_cancellation: an /events client that goes away ends its handler (and its
+        # subscription) at once, not at the next message of a quiet session.
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, handler_cancellation=True
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, backlog=1024)
         await site.start()

@@ -34,11 +34,13 @@ A token that opens nothing gets 401 before any upgrade, the same for every route
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import anyio
@@ -56,6 +58,9 @@ from areasync.service.openenv.messages import (
     schema,
 )
 from areasync.service.registry import SessionRegistry
+
+logger = logging.getLogger("areasync.service")
+T = TypeVar("T")
 
 _ROUTES = frozenset({"/ws", "/health", "/schema", "/metadata", "/state", "/reset", "/step"})
 
@@ -214,7 +219,7 @@ class OpenEnvRoutes:
                 self._reaped.discard(credential.token)
                 episode = self._episode(credential)
                 async with self._using(episode):
-                    observation = await episode.reset(initialize, episode_id)
+                    observation = await self._whole(episode.reset(initialize, episode_id))
             else:
                 if not isinstance(data, dict) or "action" not in data:
                     raise OpenEnvError(
@@ -225,7 +230,7 @@ class OpenEnvRoutes:
                     raise self._was_reaped()
                 episode = self._episode(credential)
                 async with self._using(episode):
-                    observation = await episode.step(action)
+                    observation = await self._whole(episode.step(action))
         except OpenEnvError as exc:
             return self._respond(_HTTP_STATUS[exc.code], {"detail": exc.data()})
         values = dict(zip(("observation", "reward", "done"), observation, strict=True))
@@ -270,14 +275,38 @@ class OpenEnvRoutes:
             del self._http[token]
             self._reaped.add(token)
             await episode.close()
+        # Tokens of sessions gone since: nothing can use them again.
+        self._reaped = {token for token in self._reaped if self.credential(token) is not None}
         return len(idle)
 
+    async def _whole(self, work: Coroutine[Any, Any, T]) -> T:
+        """`work`, run to its end however long it takes. websockets answers HTTP requests under
+        its handshake timeout and cancels what is still running then: a step cut there would
+        have run in part, and a client retrying it would run it twice. So the step runs on its
+        own, and past `handshake_timeout - 0.5` s the caller is told it still runs."""
+        task = asyncio.ensure_future(work)
+        task.add_done_callback(_retrieve)
+        limit = max(self.registry.config.handshake_timeout - 0.5, 0.1)
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), limit)
+        except TimeoutError:
+            raise OpenEnvError(
+                ErrorCode_.EXECUTION_ERROR,
+                f"the action is still running after {limit:g} s, the longest an HTTP request "
+                "is answered in here; it will finish: GET <base>/state shows where the "
+                "session is (do not send it again), and <base>/ws has no such limit",
+            ) from None
+
     async def reap_forever(self) -> None:
-        """`reap_idle` a few times per timeout, so an episode goes within 1.25 timeouts."""
+        """`reap_idle` a few times per timeout, so an episode goes within 1.25 timeouts.
+        It runs in the server's task group: a failure is logged, never the server's end."""
         interval = min(max(self.registry.config.openenv_idle_timeout / 4, 0.05), 30.0)
         while True:
             await anyio.sleep(interval)
-            await self.reap_idle()
+            try:
+                await self.reap_idle()
+            except Exception:
+                logger.exception("reaping idle OpenEnv HTTP episodes failed; it runs again")
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -291,3 +320,9 @@ class OpenEnvRoutes:
             "author": None,
             "documentation_url": None,
         }
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """A step's outcome nobody awaits any more (its request gave up): logged, not lost."""
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("an OpenEnv HTTP action failed after its request: %r", task.exception())

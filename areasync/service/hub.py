@@ -52,6 +52,10 @@ logger = logging.getLogger("areasync.service")
 _RUN_CACHE_SIZE: Final = 8
 
 
+# Seconds a reply sent outside the outbox waits for its input to be durable before giving up.
+DURABLE_WAIT = 30.0
+
+
 class Subscriber(Protocol):
     """What the hub needs from a connection."""
 
@@ -126,7 +130,7 @@ class StreamHub:
         limit = gate.limit()
         return produced if limit is None or limit > produced else limit
 
-    async def durable(self, limit: float) -> bool:
+    async def durable(self, limit: float = DURABLE_WAIT) -> bool:
         """Return once every journal record appended so far is durable (at once without a
         journal): a reply sent outside the outbox (an OpenEnv observation, a gaia2-cli answer)
         must not tell of an input a restart would not know. False if the journal failed

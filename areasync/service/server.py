@@ -116,7 +116,6 @@ class Service:
         self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
         self.connections: dict[Connection, None] = {}
         self.openenv_sockets: dict[ServerConnection, None] = {}  # OpenEnv's /ws connections
-        self.openenv_episodes: dict[Any, None] = {}
         # Sockets before hello (a pool of their own) and authenticated connections (what
         # max_connections counts, at the handshake's 503): see admission.py.
         self.admission = Admission(self.config.max_pending_hellos, self.config.max_connections)
@@ -373,9 +372,7 @@ class Service:
         self.openenv_sockets[ws] = None
         self.metrics.connections_opened += 1
         try:
-            await serve_openenv(
-                ws, self.registry, credential, self.admission, self.openenv_episodes
-            )
+            await serve_openenv(ws, self.registry, credential, self.admission)
         finally:
             self.openenv_sockets.pop(ws, None)
 

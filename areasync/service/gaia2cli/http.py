@@ -43,7 +43,6 @@ logger = logging.getLogger("areasync.service")
 
 PREFIX = "/gaia2/"
 _HOLDER = "gaia2-cli"  # the lease holder of its tool calls: none is taken (not an agent)
-_DURABLE_WAIT = 30.0  # seconds a reply waits for its input to be durable before a 503
 _SSE_HEADERS = {
     "Content-Type": "text/event-stream",
     "Cache-Control": "no-cache",
@@ -188,7 +187,7 @@ class Gaia2Adapter:
         except (ToolCallError, ProtocolError, SimulationError) as exc:
             status = 409 if session.sim.ended else 200 if isinstance(act, t.Action) else 400
             return t.failure(status, str(exc))
-        if not await session.hub.durable(_DURABLE_WAIT):
+        if not await session.hub.durable():
             return t.failure(503, "the session's journal did not confirm the input in time")
         if isinstance(act, t.Notify):
             return t.Reply(200, {"ok": True, "runId": f"{session.id}:{session.sim.log.seq}"})

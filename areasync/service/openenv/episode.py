@@ -67,7 +67,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("areasync.service")
 
 _numbers = itertools.count(1)
-_DURABLE_WAIT = 30.0  # seconds an observation waits for its action's records to be durable
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -324,7 +323,7 @@ class Episode:
     async def _durable(self) -> None:
         """Wait until every record logged so far is durable (module docstring)."""
         session = self.session
-        if session is not None and not await session.hub.durable(_DURABLE_WAIT):
+        if session is not None and not await session.hub.durable():
             raise OpenEnvError(
                 ErrorCode.SESSION_ERROR,
                 "the session's journal did not confirm the action in time (its disk failed "

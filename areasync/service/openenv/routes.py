@@ -117,7 +117,6 @@ class OpenEnvRoutes:
         self.registry = registry
         self.open_connections = open_connections
         self._respond = respond  # (status, value) -> a JSON response with the security headers
-        self._error: Callable[..., Response] | None = None
         self._schema = schema()
         self._http: dict[str, Episode] = {}  # each credential's HTTP episode
         self._busy: dict[Episode, int] = {}  # HTTP episodes with a request under way

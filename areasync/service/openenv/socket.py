@@ -42,7 +42,6 @@ async def serve_socket(
     registry: SessionRegistry,
     credential: Credential,
     admission: Admission | None,
-    episodes: dict[Episode, None],
 ) -> None:
     """Serve one OpenEnv WebSocket until it closes, is reaped, or the server shuts down."""
     config = registry.config
@@ -56,11 +55,9 @@ async def serve_socket(
         await _send_and_close(ws, error, CloseCode.CAPACITY, "capacity")
         return
     episode = Episode(registry, credential)
-    episodes[episode] = None
     try:
         await _loop(ws, episode, config.openenv_idle_timeout)
     finally:
-        episodes.pop(episode, None)
         with anyio.CancelScope(shield=True):
             await episode.close()
         if admission is not None:

@@ -358,7 +358,12 @@ def _placeholder_ids(event: Event) -> set[str]:
         return set()
     ids = set()
     for value in action.args.values():
-        if isinstance(value, str) and (match := _PLACEHOLDER.match(value.strip())) is not None:
+        # `"{{" in` first: a C substring scan rules out almost every argument before the regex.
+        if (
+            isinstance(value, str)
+            and "{{" in value
+            and (match := _PLACEHOLDER.match(value.strip())) is not None
+        ):
             ids.add(match.group(1).split(".")[0])
     return ids
 

@@ -21,8 +21,6 @@ from typing import Any
 
 import anyio
 import pytest
-from anyio.abc import Process
-from anyio.streams.text import TextReceiveStream
 
 from areasync.agents.oracle import Pace, oracle_plan, run_oracle_agent
 from areasync.client import connect
@@ -31,6 +29,7 @@ from areasync.conformance.scenario_json import load_scenario_json
 from areasync.protocol import CreateSession, EventItem, EventRecord, ImportMode, Mode
 from areasync.testing import AreasyncServer
 from tests.client.test_oracle_agent import WAIT, assert_same_log, gaia2_json, run_agent
+from tests.service.durable_support import read_banner
 
 GAIA2_FILE = "gaia2_two_turns.json"
 END_OF_TURN = "AgentUserInterface__send_message_to_user"
@@ -141,17 +140,6 @@ async def test_an_explicit_plain_import_mode_in_create_session_wins_over_auto(
 # -- the command line -------------------------------------------------------------------------
 
 
-async def _banner(process: Process) -> str:
-    assert process.stdout is not None
-    text = ""
-    with anyio.fail_after(60):
-        async for chunk in TextReceiveStream(process.stdout):
-            text += chunk
-            if "Ctrl-C" in text:
-                return text
-    raise AssertionError(f"no banner; got {text!r}")
-
-
 @pytest.mark.parametrize("pace", ["jump", "wait"])
 async def test_areasync_serve_a_gaia2_file_and_the_oracle_agent_command_reach_turn_two(
     gaia2_file: Path, tmp_path: Path, pace: str
@@ -163,7 +151,7 @@ async def test_areasync_serve_a_gaia2_file_and_the_oracle_agent_command_reach_tu
     ]
     async with await anyio.open_process(serve) as server:
         try:
-            banner = await _banner(server)
+            banner = await read_banner(server)
             match = re.search(r"ws://127\.0\.0\.1:(\d+)/sessions/gaia2_two_turns", banner)
             assert match, banner
             assert "benchmark import" in banner
@@ -203,7 +191,7 @@ async def test_areasync_serve_import_mode_plain_wins_over_auto(gaia2_file: Path)
     ]
     async with await anyio.open_process(serve) as server:
         try:
-            banner = await _banner(server)
+            banner = await read_banner(server)
         finally:
             server.send_signal(signal.SIGINT)
             with anyio.fail_after(30), contextlib.suppress(ProcessLookupError):

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import tempfile
 import urllib.request
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,11 +44,13 @@ CREATED: dict[str, dict[str, Any]] = {}  # create_session's answers, by session 
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def router(
-    ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Router]:
+async def router(ray_cluster: Any, request: pytest.FixtureRequest) -> AsyncIterator[Router]:
     """The router and a host on each node, with two sessions created through it."""
-    state = tmp_path_factory.mktemp("shared-state")  # every node of this machine reaches it
+    # Every node of this machine reaches it. Not under pytest's numbered temp directories: a
+    # pytest run started meanwhile (a test's own subprocess) may prune those while the hosts,
+    # other processes, still write their journals there.
+    state = Path(tempfile.mkdtemp(prefix="areasync-cluster-state-"))
+    request.addfinalizer(lambda: shutil.rmtree(state, ignore_errors=True))
     config = ServiceConfig(
         port=0, admin_token=ADMIN, state_dir=state, trace_dir=None, mode="manual", gaia2_port=0
     )

@@ -78,3 +78,13 @@ async def test_the_admin_token_names_its_session_in_the_url() -> None:
         missing, refusal = await Harness(base).call("GET", "/status")
     assert status == 200 and body["session"] == TUTORIAL
     assert missing == 404 and "no session 'no-such-session'" in refusal["error"]
+
+
+async def test_input_past_the_rate_limit_is_refused_429_and_changes_nothing() -> None:
+    async with adapter(rate=0.001, burst=1) as service:  # no new token within the test
+        runner = harness(service)
+        await runner.notify("first")  # the burst's one request
+        before = stream_seq(service)
+        status, body = await runner.call("POST", "/notify", {"message": "second"})
+        assert status == 429 and body["ok"] is False and "slow down" in body["error"]
+        assert stream_seq(service) == before

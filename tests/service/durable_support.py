@@ -61,20 +61,25 @@ TOKEN = "restore-admin"  # the servers' admin token (--token)
 TALLY: collections.Counter[str] = collections.Counter()
 
 
+async def read_banner(process: Process) -> str:
+    """What `areasync serve` prints up to its banner's last line (it names Ctrl-C)."""
+    assert process.stdout is not None
+    text = ""
+    with anyio.fail_after(60):
+        async for chunk in TextReceiveStream(process.stdout):
+            text += chunk
+            if "Ctrl-C" in text:
+                return text
+    raise AssertionError(f"no banner; got {text!r}")
+
+
 @contextlib.asynccontextmanager
 async def server(command: list[str], log: Path) -> AsyncIterator[tuple[Process, str]]:
     """A running `areasync serve` and its banner; killed on the way out if still running."""
     with log.open("ab") as stderr:
         process = await anyio.open_process(command, stderr=stderr)
     try:
-        assert process.stdout is not None
-        text = ""
-        with anyio.fail_after(60):
-            async for chunk in TextReceiveStream(process.stdout):
-                text += chunk
-                if "Ctrl-C" in text:
-                    break
-        yield process, text
+        yield process, await read_banner(process)
     finally:
         if process.returncode is None:
             process.kill()

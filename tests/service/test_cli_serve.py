@@ -12,7 +12,6 @@ from typing import Any
 
 import anyio
 import pytest
-from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
@@ -21,20 +20,10 @@ from areasync.journal import JournalStore
 from areasync.protocol import CloseCode
 from areasync.service import ServiceConfig
 from bench.misbehaving import RawClient, hello_frame
+from tests.service.durable_support import read_banner
 from tests.service.support import json_files
 
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--mode", "manual"]
-
-
-async def _banner(process: Process) -> str:
-    assert process.stdout is not None
-    text = ""
-    with anyio.fail_after(60):
-        async for chunk in TextReceiveStream(process.stdout):
-            text += chunk
-            if "Ctrl-C" in text:
-                return text
-    raise AssertionError(f"no banner; got {text!r}")
 
 
 async def test_serve_prints_urls_and_tokens_then_shuts_down_cleanly_on_sigint(
@@ -42,7 +31,7 @@ async def test_serve_prints_urls_and_tokens_then_shuts_down_cleanly_on_sigint(
 ) -> None:
     command = [*SERVE, "--token", "cli-admin", "--trace-dir", str(tmp_path)]
     async with await anyio.open_process(command) as process:
-        banner = await _banner(process)
+        banner = await read_banner(process)
         process.send_signal(signal.SIGINT)
         with anyio.fail_after(30):
             code = await process.wait()
@@ -69,7 +58,7 @@ async def test_serve_refuses_a_bad_limit_with_its_name() -> None:
 async def test_serve_applies_a_limit_given_on_the_command_line() -> None:
     command = [*SERVE, "--token", "cli-admin", "--max-connections-per-session", "1"]
     async with await anyio.open_process(command) as process:
-        banner = await _banner(process)
+        banner = await read_banner(process)
         match = re.search(r"ws://127\.0\.0\.1:\d+/sessions/scenario_tutorial", banner)
         assert match is not None
         hello = json.dumps({"type": "hello", "id": 1, "role": "observer", "token": "cli-admin"})
@@ -107,7 +96,7 @@ async def test_serve_refuses_a_bad_flood_limit_with_its_name(
 async def test_serve_reaps_openenv_clients_after_the_idle_timeout_given() -> None:
     command = [*SERVE, "--token", "cli-admin", "--openenv-idle-timeout", "0.3"]
     async with await anyio.open_process(command) as process:
-        banner = await _banner(process)
+        banner = await read_banner(process)
         match = re.search(r"http://(127\.0\.0\.1:\d+)/openenv/cli-admin", banner)
         assert match is not None
         async with connect(f"ws://{match[1]}/openenv/cli-admin/ws") as ws:
@@ -191,7 +180,7 @@ async def test_sigterm_during_a_long_tick_exits_having_written_every_trace(
     tmp_path: Path,
 ) -> None:
     async with await anyio.open_process(_wedged_serve(tmp_path)) as process:
-        banner = await _banner(process)
+        banner = await read_banner(process)
         silent = await _never_reading_client(banner)
         ws = await _start_a_long_tick(banner)
         try:
@@ -209,7 +198,7 @@ async def test_sigterm_during_a_long_tick_exits_having_written_every_trace(
 
 async def test_a_second_signal_exits_at_once_with_a_non_zero_status(tmp_path: Path) -> None:
     async with await anyio.open_process(_wedged_serve(tmp_path)) as process:
-        banner = await _banner(process)
+        banner = await read_banner(process)
         # Its close handshake never completes: the first shutdown waits for it (close_timeout).
         silent = await _never_reading_client(banner)
         ws = await _start_a_long_tick(banner)
@@ -243,7 +232,7 @@ async def test_serve_passes_allow_origin_and_allow_host_to_the_service() -> None
     command += ["--allow-host", "box.lan"]
     async with await anyio.open_process(command) as process:
         try:
-            banner = await _banner(process)
+            banner = await read_banner(process)
             match = re.search(r"ws://127\.0\.0\.1:(\d+)/sessions/scenario_tutorial", banner)
             assert match is not None
             hello = {"type": "hello", "id": 1, "role": "observer", "token": "cli-admin"}
@@ -272,7 +261,7 @@ async def test_serve_journals_the_seed_given_with_seed(tmp_path: Path) -> None:
     command = [*SERVE, "--token", "cli-admin", "--state-dir", str(tmp_path), "--seed", "4242"]
     async with await anyio.open_process(command) as process:
         try:
-            await _banner(process)
+            await read_banner(process)
         finally:
             process.send_signal(signal.SIGINT)
             with anyio.fail_after(30):

@@ -18,26 +18,21 @@ from typing import Any, cast
 import anyio
 import msgspec
 from anyio.abc import Process
-from anyio.streams.text import TextReceiveStream
 
 from areasync.agents.oracle import oracle_plan, run_oracle_agent
 from areasync.client import Client, connect
 from areasync.journal import Input, JournalStore
+from tests.service.durable_support import read_banner
 
 SCENARIO = "scenario_apps_tutorial"  # two oracle tool calls
 TOKEN = "crash-admin"
 
 
 async def banner_url(process: Process) -> str:
-    assert process.stdout is not None
-    text = ""
-    with anyio.fail_after(60):
-        async for chunk in TextReceiveStream(process.stdout):
-            text += chunk
-            found = re.search(rf"ws://127\.0\.0\.1:\d+/sessions/{SCENARIO}", text)
-            if found and "Ctrl-C" in text:
-                return found[0]
-    raise AssertionError(f"no banner; got {text!r}")
+    text = await read_banner(process)
+    found = re.search(rf"ws://127\.0\.0\.1:\d+/sessions/{SCENARIO}", text)
+    assert found, f"no session URL in the banner: {text!r}"
+    return found[0]
 
 
 class KillingAgent:

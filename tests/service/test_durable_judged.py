@@ -148,6 +148,14 @@ def sim_of(service: Service, session_id: str) -> Simulation:
     return session.sim
 
 
+async def played(tmp_path: Path, stub: StubLLM) -> Simulation:
+    """A judged session played to its end on a server with a state dir; its simulation."""
+    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
+        created = await create(service)
+        await play(created, *TURNS)
+        return sim_of(service, created.session_id)
+
+
 def judge_records(sim: Simulation) -> list[InputRecord]:
     return [record for record in sim.records if record.source == "judge"]
 
@@ -184,10 +192,7 @@ async def test_a_judged_run_replays_frame_for_frame_without_asking_the_judge(
 async def test_a_replay_past_the_last_answer_on_disk_asks_the_judge_from_there(
     tmp_path: Path, stub: StubLLM, script: JudgeScript
 ) -> None:
-    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
-        created = await create(service)
-        await play(created, *TURNS)
-        sim = sim_of(service, created.session_id)
+    sim = await played(tmp_path, stub)
     answers = judge_records(sim)
     last = sim.records.index(answers[-1])
     asked = judge_calls(stub)
@@ -203,10 +208,7 @@ async def test_a_replay_past_the_last_answer_on_disk_asks_the_judge_from_there(
 async def test_a_recorded_answer_to_another_question_stops_the_replay_saying_so(
     tmp_path: Path, stub: StubLLM, script: JudgeScript
 ) -> None:
-    async with judged_server(tmp_path, tmp_path / "state", stub.endpoint) as service:
-        created = await create(service)
-        await play(created, *TURNS)
-        sim = sim_of(service, created.session_id)
+    sim = await played(tmp_path, stub)
     records = list(sim.records)
     first = records.index(judge_records(sim)[0])
     other = {**records[first].payload, "call": "0" * 64}  # the run asked something else here

@@ -31,6 +31,7 @@ from areasync.protocol.frames import CallTool as CallToolFrame
 from areasync.protocol.frames import Role, SendUserMessage
 from areasync.service.gaia2cli import translate as t
 from areasync.service.gaia2cli.feed import MessageFeed
+from areasync.service.limits import TokenBucket
 from areasync.service.requests import perform
 from areasync.simulation.errors import SimulationError
 
@@ -66,6 +67,9 @@ class Gaia2Adapter:
         self.registry = registry
         self.config = config
         self.feeds: dict[str, MessageFeed] = {}
+        # The request rate a WebSocket connection has (`config.rate`, limits.py), per session
+        # and role: what may change a session is limited here as it is there.
+        self._buckets: dict[tuple[str, Role], TokenBucket] = {}
         self.port: int | None = None
         self.base = ""
         self._runner: web.AppRunner | None = None
@@ -125,6 +129,7 @@ class Gaia2Adapter:
             for sid, old in list(self.feeds.items()):
                 if self.registry.get(sid) is not old.session:
                     del self.feeds[sid]
+            self._buckets = {key: b for key, b in self._buckets.items() if key[0] in self.feeds}
             feed = self.feeds[session.id] = MessageFeed(session)
         return feed
 
@@ -163,6 +168,12 @@ class Gaia2Adapter:
                 if isinstance(after, t.Reply):
                     return after
                 return t.messages_reply(feed.messages, after)
+        if not self._within_rate(session, role):
+            return t.failure(
+                429,
+                f"more than {self.config.rate:g} requests/s (burst {self.config.burst}) that "
+                "change this session; nothing was done: slow down and retry",
+            )
         body = await request.read()
         act = t.parse_notify(body) if route is t.Route.NOTIFY else t.parse_action(body)
         if isinstance(act, t.Reply):
@@ -170,6 +181,16 @@ class Gaia2Adapter:
         if session.sim.ended:
             return t.failure(409, "the session has ended: it takes no more input (GET /status)")
         return await self._act(act, session, role, feed)
+
+    def _within_rate(self, session: Session, role: Role) -> bool:
+        rate = self.config.rate
+        if rate is None:
+            return True
+        key = (session.id, role)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = TokenBucket(rate, self.config.burst)
+        return bucket.take()
 
     async def _act(self, act: t.Act, session: Session, role: Role, feed: MessageFeed) -> t.Reply:
         frame: SendUserMessage | CallToolFrame

@@ -98,7 +98,8 @@ class InProcessClient:
         self.holder = holder
         self.as_agent = as_agent
         self.core: ConnectionCore | None = None
-        self.closed = False
+        self.closed = False  # the core closed it: it answers no more requests
+        self.closed_at: float | None = None  # when (time.monotonic())
         self._ids = itertools.count(1)
 
     def __repr__(self) -> str:
@@ -111,6 +112,12 @@ class InProcessClient:
     @property
     def role(self) -> Role | None:
         return None if self.core is None else self.core.role
+
+    @property
+    def close_code(self) -> int | None:
+        """The code a WebSocket client would have been closed with (None: not closed)."""
+        close = None if self.core is None else self.core.close_asked
+        return None if close is None else close.code
 
     @property
     def allowed(self) -> frozenset[type[Any]]:
@@ -154,8 +161,8 @@ class InProcessClient:
             None,
         )
         close = next((a for a in actions if isinstance(a, Close)), core.close_asked)
-        if close is not None:
-            self.closed = True
+        if close is not None and not self.closed:
+            self.closed, self.closed_at = True, time.monotonic()
         if error is not None:
             self.metrics.errors[error.code] += 1
             return RequestError(

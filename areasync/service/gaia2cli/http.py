@@ -20,12 +20,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from aiohttp import web
 
-from areasync.protocol.errors import ErrorCode
+from areasync.protocol.errors import CloseCode, ErrorCode
 from areasync.protocol.frames import Role
 from areasync.service.gaia2cli import translate as t
 from areasync.service.gaia2cli.feed import MessageFeed
@@ -189,12 +190,24 @@ class Gaia2Adapter:
         """The session's client for `role` (a new one says hello: RequestError if refused)."""
         key = (session.id, role)
         client = self.clients.get(key)
-        if client is None or client.closed or client.session is not session:
+        if client is None or client.session is not session or self._replaced(client):
             name = f"gaia2-cli:{role.value}@{session.id}"
             client = InProcessClient(self.registry, name=name, holder=_HOLDER)
             client.hello(session, role, token)
             self.clients[key] = client
         return client
+
+    def _replaced(self, client: InProcessClient) -> bool:
+        """Whether a client is replaced by a new one (a WebSocket client would reconnect).
+        One closed for its rate only once a full burst is earned again, not at once: the next
+        request would otherwise bring a fresh burst after every `rate_strikes` refusals."""
+        if not client.closed:
+            return False
+        rate = self.config.rate
+        if rate is None or client.close_code != CloseCode.RATE_LIMITED:
+            return True
+        assert client.closed_at is not None
+        return time.monotonic() - client.closed_at >= self.config.burst / rate
 
     def _refusal(self, failure: RequestError, act: t.Act, session: Session) -> t.Reply:
         """What a WebSocket client would have got as an error, in gaia2-cli's shape."""

@@ -149,9 +149,14 @@ class InProcessClient:
             raise RequestError(ErrorCode.BAD_STATE, "no session joined: say hello first")
         frame = msgspec.structs.replace(frame, id=next(self._ids))
         actions = core.receive(encode_client_frame(frame, Encoding.JSON))
-        calls = [action for action in actions if isinstance(action, Call)]
-        if calls:
-            return await self._carry_out(core, calls[0].frame, then)
+        for action in actions:
+            match action:
+                case Call(frame=call):
+                    return await self._carry_out(core, call, then)
+                case Reply(frame=Error()):
+                    pass
+                case Reply():  # answered by the core itself (a ping's pong): nothing ran
+                    return None
         raise self._refusal(core, actions)
 
     def _refusal(self, core: ConnectionCore, actions: list[Action]) -> RequestError:

@@ -1,6 +1,7 @@
 """An OpenEnv action goes the way a WebSocket frame goes (`service/inprocess.py`), in the cases
 where the episode, calling the request dispatcher directly, answered otherwise: a refused call
-that the journal records, and the metrics of tool calls and of errors.
+that the journal records, and the metrics of tool calls and of errors; and an episode whose
+client the gate closed says hello again on reset, as a WebSocket client reconnects.
 """
 
 from __future__ import annotations
@@ -56,3 +57,20 @@ async def test_a_refused_tool_call_is_counted_by_its_error_code_in_the_metrics()
             with pytest.raises(RuntimeError):
                 await env.step(BAD_ARGS)
         assert errors["invalid_args"] == before + 1
+
+
+async def test_an_episode_closed_for_its_rate_takes_steps_again_after_a_reset() -> None:
+    async with (
+        serving(rate=0.001, burst=1, rate_strikes=1) as service,  # no new token in the test
+        GenericEnvClient(base_url=agent_url(service)) as env,
+    ):
+        with anyio.fail_after(WAIT):
+            await env.reset()
+            await env.step(CALL)  # the burst's one request
+            with pytest.raises(RuntimeError, match="EXECUTION_ERROR"):
+                await env.step(CALL)  # refused: its one strike
+            with pytest.raises(RuntimeError, match="SESSION_ERROR"):
+                await env.step(CALL)  # out of strikes: the client is closed
+            await env.reset()
+            again = await env.step(CALL)
+    assert again.observation["action_success"] is True

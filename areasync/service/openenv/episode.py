@@ -227,10 +227,13 @@ class Episode:
 
     async def _join(self, session: Session) -> None:
         """Say hello to `session` through its gate and follow its stream from now on."""
-        if self.session is session:
+        client = self.client
+        if self.session is session and client is not None and not client.closed:
             self.cursor = session.hub.seq
             self.take_turn()
             return
+        # A new session, or a client the gate closed (it kept sending while rate limited): it
+        # says hello again, as a WebSocket client reconnects.
         self._leave()
         credential = self.credential
         acts = credential.role in (Role.AGENT, Role.ADMIN)  # the wait tool hands back the turn

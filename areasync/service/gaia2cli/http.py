@@ -20,20 +20,17 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from aiohttp import web
 
-from areasync.bridge.tools import ToolCallError
-from areasync.protocol.errors import ProtocolError
-from areasync.protocol.frames import CallTool as CallToolFrame
-from areasync.protocol.frames import Role, SendUserMessage
+from areasync.protocol.errors import CloseCode, ErrorCode
+from areasync.protocol.frames import Role
 from areasync.service.gaia2cli import translate as t
 from areasync.service.gaia2cli.feed import MessageFeed
-from areasync.service.limits import TokenBucket
-from areasync.service.requests import perform
-from areasync.simulation.errors import SimulationError
+from areasync.service.inprocess import InProcessClient, NotDurableError, RequestError
 
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
@@ -43,7 +40,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("areasync.service")
 
 PREFIX = "/gaia2/"
-_HOLDER = "gaia2-cli"  # the lease holder of its tool calls: none is taken (not an agent)
+_HOLDER = "gaia2-cli"  # the lease holder of its requests: none is taken (not an agent)
 _SSE_HEADERS = {
     "Content-Type": "text/event-stream",
     "Cache-Control": "no-cache",
@@ -67,9 +64,10 @@ class Gaia2Adapter:
         self.registry = registry
         self.config = config
         self.feeds: dict[str, MessageFeed] = {}
-        # The request rate a WebSocket connection has (`config.rate`, limits.py), per session
-        # and role: what may change a session is limited here as it is there.
-        self._buckets: dict[tuple[str, Role], TokenBucket] = {}
+        # What changes a session goes the way a WebSocket frame goes (inprocess.py), through
+        # one client per session and role: its hello, its gate (the rate limit is that
+        # client's, as a connection's is), its errors, its wait for the journal.
+        self.clients: dict[tuple[str, Role], InProcessClient] = {}
         self.port: int | None = None
         self.base = ""
         self._runner: web.AppRunner | None = None
@@ -102,8 +100,8 @@ class Gaia2Adapter:
 
     # -- requests ---------------------------------------------------------------------------
 
-    def _resolve(self, rest: str) -> tuple[Session, Role, str] | t.Reply:
-        """The session, the caller's role and the route of `/gaia2/<rest>`."""
+    def _resolve(self, rest: str) -> tuple[Session, Role, str, str] | t.Reply:
+        """The session, the caller's role, its token and the route of `/gaia2/<rest>`."""
         token, _, tail = rest.partition("/")
         found = self.registry.tokens.identify(token)
         if found is None:
@@ -120,7 +118,7 @@ class Gaia2Adapter:
             return t.failure(
                 404, f"no session {session_id[:64]!r} (it ended and was discarded, or never was)"
             )
-        return session, role, "/" + tail
+        return session, role, token, "/" + tail
 
     def _feed(self, session: Session) -> MessageFeed:
         feed = self.feeds.get(session.id)
@@ -129,7 +127,7 @@ class Gaia2Adapter:
             for sid, old in list(self.feeds.items()):
                 if self.registry.get(sid) is not old.session:
                     del self.feeds[sid]
-            self._buckets = {key: b for key, b in self._buckets.items() if key[0] in self.feeds}
+            self.clients = {key: c for key, c in self.clients.items() if key[0] in self.feeds}
             feed = self.feeds[session.id] = MessageFeed(session)
         return feed
 
@@ -138,7 +136,7 @@ class Gaia2Adapter:
             found = self._resolve(request.match_info["rest"])
             if isinstance(found, t.Reply):
                 return _json(found)
-            session, role, path = found
+            session, role, token, path = found
             route = t.route_of(request.method, path)
             if isinstance(route, t.Reply):
                 return _json(route)
@@ -150,13 +148,18 @@ class Gaia2Adapter:
                 return web.Response(headers=_SSE_HEADERS)
             if route is t.Route.EVENTS:
                 return await self._events(request, feed)
-            return _json(await self._answer(request, route, session, role, feed))
+            return _json(await self._answer(request, route, session, (role, token), feed))
         except Exception:
             logger.exception("the gaia2-cli adapter failed to answer a %s", request.method)
             return _json(t.failure(500, "internal error in areasync's gaia2-cli adapter"))
 
     async def _answer(
-        self, request: web.Request, route: t.Route, session: Session, role: Role, feed: MessageFeed
+        self,
+        request: web.Request,
+        route: t.Route,
+        session: Session,
+        caller: tuple[Role, str],
+        feed: MessageFeed,
     ) -> t.Reply:
         match route:
             case t.Route.HEALTH:
@@ -168,52 +171,60 @@ class Gaia2Adapter:
                 if isinstance(after, t.Reply):
                     return after
                 return t.messages_reply(feed.messages, after)
-        if not self._within_rate(session, role):
-            return t.failure(
-                429,
-                f"more than {self.config.rate:g} requests/s (burst {self.config.burst}) that "
-                "change this session; nothing was done: slow down and retry",
-            )
         body = await request.read()
         act = t.parse_notify(body) if route is t.Route.NOTIFY else t.parse_action(body)
         if isinstance(act, t.Reply):
             return act
-        if session.sim.ended:
-            return t.failure(409, "the session has ended: it takes no more input (GET /status)")
-        return await self._act(act, session, role, feed)
-
-    def _within_rate(self, session: Session, role: Role) -> bool:
-        rate = self.config.rate
-        if rate is None:
-            return True
-        key = (session.id, role)
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = self._buckets[key] = TokenBucket(rate, self.config.burst)
-        return bucket.take()
-
-    async def _act(self, act: t.Act, session: Session, role: Role, feed: MessageFeed) -> t.Reply:
-        frame: SendUserMessage | CallToolFrame
-        if isinstance(act, t.Notify):
-            frame = SendUserMessage(id=0, content=act.message)
-        else:
-            missing = t.check_tool(act.tool, frozenset(x.name for x in session.sim.list_tools()))
-            if missing is not None:
-                return missing
-            frame = CallToolFrame(id=0, tool=act.tool, args=act.args)
         try:
-            value = await perform(
-                frame, session=session, role=role, holder=_HOLDER, registry=self.registry
-            )
-        except (ToolCallError, ProtocolError, SimulationError) as exc:
-            status = 409 if session.sim.ended else 200 if isinstance(act, t.Action) else 400
-            return t.failure(status, str(exc))
-        if not await session.hub.durable():
-            return t.failure(503, "the session's journal did not confirm the input in time")
+            value = await self._client(session, *caller).request(t.frame_of(act))
+        except RequestError as failure:
+            return self._refusal(failure, act, session)
+        except NotDurableError as failure:
+            return t.failure(503, failure.message)
         if isinstance(act, t.Notify):
             return t.Reply(200, {"ok": True, "runId": f"{session.id}:{session.sim.log.seq}"})
         text = value if isinstance(value, str) else json.dumps(value)
         return t.Reply(200, {"ok": True, "result": text, "value": value})
+
+    def _client(self, session: Session, role: Role, token: str) -> InProcessClient:
+        """The session's client for `role` (a new one says hello: RequestError if refused)."""
+        key = (session.id, role)
+        client = self.clients.get(key)
+        if client is None or client.session is not session or self._replaced(client):
+            name = f"gaia2-cli:{role.value}@{session.id}"
+            client = InProcessClient(self.registry, name=name, holder=_HOLDER)
+            client.hello(session, role, token)
+            self.clients[key] = client
+        return client
+
+    def _replaced(self, client: InProcessClient) -> bool:
+        """Whether a client is replaced by a new one (a WebSocket client would reconnect).
+        One closed for its rate only once a full burst is earned again, not at once: the next
+        request would otherwise bring a fresh burst after every `rate_strikes` refusals."""
+        if not client.closed:
+            return False
+        rate = self.config.rate
+        if rate is None or client.close_code != CloseCode.RATE_LIMITED:
+            return True
+        assert client.closed_at is not None
+        return time.monotonic() - client.closed_at >= self.config.burst / rate
+
+    def _refusal(self, failure: RequestError, act: t.Act, session: Session) -> t.Reply:
+        """What a WebSocket client would have got as an error, in gaia2-cli's shape."""
+        message = failure.message
+        if failure.code == ErrorCode.UNKNOWN_TOOL and isinstance(act, t.Action):
+            # The same failure, saying what the session has (there is no list_tools here).
+            tools = frozenset(x.name for x in session.sim.list_tools())
+            missing = t.check_tool(act.tool, tools)
+            message = message if missing is None else missing.body["error"]
+        elif failure.code == ErrorCode.RATE_LIMITED and failure.closed:
+            config = self.config
+            message = (
+                f"more than {config.rate_strikes} requests refused while rate limited (more "
+                f"than {config.rate:g} requests/s, bursts up to {config.burst}); nothing was "
+                "done: back off, then retry"
+            )
+        return t.refusal(failure.code, message, action=isinstance(act, t.Action))
 
     async def _events(self, request: web.Request, feed: MessageFeed) -> web.StreamResponse:
         after = t.parse_after(dict(request.query))

@@ -7,7 +7,8 @@ module decides everything about such a request against an areasync session, with
 which route it is, whether the caller's role may use it, whether its body is valid, and what
 the answer's JSON is. `http.py` is the thin asyncio layer that reads bytes, asks here, carries
 out the `Act` it gets (the one call that touches the simulation goes through
-`service/requests.py`) and writes the reply; `feed.py` keeps the session's messages.
+`service/inprocess.py`, the path of a WebSocket frame) and writes the reply; `feed.py` keeps
+the session's messages.
 
 Routes (after `/gaia2/<token>`, or `/gaia2/<admin-token>/<session-id>`):
 
@@ -34,7 +35,10 @@ session. Errors keep gaia2-cli's shapes: `{"ok": false, "error": "..."}` with 40
 JSON, a missing field), 404 (no such route), and, for what gaia2-cli has no word for, 401 (the
 token), 403 (the role), 405 (the method) and 409 (the session has ended). An action that
 cannot run (an unknown app or action, arguments the tool refuses, a tool that raises) is, as
-in gaia2-cli, a 200 whose `ok` is false and whose `error` says why.
+in gaia2-cli, a 200 whose `ok` is false and whose `error` says why. A `/notify` or
+`/execute_action` meets the checks a WebSocket frame meets, and fails as that frame would
+(`refusal`: 429 past the rate limit, 503 when the session has no room for another client or
+its journal does not confirm the input), in these shapes.
 
 Messages are what the agent tells the user: each completed `AgentUserInterface`
 `send_message_to_user` event of the session's stream, numbered 1, 2, 3... in stream order, so
@@ -50,6 +54,7 @@ import enum
 import json
 from typing import Any, Final
 
+from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import CallTool, EventItem, Role, SendUserMessage
 from areasync.service.roles import allowed
 
@@ -207,6 +212,36 @@ def parse_after(query: dict[str, str]) -> int | Reply:
     except ValueError:
         return failure(400, f"'after' must be a message seq (an integer), not {raw[:40]!r}")
     return max(after, 0)
+
+
+def frame_of(act: Act) -> SendUserMessage | CallTool:
+    """The WebSocket frame `act` stands for: it goes the way that frame goes."""
+    if isinstance(act, Notify):
+        return SendUserMessage(id=0, content=act.message)
+    return CallTool(id=0, tool=act.tool, args=act.args)
+
+
+# The HTTP status of an error a WebSocket client would get as `error.code`; any other code is
+# the request's own failure: a failed action (200, `ok` false, as gaia2-cli has it) or a 400.
+_STATUS_OF: Final[dict[str, int]] = {
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.SESSION_NOT_FOUND: 404,
+    ErrorCode.SESSION_ENDED: 409,
+    ErrorCode.TOO_LARGE: 413,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.INTERNAL: 500,
+    ErrorCode.CAPACITY: 503,
+}
+
+ENDED: Final = "the session has ended: it takes no more input (GET /status has its outcome)"
+
+
+def refusal(code: str, message: str, *, action: bool) -> Reply:
+    """The error a WebSocket client would get (`code`, `message`) for an act, in gaia2-cli's
+    shape; `action`: the act is an `/execute_action` (else a `/notify`)."""
+    status = _STATUS_OF.get(code, 200 if action else 400)
+    return failure(status, ENDED if code == ErrorCode.SESSION_ENDED else message)
 
 
 def check_tool(tool: str, tools: frozenset[str]) -> Reply | None:

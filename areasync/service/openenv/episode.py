@@ -1,9 +1,10 @@
 """One OpenEnv client's episodes: its actions carried out on a session, its observations made.
 
 An `Episode` is the session's client for an OpenEnv connection (or for a session's HTTP
-routes): it joins the session through the same `ConnectionCore` a WebSocket client has (its
-hello, its gate: role, rate, the session's state) and carries each request out with
-`requests.perform`, so an OpenEnv action reaches ARE by the one path every request takes.
+routes): it reaches the session through an `InProcessClient` (`service/inprocess.py`), the path
+a WebSocket connection's frames take (its hello, its gate: role, rate, the session's state;
+`requests.perform`; the error each failure becomes), so an OpenEnv action reaches ARE by the
+one path every request takes.
 
 - A session's token (agent, or any role) binds the episode to that session, with that role's
   rights: `reset` starts observing it afresh, `initialize` is refused.
@@ -27,18 +28,15 @@ import dataclasses
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from areasync.protocol.codec import Encoding, encode_client_frame
 from areasync.protocol.errors import ErrorCode as AreaErrorCode
 from areasync.protocol.frames import (
-    CallTool,
     ClientFrame,
     CreateSession,
-    Error,
-    Hello,
     Idle,
     Mode,
     NotificationItem,
@@ -47,7 +45,13 @@ from areasync.protocol.frames import (
     Tick,
 )
 from areasync.service import requests
-from areasync.service.core import Call, Close, ConnectionCore, Refuse, Reply
+from areasync.service.inprocess import (
+    InProcessClient,
+    NotDurableError,
+    RequestError,
+    error_of,
+    until_durable,
+)
 from areasync.service.openenv.messages import (
     AreAction,
     CallToolAction,
@@ -99,13 +103,12 @@ class Episode:
         self.id = f"openenv-{next(_numbers)}"
         self.holder = f"agent:{self.id}"  # its fast-mode lease
         self.session: Session | None = None
-        self.core: ConnectionCore | None = None
+        self.client: InProcessClient | None = None  # its path into `session`
         self.cursor = 0  # the stream seq the last observation reported up to
         self.steps = 0
         self.episode_id: str | None = None
         self.last_active = time.monotonic()
         self.closed = False
-        self._ids = itertools.count(1)
 
     # -- the session's client (hub.Subscriber, session.Client) --------------------------------
 
@@ -113,7 +116,7 @@ class Episode:
 
     @property
     def role(self) -> Role | None:
-        return None if self.core is None else self.core.role
+        return None if self.client is None else self.client.role
 
     @property
     def position(self) -> int:
@@ -215,7 +218,8 @@ class Episode:
         try:
             created = await requests.create_session(frame, self.registry)
         except Exception as exc:
-            raise self._failure(exc, frame) from None
+            failure = error_of(self.registry, exc, frame)
+            raise OpenEnvError(_openenv_code(failure.code), failure.message) from None
         session = self.registry.get(created["session_id"])
         assert session is not None
         await self._join(session)
@@ -223,17 +227,22 @@ class Episode:
 
     async def _join(self, session: Session) -> None:
         """Say hello to `session` through its gate and follow its stream from now on."""
-        if self.session is session:
+        client = self.client
+        if self.session is session and client is not None and not client.closed:
             self.cursor = session.hub.seq
             self.take_turn()
             return
+        # A new session, or a client the gate closed (it kept sending while rate limited): it
+        # says hello again, as a WebSocket client reconnects.
         self._leave()
-        core = ConnectionCore(self.registry, session.id, name=self.id)
-        hello = Hello(id=0, role=self.credential.role, token=self.credential.token)
-        for action in core.hello(encode_client_frame(hello, Encoding.JSON)):
-            if isinstance(action, Refuse):
-                raise OpenEnvError(_openenv_code(action.frame.code), action.frame.message)
-        self.core = core
+        credential = self.credential
+        acts = credential.role in (Role.AGENT, Role.ADMIN)  # the wait tool hands back the turn
+        client = InProcessClient(self.registry, name=self.id, holder=self.holder, as_agent=acts)
+        try:
+            client.hello(session, credential.role, credential.token)
+        except RequestError as refused:
+            raise OpenEnvError(_openenv_code(refused.code), refused.message) from None
+        self.client = client
         self.session = session
         self.cursor = session.hub.seq
         session.attach(self)
@@ -249,7 +258,7 @@ class Episode:
         session.detach(self)
         session.sim.end_lease(self.holder)
         self.session = None
-        self.core = None
+        self.client = None
 
     async def _end_owned(self) -> None:
         """Stop the fresh session of the previous episode (its trace is written)."""
@@ -289,8 +298,9 @@ class Episode:
             )
         frame = action_frames(action)
         error: str | None = None
+        then = self._turn_after(action) if isinstance(action, CallToolAction) else None
         try:
-            value = await self.request(frame)
+            value = await self.request(frame, then=then)
         except _ToolFailed as failed:  # ARE ran the tool and it raised: the step happened
             value, error = None, failed.message
         extra: dict[str, Any] = {}
@@ -304,31 +314,35 @@ class Episode:
             metadata={**action.metadata, **extra} if action.metadata or extra else {},
         )
 
+    def _turn_after(self, action: CallToolAction) -> Callable[[bool], None]:
+        """A tool call's outcome is the agent's next turn, unless it lets time advance: taken
+        as soon as the call is done (time cannot move first)."""
+
+        def then(failed: bool) -> None:
+            if failed or not action.advance_time:
+                self.take_turn()
+
+        return then
+
     async def _after_tool(self, action: CallToolAction) -> bool:
         session = self.session
-        if session is None or session.sim.ended:
-            return False
-        if not action.advance_time:
-            self.take_turn()
+        if session is None or session.sim.ended or not action.advance_time:
             return False
         mode = session.sim.clock.mode
         if mode is Mode.FAST:
             await self.request(Idle(id=0))
             return True
-        if mode is Mode.MANUAL and self.core is not None and Tick in self.core.allowed:
+        if mode is Mode.MANUAL and self.client is not None and Tick in self.client.allowed:
             await self.request(Tick(id=0, n=1))
             return True
         return mode is Mode.REALTIME
 
     async def _durable(self) -> None:
         """Wait until every record logged so far is durable (module docstring)."""
-        session = self.session
-        if session is not None and not await session.hub.durable():
-            raise OpenEnvError(
-                ErrorCode.SESSION_ERROR,
-                "the session's journal did not confirm the action in time (its disk failed "
-                "or stalls): a restarted server may not know it; check the server's log",
-            )
+        try:
+            await until_durable(self.session)
+        except NotDurableError as failure:
+            raise OpenEnvError(ErrorCode.SESSION_ERROR, failure.message) from None
 
     def _result(self, action: AreAction, value: Any) -> dict[str, Any]:
         if isinstance(action, ListAppsAction):
@@ -367,43 +381,23 @@ class Episode:
             ]
         return out
 
-    async def request(self, frame: ClientFrame) -> Any:
-        """`frame` through the session's gate and `requests.perform`: its value, or raises."""
-        core = self.core
-        session = self.session
-        assert core is not None and session is not None
-        frame = msgspec.structs.replace(frame, id=next(self._ids))
-        for action in core.receive(encode_client_frame(frame, Encoding.JSON)):
-            match action:
-                case Call(frame=call):
-                    return await self._perform(call)
-                case Reply(frame=Error() as error):
-                    raise OpenEnvError(_openenv_code(error.code), error.message)
-                case Close(reason=reason):
-                    raise OpenEnvError(ErrorCode.SESSION_ERROR, reason)
-        raise OpenEnvError(ErrorCode.SESSION_ERROR, "the request was not answered; reconnect")
-
-    async def _perform(self, frame: ClientFrame) -> Any:
-        core = self.core
-        session = self.session
-        assert core is not None and session is not None and core.role is not None
-        role = Role.AGENT if self._acts else core.role  # the wait tool hands back the turn
+    async def request(
+        self, frame: ClientFrame, *, then: Callable[[bool], None] | None = None
+    ) -> Any:
+        """`frame` by a WebSocket frame's path (`InProcessClient.request`): its value, or
+        raises (OpenEnvError, or _ToolFailed if ARE ran the tool and it raised)."""
+        client = self.client
+        assert client is not None
         try:
-            value = await requests.perform(
-                frame, session=session, role=role, holder=self.holder, registry=self.registry
-            )
-        except Exception as exc:
-            if isinstance(frame, CallTool):
-                self.take_turn()
-            raise self._failure(exc, frame) from None
-        return value
-
-    def _failure(self, exc: Exception, frame: ClientFrame) -> Exception:
-        core = self.core or ConnectionCore(self.registry, "", name=self.id)
-        error = core.error_for(exc, frame)
-        if error.code == AreaErrorCode.TOOL_FAILED:
-            return _ToolFailed(error.message)
-        return OpenEnvError(_openenv_code(error.code), error.message)
+            return await client.request(frame, then=then)
+        except RequestError as failure:
+            if failure.code == AreaErrorCode.TOOL_FAILED:
+                raise _ToolFailed(failure.message) from None
+            # A closed client (it kept sending while rate limited) answers nothing more.
+            code = ErrorCode.SESSION_ERROR if failure.closed else _openenv_code(failure.code)
+            raise OpenEnvError(code, failure.message) from None
+        except NotDurableError as failure:
+            raise OpenEnvError(ErrorCode.SESSION_ERROR, failure.message) from None
 
     # -- observations -------------------------------------------------------------------------
 

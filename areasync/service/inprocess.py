@@ -1,0 +1,218 @@
+"""A session's client inside the server process: a WebSocket connection's path, minus the socket.
+
+The adapters for other protocols (OpenEnv's episodes in `openenv/episode.py`, gaia2-cli's HTTP
+routes in `gaia2cli/http.py`) act on sessions for clients that never open an areasync
+WebSocket. Each request of theirs goes through an `InProcessClient`, so that it meets exactly
+what a WebSocket frame meets, decided by the same code, and the adapters cannot drift from the
+WebSocket (or from each other):
+
+- the hello (`ConnectionCore.hello`): the token opens the role here, the session has room;
+- the gate (`ConnectionCore.receive`): the rate limit with its strikes, the role's permission
+  (`roles.py`), the session's state, the lane;
+- the request itself (`requests.perform`), and its failure as the `error` the core makes of it
+  (`ConnectionCore.failed`: the code, the message);
+- what the connection layer adds (`connection.py`, `outbox.py`): an error counted per code, a
+  tool call's duration observed, an agent's turn taken right after its tool call (no await in
+  between, so fast-mode time cannot move first), and the answer held until the records logged
+  before it are durable (`StreamHub.durable`), as a WebSocket reply is held by the outbox.
+
+What the client is to the session beyond its requests (a stream subscriber, an agent holding
+its turn) is its owner's: an OpenEnv episode attaches itself to the session, the gaia2-cli
+adapter does not (its `MessageFeed` follows the stream).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from areasync.protocol.codec import Encoding, encode_client_frame
+from areasync.protocol.errors import CloseCode, ErrorCode
+from areasync.protocol.frames import CallTool, ClientFrame, Error, Hello, Result, Role
+from areasync.service import requests
+from areasync.service.core import Action, Call, Close, ConnectionCore, Refuse, Reply
+
+if TYPE_CHECKING:
+    from areasync.service.registry import SessionRegistry
+    from areasync.service.session import Session
+
+NOT_DURABLE = (
+    "the session's journal did not confirm the request in time (its disk failed or stalls): "
+    "a restarted server may not know it; check the server's log"
+)
+
+
+class RequestError(Exception):
+    """A request answered with an `error` frame: its `code` and `message`, what a WebSocket
+    client would have received. `closed`: the core closed the connection (a WebSocket client
+    would be disconnected with `close_code`); the client takes no more requests."""
+
+    def __init__(
+        self, code: ErrorCode, message: str, *, closed: bool = False, close_code: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.closed = closed
+        self.close_code = close_code
+
+
+class NotDurableError(Exception):
+    """The session's journal did not confirm the request's records in time (or failed)."""
+
+    def __init__(self) -> None:
+        super().__init__(NOT_DURABLE)
+        self.message = NOT_DURABLE
+
+
+async def until_durable(session: Session | None) -> None:
+    """Return once every record `session` logged so far is durable; else NotDurableError."""
+    if session is not None and not await session.hub.durable():
+        raise NotDurableError()
+
+
+def error_of(registry: SessionRegistry, exc: Exception, frame: ClientFrame) -> RequestError:
+    """`exc`, raised carrying out `frame` outside any session's client (an OpenEnv episode's
+    `create_session`), as the error a WebSocket client would get for it."""
+    error = ConnectionCore(registry, "", name="in-process").error_for(exc, frame)
+    return RequestError(error.code, error.message)
+
+
+class InProcessClient:
+    """One client of one session, in process: `hello` once, then `request` per frame.
+
+    `holder` names its fast-mode lease; `as_agent`: its requests are performed as the
+    session's agent's whatever its role (the admin's OpenEnv episode is the agent: the wait
+    tool hands its lease back)."""
+
+    def __init__(
+        self, registry: SessionRegistry, *, name: str, holder: str, as_agent: bool = False
+    ) -> None:
+        self.registry = registry
+        self.metrics = registry.metrics
+        self.name = name
+        self.holder = holder
+        self.as_agent = as_agent
+        self.core: ConnectionCore | None = None
+        self.closed = False  # the core closed it: it answers no more requests
+        self.closed_at: float | None = None  # when (time.monotonic())
+        self._ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return repr(self.core) if self.core is not None else f"<InProcessClient {self.name}>"
+
+    @property
+    def session(self) -> Session | None:
+        return None if self.core is None else self.core.session
+
+    @property
+    def role(self) -> Role | None:
+        return None if self.core is None else self.core.role
+
+    @property
+    def close_code(self) -> int | None:
+        """The code a WebSocket client would have been closed with (None: not closed)."""
+        close = None if self.core is None else self.core.close_asked
+        return None if close is None else close.code
+
+    @property
+    def allowed(self) -> frozenset[type[Any]]:
+        """The frame types its role may send (`roles.py`)."""
+        return frozenset() if self.core is None else self.core.allowed
+
+    def hello(self, session: Session, role: Role, token: str) -> None:
+        """Join `session` as `role` with `token`: a RequestError if the hello is refused."""
+        core = ConnectionCore(self.registry, session.id, name=self.name)
+        hello = Hello(id=0, role=role, token=token)
+        for action in core.hello(encode_client_frame(hello, Encoding.JSON)):
+            if isinstance(action, Refuse):
+                raise RequestError(
+                    ErrorCode(action.frame.code),
+                    action.frame.message,
+                    closed=True,
+                    close_code=action.code,
+                )
+        self.core = core
+
+    async def request(
+        self, frame: ClientFrame, *, then: Callable[[bool], None] | None = None
+    ) -> Any:
+        """`frame` through the gate and `requests.perform`: its result's value, once durable;
+        else RequestError (or NotDurableError). `then(failed)` is called as soon as the request
+        has been carried out, before anything is awaited (an agent takes its turn there)."""
+        core = self.core
+        if core is None:
+            raise RequestError(ErrorCode.BAD_STATE, "no session joined: say hello first")
+        frame = msgspec.structs.replace(frame, id=next(self._ids))
+        actions = core.receive(encode_client_frame(frame, Encoding.JSON))
+        for action in actions:
+            match action:
+                case Call(frame=call):
+                    return await self._carry_out(core, call, then)
+                case Reply(frame=Error()):
+                    pass
+                case Reply():  # answered by the core itself (a ping's pong): nothing ran
+                    return None
+        raise self._refusal(core, actions)
+
+    def _refusal(self, core: ConnectionCore, actions: list[Action]) -> RequestError:
+        """What the gate answered instead of a call: its error, and whether it closed."""
+        error = next(
+            (a.frame for a in actions if isinstance(a, Reply) and isinstance(a.frame, Error)),
+            None,
+        )
+        close = next((a for a in actions if isinstance(a, Close)), core.close_asked)
+        if close is not None and not self.closed:
+            self.closed, self.closed_at = True, time.monotonic()
+        if error is not None:
+            self.metrics.errors[error.code] += 1
+            return RequestError(
+                ErrorCode(error.code),
+                error.message,
+                closed=close is not None,
+                close_code=None if close is None else close.code,
+            )
+        assert close is not None  # the core answers every frame it does not close on
+        code = (
+            ErrorCode.RATE_LIMITED if close.code == CloseCode.RATE_LIMITED else ErrorCode.BAD_STATE
+        )
+        return RequestError(code, close.reason, closed=True, close_code=close.code)
+
+    async def _carry_out(
+        self, core: ConnectionCore, frame: ClientFrame, then: Callable[[bool], None] | None
+    ) -> Any:
+        session, role = core.session, core.role
+        assert session is not None and role is not None
+        tool_call = type(frame) is CallTool
+        started = time.perf_counter()
+        try:
+            value = await requests.perform(
+                frame,
+                session=session,
+                role=Role.AGENT if self.as_agent else role,
+                holder=self.holder,
+                registry=self.registry,
+            )
+        except Exception as exc:
+            answer = core.failed(frame, exc)
+            failed = True
+        else:
+            answer = core.succeeded(frame, value)
+            failed = False
+        finally:
+            if tool_call:
+                self.metrics.tool_call_seconds.observe(time.perf_counter() - started)
+        if then is not None:
+            then(failed)
+        await until_durable(session)  # the outbox holds a WebSocket reply until then
+        reply = answer[0]
+        assert isinstance(reply, Reply)
+        if isinstance(reply.frame, Result):
+            return reply.frame.value
+        assert isinstance(reply.frame, Error)
+        self.metrics.errors[reply.frame.code] += 1
+        raise RequestError(ErrorCode(reply.frame.code), reply.frame.message)

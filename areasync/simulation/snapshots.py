@@ -117,11 +117,11 @@ class Snapshots:
 
     def wait_s(self, wall_s: float) -> float:
         """How long, `wall_s` after the newest snapshot, the next must still wait to keep
-        within the overhead (0: it may be taken now)."""
-        if not self.kept:
-            return 0.0
+        within the overhead (0: it may be taken now; never, with no overhead allowed)."""
         if self.policy.overhead <= 0:
             return math.inf
+        if not self.kept:
+            return 0.0
         return max(0.0, self.kept[-1].cost_s / self.policy.overhead - wall_s)
 
     def add(self, snapshot: Snapshot) -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 
 import anyio
+import pytest
 
 from areasync.protocol import CallTool, Role
 from areasync.protocol.frames import ForkSession, StopSession
+from areasync.service.config import ServiceConfig
 from areasync.service.restore import fork_snapshot
 from areasync.service.server import Service
 from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots
@@ -161,9 +163,10 @@ def test_a_snapshot_waits_until_the_newest_is_paid_for_by_its_cost_over_the_over
     assert math.isclose(kept.wait_s(0.25), 0.75) and kept.wait_s(1.0) == 0.0
 
 
-def test_no_overhead_allowed_means_no_snapshot_after_the_first() -> None:
+def test_no_overhead_allowed_means_no_snapshot_as_the_session_runs() -> None:
     kept = Snapshots(SnapshotPolicy(overhead=0.0))
-    kept.add(snapshot(1))
+    assert kept.wait_s(1e9) == math.inf
+    kept.add(snapshot(1))  # a fork's, with no cut
     assert kept.wait_s(1e9) == math.inf
 
 
@@ -183,3 +186,22 @@ def test_a_cut_is_served_by_the_newest_snapshot_strictly_before_its_seq_and_by_i
     assert kept.serving(30, None) == snapshot(2)
     assert kept.serving(None, 1.5) == snapshot(1)
     assert kept.serving(10, None) is None
+
+
+async def test_sessions_take_snapshots_by_the_servers_fork_aim_and_overhead() -> None:
+    async with serving(fork_within=2.0, snapshot_overhead=0.25) as service:
+        assert snapshots(service).policy == SnapshotPolicy(fork_within_s=2.0, overhead=0.25)
+
+
+@pytest.mark.parametrize("fork_within", [0.0, -1.0, math.inf])
+def test_a_service_config_refuses_a_fork_aim_that_is_not_a_positive_time(
+    fork_within: float,
+) -> None:
+    with pytest.raises(ValueError, match="fork_within must be a number of seconds > 0"):
+        ServiceConfig(fork_within=fork_within)
+
+
+@pytest.mark.parametrize("overhead", [-0.1, 1.5])
+def test_a_service_config_refuses_a_snapshot_overhead_outside_0_to_1(overhead: float) -> None:
+    with pytest.raises(ValueError, match="snapshot_overhead must be from 0"):
+        ServiceConfig(snapshot_overhead=overhead)

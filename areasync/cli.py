@@ -268,6 +268,16 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
         "wall seconds an OpenEnv client (a /ws, or a token's HTTP episode) may send nothing, "
         "then it is reaped",
     ),
+    (
+        "fork_within",
+        float,
+        "wall seconds a fork at any cut should take: sessions take snapshots this far apart",
+    ),
+    (
+        "snapshot_overhead",
+        float,
+        "the most of a session's wall time its snapshots may take (0: none as it runs)",
+    ),
     ("max_frame_bytes", int, "largest client frame, in bytes"),
     ("max_scenario_bytes", int, "largest inline create_session scenario, in bytes of JSON"),
     ("max_file_bytes", int, "largest file a session's tools may read (attachment, document)"),

@@ -127,9 +127,26 @@ def with_attributes(obj: Any, **attributes: Any) -> tuple[Any, ...]:
 
 def thaw(data: bytes) -> Any:
     """A new, independent copy of what `freeze` wrote (each call makes another one; unpickling
-    is iterative, any thread will do)."""
+    is iterative, any thread will do). The copy is a session's state, long-lived: it is moved
+    to the collector's oldest generation at once (below)."""
     with _collector_paused():
-        return pickle.loads(data)
+        copy = pickle.loads(data)
+        _to_oldest_generation()
+        return copy
+
+
+def _to_oldest_generation() -> None:
+    """Every object the collector tracks moved to its oldest generation, without a walk.
+
+    What the copy made would otherwise be walked by the next young collection, then by the one
+    after (0.1-0.2 s each for a 10,000-event session's ~400,000 objects, on whichever thread
+    allocates next: often the event loop), only to end in the oldest generation anyway.
+    `gc.freeze` then `gc.unfreeze` is CPython's one way to move objects there unwalked. It
+    moves every younger object too (garbage among them waits for the next full collection) and
+    the ones the server's start-up froze (`service/gc_policy.py`), which full collections then
+    walk again; neither changes when full collections come."""
+    gc.freeze()
+    gc.unfreeze()
 
 
 @contextlib.contextmanager
@@ -156,32 +173,66 @@ class _Pickler(pickle.Pickler):
     ) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self._replace = replace
+        # The types of the objects replaced (`with_attributes` reductions name it first).
+        self._replaced_types = {reduction[1][0] for reduction in replace.values()}
         self._apps = apps
 
     def reducer_override(self, obj: Any) -> Any:
-        replaced = self._replace.get(id(obj))
-        if replaced is not None:
-            return replaced
+        # Called for every object but the builtin containers and scalars (hundreds of
+        # thousands a copy): what to do is decided once per type (`_reducers`).
         kind = type(obj)
-        if kind is types.FunctionType:
-            return _reduce_function(obj)
-        if kind is types.CodeType:
-            return marshal.loads, (marshal.dumps(obj),)
-        if kind is _thread.LockType:
-            return _thread.allocate_lock, ()
-        if kind is _RLOCK:
-            return threading.RLock, ()
-        if isinstance(obj, anyio.Event):
-            return _anyio_event, (obj.is_set(),)
-        if isinstance(obj, fsspec.AbstractFileSystem):
-            return _file_system_reduction(obj)
-        if kind is AppTool and _foreign_tool(obj, self._apps):
-            return _new_object, (kind,), {**vars(obj), "class_instance": None, "function": None}
-        if isinstance(obj, SkippableDeepCopy):
-            # ARE's apps leave out of their pickles the callbacks that log their events into
-            # the environment (its `__getstate__`); a copy of the session needs them.
-            return _new_object, (kind,), dict(vars(obj)), None, None, _set_attributes
+        if kind in self._replaced_types:
+            replaced = self._replace.get(id(obj))
+            if replaced is not None:
+                return replaced
+        try:
+            reducer = _reducers[kind]
+        except KeyError:
+            if len(_reducers) > _MAX_TYPES:  # classes made at run time, never reused
+                _reducers.clear()
+            reducer = _reducers.setdefault(kind, _reducer_for(kind))
+        return NotImplemented if reducer is None else reducer(self, obj)
+
+
+def _reducer_for(kind: type[Any]) -> Any:
+    """How `_Pickler` copies an object of type `kind`; None: as pickle does."""
+    if kind is types.FunctionType:
+        return lambda _pickler, obj: _reduce_function(obj)
+    if kind is types.CodeType:
+        return lambda _pickler, obj: (marshal.loads, (marshal.dumps(obj),))
+    if kind is _thread.LockType:
+        return lambda _pickler, _obj: (_thread.allocate_lock, ())
+    if kind is _RLOCK:
+        return lambda _pickler, _obj: (threading.RLock, ())
+    if issubclass(kind, anyio.Event):
+        return lambda _pickler, obj: (_anyio_event, (obj.is_set(),))
+    if issubclass(kind, fsspec.AbstractFileSystem):
+        return lambda _pickler, obj: _file_system_reduction(obj)
+    if kind is AppTool:
+        return _reduce_tool
+    if issubclass(kind, SkippableDeepCopy):
+        # ARE's apps leave out of their pickles the callbacks that log their events into
+        # the environment (its `__getstate__`); a copy of the session needs them.
+        return lambda _pickler, obj: (
+            _new_object,
+            (type(obj),),
+            dict(vars(obj)),
+            None,
+            None,
+            _set_attributes,
+        )
+    return None
+
+
+# Types are few and most live as long as the process: the decision for each is kept.
+_reducers: dict[type[Any], Any] = {}
+_MAX_TYPES = 10_000
+
+
+def _reduce_tool(pickler: _Pickler, tool: AppTool) -> Any:
+    if not _foreign_tool(tool, pickler._apps):
         return NotImplemented
+    return _new_object, (AppTool,), {**vars(tool), "class_instance": None, "function": None}
 
 
 _RLOCK = type(threading.RLock())

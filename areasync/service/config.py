@@ -79,6 +79,12 @@ class ServiceConfig:
     # -- limits -----------------------------------------------------------------------------
     max_sessions: int = 64  # live sessions; create_session beyond it answers `capacity`
     keep_ended: int = 32  # ended sessions kept for replay; the oldest beyond it is discarded
+    # Snapshots a session takes of itself for forks to start from (simulation/snapshots.py):
+    # spaced so that a fork at any cut takes about `fork_within` wall seconds, as densely as
+    # `snapshot_overhead` (the most of a session's wall time they may take) allows. 0: no
+    # snapshots as sessions run (a fork with no cut still takes one).
+    fork_within: float = 1.0
+    snapshot_overhead: float = 0.1
     # Authenticated connections (those whose hello was accepted) server-wide; beyond it the
     # handshake gets 503 (and a hello that races past it, `capacity` + 4503).
     max_connections: int = 1024
@@ -221,6 +227,16 @@ class ServiceConfig:
             )
         if self.keep_ended < 0:
             problems.append(f"keep_ended must be >= 0, got {self.keep_ended}")
+        if not 0 < self.fork_within < float("inf"):
+            problems.append(
+                f"fork_within must be a number of seconds > 0 (what a fork should take at "
+                f"most), got {self.fork_within}"
+            )
+        if not 0 <= self.snapshot_overhead <= 1:
+            problems.append(
+                f"snapshot_overhead must be from 0 (no snapshots as sessions run) to 1 (as "
+                f"much of a session's time as its snapshots need), got {self.snapshot_overhead}"
+            )
         for name in _SECONDS:
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0 seconds, got {getattr(self, name)}")

@@ -370,7 +370,11 @@ class SessionRegistry:
             import_mode=None if import_mode is None else str(ImportMode(import_mode).value),
         )
         if session.judge is None and session.sim.creation is not None:
-            session.snapshots = Snapshots(SnapshotPolicy())  # what it can be forked from
+            session.snapshots = Snapshots(  # what it can be forked from
+                SnapshotPolicy(
+                    fork_within_s=self.config.fork_within, overhead=self.config.snapshot_overhead
+                )
+            )
 
     def _unique(self, wanted: str) -> str:
         # An id with a journal on disk is taken too (an earlier run's session, ended or not).

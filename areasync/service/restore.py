@@ -61,7 +61,13 @@ from areasync.protocol.frames import ImportMode
 from areasync.service.judged import JudgedSimulation
 from areasync.simulation import Simulation, build_scenario
 from areasync.simulation.records import Creation, InputRecord
-from areasync.simulation.snapshots import Snapshot, StateCopyError, take, takes_snapshots, thawed
+from areasync.simulation.snapshots import (
+    Snapshot,
+    StateCopyError,
+    forks_from_snapshots,
+    take,
+    thawed,
+)
 
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
@@ -239,11 +245,11 @@ async def fork_snapshot(
 ) -> Snapshot | None:
     """The snapshot a fork of `session` at this cut starts from (`simulation/snapshots.py`):
     for no cut, one taken now (the fork then replays nothing) unless the newest is of the
-    session as it is; else the newest before the cut.
-    None when the fork replays from the scenario's load: no snapshot serves the cut, the
-    session is realtime or ended, or its state cannot be copied."""
+    session as it is; else the newest before the cut (an ended session keeps those its run
+    took). None when the fork replays from the scenario's load: no snapshot serves the cut,
+    the session is realtime, or its state cannot be copied."""
     snapshots = session.snapshots
-    if snapshots is None or not takes_snapshots(session.sim):
+    if snapshots is None or not forks_from_snapshots(session.sim):
         return None
     if at_seq is not None or at_time is not None:
         return snapshots.serving(at_seq, at_time)

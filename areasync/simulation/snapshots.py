@@ -12,11 +12,16 @@ replay takes two `steps` records in a row as two). It serves a cut if the replay
 scenario's load would pass through it on the way to the cut: its seq below `until_seq`, its
 time not past `until_time`; every boundary before it was then at or below both.
 
-When: `SnapshotPolicy` - once a session's lane has done at least `max(min_work_s,
-cost_factor * the last snapshot's cost)` of work since the last one, so that taking them costs
-at most about a tenth of the session's own work. A session keeps a bounded number and bytes
-(`Snapshots.add` thins the closest pair, never the newest). Realtime sessions take none: their
-records are what the wall decided, and a fork of one replays them all.
+When: `SnapshotPolicy` - once the session's lane has done half of `fork_within_s` (1 s) of
+work since the newest snapshot, so that a fork from it (a thaw, then a replay of that work)
+takes about `fork_within_s`; and not before the newest has been paid for by `1 / overhead` (10)
+times its cost in wall time, so that a session never gives more than a tenth of its time to
+snapshots. A fast run computes without a pause and is held to the overhead: its snapshots are
+sparse, and a fork at a cut far from one replays longer. A session that waits between its
+commands (for its agent's turn, for a client's controls) takes them as densely as the fork aim
+asks, while it waits. A session keeps a bounded number and bytes (`Snapshots.add` thins the
+closest pair, never the newest), and keeps them once it has ended. Realtime sessions take
+none: their records are what the wall decided, and a fork of one replays them all.
 
 A fork with no cut takes a snapshot then (it replays nothing), or thaws the newest again if the
 session has logged nothing since (a session parked at a point to reset an episode to).
@@ -33,6 +38,7 @@ sandbox's roots the new directories its file systems were written into.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,6 +59,7 @@ __all__ = [
     "SnapshotPolicy",
     "Snapshots",
     "StateCopyError",
+    "forks_from_snapshots",
     "keep_taking",
     "take",
     "takes_snapshots",
@@ -80,25 +87,42 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class SnapshotPolicy:
-    """When a session takes a snapshot, and how many it keeps (module docstring)."""
+    """When a session takes a snapshot, and how many it keeps (module docstring).
 
-    min_work_s: float = 0.25
-    cost_factor: float = 10.0
+    `fork_within_s`: what a fork from the newest snapshot should take at most. A fork thaws
+    the snapshot, then replays the work done since, which costs about what the run spent on
+    it: half the aim goes to each, so a snapshot is taken once the lane has done
+    `fork_within_s / 2` of work since the newest. `overhead`: the most of the session's wall
+    time its snapshots may take; a snapshot waits until that much wall time has passed since
+    the newest (`its cost / overhead`). A session that computes without pause (a fast run) is
+    held to the overhead, so its snapshots are sparse; one that mostly waits (for its agent,
+    for a client's control) takes them as densely as the fork aim asks, while it waits."""
+
+    fork_within_s: float = 1.0
+    overhead: float = 0.1
     max_count: int = 4
     max_bytes: int = 64 * 1024 * 1024
 
 
 class Snapshots:
-    """A session's snapshots, oldest first, and the lane work done since the newest."""
+    """A session's snapshots, oldest first."""
 
     def __init__(self, policy: SnapshotPolicy) -> None:
         self.policy = policy
         self.kept: list[Snapshot] = []
 
-    def due(self, work_s: float) -> bool:
-        """Whether `work_s` of lane work since the newest snapshot calls for another."""
-        last = self.kept[-1].cost_s if self.kept else 0.0
-        return work_s >= max(self.policy.min_work_s, self.policy.cost_factor * last)
+    def spaced(self, work_s: float) -> bool:
+        """Whether `work_s` of lane work since the newest snapshot is enough for another."""
+        return work_s >= self.policy.fork_within_s / 2
+
+    def wait_s(self, wall_s: float) -> float:
+        """How long, `wall_s` after the newest snapshot, the next must still wait to keep
+        within the overhead (0: it may be taken now; never, with no overhead allowed)."""
+        if self.policy.overhead <= 0:
+            return math.inf
+        if not self.kept:
+            return 0.0
+        return max(0.0, self.kept[-1].cost_s / self.policy.overhead - wall_s)
 
     def add(self, snapshot: Snapshot) -> None:
         """Keep `snapshot`, then thin the kept ones to the policy's bounds: of the two
@@ -155,30 +179,37 @@ async def take(sim: Simulation) -> Snapshot | None:
 
 
 async def keep_taking(sim: Simulation, snapshots: Snapshots) -> None:
-    """Take snapshots of `sim` into `snapshots` as its lane work calls for them (the policy),
-    in turn with its commands, none in realtime, until the run ends. Raises `StateCopyError`."""
+    """Take snapshots of `sim` into `snapshots` as its policy calls for them, in turn with its
+    commands, none in realtime, until the run ends. Raises `StateCopyError`."""
     lane = sim.lane
     while not sim.ended:
-        due, since = anyio.Event(), lane.work_s
+        spaced, work_since, wall_since = anyio.Event(), lane.work_s, time.perf_counter()
 
-        def on_release(due: anyio.Event = due, since: float = since) -> None:
-            if snapshots.due(lane.work_s - since):
-                due.set()
+        def on_release(spaced: anyio.Event = spaced, since: float = work_since) -> None:
+            if snapshots.spaced(lane.work_s - since):
+                spaced.set()
 
         lane.on_release = on_release
         try:
-            await due.wait()
+            await spaced.wait()
         finally:
             lane.on_release = None
+        # A wait that never ends (no overhead allowed) ends with the session's task.
+        await anyio.sleep(snapshots.wait_s(time.perf_counter() - wall_since))
         if takes_snapshots(sim):
             snapshot = await take(sim)
             if snapshot is not None:
                 snapshots.add(snapshot)
 
 
+def forks_from_snapshots(sim: Simulation) -> bool:
+    """Whether a fork of `sim` may start from a snapshot (not realtime: module docstring)."""
+    return sim.clock.mode is not Mode.REALTIME
+
+
 def takes_snapshots(sim: Simulation) -> bool:
-    """Whether `sim` is one a snapshot serves (not realtime: module docstring)."""
-    return sim.clock.mode is not Mode.REALTIME and not sim.ended
+    """Whether `sim`, running, still takes snapshots as its policy calls for them."""
+    return forks_from_snapshots(sim) and not sim.ended
 
 
 def thawed(

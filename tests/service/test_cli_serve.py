@@ -282,3 +282,9 @@ async def test_serve_refuses_a_seed_that_is_not_a_63_bit_whole_number(value: str
 def test_a_service_config_refuses_a_seed_out_of_range(seed: Any) -> None:
     with pytest.raises(ValueError, match="seed must be a whole number from 0 to 2\\*\\*63-1"):
         ServiceConfig(seed=seed)
+
+
+async def test_serve_refuses_a_snapshot_overhead_above_one() -> None:
+    result = await anyio.run_process([*SERVE, "--snapshot-overhead", "2"], check=False)
+    assert result.returncode == 2
+    assert b"snapshot_overhead must be from 0" in result.stderr

@@ -3,14 +3,23 @@ replaying it from its load: taken when the fork has no cut, or by the session as
 
 from __future__ import annotations
 
+import math
+
 import anyio
+import pytest
 
 from areasync.protocol import CallTool, Role
-from areasync.protocol.frames import ForkSession
+from areasync.protocol.frames import ForkSession, StopSession
+from areasync.service.config import ServiceConfig
+from areasync.service.restore import fork_snapshot
 from areasync.service.server import Service
 from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots
 from tests.service.support import TUTORIAL, attach, serving
 from tests.service.test_fork import INBOX, agent_calls, stream
+
+# A snapshot after every command; none after the first.
+EVERY_COMMAND = SnapshotPolicy(fork_within_s=0.0, overhead=math.inf)
+NONE_MORE = SnapshotPolicy(fork_within_s=math.inf)
 
 
 def snapshots(service: Service, session_id: str = TUTORIAL) -> Snapshots:
@@ -49,7 +58,7 @@ async def test_a_session_forked_again_with_nothing_new_is_not_copied_again() -> 
 
 async def test_a_session_takes_snapshots_as_its_work_calls_for_them() -> None:
     async with serving() as service, attach(service, Role.AGENT) as agent:
-        snapshots(service).policy = SnapshotPolicy(min_work_s=0.0, cost_factor=0.0)
+        snapshots(service).policy = EVERY_COMMAND
         await agent.call(CallTool, **INBOX)
         with anyio.fail_after(10):
             while not snapshots(service).kept:  # noqa: ASYNC110
@@ -64,17 +73,59 @@ async def test_a_fork_at_a_cut_starts_from_the_newest_snapshot_before_it() -> No
         attach(service, Role.ADMIN) as admin,
     ):
         kept = snapshots(service)
-        kept.policy = SnapshotPolicy(min_work_s=0.0, cost_factor=0.0)
+        kept.policy = EVERY_COMMAND
         await agent.call(CallTool, **INBOX)
         with anyio.fail_after(10):
             while not kept.kept:  # noqa: ASYNC110
                 await anyio.sleep(0.01)
-        kept.policy = SnapshotPolicy(min_work_s=1e9)
+        kept.policy = NONE_MORE
         await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
         cut = len(stream(service, TUTORIAL))
         served = kept.serving(cut, None)
         assert isinstance(served, Snapshot) and served.seq < cut
         await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "TRASH"})
+        created = await admin.call(ForkSession, session_id=TUTORIAL, at_seq=cut)
+        assert stream(service, created["session_id"]) == stream(service, TUTORIAL)[:cut]
+        assert agent_calls(service, created["session_id"])[1:] == ["SENT"]
+
+
+async def test_a_session_waiting_between_commands_takes_its_snapshot_while_it_waits() -> None:
+    async with serving() as service, attach(service, Role.AGENT) as agent:
+        kept = snapshots(service)
+        kept.policy = EVERY_COMMAND
+        await agent.call(CallTool, **INBOX)
+        with anyio.fail_after(10):
+            while not kept.kept:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        # Allowed half the session's time: the next waits twice the first's cost, idle.
+        kept.policy = SnapshotPolicy(fork_within_s=0.0, overhead=0.5)
+        await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
+        records = len(service.registry.sessions[TUTORIAL].sim.records)
+        with anyio.fail_after(10):
+            while len(kept.kept) < 2:  # noqa: ASYNC110 (no command runs meanwhile)
+                await anyio.sleep(0.01)
+        assert kept.kept[-1].records == records
+
+
+async def test_an_ended_session_is_forked_at_a_cut_from_the_snapshots_its_run_took() -> None:
+    async with (
+        serving() as service,
+        attach(service, Role.AGENT) as agent,
+        attach(service, Role.ADMIN) as admin,
+    ):
+        kept = snapshots(service)
+        kept.policy = EVERY_COMMAND
+        await agent.call(CallTool, **INBOX)
+        with anyio.fail_after(10):
+            while not kept.kept:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        kept.policy = NONE_MORE
+        await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
+        cut = len(stream(service, TUTORIAL))
+        await admin.call(StopSession, session_id=TUTORIAL)
+        session = service.registry.sessions[TUTORIAL]
+        assert session.ended
+        assert await fork_snapshot(session, cut, None) is kept.kept[-1]
         created = await admin.call(ForkSession, session_id=TUTORIAL, at_seq=cut)
         assert stream(service, created["session_id"]) == stream(service, TUTORIAL)[:cut]
         assert agent_calls(service, created["session_id"])[1:] == ["SENT"]
@@ -86,7 +137,7 @@ async def test_a_realtime_session_is_forked_by_a_replay_and_takes_no_snapshot() 
         attach(service, Role.AGENT) as agent,
         attach(service, Role.ADMIN) as admin,
     ):
-        snapshots(service).policy = SnapshotPolicy(min_work_s=0.0, cost_factor=0.0)
+        snapshots(service).policy = EVERY_COMMAND
         await agent.call(CallTool, **INBOX)
         created = await admin.call(ForkSession, session_id=TUTORIAL)
         assert snapshots(service).kept == []
@@ -97,11 +148,26 @@ def snapshot(records: int) -> Snapshot:
     return Snapshot(records=records, seq=records * 10, time=float(records), data=b"x", cost_s=0.1)
 
 
-def test_snapshots_are_due_after_ten_times_the_last_ones_cost_and_a_quarter_second() -> None:
-    kept = Snapshots(SnapshotPolicy())
-    assert not kept.due(0.2) and kept.due(0.25)
-    kept.add(snapshot(1))
-    assert not kept.due(0.9) and kept.due(1.0)
+def test_a_snapshot_is_spaced_by_half_the_fork_aim_of_lane_work() -> None:
+    kept = Snapshots(SnapshotPolicy(fork_within_s=1.0))
+    assert not kept.spaced(0.49) and kept.spaced(0.5)
+
+
+def test_the_first_snapshot_waits_for_no_wall_time() -> None:
+    assert Snapshots(SnapshotPolicy()).wait_s(0.0) == 0.0
+
+
+def test_a_snapshot_waits_until_the_newest_is_paid_for_by_its_cost_over_the_overhead() -> None:
+    kept = Snapshots(SnapshotPolicy(overhead=0.1))
+    kept.add(snapshot(1))  # cost 0.1 s: paid for after 1 s of wall time
+    assert math.isclose(kept.wait_s(0.25), 0.75) and kept.wait_s(1.0) == 0.0
+
+
+def test_no_overhead_allowed_means_no_snapshot_as_the_session_runs() -> None:
+    kept = Snapshots(SnapshotPolicy(overhead=0.0))
+    assert kept.wait_s(1e9) == math.inf
+    kept.add(snapshot(1))  # a fork's, with no cut
+    assert kept.wait_s(1e9) == math.inf
 
 
 def test_thinning_drops_the_older_of_the_closest_pair_and_never_the_newest() -> None:
@@ -120,3 +186,22 @@ def test_a_cut_is_served_by_the_newest_snapshot_strictly_before_its_seq_and_by_i
     assert kept.serving(30, None) == snapshot(2)
     assert kept.serving(None, 1.5) == snapshot(1)
     assert kept.serving(10, None) is None
+
+
+async def test_sessions_take_snapshots_by_the_servers_fork_aim_and_overhead() -> None:
+    async with serving(fork_within=2.0, snapshot_overhead=0.25) as service:
+        assert snapshots(service).policy == SnapshotPolicy(fork_within_s=2.0, overhead=0.25)
+
+
+@pytest.mark.parametrize("fork_within", [0.0, -1.0, math.inf])
+def test_a_service_config_refuses_a_fork_aim_that_is_not_a_positive_time(
+    fork_within: float,
+) -> None:
+    with pytest.raises(ValueError, match="fork_within must be a number of seconds > 0"):
+        ServiceConfig(fork_within=fork_within)
+
+
+@pytest.mark.parametrize("overhead", [-0.1, 1.5])
+def test_a_service_config_refuses_a_snapshot_overhead_outside_0_to_1(overhead: float) -> None:
+    with pytest.raises(ValueError, match="snapshot_overhead must be from 0"):
+        ServiceConfig(snapshot_overhead=overhead)

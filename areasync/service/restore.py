@@ -244,18 +244,18 @@ async def fork_snapshot(
     session: Session, at_seq: int | None, at_time: float | None
 ) -> Snapshot | None:
     """The snapshot a fork of `session` at this cut starts from (`simulation/snapshots.py`):
-    for no cut, one taken now (the fork then replays nothing) unless the newest is of the
-    session as it is; else the newest before the cut (an ended session keeps those its run
-    took). None when the fork replays from the scenario's load: no snapshot serves the cut,
-    the session is realtime, or its state cannot be copied."""
+    for no cut, the newest if replaying the work done since costs less than a copy, else one
+    taken now (the fork then replays nothing); for a cut, the newest before it (an ended
+    session keeps those its run took). None when the fork replays from the scenario's load:
+    no snapshot serves the cut, the session is realtime, or its state cannot be copied."""
     snapshots = session.snapshots
     if snapshots is None or not forks_from_snapshots(session.sim):
         return None
     if at_seq is not None or at_time is not None:
         return snapshots.serving(at_seq, at_time)
-    unchanged = snapshots.unchanged(session.sim)
-    if unchanged is not None:
-        return unchanged
+    current = snapshots.current(session.sim)
+    if current is not None:
+        return current
     try:
         snapshot = await take(session.sim)
     except StateCopyError as exc:

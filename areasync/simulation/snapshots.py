@@ -23,8 +23,9 @@ asks, while it waits. A session keeps a bounded number and bytes (`Snapshots.add
 closest pair, never the newest), and keeps them once it has ended. Realtime sessions take
 none: their records are what the wall decided, and a fork of one replays them all.
 
-A fork with no cut takes a snapshot then (it replays nothing), or thaws the newest again if the
-session has logged nothing since (a session parked at a point to reset an episode to).
+A fork with no cut thaws the newest snapshot and replays what the session did since, if that
+costs less than a new copy (`Snapshots.current`: a session parked at a point to reset an
+episode to has done nothing since); else it takes a snapshot then, and replays nothing.
 
 What it costs (bench/replay.py, the 10,000-event session): 11-17 MB a copy, 0.4-1.2 s of the
 session's lane; the copy runs in a worker thread, but pickle holds the GIL, so the event loop
@@ -70,13 +71,15 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """A session copied after its first `records` records, at stream seq `seq` and simulated
-    time `time`; `cost_s`: the wall time its copy held the session's lane."""
+    time `time`; `cost_s`: the wall time its copy held the session's lane; `work_s`: the
+    lane's work (`CommandLane.work_s`) once it was taken."""
 
     records: int
     seq: int
     time: float
     data: bytes
     cost_s: float
+    work_s: float = 0.0
 
     def serves(self, until_seq: int | None, until_time: float | None) -> bool:
         """Whether a replay to this cut passes through this snapshot (module docstring)."""
@@ -135,14 +138,15 @@ class Snapshots:
             gaps = [b.records - a.records for a, b in zip(self.kept, self.kept[1:], strict=False)]
             del self.kept[gaps.index(min(gaps))]
 
-    def unchanged(self, sim: Simulation) -> Snapshot | None:
-        """The newest snapshot if `sim` has logged nothing since it was taken (every change
-        to a session is a record or a stream item): a fork of a session parked at a point, an
-        episode reset again and again to it, thaws it again instead of taking another."""
+    def current(self, sim: Simulation) -> Snapshot | None:
+        """The newest snapshot, if a fork of `sim` as it is now costs less from it (a thaw,
+        then a replay of the work done since) than from a new one (a copy, then a thaw): if
+        the work since is less than the newest copy cost. A session parked at a point (an
+        episode reset again and again to it) has done none."""
         newest = self.kept[-1] if self.kept else None
-        if newest is None or sim._pending_steps:
+        if newest is None or sim.lane.work_s - newest.work_s >= newest.cost_s:
             return None
-        return newest if (newest.records, newest.seq) == (len(sim.records), sim.log.seq) else None
+        return newest
 
     def serving(self, until_seq: int | None, until_time: float | None) -> Snapshot | None:
         """The newest snapshot a fork at this cut can start from, if any."""
@@ -154,7 +158,7 @@ async def take(sim: Simulation) -> Snapshot | None:
     while the copy runs in a worker thread (the loop only awaits it). None if the session
     logged something meanwhile (below); raises `StateCopyError`."""
     async with sim.lane:
-        started = time.perf_counter()
+        started, work = time.perf_counter(), sim.lane.work_s
         count = len(sim.flush_records())
         seq, now = sim.log.seq, sim.clock.now()
         # What the copy must not take along: the service's listeners (its hub, its journal),
@@ -175,7 +179,9 @@ async def take(sim: Simulation) -> Snapshot | None:
         # made while one of them logged something is not a state the run was ever in.
         if (len(sim.records), sim.log.seq) != (count, seq):
             return None
-        return Snapshot(count, seq, now, data, time.perf_counter() - started)
+        cost = time.perf_counter() - started
+        # The lane's work once it is left: the copy's own time is no work of the session's.
+        return Snapshot(count, seq, now, data, cost, work + cost)
 
 
 async def keep_taking(sim: Simulation, snapshots: Snapshots) -> None:

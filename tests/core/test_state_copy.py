@@ -8,7 +8,6 @@ import threading
 from typing import Any
 
 import anyio
-
 from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 
 from areasync import Simulation

@@ -4,6 +4,7 @@ replaying it from its load: taken when the fork has no cut, or by the session as
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import anyio
 import pytest
@@ -13,6 +14,7 @@ from areasync.protocol.frames import ForkSession, StopSession
 from areasync.service.config import ServiceConfig
 from areasync.service.restore import fork_snapshot
 from areasync.service.server import Service
+from areasync.simulation.lane import CommandLane
 from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots
 from tests.service.support import TUTORIAL, attach, serving
 from tests.service.test_fork import INBOX, agent_calls, stream
@@ -205,3 +207,15 @@ def test_a_service_config_refuses_a_fork_aim_that_is_not_a_positive_time(
 def test_a_service_config_refuses_a_snapshot_overhead_outside_0_to_1(overhead: float) -> None:
     with pytest.raises(ValueError, match="snapshot_overhead must be from 0"):
         ServiceConfig(snapshot_overhead=overhead)
+
+
+def test_a_fork_with_no_cut_starts_from_the_newest_snapshot_while_the_work_since_costs_less() -> (
+    None
+):
+    kept = Snapshots(SnapshotPolicy())
+    kept.add(Snapshot(records=1, seq=10, time=1.0, data=b"x", cost_s=0.4, work_s=2.0))
+    source = SimpleNamespace(lane=CommandLane())
+    source.lane.work_s = 2.3  # 0.3 s of work to replay: less than a 0.4 s copy
+    assert kept.current(source) is kept.kept[-1]  # type: ignore[arg-type]
+    source.lane.work_s = 2.5
+    assert kept.current(source) is None  # type: ignore[arg-type]

@@ -35,7 +35,8 @@ import contextlib
 import functools
 import logging
 import secrets
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import anyio
@@ -45,14 +46,15 @@ import anyio.to_thread
 
 from areasync.bridge.judge import judge_link
 from areasync.bridge.sandbox import Sandbox
-from areasync.bridge.scenarios import Scenario, ScenarioError, detach_apps
-from areasync.journal import Created, InlineScenario, JournalError
+from areasync.bridge.scenarios import Scenario, detach_apps
+from areasync.journal import Created, InlineScenario
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ForkedFrom, ImportMode, Mode
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.journals import Journals, scenario_source
 from areasync.service.judged import JudgedSimulation
+from areasync.service.making import journal_created, made_in, refused_as_data, timed
 from areasync.service.metrics import Metrics
 from areasync.service.recipes import Recipe, source_text
 from areasync.service.restore import fork_inputs, fork_snapshot, forked
@@ -129,9 +131,12 @@ class SessionRegistry:
         Left out, `mode`, `speed`, `oracle` and `import_mode` are the configuration's."""
         self._admit(source)
         oracle = self.config.oracle if oracle is None else oracle
-        with _refused_as_data():
+        started = time.perf_counter()
+        with refused_as_data():
             built = self._builder(source, oracle, import_mode)()
-        return self._start(source, built, mode, speed, oracle, session_id, import_mode)
+        session = self._start(source, built, mode, speed, oracle, session_id, import_mode)
+        made_in(session, time.perf_counter() - started)
+        return session
 
     async def create_async(
         self,
@@ -152,9 +157,10 @@ class SessionRegistry:
         oracle = self.config.oracle if oracle is None else oracle
         self._importing += 1
         try:
-            with _refused_as_data():
-                built = await anyio.to_thread.run_sync(
-                    self._builder(source, oracle, import_mode), limiter=self._import_limiter
+            with refused_as_data():
+                built, build_s = await anyio.to_thread.run_sync(
+                    timed(self._builder(source, oracle, import_mode)),
+                    limiter=self._import_limiter,
                 )
             # The thread is never abandoned (it would run on, unaccounted for); a cancel that
             # came meanwhile is delivered here, before anything starts.
@@ -165,8 +171,10 @@ class SessionRegistry:
                 raise
         finally:
             self._importing -= 1
+        started = time.perf_counter()
         session = self._start(source, built, mode, speed, oracle, session_id, import_mode)
-        await _durable(session)
+        made_in(session, build_s + time.perf_counter() - started)
+        await journal_created(session)
         return session
 
     async def fork(
@@ -187,16 +195,18 @@ class SessionRegistry:
         self._importing += 1
         try:
             snapshot = await fork_snapshot(source, at_seq, at_time)
-            with _refused_as_data():
-                sim = await anyio.to_thread.run_sync(
-                    functools.partial(
-                        forked,
-                        inputs,
-                        snapshot,
-                        at_seq,
-                        at_time,
-                        judge=self.config.judge if source.judge is not None else None,
-                        judge_limiter=self._judge_limiter,
+            with refused_as_data():
+                sim, fork_s = await anyio.to_thread.run_sync(
+                    timed(
+                        functools.partial(
+                            forked,
+                            inputs,
+                            snapshot,
+                            at_seq,
+                            at_time,
+                            judge=self.config.judge if source.judge is not None else None,
+                            judge_limiter=self._judge_limiter,
+                        )
                     ),
                     limiter=self._import_limiter,
                 )
@@ -205,7 +215,8 @@ class SessionRegistry:
         kept: KeptSource = (source.recipe.scenario, source.recipe.scenario_json, "")
         session = self._open(f"{session_id}-fork", sim, source.oracle, kept, inputs[1])
         session.forked_from = ForkedFrom(session_id=session_id, seq=sim.log.seq)
-        await _durable(session)
+        made_in(session, fork_s)
+        await journal_created(session)
         return session
 
     def _builder(
@@ -267,7 +278,7 @@ class SessionRegistry:
         scenario, sandbox, kept = built
         judged = judge_link(scenario) is not None
         extra: dict[str, Any] = {"judge_limiter": self._judge_limiter} if judged else {}
-        with _refused_as_data():
+        with refused_as_data():
             sim = (JudgedSimulation if judged else Simulation).load(
                 scenario,
                 sandbox=sandbox,
@@ -498,33 +509,3 @@ class SessionRegistry:
             ids = ", ".join(sorted(s.id for s in suspended))
             logger.info("suspended %d session(s) in their journals: %s", len(suspended), ids)
         return len(suspended)
-
-
-async def _durable(session: Session) -> None:
-    """Return once a new session's journal exists (at once without a journal)."""
-    if session.journal is not None:
-        try:
-            await session.journal.wait_created()
-        except JournalError as exc:
-            raise ProtocolError(
-                ErrorCode.INTERNAL,
-                f"the session could not be made durable, so it was ended: {exc}",
-            ) from exc
-
-
-@contextlib.contextmanager
-def _refused_as_data() -> Iterator[None]:
-    """A scenario that fails to load is an `invalid_field` error saying why."""
-    try:
-        yield
-    except (ScenarioError, SimulationError, ValueError) as exc:
-        raise ProtocolError(ErrorCode.INVALID_FIELD, f"cannot create a session: {exc}") from exc
-    except Exception as exc:
-        # Whatever else ARE raises while building an untrusted scenario (an assertion on
-        # its time increment, an overflow on its start time...) is the scenario's fault,
-        # not a server bug: refuse it as data, with the cause.
-        logger.info("create_session refused a scenario", exc_info=True)
-        raise ProtocolError(
-            ErrorCode.INVALID_FIELD,
-            f"cannot create a session: the scenario failed to load ({type(exc).__name__}: {exc})",
-        ) from exc

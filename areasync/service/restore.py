@@ -59,6 +59,7 @@ from areasync.journal import Created, InlineScenario, Input, Journal
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode
 from areasync.service.judged import JudgedSimulation
+from areasync.service.making import made_in
 from areasync.simulation import Simulation, build_scenario
 from areasync.simulation.records import Creation, InputRecord
 from areasync.simulation.snapshots import (
@@ -311,6 +312,7 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
         if journal is None or created is None:
             continue
         try:
+            rebuild_started = time.perf_counter()
             sim, journaled = await _rebuilt(registry, created, journal)
         except RestoreError as exc:
             journals.refused[session_id] = str(exc)
@@ -320,7 +322,7 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
         if session_id in registry.sessions:  # adopted meanwhile (another restore's call)
             sim.sandbox.remove_directories()
             continue
-        registry.adopt(sim, created, journaled)
+        made_in(registry.adopt(sim, created, journaled), time.perf_counter() - rebuild_started)
         restored.append(session_id)
     if restored or journals.refused:
         logger.info(

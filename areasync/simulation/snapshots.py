@@ -14,14 +14,16 @@ time not past `until_time`; every boundary before it was then at or below both.
 
 When: `SnapshotPolicy` - once the session's lane has done half of `fork_within_s` (1 s) of
 work since the newest snapshot, so that a fork from it (a thaw, then a replay of that work)
-takes about `fork_within_s`; and not before the newest has been paid for by `1 / overhead` (10)
-times its cost in wall time, so that a session never gives more than a tenth of its time to
-snapshots. A fast run computes without a pause and is held to the overhead: its snapshots are
-sparse, and a fork at a cut far from one replays longer. A session that waits between its
-commands (for its agent's turn, for a client's controls) takes them as densely as the fork aim
-asks, while it waits. A session keeps a bounded number and bytes (`Snapshots.add` thins the
-closest pair, never the newest), and keeps them once it has ended. Realtime sessions take
-none: their records are what the wall decided, and a fork of one replays them all.
+takes about `fork_within_s` (before the first, a fork makes the session again, then replays:
+one that took that long to make, a 10,000-event import say, takes its first as it starts);
+and not before the newest has been paid for by `1 / overhead` (10) times its cost in wall
+time, so that a session never gives more than a tenth of its time to snapshots. A fast run
+computes without a pause and is held to the overhead: its snapshots are sparse, and a fork
+at a cut far from one replays longer. A session that waits between its commands (for its
+agent's turn, for a client's controls) takes them as densely as the fork aim asks, while it
+waits. A session keeps a bounded number and bytes (`Snapshots.add` thins the closest pair,
+never the newest), and keeps them once it has ended. Realtime sessions take none: their
+records are what the wall decided, and a fork of one replays them all.
 
 A fork with no cut thaws the newest snapshot and replays what the session did since, if that
 costs less than a new copy (`Snapshots.current`: a session parked at a point to reset an
@@ -110,13 +112,20 @@ class SnapshotPolicy:
 class Snapshots:
     """A session's snapshots, oldest first."""
 
-    def __init__(self, policy: SnapshotPolicy) -> None:
+    def __init__(self, policy: SnapshotPolicy, rebuild_s: float = 0.0) -> None:
         self.policy = policy
         self.kept: list[Snapshot] = []
+        # What making the session cost (its import, its fork, its restore): what a fork at a
+        # cut before its first snapshot does again, before replaying the work since.
+        self.rebuild_s = rebuild_s
 
     def spaced(self, work_s: float) -> bool:
-        """Whether `work_s` of lane work since the newest snapshot is enough for another."""
-        return work_s >= self.policy.fork_within_s / 2
+        """Whether a fork from the newest snapshot (from the session's making, before the
+        first), `work_s` of lane work later, would replay more than half the fork aim: a
+        session that took long to make takes its first snapshot as it starts."""
+        if self.kept:
+            return work_s > 0 and work_s >= self.policy.fork_within_s / 2
+        return self.rebuild_s + work_s >= self.policy.fork_within_s / 2
 
     def wait_s(self, wall_s: float) -> float:
         """How long, `wall_s` after the newest snapshot, the next must still wait to keep
@@ -195,11 +204,12 @@ async def keep_taking(sim: Simulation, snapshots: Snapshots) -> None:
             if snapshots.spaced(lane.work_s - since):
                 spaced.set()
 
-        lane.on_release = on_release
-        try:
-            await spaced.wait()
-        finally:
-            lane.on_release = None
+        if not snapshots.spaced(0.0):
+            lane.on_release = on_release
+            try:
+                await spaced.wait()
+            finally:
+                lane.on_release = None
         # A wait that never ends (no overhead allowed) ends with the session's task.
         await anyio.sleep(snapshots.wait_s(time.perf_counter() - wall_since))
         if takes_snapshots(sim):

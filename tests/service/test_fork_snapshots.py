@@ -219,3 +219,19 @@ def test_a_fork_with_no_cut_starts_from_the_newest_snapshot_while_the_work_since
     assert kept.current(source) is kept.kept[-1]  # type: ignore[arg-type]
     source.lane.work_s = 2.5
     assert kept.current(source) is None  # type: ignore[arg-type]
+
+
+def test_a_session_that_took_half_the_fork_aim_to_make_is_due_a_snapshot_as_it_starts() -> None:
+    assert Snapshots(SnapshotPolicy(fork_within_s=1.0), rebuild_s=0.5).spaced(0.0)
+    assert not Snapshots(SnapshotPolicy(fork_within_s=1.0), rebuild_s=0.4).spaced(0.0)
+
+
+async def test_a_session_long_to_make_takes_its_first_snapshot_before_any_command() -> None:
+    # Any making takes longer than half of a microsecond's aim.
+    async with serving(fork_within=1e-6) as service:
+        kept = snapshots(service)
+        assert kept.rebuild_s > 0
+        with anyio.fail_after(10):
+            while not kept.kept:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        assert kept.kept[0].records == 0

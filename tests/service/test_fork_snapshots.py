@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from types import SimpleNamespace
+from typing import Any
 
 import anyio
 import pytest
@@ -28,6 +29,22 @@ def snapshots(service: Service, session_id: str = TUTORIAL) -> Snapshots:
     session = service.registry.get(session_id)
     assert session is not None and session.snapshots is not None
     return session.snapshots
+
+
+async def until_kept(kept: Snapshots, count: int = 1) -> None:
+    """Wait until `kept` holds `count` snapshots (no hook to await: polled)."""
+    with anyio.fail_after(10):
+        while len(kept.kept) < count:  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+
+
+async def snapshot_after_a_call(service: Service, agent: Any) -> Snapshots:
+    """The session's snapshots once it took one after the agent's first tool call."""
+    kept = snapshots(service)
+    kept.policy = EVERY_COMMAND
+    await agent.call(CallTool, **INBOX)
+    await until_kept(kept)
+    return kept
 
 
 async def test_a_fork_with_no_cut_starts_from_a_snapshot_of_the_source_as_it_is() -> None:
@@ -60,12 +77,8 @@ async def test_a_session_forked_again_with_nothing_new_is_not_copied_again() -> 
 
 async def test_a_session_takes_snapshots_as_its_work_calls_for_them() -> None:
     async with serving() as service, attach(service, Role.AGENT) as agent:
-        snapshots(service).policy = EVERY_COMMAND
-        await agent.call(CallTool, **INBOX)
-        with anyio.fail_after(10):
-            while not snapshots(service).kept:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
-        assert snapshots(service).kept[-1].records >= 1
+        kept = await snapshot_after_a_call(service, agent)
+        assert kept.kept[-1].records >= 1
 
 
 async def test_a_fork_at_a_cut_starts_from_the_newest_snapshot_before_it() -> None:
@@ -74,12 +87,7 @@ async def test_a_fork_at_a_cut_starts_from_the_newest_snapshot_before_it() -> No
         attach(service, Role.AGENT) as agent,
         attach(service, Role.ADMIN) as admin,
     ):
-        kept = snapshots(service)
-        kept.policy = EVERY_COMMAND
-        await agent.call(CallTool, **INBOX)
-        with anyio.fail_after(10):
-            while not kept.kept:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
+        kept = await snapshot_after_a_call(service, agent)
         kept.policy = NONE_MORE
         await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
         cut = len(stream(service, TUTORIAL))
@@ -93,19 +101,12 @@ async def test_a_fork_at_a_cut_starts_from_the_newest_snapshot_before_it() -> No
 
 async def test_a_session_waiting_between_commands_takes_its_snapshot_while_it_waits() -> None:
     async with serving() as service, attach(service, Role.AGENT) as agent:
-        kept = snapshots(service)
-        kept.policy = EVERY_COMMAND
-        await agent.call(CallTool, **INBOX)
-        with anyio.fail_after(10):
-            while not kept.kept:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
+        kept = await snapshot_after_a_call(service, agent)
         # Allowed half the session's time: the next waits twice the first's cost, idle.
         kept.policy = SnapshotPolicy(fork_within_s=0.0, overhead=0.5)
         await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
         records = len(service.registry.sessions[TUTORIAL].sim.records)
-        with anyio.fail_after(10):
-            while len(kept.kept) < 2:  # noqa: ASYNC110 (no command runs meanwhile)
-                await anyio.sleep(0.01)
+        await until_kept(kept, 2)  # no command runs meanwhile
         assert kept.kept[-1].records == records
 
 
@@ -115,12 +116,7 @@ async def test_an_ended_session_is_forked_at_a_cut_from_the_snapshots_its_run_to
         attach(service, Role.AGENT) as agent,
         attach(service, Role.ADMIN) as admin,
     ):
-        kept = snapshots(service)
-        kept.policy = EVERY_COMMAND
-        await agent.call(CallTool, **INBOX)
-        with anyio.fail_after(10):
-            while not kept.kept:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
+        kept = await snapshot_after_a_call(service, agent)
         kept.policy = NONE_MORE
         await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
         cut = len(stream(service, TUTORIAL))
@@ -231,7 +227,5 @@ async def test_a_session_long_to_make_takes_its_first_snapshot_before_any_comman
     async with serving(fork_within=1e-6) as service:
         kept = snapshots(service)
         assert kept.rebuild_s > 0
-        with anyio.fail_after(10):
-            while not kept.kept:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
+        await until_kept(kept)
         assert kept.kept[0].records == 0

@@ -46,7 +46,7 @@ import sys
 import tempfile
 import threading
 import types
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import anyio
@@ -74,10 +74,12 @@ class StateCopyError(Exception):
     """The session's state holds something that cannot be copied; the message says what."""
 
 
-def freeze(graph: Any, replace: Mapping[int, tuple[Any, ...]], apps: Collection[Any]) -> bytes:
-    """`graph` as bytes. `replace`: id of an object -> the reduction to store in its place
-    (`with_attributes`: what the copy must not share, such as the service's listeners). Not
-    the id of an exact list, dict or tuple: pickle asks no reducer about those. `apps`: the
+def freeze(
+    graph: Any, replace: Collection[tuple[Any, tuple[Any, ...]]], apps: Collection[Any]
+) -> bytes:
+    """`graph` as bytes. `replace`: (an object of the graph, the reduction to store in its
+    place: `with_attributes`, for what the copy must not share, such as the service's
+    listeners). Not an exact list, dict or tuple: pickle asks no reducer about those. `apps`: the
     session's own ARE apps, required: without them any app another session (or any ARE code of
     the process) registered last is reached through the tools ARE parks on app classes, and
     copied whole (`_foreign_tool`). Blocks the calling thread until done; raises
@@ -169,12 +171,11 @@ def _collector_paused() -> Iterator[None]:
 
 class _Pickler(pickle.Pickler):
     def __init__(
-        self, file: io.BytesIO, replace: Mapping[int, tuple[Any, ...]], apps: set[int]
+        self, file: io.BytesIO, replace: Collection[tuple[Any, tuple[Any, ...]]], apps: set[int]
     ) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._replace = replace
-        # The types of the objects replaced (`with_attributes` reductions name it first).
-        self._replaced_types = {reduction[1][0] for reduction in replace.values()}
+        self._replace = {id(obj): reduction for obj, reduction in replace}
+        self._replaced_types = {type(obj) for obj, _ in replace}
         self._apps = apps
 
     def reducer_override(self, obj: Any) -> Any:

@@ -139,8 +139,12 @@ class ConnectionCore:
         name: str = "conn",
         admission: Admission | None = None,
         admission_key: Any = None,
+        takes_place: bool = True,
     ) -> None:
         self.registry = registry
+        # Whether it needs one of its session's places (`max_connections_per_session`): not
+        # an adapter's client that is never attached to the session (gaia2-cli's).
+        self.takes_place = takes_place
         self.config = registry.config
         self.metrics = registry.metrics
         self.session_id = session_id

@@ -28,6 +28,7 @@ class Joining(Protocol):
     session_id: str
     config: ServiceConfig
     admission: Admission | None
+    takes_place: bool  # needs one of the session's places (max_connections_per_session)
 
     def take_admission(self) -> bool:
         """Count the connection as authenticated (False: the server is full)."""
@@ -108,7 +109,7 @@ def _checks(
             lambda: unauthorized_message(frame.role),
         ),
         (
-            lambda: clients >= config.max_connections_per_session,
+            lambda: core.takes_place and clients >= config.max_connections_per_session,
             ErrorCode.CAPACITY,
             CloseCode.CAPACITY,
             lambda: (

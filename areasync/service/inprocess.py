@@ -87,16 +87,24 @@ class InProcessClient:
 
     `holder` names its fast-mode lease; `as_agent`: its requests are performed as the
     session's agent's whatever its role (the admin's OpenEnv episode is the agent: the wait
-    tool hands its lease back)."""
+    tool hands its lease back); `takes_place`: it is attached to the session as a client (an
+    OpenEnv episode), so its hello needs a place (`max_connections_per_session`)."""
 
     def __init__(
-        self, registry: SessionRegistry, *, name: str, holder: str, as_agent: bool = False
+        self,
+        registry: SessionRegistry,
+        *,
+        name: str,
+        holder: str,
+        as_agent: bool = False,
+        takes_place: bool = True,
     ) -> None:
         self.registry = registry
         self.metrics = registry.metrics
         self.name = name
         self.holder = holder
         self.as_agent = as_agent
+        self.takes_place = takes_place
         self.core: ConnectionCore | None = None
         self.closed = False  # the core closed it: it answers no more requests
         self.closed_at: float | None = None  # when (time.monotonic())
@@ -126,7 +134,9 @@ class InProcessClient:
 
     def hello(self, session: Session, role: Role, token: str) -> None:
         """Join `session` as `role` with `token`: a RequestError if the hello is refused."""
-        core = ConnectionCore(self.registry, session.id, name=self.name)
+        core = ConnectionCore(
+            self.registry, session.id, name=self.name, takes_place=self.takes_place
+        )
         hello = Hello(id=0, role=role, token=token)
         for action in core.hello(encode_client_frame(hello, Encoding.JSON)):
             if isinstance(action, Refuse):

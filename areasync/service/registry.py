@@ -215,7 +215,10 @@ class SessionRegistry:
         kept: KeptSource = (source.recipe.scenario, source.recipe.scenario_json, "")
         session = self._open(f"{session_id}-fork", sim, source.oracle, kept, inputs[1])
         session.forked_from = ForkedFrom(session_id=session_id, seq=sim.log.seq)
-        made_in(session, fork_s)
+        if snapshot is not None and session.snapshots is not None:
+            session.snapshots.inherit(snapshot, fork_s)
+        else:
+            made_in(session, fork_s)  # replayed from the load: what a fork of it would redo
         await journal_created(session)
         return session
 

@@ -44,6 +44,7 @@ cut from its records; from there its own judge calls ask the model.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Collection
@@ -59,7 +60,7 @@ from areasync.journal import Created, InlineScenario, Input, Journal
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode
 from areasync.service.judged import JudgedSimulation
-from areasync.service.making import made_in
+from areasync.service.making import made_in, timed
 from areasync.simulation import Simulation, build_scenario
 from areasync.simulation.records import Creation, InputRecord
 from areasync.simulation.snapshots import (
@@ -312,8 +313,7 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
         if journal is None or created is None:
             continue
         try:
-            rebuild_started = time.perf_counter()
-            sim, journaled = await _rebuilt(registry, created, journal)
+            (sim, journaled), rebuild_s = await _rebuilt(registry, created, journal)
         except RestoreError as exc:
             journals.refused[session_id] = str(exc)
             journals.live.pop(session_id, None)
@@ -322,7 +322,7 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
         if session_id in registry.sessions:  # adopted meanwhile (another restore's call)
             sim.sandbox.remove_directories()
             continue
-        made_in(registry.adopt(sim, created, journaled), time.perf_counter() - rebuild_started)
+        made_in(registry.adopt(sim, created, journaled), rebuild_s)
         restored.append(session_id)
     if restored or journals.refused:
         logger.info(
@@ -335,14 +335,17 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
     return restored
 
 
-async def _rebuilt(registry: Adopter, created: Created, journal: Journal) -> tuple[Simulation, int]:
-    """`rebuild` in a worker thread, as imports are, with the server's judge."""
+async def _rebuilt(
+    registry: Adopter, created: Created, journal: Journal
+) -> tuple[tuple[Simulation, int], float]:
+    """`rebuild` in a worker thread, as imports are, with the server's judge; and the
+    seconds it took (`timed`: not the wait for the import limiter)."""
     return await anyio.to_thread.run_sync(
-        rebuild,
-        created,
-        journal,
-        registry.config.judge,
-        registry.judge_limiter,
+        timed(
+            functools.partial(
+                rebuild, created, journal, registry.config.judge, registry.judge_limiter
+            )
+        ),
         limiter=registry.import_limiter,
     )
 
@@ -357,7 +360,7 @@ async def _restore_ended(registry: Adopter, journals: Journals) -> None:
         if created is None or ended is None or session_id in registry.sessions:
             continue
         try:
-            sim, _ = await _rebuilt(registry, created, journal)
+            (sim, _), _ = await _rebuilt(registry, created, journal)
         except RestoreError as exc:
             logger.warning("%s (it had ended: it is not kept for replay)", exc)
             continue

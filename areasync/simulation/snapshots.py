@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import anyio
 import anyio.to_thread
@@ -74,7 +74,8 @@ __all__ = [
 class Snapshot:
     """A session copied after its first `records` records, at stream seq `seq` and simulated
     time `time`; `cost_s`: the wall time its copy held the session's lane; `work_s`: the
-    lane's work (`CommandLane.work_s`) once it was taken."""
+    lane's work (`CommandLane.work_s`) once it was taken (for one a fork starts from, less
+    what the fork took to replay from it); `taken_at`: when (`time.perf_counter`)."""
 
     records: int
     seq: int
@@ -82,6 +83,7 @@ class Snapshot:
     data: bytes
     cost_s: float
     work_s: float = 0.0
+    taken_at: float = 0.0
 
     def serves(self, until_seq: int | None, until_time: float | None) -> bool:
         """Whether a replay to this cut passes through this snapshot (module docstring)."""
@@ -119,6 +121,10 @@ class Snapshots:
         # cut before its first snapshot does again, before replaying the work since.
         self.rebuild_s = rebuild_s
 
+    def work_since(self, lane_work_s: float) -> float:
+        """The lane work done since the newest snapshot, given the lane's (`work_s`) now."""
+        return lane_work_s - self.kept[-1].work_s if self.kept else lane_work_s
+
     def spaced(self, work_s: float) -> bool:
         """Whether a fork from the newest snapshot (from the session's making, before the
         first), `work_s` of lane work later, would replay more than half the fork aim: a
@@ -127,14 +133,15 @@ class Snapshots:
             return work_s > 0 and work_s >= self.policy.fork_within_s / 2
         return self.rebuild_s + work_s >= self.policy.fork_within_s / 2
 
-    def wait_s(self, wall_s: float) -> float:
-        """How long, `wall_s` after the newest snapshot, the next must still wait to keep
+    def wait_s(self, now: float) -> float:
+        """How long, at `now` (`time.perf_counter`), the next snapshot must still wait to keep
         within the overhead (0: it may be taken now; never, with no overhead allowed)."""
         if self.policy.overhead <= 0:
             return math.inf
         if not self.kept:
             return 0.0
-        return max(0.0, self.kept[-1].cost_s / self.policy.overhead - wall_s)
+        newest = self.kept[-1]
+        return max(0.0, newest.taken_at + newest.cost_s / self.policy.overhead - now)
 
     def add(self, snapshot: Snapshot) -> None:
         """Keep `snapshot`, then thin the kept ones to the policy's bounds: of the two
@@ -147,13 +154,20 @@ class Snapshots:
             gaps = [b.records - a.records for a, b in zip(self.kept, self.kept[1:], strict=False)]
             del self.kept[gaps.index(min(gaps))]
 
+    def inherit(self, snapshot: Snapshot, replay_s: float) -> None:
+        """Start from `snapshot`, the source's a fork was thawed from (it holds the fork's
+        state too, at the same point of the same records): `replay_s`, what the fork took to
+        make from it (the thaw, the replay to its start), counts as work done since. A fork
+        of the fork then starts from it, and the fork's first own snapshot waits its turn."""
+        self.kept = [replace(snapshot, work_s=-replay_s, taken_at=time.perf_counter())]
+
     def current(self, sim: Simulation) -> Snapshot | None:
         """The newest snapshot, if a fork of `sim` as it is now costs less from it (a thaw,
         then a replay of the work done since) than from a new one (a copy, then a thaw): if
         the work since is less than the newest copy cost. A session parked at a point (an
         episode reset again and again to it) has done none."""
         newest = self.kept[-1] if self.kept else None
-        if newest is None or sim.lane.work_s - newest.work_s >= newest.cost_s:
+        if newest is None or self.work_since(sim.lane.work_s) >= newest.cost_s:
             return None
         return newest
 
@@ -167,18 +181,18 @@ async def take(sim: Simulation) -> Snapshot | None:
     while the copy runs in a worker thread (the loop only awaits it). None if the session
     logged something meanwhile (below); raises `StateCopyError`."""
     async with sim.lane:
-        started, work = time.perf_counter(), sim.lane.work_s
+        started = time.perf_counter()
         count = len(sim.flush_records())
         seq, now = sim.log.seq, sim.clock.now()
         # What the copy must not take along: the service's listeners (its hub, its journal),
         # the driver's task group and the lane's waiters; `thawed` gives the copy its own.
-        replace = {
-            id(sim): with_attributes(sim, record_listeners=[], _task_group=None, _lane=None),
-            id(sim.log): with_attributes(sim.log, listeners=[], _changed=None),
-        }
+        replaced = [
+            (sim, with_attributes(sim, record_listeners=[], _task_group=None, _lane=None)),
+            (sim.log, with_attributes(sim.log, listeners=[], _changed=None)),
+        ]
         apps = list(sim.env.apps.values())
         try:
-            data = await anyio.to_thread.run_sync(freeze, sim, replace, apps)
+            data = await anyio.to_thread.run_sync(freeze, sim, replaced, apps)
         except StateCopyError:
             if (len(sim.records), sim.log.seq) != (count, seq):
                 return None  # torn by a change made meanwhile (below): try again later
@@ -188,34 +202,48 @@ async def take(sim: Simulation) -> Snapshot | None:
         # made while one of them logged something is not a state the run was ever in.
         if (len(sim.records), sim.log.seq) != (count, seq):
             return None
-        cost = time.perf_counter() - started
-        # The lane's work once it is left: the copy's own time is no work of the session's.
-        return Snapshot(count, seq, now, data, cost, work + cost)
+        done = time.perf_counter()
+    # The lane's work once left, the copy's own time in it: no work of the session's since.
+    return Snapshot(count, seq, now, data, done - started, sim.lane.work_s, done)
 
 
 async def keep_taking(sim: Simulation, snapshots: Snapshots) -> None:
     """Take snapshots of `sim` into `snapshots` as its policy calls for them, in turn with its
     commands, none in realtime, until the run ends. Raises `StateCopyError`."""
     lane = sim.lane
+
+    def spaced() -> bool:
+        # Counted from the newest snapshot, whoever took it (a fork with no cut takes one).
+        return snapshots.spaced(snapshots.work_since(lane.work_s))
+
     while not sim.ended:
-        spaced, work_since, wall_since = anyio.Event(), lane.work_s, time.perf_counter()
+        if not (takes_snapshots(sim) and spaced()):
+            await _released_when(lane, spaced)
+            continue
+        wait = snapshots.wait_s(time.perf_counter())
+        if wait > 0:
+            # Never, with no overhead allowed: the session's task ends it. Then looked at
+            # again: a fork may have taken one meanwhile.
+            await anyio.sleep(wait)
+            continue
+        snapshot = await take(sim)
+        if snapshot is not None:
+            snapshots.add(snapshot)
 
-        def on_release(spaced: anyio.Event = spaced, since: float = work_since) -> None:
-            if snapshots.spaced(lane.work_s - since):
-                spaced.set()
 
-        if not snapshots.spaced(0.0):
-            lane.on_release = on_release
-            try:
-                await spaced.wait()
-            finally:
-                lane.on_release = None
-        # A wait that never ends (no overhead allowed) ends with the session's task.
-        await anyio.sleep(snapshots.wait_s(time.perf_counter() - wall_since))
-        if takes_snapshots(sim):
-            snapshot = await take(sim)
-            if snapshot is not None:
-                snapshots.add(snapshot)
+async def _released_when(lane: CommandLane, ready: Callable[[], bool]) -> None:
+    """Return once the lane is left with `ready()` true (checked at each release only)."""
+    done = anyio.Event()
+
+    def on_release() -> None:
+        if ready():
+            done.set()
+
+    lane.on_release = on_release
+    try:
+        await done.wait()
+    finally:
+        lane.on_release = None
 
 
 def forks_from_snapshots(sim: Simulation) -> bool:

@@ -17,11 +17,11 @@ TUTORIAL = "scenario_tutorial"
 
 
 def copied(sim: Simulation) -> Any:
-    replace = {
-        id(sim): with_attributes(sim, record_listeners=[]),
-        id(sim.log): with_attributes(sim.log, listeners=[]),
-    }
-    return thaw(freeze(sim, replace, list(sim.env.apps.values())))
+    replaced = [
+        (sim, with_attributes(sim, record_listeners=[])),
+        (sim.log, with_attributes(sim.log, listeners=[])),
+    ]
+    return thaw(freeze(sim, replaced, list(sim.env.apps.values())))
 
 
 def file_system(sim: Any) -> SandboxLocalFileSystem:
@@ -67,6 +67,18 @@ def test_the_objects_copied_by_one_reduction_keep_their_types() -> None:
     # graph copied twice come back as what they were, both times.
     graph = {"lock": threading.Lock(), "event": anyio.Event(), "list": [1, 2]}
     for _ in range(2):
-        copy = thaw(freeze(graph, {}, []))
+        copy = thaw(freeze(graph, [], []))
         assert type(copy["lock"]) is type(graph["lock"]) and not copy["lock"].locked()
         assert isinstance(copy["event"], anyio.Event) and copy["list"] == [1, 2]
+
+
+class Holder:
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+
+
+def test_only_the_object_replaced_is_replaced_not_others_of_its_type() -> None:
+    one, other = Holder("one"), Holder("other")
+    data = freeze([one, other], [(one, with_attributes(one, secret="kept out"))], [])
+    copy_of_one, copy_of_other = thaw(data)
+    assert (copy_of_one.secret, copy_of_other.secret) == ("kept out", "other")

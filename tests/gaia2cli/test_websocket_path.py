@@ -8,6 +8,7 @@ error's words, the metrics, the rate limit's order of checks, the session's room
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -92,10 +93,24 @@ async def test_a_client_refused_past_its_strikes_gets_no_fresh_burst_and_changes
     assert "back off" in answers[1][1]["error"] and "back off" in answers[2][1]["error"]
 
 
-async def test_input_to_a_session_with_no_room_for_another_client_is_refused_503() -> None:
-    async with adapter(max_connections_per_session=1) as service, agent(service):
-        before = stream_seq(service)
+async def test_the_adapter_takes_none_of_a_full_sessions_places_for_clients() -> None:
+    async with adapter(max_connections_per_session=1) as service:
+        runner = harness(service)
+        first = await runner.call("POST", "/notify", {"message": "before the agent"})
+        async with agent(service):  # the session's one place, taken
+            second = await runner.call("POST", "/notify", {"message": "after the agent"})
+    assert [first[0], second[0]] == [200, 200]
+    assert first[1]["ok"] is True and second[1]["ok"] is True
+
+
+async def test_an_internal_failure_says_so_without_the_exceptions_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("/a/path/on/the/server")
+
+    monkeypatch.setattr("areasync.service.requests.perform", broken)
+    async with adapter() as service:
         status, body = await harness(service).call("POST", "/notify", {"message": "hi"})
-        assert stream_seq(service) == before
-    assert status == 503 and body["ok"] is False
-    assert "max_connections_per_session" in body["error"]
+    assert status == 500 and body["ok"] is False
+    assert "/a/path" not in body["error"] and "server's log" in body["error"]

@@ -10,13 +10,14 @@ from typing import Any
 import anyio
 import pytest
 
+from areasync import Simulation
 from areasync.protocol import CallTool, Role
 from areasync.protocol.frames import ForkSession, StopSession
 from areasync.service.config import ServiceConfig
 from areasync.service.restore import fork_snapshot
 from areasync.service.server import Service
 from areasync.simulation.lane import CommandLane
-from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots
+from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots, keep_taking
 from tests.service.support import TUTORIAL, attach, serving
 from tests.service.test_fork import INBOX, agent_calls, stream
 
@@ -229,3 +230,48 @@ async def test_a_session_long_to_make_takes_its_first_snapshot_before_any_comman
         assert kept.rebuild_s > 0
         await until_kept(kept)
         assert kept.kept[0].records == 0
+
+
+async def test_a_snapshot_a_fork_took_is_not_taken_again_by_its_session() -> None:
+    async with serving() as service, attach(service, Role.ADMIN) as admin:
+        kept = snapshots(service)
+        kept.policy = EVERY_COMMAND
+        await admin.call(ForkSession, session_id=TUTORIAL)  # with no cut: a copy taken now
+        await anyio.sleep(0.2)  # the session's own loop sees no work since that copy
+        assert len(kept.kept) == 1
+
+
+async def test_a_realtime_sessions_snapshot_loop_waits_for_work_and_never_spins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    checks = 0
+
+    def counted(sim: Any) -> bool:
+        nonlocal checks
+        checks += 1
+        return False  # realtime: no snapshot
+
+    monkeypatch.setattr("areasync.simulation.snapshots.takes_snapshots", counted)
+    sim = Simulation.load(TUTORIAL, mode="realtime", seed=1, created_at=0.0)
+    # Long to make: a first snapshot would be due at once, were it taken.
+    kept = Snapshots(SnapshotPolicy(), rebuild_s=10.0)
+    with anyio.move_on_after(0.2):
+        await keep_taking(sim, kept)
+    assert checks <= 2 and kept.kept == []
+
+
+async def test_a_fork_keeps_the_snapshot_it_started_from_for_its_own_forks() -> None:
+    async with (
+        serving() as service,
+        attach(service, Role.AGENT) as agent,
+        attach(service, Role.ADMIN) as admin,
+    ):
+        kept = await snapshot_after_a_call(service, agent)
+        kept.policy = NONE_MORE
+        await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
+        cut = len(stream(service, TUTORIAL))
+        fork = (await admin.call(ForkSession, session_id=TUTORIAL, at_seq=cut))["session_id"]
+        [inherited] = snapshots(service, fork).kept
+        assert inherited.data is kept.kept[-1].data and inherited.seq == kept.kept[-1].seq
+        again = await admin.call(ForkSession, session_id=fork, at_seq=cut)
+        assert stream(service, again["session_id"]) == stream(service, TUTORIAL)[:cut]

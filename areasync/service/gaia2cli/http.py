@@ -151,7 +151,7 @@ class Gaia2Adapter:
             return _json(await self._answer(request, route, session, (role, token), feed))
         except Exception:
             logger.exception("the gaia2-cli adapter failed to answer a %s", request.method)
-            return _json(t.failure(500, "internal error in areasync's gaia2-cli adapter"))
+            return _json(t.failure(500, t.INTERNAL))
 
     async def _answer(
         self,
@@ -192,7 +192,7 @@ class Gaia2Adapter:
         client = self.clients.get(key)
         if client is None or client.session is not session or self._replaced(client):
             name = f"gaia2-cli:{role.value}@{session.id}"
-            client = InProcessClient(self.registry, name=name, holder=_HOLDER)
+            client = InProcessClient(self.registry, name=name, holder=_HOLDER, takes_place=False)
             client.hello(session, role, token)
             self.clients[key] = client
         return client

@@ -37,8 +37,9 @@ token), 403 (the role), 405 (the method) and 409 (the session has ended). An act
 cannot run (an unknown app or action, arguments the tool refuses, a tool that raises) is, as
 in gaia2-cli, a 200 whose `ok` is false and whose `error` says why. A `/notify` or
 `/execute_action` meets the checks a WebSocket frame meets, and fails as that frame would
-(`refusal`: 429 past the rate limit, 503 when the session has no room for another client or
-its journal does not confirm the input), in these shapes.
+(`refusal`: 429 past the rate limit, 503 when its journal does not confirm the input), in
+these shapes. The adapter is no client attached to the session: it takes none of its places
+(`max_connections_per_session`).
 
 Messages are what the agent tells the user: each completed `AgentUserInterface`
 `send_message_to_user` event of the session's stream, numbered 1, 2, 3... in stream order, so
@@ -235,12 +236,15 @@ _STATUS_OF: Final[dict[str, int]] = {
 }
 
 ENDED: Final = "the session has ended: it takes no more input (GET /status has its outcome)"
+INTERNAL: Final = "internal error in areasync's gaia2-cli adapter (the server's log says what)"
 
 
 def refusal(code: str, message: str, *, action: bool) -> Reply:
     """The error a WebSocket client would get (`code`, `message`) for an act, in gaia2-cli's
     shape; `action`: the act is an `/execute_action` (else a `/notify`)."""
     status = _STATUS_OF.get(code, 200 if action else 400)
+    if code == ErrorCode.INTERNAL:  # the exception's words stay in the server's log
+        return failure(status, INTERNAL)
     return failure(status, ENDED if code == ErrorCode.SESSION_ENDED else message)
 
 

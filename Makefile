@@ -39,8 +39,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check areasync tests bench examples server.py
 	$(VENV)/bin/mypy
 
+# The suite on pytest-xdist workers (TEST_WORKERS, default 2: this machine's cores). Each module
+# runs whole on one worker, and so does tests/cluster, whose modules share one Ray cluster
+# (tests/conftest.py's scheduler).
+TEST_WORKERS ?= 2
 unit: $(STAMP) browser js
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 conformance: $(STAMP)
 	$(PY) -m pytest -q -m '' tests/conformance

@@ -27,28 +27,52 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(SOAK_TIMEOUT_S))
 
 
-# Under pytest-xdist (`make unit`: `-n 2 --dist loadfile`) each module runs whole on one worker,
-# so that a module-scoped fixture (a server, a Gaia2 run that several tests compare) is set up
-# once and a module's tests keep their order; and so does each package listed here, whose
-# tests share a package-scoped fixture: tests/cluster's one Ray cluster, which its modules
-# use in turn (test_batch, then test_cluster, whose last test kills its worker node).
-# xdist's own `xdist_group` marks cannot do this: under pytest 9.2 it fails to tag the test ids
-# with their group (it sets an attribute pytest no longer reads), so loadgroup groups nothing.
-SHARED_PACKAGES = ("tests/cluster/",)
+# Under pytest-xdist (`make unit`: `-n 2 --dist loadgroup`) a test goes to whichever worker is
+# free, except the tests that share a module- or package-scoped fixture (a server, a Gaia2 run
+# that several tests compare, tests/cluster's one Ray cluster): those of a module in
+# WHOLE_MODULES run whole on one worker, and so do those of a package in WHOLE_PACKAGES, in
+# collection order. The fixture is then set up once, as in a serial run, and order-dependent
+# tests keep their order (tests/cluster: test_batch, then test_cluster, whose last test kills
+# its worker node). tests/test_suite_bounds.py checks that the lists miss no such test.
+# xdist's own `xdist_group` marks cannot say this: under pytest 9.2, xdist fails to tag the
+# test ids with their group (it sets an attribute pytest no longer reads) and groups nothing.
+WHOLE_PACKAGES = ("tests/cluster/",)
+WHOLE_MODULES = (  # a module, or every module under a directory ending in "/"
+    "tests/agents/",
+    "tests/conformance/test_reference.py",
+    "tests/core/test_replay.py",
+    "tests/core/test_snapshots.py",
+    "tests/dashboard/",
+    "tests/gaia2/",
+    "tests/service/test_durable_judged.py",
+    "tests/service/test_durable_judged_crash.py",
+    "tests/service/test_gaia2_judge.py",
+    "tests/test_import_rules.py",
+)
+
+
+def worker_scope(nodeid: str) -> str:
+    """What runs whole on one worker with the test `nodeid`: its package, its module, or it."""
+    module = nodeid.split("::", 1)[0]
+    package = next((p for p in WHOLE_PACKAGES if module.startswith(p)), None)
+    if package is not None:
+        return package
+    return module if module.startswith(WHOLE_MODULES) else nodeid
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown when it is not installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    if config.getvalue("dist") != "loadfile":
+    if config.getvalue("dist") != "loadgroup":
         return None
-    from xdist.scheduler import LoadFileScheduling
+    from xdist.scheduler import LoadScopeScheduling
 
-    class ModuleOrPackageScheduling(LoadFileScheduling):
+    class WholeGroupScheduling(LoadScopeScheduling):
+        """xdist's scope scheduling with `worker_scope`'s scopes; its largest scopes first."""
+
         def _split_scope(self, nodeid: str) -> str:
-            module = str(super()._split_scope(nodeid))
-            return next((p for p in SHARED_PACKAGES if module.startswith(p)), module)
+            return worker_scope(nodeid)
 
-    return ModuleOrPackageScheduling(config, log)
+    return WholeGroupScheduling(config, log)
 
 
 # The counters of what the fuzz, storm and durable fault tests did, by name: the module that

@@ -39,8 +39,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check areasync tests bench examples server.py
 	$(VENV)/bin/mypy
 
+# The suite on pytest-xdist workers (TEST_WORKERS, default 2: this machine's cores): a test on
+# whichever worker is free, except the modules and packages that share a fixture, each whole on
+# one worker (tests/conftest.py's scheduler).
+TEST_WORKERS ?= 2
 unit: $(STAMP) browser js
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 conformance: $(STAMP)
 	$(PY) -m pytest -q -m '' tests/conformance

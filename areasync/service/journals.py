@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import tempfile
 from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -129,14 +130,20 @@ class Journals:
         kept = read_admin_token(self.directory)
         token = given or kept or new_token()
         if token != kept:
-            tmp = path.with_name(ADMIN_TOKEN_FILE + ".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            # A file of its own to rename: the servers of a cluster share the directory and
+            # start at once, and a rename of one shared temporary name fails for all but one.
+            fd, tmp = tempfile.mkstemp(prefix=ADMIN_TOKEN_FILE + ".", dir=self.directory)
             try:
-                os.write(fd, token.encode() + b"\n")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
+                try:
+                    os.write(fd, token.encode() + b"\n")
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
             sync_directory(self.directory)
         return token
 

@@ -88,7 +88,7 @@ DOCUMENTED_CLOSES: Final = frozenset(
 
 ATTACHED: Final = (Role.AGENT, Role.USER, Role.CONTROLLER, Role.OBSERVER)
 
-# Totals over the process, for the summary line (see conftest.py): runs, frames sent.
+# Totals over the process, for the summary line (tests/conftest.py): runs, frames sent.
 TALLY: collections.Counter[str] = collections.Counter()
 
 

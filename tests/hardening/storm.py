@@ -56,7 +56,7 @@ from tests.service.support import ADMIN, serving
 SESSION = SyntheticScenario.scenario_id
 STYLES = ("abort", "close", "stall")
 
-# Totals over the process, for the summary line (see conftest.py).
+# Totals over the process, for the summary line (tests/conftest.py).
 TALLY: collections.Counter[str] = collections.Counter()
 
 

@@ -57,7 +57,7 @@ from areasync.protocol.codec import Encoding, encode_server_frame
 
 TOKEN = "restore-admin"  # the servers' admin token (--token)
 
-# What the fault tests did, over the process, for pytest's summary (tests/service/conftest.py).
+# What the fault tests did, over the process, for pytest's summary (tests/conftest.py).
 TALLY: collections.Counter[str] = collections.Counter()
 
 

@@ -8,6 +8,7 @@ from the client's side: what the client was told has happened is already in the 
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import anyio
@@ -15,7 +16,8 @@ import pytest
 
 from areasync.journal import Created, Ended, Input, Journal, JournalStore
 from areasync.protocol import CallTool, Pause, Resume, Role, SendUserMessage, Stop, Tick
-from tests.service.support import ADMIN, TUTORIAL, attach, serving, tokens
+from areasync.service.journals import Journals
+from tests.service.support import ADMIN, TUTORIAL, attach, config, serving, tokens
 
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0"]
 
@@ -151,3 +153,33 @@ async def test_serve_refuses_a_bad_durability_option_naming_it(
     result = await anyio.run_process([*SERVE, flag, value], check=False)
     assert result.returncode == 2
     assert says in result.stderr
+
+
+def test_servers_sharing_a_state_dir_all_start_when_they_settle_its_admin_token_at_once(
+    tmp_path: Path,
+) -> None:
+    # A cluster's hosts share one state dir and start together: each writes the admin token.
+    starters = 8
+    barrier = threading.Barrier(starters)
+    settled: list[str] = []
+    failed: list[BaseException] = []
+
+    def start() -> None:
+        journals = Journals(config(state_dir=tmp_path, admin_token=ADMIN))
+        barrier.wait(timeout=30)
+        try:
+            settled.append(journals._open(ADMIN))
+        except Exception as exc:
+            failed.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(starters)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert failed == []
+    assert settled == [ADMIN] * starters
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("admin-token")] == [
+        "admin-token"
+    ]
+    assert (tmp_path / "admin-token").read_text().strip() == ADMIN

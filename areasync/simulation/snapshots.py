@@ -144,15 +144,19 @@ class Snapshots:
         return max(0.0, newest.taken_at + newest.cost_s / self.policy.overhead - now)
 
     def add(self, snapshot: Snapshot) -> None:
-        """Keep `snapshot`, then thin the kept ones to the policy's bounds: of the two
-        neighbours closest in records, the older goes (the newest always stays)."""
-        self.kept.append(snapshot)
-        while len(self.kept) > 1 and (
-            len(self.kept) > self.policy.max_count
-            or sum(len(s.data) for s in self.kept) > self.policy.max_bytes
+        """Keep `snapshot`, then thin the kept ones to the policy's bounds, one at a time:
+        the one whose loss leaves the shortest replay (in lane work) from the one before it,
+        or from the session's making before the first, to the one after (the newest always
+        stays). The forks it served then replay the least more."""
+        kept = self.kept
+        kept.append(snapshot)
+        while len(kept) > 1 and (
+            len(kept) > self.policy.max_count
+            or sum(len(s.data) for s in kept) > self.policy.max_bytes
         ):
-            gaps = [b.records - a.records for a, b in zip(self.kept, self.kept[1:], strict=False)]
-            del self.kept[gaps.index(min(gaps))]
+            before = [-self.rebuild_s] + [s.work_s for s in kept[:-2]]
+            spans = [after.work_s - b for b, after in zip(before, kept[1:], strict=True)]
+            del kept[spans.index(min(spans))]
 
     def inherit(self, snapshot: Snapshot, replay_s: float) -> None:
         """Start from `snapshot`, the source's a fork was thawed from (it holds the fork's

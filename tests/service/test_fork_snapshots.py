@@ -169,13 +169,26 @@ def test_no_overhead_allowed_means_no_snapshot_as_the_session_runs() -> None:
     assert kept.wait_s(1e9) == math.inf
 
 
-def test_thinning_drops_the_older_of_the_closest_pair_and_never_the_newest() -> None:
+def at_work(work_s: float) -> Snapshot:
+    return Snapshot(records=int(work_s * 10), seq=0, time=0.0, data=b"x", cost_s=0.1, work_s=work_s)
+
+
+def test_thinning_drops_the_snapshot_whose_loss_adds_the_least_replay() -> None:
     kept = Snapshots(SnapshotPolicy(max_count=3))
-    for records in (10, 20, 22, 40):
-        kept.add(snapshot(records))
-    assert [s.records for s in kept.kept] == [10, 22, 40]
-    kept.add(snapshot(41))
-    assert [s.records for s in kept.kept][-1] == 41
+    for work_s in (1.0, 2.0, 2.2, 4.0):
+        kept.add(at_work(work_s))
+    assert [s.work_s for s in kept.kept] == [1.0, 2.2, 4.0]  # 2.0 leaves 1.0 -> 2.2
+    kept.add(at_work(4.1))
+    assert kept.kept[-1].work_s == 4.1  # the newest always stays
+
+
+def test_thinning_keeps_the_first_snapshot_of_a_session_long_to_make() -> None:
+    # Without the first (taken at the start), a fork before the second would redo the 2 s
+    # making and replay 0.5 s; without the second, it replays at most 1 s from the first.
+    kept = Snapshots(SnapshotPolicy(max_count=3), rebuild_s=2.0)
+    for work_s in (0.0, 0.5, 1.0, 1.5):
+        kept.add(at_work(work_s))
+    assert [s.work_s for s in kept.kept] == [0.0, 1.0, 1.5]
 
 
 def test_a_cut_is_served_by_the_newest_snapshot_strictly_before_its_seq_and_by_its_time() -> None:

@@ -57,8 +57,9 @@ class CommandLane:
         # (`LagPolicy.CATCH_UP`: time flows through ticks, as ARE's does).
         self.charges_time = False
         self._entered_at = 0.0
-        # Wall seconds spent holding the lane, all told, and a hook called each time it is
-        # left (what a session's snapshots are paced by: `areasync.simulation.snapshots`).
+        # Wall seconds spent holding the lane, all told (less the snapshots' copies, which
+        # take theirs back out), and a hook called each time it is left (what a session's
+        # snapshots are paced by: `areasync.simulation.snapshots`).
         self.work_s = 0.0
         self._started = 0.0
         self.on_release: Callable[[], None] | None = None

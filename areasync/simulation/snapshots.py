@@ -107,7 +107,7 @@ class SnapshotPolicy:
 
     fork_within_s: float = 1.0
     overhead: float = 0.1
-    max_count: int = 4
+    max_count: int = 8
     max_bytes: int = 64 * 1024 * 1024
 
 
@@ -207,7 +207,9 @@ async def take(sim: Simulation) -> Snapshot | None:
         if (len(sim.records), sim.log.seq) != (count, seq):
             return None
         done = time.perf_counter()
-    # The lane's work once left, the copy's own time in it: no work of the session's since.
+    # The copy is no work of the session's (a fork replays none of it): its time in the lane
+    # is taken back out, and the lane's work once left is where the next spacing counts from.
+    sim.lane.work_s -= done - started
     return Snapshot(count, seq, now, data, done - started, sim.lane.work_s, done)
 
 

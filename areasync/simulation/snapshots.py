@@ -21,17 +21,18 @@ time, so that a session never gives more than a tenth of its time to snapshots. 
 computes without a pause and is held to the overhead: its snapshots are sparse, and a fork
 at a cut far from one replays longer. A session that waits between its commands (for its
 agent's turn, for a client's controls) takes them as densely as the fork aim asks, while it
-waits. A session keeps a bounded number and bytes (`Snapshots.add` thins the closest pair,
-never the newest), and keeps them once it has ended. Realtime sessions take none: their
-records are what the wall decided, and a fork of one replays them all.
+waits. A session keeps a bounded number and bytes (`Snapshots.add` drops the one whose loss
+adds the least replay, never the newest), and keeps them once it has ended. Realtime sessions
+take none: their records are what the wall decided, and a fork of one replays them all.
 
 A fork with no cut thaws the newest snapshot and replays what the session did since, if that
 costs less than a new copy (`Snapshots.current`: a session parked at a point to reset an
 episode to has done nothing since); else it takes a snapshot then, and replays nothing.
 
-What it costs (bench/replay.py, the 10,000-event session): 11-17 MB a copy, 0.4-1.2 s of the
-session's lane; the copy runs in a worker thread, but pickle holds the GIL, so the event loop
-can go 30-300 ms unserved meanwhile (3-13 ms when idle). A fork thaws one in 0.3-0.7 s.
+What it costs (bench/replay.py, bench/fork.py, the 10,000-event session): 6-17 MB a copy,
+0.2-0.6 s of the session's lane (taken back out of its work: a copy is no work of the
+session's); the copy runs in a worker thread, but pickle holds the GIL, so the event loop can
+go 30-45 ms unserved meanwhile. A fork thaws one in about 0.25 s.
 
 A thawed copy is made a session of its own (`thawed`): a new lane, fresh wake-up and end
 events, the clock held once as after a load (the driver lets it go), lease deadlines counted

@@ -49,16 +49,14 @@ NOT_DURABLE = (
 class RequestError(Exception):
     """A request answered with an `error` frame: its `code` and `message`, what a WebSocket
     client would have received. `closed`: the core closed the connection (a WebSocket client
-    would be disconnected with `close_code`); the client takes no more requests."""
+    would be disconnected: `InProcessClient.close_code` says with what); the client takes no
+    more requests."""
 
-    def __init__(
-        self, code: ErrorCode, message: str, *, closed: bool = False, close_code: int | None = None
-    ) -> None:
+    def __init__(self, code: ErrorCode, message: str, *, closed: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.closed = closed
-        self.close_code = close_code
 
 
 class NotDurableError(Exception):
@@ -140,12 +138,7 @@ class InProcessClient:
         hello = Hello(id=0, role=role, token=token)
         for action in core.hello(encode_client_frame(hello, Encoding.JSON)):
             if isinstance(action, Refuse):
-                raise RequestError(
-                    ErrorCode(action.frame.code),
-                    action.frame.message,
-                    closed=True,
-                    close_code=action.code,
-                )
+                raise RequestError(ErrorCode(action.frame.code), action.frame.message, closed=True)
         self.core = core
 
     async def request(
@@ -180,17 +173,12 @@ class InProcessClient:
             self.closed, self.closed_at = True, time.monotonic()
         if error is not None:
             self.metrics.errors[error.code] += 1
-            return RequestError(
-                ErrorCode(error.code),
-                error.message,
-                closed=close is not None,
-                close_code=None if close is None else close.code,
-            )
+            return RequestError(ErrorCode(error.code), error.message, closed=close is not None)
         assert close is not None  # the core answers every frame it does not close on
         code = (
             ErrorCode.RATE_LIMITED if close.code == CloseCode.RATE_LIMITED else ErrorCode.BAD_STATE
         )
-        return RequestError(code, close.reason, closed=True, close_code=close.code)
+        return RequestError(code, close.reason, closed=True)
 
     async def _carry_out(
         self, core: ConnectionCore, frame: ClientFrame, then: Callable[[bool], None] | None

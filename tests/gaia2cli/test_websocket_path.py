@@ -114,3 +114,20 @@ async def test_an_internal_failure_says_so_without_the_exceptions_words(
         status, body = await harness(service).call("POST", "/notify", {"message": "hi"})
     assert status == 500 and body["ok"] is False
     assert "/a/path" not in body["error"] and "server's log" in body["error"]
+
+
+async def test_a_client_closed_for_its_rate_is_replaced_once_a_full_burst_is_earned_again() -> (
+    None
+):
+    async with adapter(rate=0.001, burst=1, rate_strikes=1) as service:
+        runner = harness(service)
+        await runner.notify("the one request of the burst")
+        for _ in range(2):  # the strike, then the close
+            await runner.call("POST", "/notify", {"message": "too soon"})
+        [closed] = service.gaia2.clients.values()
+        assert closed.closed and closed.closed_at is not None
+        closed.closed_at -= 1 / 0.001  # burst / rate seconds ago: the burst is earned again
+        status, body = await runner.call("POST", "/notify", {"message": "later"})
+        [replacement] = service.gaia2.clients.values()
+    assert status == 200 and body["ok"] is True
+    assert replacement is not closed

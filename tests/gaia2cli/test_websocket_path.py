@@ -116,9 +116,7 @@ async def test_an_internal_failure_says_so_without_the_exceptions_words(
     assert "/a/path" not in body["error"] and "server's log" in body["error"]
 
 
-async def test_a_client_closed_for_its_rate_is_replaced_once_a_full_burst_is_earned_again() -> (
-    None
-):
+async def test_a_client_closed_for_its_rate_is_replaced_once_a_full_burst_is_earned_again() -> None:
     async with adapter(rate=0.001, burst=1, rate_strikes=1) as service:
         runner = harness(service)
         await runner.notify("the one request of the burst")

@@ -48,6 +48,21 @@ async def snapshot_after_a_call(service: Service, agent: Any) -> Snapshots:
     return kept
 
 
+async def a_cut_past_the_snapshot(service: Service, agent: Any) -> tuple[Snapshots, int]:
+    """A snapshot after the agent's first call, no more, then a second call (to SENT): the
+    session's snapshots and the cut after that call."""
+    kept = await snapshot_after_a_call(service, agent)
+    kept.policy = NONE_MORE
+    await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
+    return kept, len(stream(service, TUTORIAL))
+
+
+def forked_at_the_cut(service: Service, fork: str, cut: int) -> None:
+    """`fork` is the source up to `cut`: its stream, and the calls made before it."""
+    assert stream(service, fork) == stream(service, TUTORIAL)[:cut]
+    assert agent_calls(service, fork)[1:] == ["SENT"]
+
+
 async def test_a_fork_with_no_cut_starts_from_a_snapshot_of_the_source_as_it_is() -> None:
     async with (
         serving() as service,
@@ -88,16 +103,12 @@ async def test_a_fork_at_a_cut_starts_from_the_newest_snapshot_before_it() -> No
         attach(service, Role.AGENT) as agent,
         attach(service, Role.ADMIN) as admin,
     ):
-        kept = await snapshot_after_a_call(service, agent)
-        kept.policy = NONE_MORE
-        await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
-        cut = len(stream(service, TUTORIAL))
+        kept, cut = await a_cut_past_the_snapshot(service, agent)
         served = kept.serving(cut, None)
         assert isinstance(served, Snapshot) and served.seq < cut
         await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "TRASH"})
         created = await admin.call(ForkSession, session_id=TUTORIAL, at_seq=cut)
-        assert stream(service, created["session_id"]) == stream(service, TUTORIAL)[:cut]
-        assert agent_calls(service, created["session_id"])[1:] == ["SENT"]
+        forked_at_the_cut(service, created["session_id"], cut)
 
 
 async def test_a_session_waiting_between_commands_takes_its_snapshot_while_it_waits() -> None:
@@ -117,17 +128,13 @@ async def test_an_ended_session_is_forked_at_a_cut_from_the_snapshots_its_run_to
         attach(service, Role.AGENT) as agent,
         attach(service, Role.ADMIN) as admin,
     ):
-        kept = await snapshot_after_a_call(service, agent)
-        kept.policy = NONE_MORE
-        await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
-        cut = len(stream(service, TUTORIAL))
+        kept, cut = await a_cut_past_the_snapshot(service, agent)
         await admin.call(StopSession, session_id=TUTORIAL)
         session = service.registry.sessions[TUTORIAL]
         assert session.ended
         assert await fork_snapshot(session, cut, None) is kept.kept[-1]
         created = await admin.call(ForkSession, session_id=TUTORIAL, at_seq=cut)
-        assert stream(service, created["session_id"]) == stream(service, TUTORIAL)[:cut]
-        assert agent_calls(service, created["session_id"])[1:] == ["SENT"]
+        forked_at_the_cut(service, created["session_id"], cut)
 
 
 async def test_a_realtime_session_is_forked_by_a_replay_and_takes_no_snapshot() -> None:
@@ -279,10 +286,7 @@ async def test_a_fork_keeps_the_snapshot_it_started_from_for_its_own_forks() -> 
         attach(service, Role.AGENT) as agent,
         attach(service, Role.ADMIN) as admin,
     ):
-        kept = await snapshot_after_a_call(service, agent)
-        kept.policy = NONE_MORE
-        await agent.call(CallTool, tool=INBOX["tool"], args={"folder_name": "SENT"})
-        cut = len(stream(service, TUTORIAL))
+        kept, cut = await a_cut_past_the_snapshot(service, agent)
         fork = (await admin.call(ForkSession, session_id=TUTORIAL, at_seq=cut))["session_id"]
         [inherited] = snapshots(service, fork).kept
         assert inherited.data is kept.kept[-1].data and inherited.seq == kept.kept[-1].seq

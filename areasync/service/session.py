@@ -128,6 +128,8 @@ class Session:
         self.trace_path: Path | None = None
         self.trace_error: str | None = None
         self.agents_seen = 0
+        # Set when the first agent says hello: what a caller waits on instead of polling.
+        self.agent_attached = anyio.Event()
         self.done = anyio.Event()
         # Cancelled to suspend the session (`suspend`): its task stops without ending it.
         self._scope = anyio.CancelScope()
@@ -239,6 +241,7 @@ class Session:
         self.hub.subscribe(connection)
         if connection.role is Role.AGENT:
             self.agents_seen += 1
+            self.agent_attached.set()
             connection.take_turn()  # before the hold goes: time must not move in between
             self.start_without_hold()
             self._end_orphaned_leases(getattr(connection, "holder", None))

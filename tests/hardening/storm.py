@@ -70,6 +70,7 @@ class ObserverLog:
     cuts: int = 0
     evictions: int = 0
     replays: list[str] = field(default_factory=list)
+    frozen: bool = False  # it has stopped reading at least once (`freezes`)
 
 
 @dataclass
@@ -123,6 +124,7 @@ async def _observe(
         log.replays.append(welcome.replay.value)
         epoch = welcome.epoch
         style = "abort"
+        froze_here = False
         try:
             while True:
                 frame = decode_server_frame(await ws.recv())
@@ -137,13 +139,14 @@ async def _observe(
                     cuts.pop(0)
                     if freezes is not None:
                         ws.transport.pause_reading()
+                        froze_here = log.frozen = True
                         await freezes(rng.uniform(0.2, 0.5))
                         ws.transport.resume_reading()
                         continue
                     style = rng.choice(STYLES)
                     break
         except ConnectionClosed as exc:
-            if exc.rcvd is not None and exc.rcvd.code == CloseCode.SLOW_CONSUMER:
+            if _evicted(exc, froze_here):
                 log.evictions += 1
                 continue
             raise
@@ -157,6 +160,15 @@ async def _observe(
                 await anyio.sleep(rng.uniform(0, 0.05))  # not reading meanwhile
             ws.transport.abort()
         await anyio.sleep(rng.uniform(0, 0.01))
+
+
+def _evicted(closed: ConnectionClosed, froze: bool) -> bool:
+    """Whether the server closed this connection as a slow consumer: a 4008, or, on a socket
+    that stopped reading, no close frame at all (the frame could not get past the full buffers,
+    so the server dropped the connection once its close timeout ran out)."""
+    if closed.rcvd is not None:
+        return closed.rcvd.code == CloseCode.SLOW_CONSUMER
+    return froze
 
 
 async def _real_client(
@@ -259,10 +271,14 @@ async def run_storm(
                         histories,
                         reconnects,
                     )
-                # Everyone attached: let the session run (what a controller's `resume` does to
-                # a fast session waiting for its agent; in-process, so that no extra client
-                # has to read the whole stream).
+                # Everyone attached (and with `freezes`, the first observer no longer reading,
+                # so that the whole run fills its buffers and it is evicted however fast the
+                # machine): let the session run (what a controller's `resume` does to a fast
+                # session waiting for its agent; in-process, so that no extra client has to
+                # read the whole stream).
                 await eventually(lambda: len(session.connections) >= clients + real_clients)
+                if freezes:
+                    await eventually(lambda: logs[0].frozen)
                 session.start_without_hold()
         final = session.hub.seq
     TALLY["storms"] += 1

@@ -33,10 +33,13 @@ from areasync.gaia2 import compare
 from areasync.gaia2.cli import main as bench_main
 from areasync.gaia2.dataset import agent_scripts, write_dataset
 from areasync.gaia2.stub_llm import Script, StubLLM
+from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S, RUN_BOUND_S
 
 ray = pytest.importorskip("ray")
 
 from areasync.cluster.nodes import HOST_PREFIX, start_host  # noqa: E402
+
+pytestmark = pytest.mark.timeout(CLUSTER_TEST_TIMEOUT_S)
 
 PAIR = ("tiny_email", "tiny_skip")
 DOOMED = f"{HOST_PREFIX}0-doomed"  # sorts first: the least loaded among equals
@@ -64,7 +67,7 @@ def hosts(ray_cluster: Any) -> Iterator[dict[str, Any]]:
     cluster, worker = ray_cluster
     nodes = [cluster.head_node.node_id, worker.node_id]
     actors = {node: start_host(node) for node in nodes}
-    ray.get([actor.ping.remote() for actor in actors.values()], timeout=60)
+    ray.get([actor.ping.remote() for actor in actors.values()], timeout=HOST_START_S)
     yield actors
     for actor in actors.values():
         ray.kill(actor)
@@ -131,14 +134,14 @@ async def test_a_run_whose_host_is_killed_runs_again_on_another_host(
     running = asyncio.create_task(
         asyncio.to_thread(bench, evaluation["dataset"], out, stub, "--ray", "auto")
     )
-    for _ in range(600):  # 30 s
+    for _ in range(int(HOST_START_S / 0.05)):
         if await asyncio.wrap_future(doomed.bench_running.remote().future()):
             break
         await asyncio.sleep(0.05)
     else:
-        pytest.fail("no run reached the doomed host within 30 s")
+        pytest.fail(f"no run reached the doomed host within {HOST_START_S:g} s")
     os.kill(pid, signal.SIGKILL)
-    assert await asyncio.wait_for(running, 120) == 0
+    assert await asyncio.wait_for(running, RUN_BOUND_S) == 0
     err = capsys.readouterr().err
     assert "spread over 3 host(s)" in err
     assert "re-run after their host was lost: " in err and DOOMED in err

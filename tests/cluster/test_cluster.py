@@ -24,6 +24,7 @@ import pytest_asyncio
 from areasync.client import connect
 from areasync.protocol.frames import StreamItem
 from areasync.service import ServiceConfig
+from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
 
 try:
@@ -35,7 +36,10 @@ ray = pytest.importorskip("ray")
 
 from areasync.cluster import Router  # noqa: E402
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.timeout(CLUSTER_TEST_TIMEOUT_S),
+]
 
 ADMIN = "cluster-admin"
 SCENARIO = "scenario_tutorial"
@@ -55,7 +59,7 @@ async def router(ray_cluster: Any, request: pytest.FixtureRequest) -> AsyncItera
         port=0, admin_token=ADMIN, state_dir=state, trace_dir=None, mode="manual", gaia2_port=0
     )
     router = Router(config, check_interval=0.25)
-    await asyncio.wait_for(router.start(), 90)
+    await asyncio.wait_for(router.start(), HOST_START_S)
     try:
         for _ in range(2):
             created = await router.create_session(scenario=SCENARIO, mode="manual")
@@ -404,12 +408,12 @@ async def test_a_lost_nodes_sessions_come_back_identical_and_their_clients_resum
         before: list[StreamItem] = list(agent.history)
         epoch = agent.epoch
         cluster.remove_node(worker, allow_graceful=False)  # SIGKILL of the node's processes
-        await until(lambda: router.where.get(session_id) == head, seconds=30)
+        await until(lambda: router.where.get(session_id) == head, seconds=HOST_START_S)
         await agent.call_tool(TOOL)  # reconnected through the router, resumed with since
         assert agent.epoch == epoch
         seen = list(agent.history)
     async with connect(url, role="observer", token=ADMIN, since=0) as observer:
-        await until(lambda: observer.seq >= seen[-1].seq, seconds=10)
+        await until(lambda: observer.seq >= seen[-1].seq, seconds=HOST_START_S)
         whole = list(observer.history)
     assert seen[: len(before)] == before
     assert whole == seen

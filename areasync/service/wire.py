@@ -476,4 +476,3 @@ class ScreenedConnection(ServerConnection):
 def screened_connection(screen: PortScreen) -> type[ScreenedConnection]:
     """`ScreenedConnection` with `screen`, the screens of its port."""
     return type("ScreenedConnection", (ScreenedConnection,), {"screen": screen})
-

@@ -35,6 +35,7 @@ from typing import Any, Final, cast
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.exceptions import InvalidMessage
+from websockets.frames import Frame, Opcode
 from websockets.http11 import MAX_LINE_LENGTH, Request, parse_headers
 from websockets.protocol import State
 from websockets.server import ServerProtocol
@@ -404,12 +405,7 @@ def _screen(
         headers: Headers = yield from parse_headers(protocol.reader.read_line)
     except Exception as exc:
         # Not even a readable request head: close, as websockets does with a malformed request.
-        protocol.handshake_exc = InvalidMessage("did not receive a valid HTTP request")
-        protocol.handshake_exc.__cause__ = exc
-        protocol.send_eof()
-        protocol.parser = protocol.discard()
-        next(protocol.parser)
-        yield
+        yield from _give_up(protocol, "did not receive a valid HTTP request", exc)
         return
     path = parts[1].decode("ascii", "replace")
     verb = method.decode()
@@ -421,7 +417,11 @@ def _screen(
         # A body route's request, admitted (screens.py): exactly its announced length is read,
         # then handed to process_request; its slot is held until the connection ends.
         hold(decision.slot)
-        body = yield from protocol.reader.read_exact(decision.length)
+        try:
+            body = yield from protocol.reader.read_exact(decision.length)
+        except EOFError as exc:  # the client left before its body was whole: nothing to answer
+            yield from _give_up(protocol, "the request's body ended early", exc)
+            return
         protocol.events.append(PostRequest(path, headers, verb, body=bytes(body)))
     else:
         # Not a route with a body: process_request answers 405.
@@ -430,6 +430,16 @@ def _screen(
     while True:
         protocol.reader.discard()
         yield
+
+
+def _give_up(protocol: ServerProtocol, why: str, exc: BaseException) -> Generator[None]:
+    """End a request that cannot be answered, as websockets ends a malformed one."""
+    protocol.handshake_exc = InvalidMessage(why)
+    protocol.handshake_exc.__cause__ = exc
+    protocol.send_eof()
+    protocol.parser = protocol.discard()
+    next(protocol.parser)
+    yield
 
 
 @dataclasses.dataclass
@@ -446,10 +456,53 @@ class RefusedRequest(Request):
     refusal: Refusal = dataclasses.field(default_factory=lambda: Refusal(400, "", ""))
 
 
+# -- the first message: a hello, read before any credential -----------------------------------
+
+# Until a WebSocket's first message (its hello) is whole, a message may be at most this many
+# bytes: a hello is a few hundred, and a socket that has shown no credential yet must not make
+# the server buffer `2 x max_frame_bytes` (32 MiB) per frame for it (the pre-hello pool holds
+# hundreds of them). A larger first message is refused by websockets, 1009.
+HELLO_BYTES: Final = 64 * 1024
+
+
+class _FirstMessage:
+    """`protocol`'s frame handler (`recv_frame`) while its first message is held to `limit`
+    bytes: the first whole data message gives the protocol its own limit back before the next
+    frame's head is read (websockets reads the limit as each frame begins), so a frame pipelined
+    right behind the hello is held to the full limit."""
+
+    def __init__(self, protocol: ServerProtocol, limit: int) -> None:
+        self.protocol = protocol
+        self.full = protocol.max_message_size
+        self.receive = protocol.recv_frame
+        protocol.max_message_size = limit
+        protocol.recv_frame = self  # type: ignore[method-assign]
+
+    def __call__(self, frame: Frame) -> None:
+        if frame.fin and frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
+            self.lift()
+        self.receive(frame)
+
+    def lift(self) -> None:
+        protocol = self.protocol
+        if protocol.__dict__.get("recv_frame") is self:
+            protocol.max_message_size = self.full
+            del protocol.recv_frame  # websockets' own again, for every later frame
+
+
+def lift_first_message_limit(ws: ServerConnection) -> None:
+    """A socket whose credential was checked at its handshake (OpenEnv's /ws, whose token is
+    in its URL) gets its full message limit from its first message on."""
+    hook = ws.protocol.__dict__.get("recv_frame")
+    if isinstance(hook, _FirstMessage):
+        hook.lift()
+
+
 class ScreenedConnection(ServerConnection):
     """websockets' server connection as areasync runs it, on every websockets port: the port's
     screens (`PortScreen`, set by `screened_connection`) in front of websockets' request
-    parser, and a transport whose abort is a reset (`ResettingTransport`)."""
+    parser, a first message of at most `HELLO_BYTES`, and a transport whose abort is a reset
+    (`ResettingTransport`)."""
 
     screen: PortScreen | None = None
 
@@ -459,6 +512,9 @@ class ScreenedConnection(ServerConnection):
         self._slots: list[Slot] = []
         protocol.parser = _screen(protocol, protocol.parser, screen, self._slots.append)
         next(protocol.parser)  # run up to its first wait for data (nothing is consumed)
+        full = protocol.max_message_size
+        if full is None or full > HELLO_BYTES:
+            _FirstMessage(protocol, HELLO_BYTES)
         super().__init__(protocol, *args, **kwargs)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

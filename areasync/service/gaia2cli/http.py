@@ -279,8 +279,8 @@ class Gaia2Adapter:
                 if isinstance(body, t.Reply):
                     return _json(body, close=True)
                 return _json(await self._answer(request, route, session, (role, token), body))
-        except (ConnectionError, asyncio.IncompleteReadError):
-            raise ConnectionResetError("the client went away") from None
+        except ConnectionError:  # the client went away: whatever is answered goes nowhere
+            return _json(t.failure(400, "the connection was lost"), close=True)
         except Exception:
             logger.exception("the gaia2-cli adapter failed to answer a %s", request.method)
             return _json(t.failure(500, t.INTERNAL))
@@ -292,6 +292,8 @@ class Gaia2Adapter:
         limit = self.config.handshake_timeout
         try:
             return await asyncio.wait_for(request.content.readexactly(length), limit)
+        except asyncio.IncompleteReadError as exc:
+            return t.failure(400, f"the body ended after {len(exc.partial)} of its {length} bytes")
         except TimeoutError:
             return t.Reply(
                 408,

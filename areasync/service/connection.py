@@ -265,6 +265,7 @@ class Connection:
         session = self.session
         if welcome is None or session is None:
             return False
+        wire.admit_messages(self.ws)  # its hello was accepted: frames up to max_frame_bytes
         self.wants_items = self.role is Role.AGENT
         start = session.hub.seq if welcome.after is None else welcome.after
         self.outbox.start(session.hub, self.core.encoding, batch=self.core.batch, position=start)

@@ -71,7 +71,7 @@ from areasync.service.openenv.routes import OpenEnvRoutes
 from areasync.service.origin import SitePolicy, show_host
 from areasync.service.registry import SessionRegistry
 from areasync.service.screens import Head, PortScreen, Refusal
-from areasync.service.wire import PostRequest, RefusedRequest, lift_first_message_limit
+from areasync.service.wire import PostRequest, RefusedRequest, admit_messages
 
 SESSIONS_PREFIX = "/sessions/"
 
@@ -234,7 +234,7 @@ class HttpRoutes:
         response = self._answer(request)
         if response is None and urlsplit(request.path).path.startswith(OPENENV_PREFIX):
             # OpenEnv's /ws, its token checked: its first message is no anonymous hello.
-            lift_first_message_limit(connection)
+            admit_messages(connection)
         if isinstance(response, Response) and request.method == "HEAD":
             return without_body(response)
         return response

@@ -35,7 +35,6 @@ from typing import Any, Final, cast
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.exceptions import InvalidMessage
-from websockets.frames import Frame, Opcode
 from websockets.http11 import MAX_LINE_LENGTH, Request, parse_headers
 from websockets.protocol import State
 from websockets.server import ServerProtocol
@@ -456,53 +455,29 @@ class RefusedRequest(Request):
     refusal: Refusal = dataclasses.field(default_factory=lambda: Refusal(400, "", ""))
 
 
-# -- the first message: a hello, read before any credential -----------------------------------
+# -- messages before a credential ----------------------------------------------------------
 
-# Until a WebSocket's first message (its hello) is whole, a message may be at most this many
-# bytes: a hello is a few hundred, and a socket that has shown no credential yet must not make
-# the server buffer `2 x max_frame_bytes` (32 MiB) per frame for it (the pre-hello pool holds
-# hundreds of them). A larger first message is refused by websockets, 1009.
+# Until a WebSocket has shown its credential (its hello accepted; OpenEnv's /ws, its URL's token
+# checked at the handshake), a message may be at most this many bytes: a hello is a few
+# hundred, and a socket nobody has authenticated must not make the server buffer
+# `2 x max_frame_bytes` (32 MiB) per frame for it - the pre-hello pool holds hundreds of them,
+# and a refused hello's socket is read until its close completes. A larger message is refused
+# by websockets, 1009. A client sends nothing larger before its welcome (the protocol's clients
+# wait for it).
 HELLO_BYTES: Final = 64 * 1024
 
 
-class _FirstMessage:
-    """`protocol`'s frame handler (`recv_frame`) while its first message is held to `limit`
-    bytes: the first whole data message gives the protocol its own limit back before the next
-    frame's head is read (websockets reads the limit as each frame begins), so a frame pipelined
-    right behind the hello is held to the full limit."""
-
-    def __init__(self, protocol: ServerProtocol, limit: int) -> None:
-        self.protocol = protocol
-        self.full = protocol.max_message_size
-        self.receive = protocol.recv_frame
-        protocol.max_message_size = limit
-        protocol.recv_frame = self  # type: ignore[method-assign]
-
-    def __call__(self, frame: Frame) -> None:
-        if frame.fin and frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
-            self.lift()
-        self.receive(frame)
-
-    def lift(self) -> None:
-        protocol = self.protocol
-        if protocol.__dict__.get("recv_frame") is self:
-            protocol.max_message_size = self.full
-            del protocol.recv_frame  # websockets' own again, for every later frame
-
-
-def lift_first_message_limit(ws: ServerConnection) -> None:
-    """A socket whose credential was checked at its handshake (OpenEnv's /ws, whose token is
-    in its URL) gets its full message limit from its first message on."""
-    hook = ws.protocol.__dict__.get("recv_frame")
-    if isinstance(hook, _FirstMessage):
-        hook.lift()
+def admit_messages(ws: ServerConnection) -> None:
+    """`ws` has shown its credential: from its next frame on, messages up to its full limit."""
+    if isinstance(ws, ScreenedConnection):
+        ws.protocol.max_message_size = ws.message_limit
 
 
 class ScreenedConnection(ServerConnection):
     """websockets' server connection as areasync runs it, on every websockets port: the port's
     screens (`PortScreen`, set by `screened_connection`) in front of websockets' request
-    parser, a first message of at most `HELLO_BYTES`, and a transport whose abort is a reset
-    (`ResettingTransport`)."""
+    parser, messages of at most `HELLO_BYTES` until `admit_messages`, and a transport whose
+    abort is a reset (`ResettingTransport`)."""
 
     screen: PortScreen | None = None
 
@@ -512,9 +487,9 @@ class ScreenedConnection(ServerConnection):
         self._slots: list[Slot] = []
         protocol.parser = _screen(protocol, protocol.parser, screen, self._slots.append)
         next(protocol.parser)  # run up to its first wait for data (nothing is consumed)
-        full = protocol.max_message_size
-        if full is None or full > HELLO_BYTES:
-            _FirstMessage(protocol, HELLO_BYTES)
+        self.message_limit = protocol.max_message_size  # until `admit_messages`: HELLO_BYTES
+        if self.message_limit is None or self.message_limit > HELLO_BYTES:
+            protocol.max_message_size = HELLO_BYTES
         super().__init__(protocol, *args, **kwargs)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

@@ -262,6 +262,13 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
         "sockets not yet past hello; when full the oldest idle is closed 4408",
     ),
     ("max_connections_per_session", int, "clients attached to one session"),
+    ("max_bodies", int, "requests with a body in flight on a port; beyond it 503"),
+    ("max_bodies_per_token", int, "requests with a body in flight per token; beyond it 429"),
+    ("gaia2_max_streams", int, "gaia2-cli /events streams open at once; beyond it 503"),
+    ("gaia2_streams_per_token", int, "gaia2-cli /events streams per token; beyond it 429"),
+    ("gaia2_max_connections", int, "sockets open on the gaia2-cli port; beyond it reset"),
+    ("gaia2_sse_lifetime", float, "wall seconds an /events stream lasts, then ends to resume"),
+    ("http_idle_timeout", float, "wall seconds a gaia2-cli socket may wait between requests"),
     (
         "openenv_idle_timeout",
         float,

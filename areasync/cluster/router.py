@@ -53,12 +53,14 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from areasync.cluster.host import HostLink
 from areasync.cluster.nodes import alive_nodes, start_host
 from areasync.cluster.placement import least_loaded, spread
-from areasync.cluster.routes import Routes, create_posts
+from areasync.cluster.routes import Routes
 from areasync.protocol.errors import ErrorCode, ProtocolError
+from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import new_token
 from areasync.service.config import ServiceConfig
 from areasync.service.gaia2cli.http import adapter_url
 from areasync.service.journals import read_admin_token
+from areasync.service.redact import RedactingLogger
 from areasync.service.server import display_host
 from areasync.service.wire import screened_connection
 
@@ -119,25 +121,38 @@ class Router:
 
     async def start(self) -> None:
         """Listen, start a host on every live node, rebuild the map, restore orphans, watch."""
-        assert self.config.state_dir is not None
-        if not self.admin_token:
-            kept = await asyncio.to_thread(read_admin_token, self.config.state_dir)
-            self.admin_token = kept or new_token()
-        self._server = await serve(
-            self._refuse_socket,
-            self.config.host,
-            self.config.port,
-            process_request=self.routes,
-            compression=None,
-            # POST /api/sessions reaches the routes with its body (`routes.py`).
-            create_connection=screened_connection(create_posts(self.config.max_frame_bytes)),
-        )
-        self.port = int(self._server.sockets[0].getsockname()[1])
-        self.routes.bound(self.config.host, self.port)
+        await self.listen()
         await self.add_nodes()
         await self.adopt_orphans()
         self._watcher = asyncio.create_task(self._watch(), name="areasync cluster watch")
         logger.info("areasync cluster router on %s, %d node(s)", self.http_url, len(self.hosts))
+
+    async def listen(self) -> None:
+        """Serve the router's port (no node yet: `start` adds them): its sockets counted in a
+        pool of their own from accept, as an areasync server's are (`admission.py`: every
+        socket here is one that never says hello), each request screened from its head
+        (`screens.py`, `wire.screened_connection`), and a request not made within
+        `handshake_timeout` dropped."""
+        config = self.config
+        assert config.state_dir is not None
+        if not self.admin_token:
+            kept = await asyncio.to_thread(read_admin_token, config.state_dir)
+            self.admin_token = kept or new_token()
+        admission = Admission(config.max_pending_hellos, config.max_connections)
+        self._server = await serve(
+            self._refuse_socket,
+            config.host,
+            config.port,
+            process_request=self.routes,
+            process_response=self.routes.after,
+            logger=RedactingLogger(logging.getLogger("websockets.server")),  # no token in logs
+            compression=None,
+            open_timeout=config.handshake_timeout,
+            create_connection=connection_class(admission, screened_connection(self.routes.screen)),
+            backlog=1024,
+        )
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        self.routes.bound(config.host, self.port)
 
     async def stop(self) -> int:
         """Stop watching and listening, and every host (their sessions suspended in their

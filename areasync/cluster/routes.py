@@ -35,10 +35,14 @@ POST /api/sessions          admin    201 {"session_id", "url" (the router's), "n
                                      WebSocket)
 ==========================  =======  ============================================================
 
-Host and Origin headers are checked as an areasync server checks them (`service/origin.py`).
-Methods too (`service/methods.py`): GET and HEAD, and POST on `/api/sessions` only, whose body
-the method screen reads (`wire.screened_connection(create_posts)`: websockets' own parser would
-drop a request with a body); any other gets 405.
+Every request passes the screens an areasync server's port applies (`service/screens.py`):
+Host and Origin (`service/origin.py`), and for `POST /api/sessions`, the one route with a body,
+the admin token (401), a Content-Length within `max_frame_bytes` (411, 413) and the bodies in
+flight (429, 503), all judged from its head before a byte of its body is read (`wire.py`'s
+screen, which reads it once admitted: websockets' own parser would drop a request with a body).
+Then methods (`service/methods.py`): GET and HEAD, and POST on `/api/sessions` only; any other
+gets 405. Every response carries the security headers (`service/headers.py`), websockets' own
+refusals and the 307s included (`process_response`).
 
 Why the router creates sessions itself rather than leaving it to an admin's `create_session`
 frame: a frame goes to the node of the session its socket was redirected for, so the session
@@ -49,7 +53,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -65,14 +68,17 @@ from areasync.service.gaia2cli.http import adapter_url
 from areasync.service.http import (
     Dashboard,
     error_response,
+    head_of,
     json_response,
-    screen_site,
+    refusal_response,
+    secure,
     session_id_of,
     source_session_of,
 )
 from areasync.service.methods import ALLOW, ALLOWED_METHODS
 from areasync.service.origin import SitePolicy
-from areasync.service.wire import PostRequest
+from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
+from areasync.service.wire import PostRequest, RefusedRequest
 
 if TYPE_CHECKING:
     from areasync.cluster.host import HostLink
@@ -98,7 +104,7 @@ class RouterView(Protocol):
     async def create_session(self, **request: Any) -> dict[str, Any]: ...
 
 
-__all__ = ["Routes", "create_posts", "redirect"]
+__all__ = ["Routes", "redirect"]
 
 _URL_SUFFIX = "/url"
 _RETRY_AFTER_S = "1"
@@ -113,16 +119,6 @@ _CREATE_STATUS = {
     ErrorCode.CAPACITY: 503,
     ErrorCode.INTERNAL: 500,
 }
-
-
-def create_posts(max_body: int) -> Callable[[str], int | None]:
-    """The router's POSTs with a body, for the method screen: `/api/sessions` (at most
-    `max_body` bytes)."""
-
-    def posts(target: str) -> int | None:
-        return max_body if urlsplit(target).path == _CREATE_PATH else None
-
-    return posts
 
 
 def redirect(location: str) -> Response:
@@ -145,17 +141,41 @@ class Routes:
 
     def __init__(self, router: RouterView) -> None:
         self.router = router
-        self.site: SitePolicy | None = None
         self.dashboard = Dashboard()
+        config = router.config
+        self.screen = PortScreen(
+            self.body_rule,
+            max_bodies=config.max_bodies,
+            max_bodies_per_token=config.max_bodies_per_token,
+        )
 
     def bound(self, host: str, port: int) -> None:
         config = self.router.config
-        self.site = SitePolicy.for_server(host, port, config.allow_hosts, config.allow_origins)
+        self.screen.site = SitePolicy.for_server(
+            host, port, config.allow_hosts, config.allow_origins
+        )
+
+    def body_rule(self, head: Head) -> BodyRule | None:
+        """The router's one route with a body (screens.py): `POST /api/sessions`, of at most
+        `max_frame_bytes`, from the admin token."""
+        if head.method != "POST" or head.path != _CREATE_PATH:
+            return None
+        token = token_from_http(head.query, head.first("Authorization"))
+        refused = None
+        if not self._is_admin(token):
+            refused = _refusal_401("POST /api/sessions (creating a session) needs the admin token")
+        limit = self.router.config.max_frame_bytes
+        return BodyRule(limit, "max_frame_bytes", key="admin", refused=refused)
 
     async def __call__(self, connection: Any, request: Request) -> Response:
-        refused = self._method(request) or self._screen(request)
+        if isinstance(request, RefusedRequest):  # refused from its head, body unread
+            return refusal_response(request.refusal)
+        refused = self.screen.check_site(head_of(request))
         if refused is not None:
-            return refused
+            return refusal_response(refused)
+        method = self._method(request)
+        if method is not None:
+            return method
         url = urlsplit(request.path)
         if isinstance(request, PostRequest):
             token = token_from_http(url.query, request.headers.get("Authorization"))
@@ -251,12 +271,12 @@ class Routes:
             answer["gaia2_url"] = adapter_url(gaia2, token, session_id if admin else None)
         return json_response(200, answer)
 
-    async def create(self, body: bytes | None, token: str | None) -> Response:
+    async def create(self, body: bytes, token: str | None) -> Response:
         """POST /api/sessions (module docstring): every refusal comes before anything is
         created, and a refused placement creates nothing either."""
         if not self._is_admin(token):
             return _unauthorized("POST /api/sessions (creating a session) needs the admin token")
-        fields = _create_fields(body, self.router.config.max_frame_bytes)
+        fields = _create_fields(body)
         if isinstance(fields, Response):
             return fields
         try:
@@ -356,13 +376,14 @@ class Routes:
             {"Allow": ALLOW},
         )
 
-    def _screen(self, request: Request) -> Response | None:
-        """The Host and Origin checks of an areasync server (`service/origin.py`)."""
-        return screen_site(self.site, request)
+    def after(self, connection: Any, request: Request, response: Response) -> None:
+        """`process_response`: every response (307s, websockets' own refusals) gets the
+        security headers."""
+        secure(response)
 
 
-def _unauthorized(what: str) -> Response:
-    return error_response(
+def _refusal_401(what: str) -> Refusal:
+    return Refusal(
         401,
         ErrorCode.UNAUTHORIZED,
         f"{what} needs a token: add ?token=<token> or an `Authorization: Bearer <token>` "
@@ -370,16 +391,14 @@ def _unauthorized(what: str) -> Response:
     )
 
 
-def _create_fields(body: bytes | None, max_body: int) -> dict[str, Any] | Response:
-    """The `create_session` fields of a POST /api/sessions body, checked as the frame is
-    (`protocol/frames.py`), or the 4xx that says what is wrong with it."""
-    if body is None:
-        return error_response(
-            413,
-            ErrorCode.TOO_LARGE,
-            f"the body must have a Content-Length and at most {max_body} bytes "
-            "(max_frame_bytes): send create_session's fields as one JSON object",
-        )
+def _unauthorized(what: str) -> Response:
+    return refusal_response(_refusal_401(what))
+
+
+def _create_fields(body: bytes) -> dict[str, Any] | Response:
+    """The `create_session` fields of a POST /api/sessions body (its size was screened from
+    its head), checked as the frame is (`protocol/frames.py`), or the 4xx that says what is
+    wrong with it."""
     try:
         fields = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:

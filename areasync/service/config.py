@@ -94,6 +94,13 @@ class ServiceConfig:
     # its handshake), or parks it until a place frees up (admission.py).
     max_pending_hellos: int = 512
     max_connections_per_session: int = 256  # attached clients; beyond it: `capacity` + 4503
+    # Requests with a body in flight on one port (OpenEnv's POSTs on the main port, gaia2-cli's
+    # on its adapter's, the router's POST /api/sessions), counted from their head until they
+    # are answered: on the port, and per token. Beyond either, a request is refused from its
+    # head (503, 429), its body unread (screens.py): a token cannot hold more than
+    # max_bodies_per_token bodies of at most max_frame_bytes in memory at once.
+    max_bodies: int = 64
+    max_bodies_per_token: int = 4
     # An OpenEnv connection (`/openenv/<token>/ws`) that sends nothing for this many wall
     # seconds is reaped: its fresh session is stopped and the socket closed, saying why
     # (OpenEnv's trainers leak environments when they die without closing). A token's HTTP
@@ -162,6 +169,20 @@ class ServiceConfig:
     # Bytes of messages an SSE client may leave unread before the server ends its stream
     # (with a last `event: end` saying where to resume); the session never waits for it.
     gaia2_sse_bytes: int = 1024 * 1024
+    # Event streams (`GET /events`) open at once on the adapter's port, and per token; beyond
+    # either, `/events` is answered 503 / 429 with a JSON body naming the bound.
+    gaia2_max_streams: int = 256
+    gaia2_streams_per_token: int = 8
+    # An event stream with nothing to send for this many wall seconds gets a keep-alive comment
+    # (`: keep-alive`); one open this long is ended with `event: end` saying where to resume
+    # (`/events?after=<lastSeq>`), so no stream holds its socket and slot for ever.
+    gaia2_sse_keepalive: float = 15.0
+    gaia2_sse_lifetime: float = 3600.0
+    # Sockets open at once on the adapter's port: one accepted beyond it is reset at once. A
+    # socket with no request under way for `http_idle_timeout` wall seconds (a keep-alive
+    # connection between requests, or one that never sends a request) is closed.
+    gaia2_max_connections: int = 1024
+    http_idle_timeout: float = 15.0
 
     def __post_init__(self) -> None:
         problems = [*self._coerce(), *self._bounds()]
@@ -308,6 +329,11 @@ _AT_LEAST_ONE = (
     "max_ticks",
     "judge_calls",
     "gaia2_sse_bytes",
+    "max_bodies",
+    "max_bodies_per_token",
+    "gaia2_max_streams",
+    "gaia2_streams_per_token",
+    "gaia2_max_connections",
 )
 # Durations that must be positive.
 _SECONDS = (
@@ -320,4 +346,7 @@ _SECONDS = (
     "control_budget",
     "max_jump",
     "shutdown_timeout",
+    "http_idle_timeout",
+    "gaia2_sse_keepalive",
+    "gaia2_sse_lifetime",
 )

@@ -17,11 +17,13 @@ A connection runs three tasks in an anyio task group:
   interleaves the connection's replies, in causal order; while the socket keeps up the writing
   is done synchronously by `flush`, and the writer task only takes over when it is behind;
 - the *closer* waits for a reason to close (slow consumer, too large, rate limit, shutdown,
-  session discarded) and closes the socket with the documented code, aborting the TCP
-  connection if the peer does not finish the closing handshake in time. A peer that never
-  reads cannot complete a close (the close frame sits behind the data it does not read), and
-  websockets' own keepalive cannot catch it either (its ping waits on the same buffer), hence
-  the abort.
+  session discarded) and closes the socket with the documented code, resetting the TCP
+  connection if the peer does not finish the closing handshake within `close_timeout`. A peer
+  that never reads cannot complete a close (the close frame sits behind the data it does not
+  read), and websockets' own keepalive cannot catch it either (its ping waits on the same
+  buffer), hence the reset (`wire.reset`: a plain abort would leave the kernel holding the
+  socket and its unsent bytes for about 100 s). A connection the server closes is gone within
+  `close_timeout` of the decision, whatever the peer does.
 """
 
 from __future__ import annotations
@@ -263,6 +265,7 @@ class Connection:
         session = self.session
         if welcome is None or session is None:
             return False
+        wire.admit_messages(self.ws)  # its hello was accepted: frames up to max_frame_bytes
         self.wants_items = self.role is Role.AGENT
         start = session.hub.seq if welcome.after is None else welcome.after
         self.outbox.start(session.hub, self.core.encoding, batch=self.core.batch, position=start)
@@ -287,7 +290,10 @@ class Connection:
         with anyio.move_on_after(limit):
             await self.ws.close(code, _reason(reason))
             return
-        # The peer did not complete the closing handshake (it is not reading): drop it.
+        # The peer did not complete the closing handshake (it is not reading): reset it, so
+        # that its socket and the bytes it left unread go now, not when the kernel gives up.
+        self.metrics.close_resets += 1
+        logger.info("resetting %r: no closing handshake within %g s (close_timeout)", self, limit)
         wire.abort(self.ws)
 
     # -- reading -----------------------------------------------------------------------------

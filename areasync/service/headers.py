@@ -1,4 +1,5 @@
-"""Security headers of every HTTP response the service sends (routes, dashboard, refusals).
+"""Security headers of every HTTP response the service sends, on every port (routes, dashboard,
+refusals, gaia2-cli's adapter, a cluster's router).
 
 Every response says `Cache-Control: no-store` (session data and tokens must not linger in
 caches), `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer` (no URL of ours ever
@@ -26,6 +27,9 @@ BASE_HEADERS: tuple[tuple[str, str], ...] = (
 )
 
 API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+# Every response but the dashboard's files: the base headers and the policy that allows nothing.
+API_HEADERS: tuple[tuple[str, str], ...] = (*BASE_HEADERS, ("Content-Security-Policy", API_CSP))
 
 
 def dashboard_csp(socket_hosts: Iterable[str]) -> str:

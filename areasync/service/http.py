@@ -36,11 +36,14 @@ A token is `Authorization: Bearer <token>` or `?token=<token>`; any token the se
 ever sees its own session. A missing or wrong token gets 401 with a JSON error body, the same
 whatever the query names.
 
-Before any route, every request passes three checks (once per request or handshake, never per
-frame): its method (GET and HEAD; anything else gets 405 with `Allow: GET, HEAD`, see
-`methods.py` for requests websockets' parser would drop), its Host header (DNS rebinding: 421)
-and its Origin header (pages of other sites: 403), see `origin.py`. HEAD is answered as GET
-without the body. Every response carries the security headers of `headers.py`.
+Before any route, every request passes the port's screens (`screens.py`, once per request or
+handshake, never per frame): its Host header (DNS rebinding: 421) and its Origin header (pages
+of other sites: 403), see `origin.py`; a request for a route with a body (OpenEnv's POSTs) is
+judged by its head - its token (401), its length (411, 413), the bodies in flight (429, 503) -
+before a byte of its body is read (`wire.py`); then its method (GET and HEAD, OpenEnv's POSTs;
+anything else gets 405 with `Allow: GET, HEAD`, see `methods.py` for requests websockets'
+parser would drop). HEAD is answered as GET without the body. Every response carries the
+security headers of `headers.py`.
 """
 
 from __future__ import annotations
@@ -67,7 +70,8 @@ from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
 from areasync.service.openenv.routes import OpenEnvRoutes
 from areasync.service.origin import SitePolicy, show_host
 from areasync.service.registry import SessionRegistry
-from areasync.service.wire import PostRequest
+from areasync.service.screens import Head, PortScreen, Refusal
+from areasync.service.wire import PostRequest, RefusedRequest, admit_messages
 
 SESSIONS_PREFIX = "/sessions/"
 
@@ -189,24 +193,14 @@ class Dashboard:
         )
 
 
-def screen_site(site: SitePolicy | None, request: Request) -> Response | None:
-    """The Host and Origin checks of `site` (origin.py): a refusal, or None to go on (also
-    when no site is bound yet)."""
-    if site is None:
-        return None
-    hosts = request.headers.get_all("Host")
-    origins = request.headers.get_all("Origin")
-    if len(hosts) > 1 or len(origins) > 1:
-        return error_response(
-            400, "bad_request", "a request has at most one Host and one Origin header"
-        )
-    host = hosts[0] if hosts else None
-    if not site.host_allowed(host):
-        return error_response(421, "host_not_allowed", site.host_refusal(host or ""))
-    origin = origins[0] if origins else None
-    if not site.origin_allowed(origin, host):
-        return error_response(403, "origin_not_allowed", site.origin_refusal(origin or ""))
-    return None
+def head_of(request: Request) -> Head:
+    """A websockets request as the screens read it (screens.py)."""
+    return Head(request.method, request.path, tuple(request.headers.raw_items()))
+
+
+def refusal_response(refusal: Refusal) -> Response:
+    """A screen's refusal (screens.py) as a JSON error response."""
+    return error_response(refusal.status, refusal.code, refusal.message, dict(refusal.headers))
 
 
 class HttpRoutes:
@@ -218,17 +212,29 @@ class HttpRoutes:
         self._schema = render_schema().encode()
         self.openenv = OpenEnvRoutes(registry, open_connections, json_response)
         self.dashboard = Dashboard()
-        self.site: SitePolicy | None = None  # set by `bound`, once the port is known
+        config = registry.config
+        # The port's screens (screens.py): its site policy is set by `bound`; its only routes
+        # with a body are OpenEnv's POSTs.
+        self.screen = PortScreen(
+            self.openenv.body_rule,
+            max_bodies=config.max_bodies,
+            max_bodies_per_token=config.max_bodies_per_token,
+        )
         self._own_host = ""
 
     def bound(self, host: str, port: int, display: str) -> None:
         """The server listens on `host`:`port` (shown as `display`): set the Host/Origin policy."""
         config = self.registry.config
-        self.site = SitePolicy.for_server(host, port, config.allow_hosts, config.allow_origins)
+        self.screen.site = SitePolicy.for_server(
+            host, port, config.allow_hosts, config.allow_origins
+        )
         self._own_host = show_host(display.strip("[]"), port)
 
     def __call__(self, connection: Any, request: Request) -> Response | Awaitable[Response] | None:
         response = self._answer(request)
+        if response is None and urlsplit(request.path).path.startswith(OPENENV_PREFIX):
+            # OpenEnv's /ws, its token checked: its first message is no anonymous hello.
+            admit_messages(connection)
         if isinstance(response, Response) and request.method == "HEAD":
             return without_body(response)
         return response
@@ -239,6 +245,11 @@ class HttpRoutes:
             secure(response)
 
     def _answer(self, request: Request) -> Response | Awaitable[Response] | None:
+        if isinstance(request, RefusedRequest):  # refused from its head, body unread (wire.py)
+            return refusal_response(request.refusal)
+        refused = self.screen.check_site(head_of(request))
+        if refused is not None:
+            return refusal_response(refused)
         if request.method not in ALLOWED_METHODS and not isinstance(request, PostRequest):
             return error_response(
                 405,
@@ -247,9 +258,6 @@ class HttpRoutes:
                 f"{' and '.join(ALLOWED_METHODS)} only",
                 {"Allow": ALLOW},
             )
-        refused = self._screen(request)
-        if refused is not None:
-            return refused
         url = urlsplit(request.path)
         path = url.path
         if path.startswith(OPENENV_PREFIX):
@@ -282,10 +290,6 @@ class HttpRoutes:
         if path in _PROTECTED or source_session_of(path) is not None:
             return self._protected(path, url.query, request.headers.get("Authorization"))
         return self.dashboard.answer(path, [self._socket_host(request)])
-
-    def _screen(self, request: Request) -> Response | None:
-        """The Host and Origin checks (origin.py): a refusal, or None to go on."""
-        return screen_site(self.site, request)
 
     def _socket_host(self, request: Request) -> str:
         # The WebSocket the page will open goes where the page came from: the accepted Host.

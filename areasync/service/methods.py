@@ -10,10 +10,12 @@ and hands websockets the request, which `process_request` answers 405; everythin
 sends after it is discarded. GET and HEAD requests (and anything that does not start like an
 HTTP request) go to websockets' parser untouched, byte for byte.
 
-The exceptions: OpenEnv's `POST <base>/reset` and `POST <base>/step` (under `/openenv/`,
-see `openenv/routes.py`) are read with their body (at most `OPENENV_MAX_BODY` bytes, with a
-Content-Length) and handed to `process_request` as a `wire.PostRequest`; a cluster's router
-reads its `POST /api/sessions` so too (`wire.screened_connection`, `cluster/routes.py`).
+The exceptions are the port's routes with a body (its `PortScreen`'s `BodyRule`s: OpenEnv's
+`POST <base>/reset` and `POST <base>/step` under `/openenv/`, see `openenv/routes.py`; a
+cluster's router's `POST /api/sessions`): the screen judges such a request by its head first
+(`screens.py`: Host, Origin, token, Content-Length, bodies in flight), and reads its body only
+once admitted, handing it to `process_request` as a `wire.PostRequest`; a refused one goes to
+`process_request` as a `wire.RefusedRequest`, its body never read.
 
 The screen relies on websockets' internals, so it lives in wire.py with the others.
 """
@@ -24,4 +26,3 @@ ALLOWED_METHODS: tuple[str, ...] = ("GET", "HEAD")
 ALLOW = ", ".join(ALLOWED_METHODS)
 
 OPENENV_PREFIX = "/openenv/"  # OpenEnv's base URLs: /openenv/<token>
-OPENENV_MAX_BODY = 16 * 1024 * 1024  # bytes of an OpenEnv POST body (a step's action)

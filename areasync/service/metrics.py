@@ -70,6 +70,8 @@ class Metrics:
         self.write_timeout_disconnects = 0  # 4008 from the write-stall sweep (stalls.py)
         self.rate_limit_disconnects = 0  # 4029: out of rate-limit strikes (limits.py)
         self.pending_evictions = 0  # pre-hello sockets closed 4408 to admit newer ones
+        # Closes whose peer did not finish the closing handshake within close_timeout: reset.
+        self.close_resets = 0
         self.journal_failures = 0  # sessions ended because their journal failed (durable.py)
         self.errors: collections.Counter[str] = collections.Counter()
         self.closes: collections.Counter[int] = collections.Counter()
@@ -155,6 +157,11 @@ class Metrics:
                 "areasync_pending_evictions_total",
                 "Connections closed with 4408 before hello to make room for newer ones.",
                 self.pending_evictions,
+            ),
+            (
+                "areasync_close_resets_total",
+                "Closes reset because the peer did not finish the closing handshake in time.",
+                self.close_resets,
             ),
         ]
 

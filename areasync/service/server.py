@@ -239,8 +239,11 @@ class Service:
             close_timeout=config.close_timeout,
             open_timeout=config.handshake_timeout,
             # Counted in the pre-hello pool from accept (admission.py); requests other than GET
-            # reach process_request, to be answered 405 (methods.py).
-            create_connection=connection_class(self.admission, wire.ScreenedConnection),
+            # are screened from their heads (screens.py), then reach process_request, to be
+            # answered (OpenEnv's POSTs) or refused 405 (methods.py); every abort is a reset.
+            create_connection=connection_class(
+                self.admission, wire.screened_connection(self.http.screen)
+            ),
             # The kernel's queue of connections not yet accepted (capped by somaxconn): asyncio's
             # default of 100 overflows under a burst of connects, and an overflowing queue drops
             # SYNs, which a client retries only after a second.

@@ -23,12 +23,14 @@ with it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
+import socket
 import struct
 import sys
 from collections.abc import Callable, Generator
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
@@ -40,7 +42,8 @@ from websockets.streams import StreamReader
 
 from areasync.protocol.codec import EncodedFrame, Encoding, batch_parts, encode_server_bytes
 from areasync.protocol.frames import StreamItem
-from areasync.service.methods import ALLOWED_METHODS, OPENENV_MAX_BODY, OPENENV_PREFIX
+from areasync.service.methods import ALLOWED_METHODS
+from areasync.service.screens import Head, PortScreen, Refusal, Slot
 
 if sys.platform == "linux":
     import fcntl
@@ -233,10 +236,52 @@ async def drain(ws: ServerConnection) -> None:
 
 
 def abort(ws: ServerConnection) -> None:
-    """Drop the TCP connection at once, without a closing handshake."""
+    """Drop the TCP connection at once, without a closing handshake: a reset (`reset`)."""
     transport = ws.transport
     if transport is not None:
-        transport.abort()
+        transport.abort()  # a `ResettingTransport`'s, for every connection of ours
+
+
+def reset(transport: asyncio.BaseTransport) -> None:
+    """Abort `transport` with a TCP reset: the socket and its kernel buffers go at once.
+
+    asyncio's `abort` closes the descriptor without SO_LINGER, which the kernel takes as an
+    orderly close: it keeps the socket (FIN-WAIT-1) with every unsent byte, its FIN queued
+    behind them, and probes a peer that reads nothing until its orphan retries run out - about
+    100 s with Linux's defaults, holding the whole send buffer (megabytes). With SO_LINGER 0
+    the close sends RST and frees them: a connection the server drops is gone when it drops it.
+    """
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ZERO)
+    if isinstance(transport, ResettingTransport):
+        transport = transport.transport
+    cast(asyncio.WriteTransport, transport).abort()
+
+
+_LINGER_ZERO: Final = struct.pack("ii", 1, 0)
+
+
+class ResettingTransport:
+    """A transport whose `abort` is a TCP reset (`reset`); everything else is the transport's.
+
+    websockets aborts a connection itself when a close does not complete within
+    `close_timeout` (a peer that sent its close frame and reads nothing, say); each connection
+    of ours is given this in place of its transport, so that every abort, websockets' and
+    ours, frees the socket at once.
+    """
+
+    __slots__ = ("transport",)
+
+    def __init__(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def abort(self) -> None:
+        reset(self.transport)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
 
 
 def pause_reading(ws: ServerConnection) -> None:
@@ -312,10 +357,11 @@ def reporting_connection_class(
     return ReportingConnection
 
 
-# -- the HTTP method screen (see methods.py) ---------------------------------------------------
-# It relies on websockets' Sans-I/O protocol (`protocol.parser`, `protocol.reader`,
+# -- the HTTP screens before websockets' parser (see methods.py, screens.py) ---------------
+# They rely on websockets' Sans-I/O protocol (`protocol.parser`, `protocol.reader`,
 # `protocol.events`), checked against websockets 17; tests/hardening/test_browsers.py sends POST,
-# PUT, DELETE, OPTIONS and an unknown method, with and without a body, over a raw socket.
+# PUT, DELETE, OPTIONS and an unknown method, with and without a body, over a raw socket, and
+# tests/hardening/test_ports.py every screen of every port.
 
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}")  # an HTTP method (RFC 9110 token)
 _LONGEST = 33  # bytes of a request start that must hold "METHOD "
@@ -334,23 +380,17 @@ def _peek_method(reader: StreamReader) -> Generator[None, None, bytes | None]:
         yield
 
 
-PostPolicy = Callable[[str], "int | None"]
-"""Which POSTs the screen reads with their body: a request target -> the largest body taken
-(None: not one of them, answered 405 by `process_request`)."""
-
-
-def openenv_posts(path: str) -> int | None:
-    """An areasync server's POSTs with a body: OpenEnv's /reset and /step (openenv/routes.py)."""
-    return OPENENV_MAX_BODY if path.startswith(OPENENV_PREFIX) else None
-
-
 def _screen(
-    protocol: ServerProtocol, parser: Generator[None], posts: PostPolicy
+    protocol: ServerProtocol,
+    parser: Generator[None],
+    screen: PortScreen,
+    hold: Callable[[Slot], None],
 ) -> Generator[None]:
     method = yield from _peek_method(protocol.reader)
     if method is None or method.decode() in ALLOWED_METHODS:
         # From here on websockets' own parser runs alone (no extra hop per frame); it is
-        # already started and resumes where it waits, on the data that woke us.
+        # already started and resumes where it waits, on the data that woke us. Its requests
+        # carry no body; `process_request` screens their heads (`PortScreen.check`).
         protocol.parser = parser
         next(parser)
         yield
@@ -364,66 +404,106 @@ def _screen(
         headers: Headers = yield from parse_headers(protocol.reader.read_line)
     except Exception as exc:
         # Not even a readable request head: close, as websockets does with a malformed request.
-        protocol.handshake_exc = InvalidMessage("did not receive a valid HTTP request")
-        protocol.handshake_exc.__cause__ = exc
-        protocol.send_eof()
-        protocol.parser = protocol.discard()
-        next(protocol.parser)
-        yield
+        yield from _give_up(protocol, "did not receive a valid HTTP request", exc)
         return
     path = parts[1].decode("ascii", "replace")
-    limit = posts(path) if method == b"POST" else None
-    if limit is not None:
-        # A POST whose body is the request (OpenEnv's /reset and /step, the router's
-        # POST /api/sessions): read it whole, for process_request.
-        body = yield from _read_body(protocol, headers, limit)
-        protocol.events.append(PostRequest(path, headers, "POST", body=body))
-        while True:
-            protocol.reader.discard()
-            yield
-    protocol.events.append(Request(path, headers, method.decode()))
-    # process_request answers 405, then websockets swaps in its discarding parser; until then
-    # the body (of any size) is dropped as it comes.
+    verb = method.decode()
+    decision = screen.check(Head(verb, path, tuple(headers.raw_items())))
+    if isinstance(decision, Refusal):
+        # Refused from its head: the body (of any size) is never read, only dropped as it comes.
+        protocol.events.append(RefusedRequest(path, headers, verb, refusal=decision))
+    elif decision.slot is not None:
+        # A body route's request, admitted (screens.py): exactly its announced length is read,
+        # then handed to process_request; its slot is held until the connection ends.
+        hold(decision.slot)
+        try:
+            body = yield from protocol.reader.read_exact(decision.length)
+        except EOFError as exc:  # the client left before its body was whole: nothing to answer
+            yield from _give_up(protocol, "the request's body ended early", exc)
+            return
+        protocol.events.append(PostRequest(path, headers, verb, body=bytes(body)))
+    else:
+        # Not a route with a body: process_request answers 405.
+        protocol.events.append(Request(path, headers, verb))
+    # websockets then swaps in its discarding parser; until then what follows is dropped.
     while True:
         protocol.reader.discard()
         yield
 
 
+def _give_up(protocol: ServerProtocol, why: str, exc: BaseException) -> Generator[None]:
+    """End a request that cannot be answered, as websockets ends a malformed one."""
+    protocol.handshake_exc = InvalidMessage(why)
+    protocol.handshake_exc.__cause__ = exc
+    protocol.send_eof()
+    protocol.parser = protocol.discard()
+    next(protocol.parser)
+    yield
+
+
 @dataclasses.dataclass
 class PostRequest(Request):
-    """A POST the screen let through with its body (at most its `PostPolicy`'s bytes; None:
-    it had no readable Content-Length or a larger one, for the route to refuse)."""
+    """A request for a route with a body, admitted by the port's screens, with its body."""
 
-    body: bytes | None = None
+    body: bytes = b""
 
 
-def _read_body(
-    protocol: ServerProtocol, headers: Headers, limit: int
-) -> Generator[None, None, bytes | None]:
-    if "Transfer-Encoding" in headers:
-        return None
-    try:
-        length = int(headers.get("Content-Length", "0"))
-    except ValueError:
-        return None
-    if not 0 <= length <= limit:
-        return None
-    data = yield from protocol.reader.read_exact(length)
-    return bytes(data)
+@dataclasses.dataclass
+class RefusedRequest(Request):
+    """A request refused from its head by the port's screens (its body never read)."""
+
+    refusal: Refusal = dataclasses.field(default_factory=lambda: Refusal(400, "", ""))
+
+
+# -- messages before a credential ----------------------------------------------------------
+
+# Until a WebSocket has shown its credential (its hello accepted; OpenEnv's /ws, its URL's token
+# checked at the handshake), a message may be at most this many bytes: a hello is a few
+# hundred, and a socket nobody has authenticated must not make the server buffer
+# `2 x max_frame_bytes` (32 MiB) per frame for it - the pre-hello pool holds hundreds of them,
+# and a refused hello's socket is read until its close completes. A larger message is refused
+# by websockets, 1009. A client sends nothing larger before its welcome (the protocol's clients
+# wait for it).
+HELLO_BYTES: Final = 64 * 1024
+
+
+def admit_messages(ws: ServerConnection) -> None:
+    """`ws` has shown its credential: from its next frame on, messages up to its full limit."""
+    if isinstance(ws, ScreenedConnection):
+        ws.protocol.max_message_size = ws.message_limit
 
 
 class ScreenedConnection(ServerConnection):
-    """websockets' server connection with the method screen in front of its request parser;
-    `posts` says which POSTs are read with their body (`screened_connection` sets another)."""
+    """websockets' server connection as areasync runs it, on every websockets port: the port's
+    screens (`PortScreen`, set by `screened_connection`) in front of websockets' request
+    parser, messages of at most `HELLO_BYTES` until `admit_messages`, and a transport whose
+    abort is a reset (`ResettingTransport`)."""
 
-    posts: staticmethod[[str], int | None] = staticmethod(openenv_posts)
+    screen: PortScreen | None = None
 
     def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
-        protocol.parser = _screen(protocol, protocol.parser, self.posts)
+        screen = self.screen
+        assert screen is not None, "make the class with screened_connection(screen)"
+        self._slots: list[Slot] = []
+        protocol.parser = _screen(protocol, protocol.parser, screen, self._slots.append)
         next(protocol.parser)  # run up to its first wait for data (nothing is consumed)
+        self.message_limit = protocol.max_message_size  # until `admit_messages`: HELLO_BYTES
+        if self.message_limit is None or self.message_limit > HELLO_BYTES:
+            protocol.max_message_size = HELLO_BYTES
         super().__init__(protocol, *args, **kwargs)
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(cast(asyncio.BaseTransport, ResettingTransport(transport)))
 
-def screened_connection(posts: PostPolicy) -> type[ScreenedConnection]:
-    """`ScreenedConnection` reading the POSTs `posts` accepts with their body."""
-    return type("ScreenedConnection", (ScreenedConnection,), {"posts": staticmethod(posts)})
+    def connection_lost(self, exc: Exception | None) -> None:
+        try:
+            super().connection_lost(exc)
+        finally:
+            for slot in self._slots:  # the request with a body is answered, or gone
+                slot.release()
+            self._slots.clear()
+
+
+def screened_connection(screen: PortScreen) -> type[ScreenedConnection]:
+    """`ScreenedConnection` with `screen`, the screens of its port."""
+    return type("ScreenedConnection", (ScreenedConnection,), {"screen": screen})

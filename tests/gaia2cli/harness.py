@@ -139,6 +139,7 @@ class SseReader:
         return await anyio.to_thread.run_sync(self._next)
 
     def close(self) -> None:
+        self.response.close()  # a response read to its end holds the socket (HTTP/1.0 style)
         self.conn.close()
 
 

@@ -5,13 +5,20 @@ above the limit (1009), rate limiting and the close after a flood (4029), a sess
 limit (capacity, 4503) and the server's connection limit (HTTP 503). This module completes the
 set: the session limit, the inline-scenario size limit, a too-large hello, msgpack frames, and
 that every limit gives its capacity back (a closed connection, an ended session, a refilled
-bucket), so a limit is a bound and not a leak.
+bucket), so a limit is a bound and not a leak; and that a first message, read before any
+credential, is held to `HELLO_BYTES` (1009 above it, unbuffered), while a socket whose hello was
+accepted, or an OpenEnv socket (its token checked at the handshake), gets the full limit.
 """
 
 from __future__ import annotations
 
+import json
+
+import anyio
 import msgspec
+import pytest
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from areasync.protocol import (
     CloseCode,
@@ -26,8 +33,9 @@ from areasync.protocol import (
     StopSession,
 )
 from areasync.service.limits import TokenBucket
+from areasync.service.wire import HELLO_BYTES
 from tests.hardening.faults import eventually
-from tests.service.support import ADMIN, TUTORIAL, attach, raw, serving
+from tests.service.support import ADMIN, TUTORIAL, WAIT, attach, raw, serving, tokens
 
 
 async def test_sessions_beyond_the_limit_get_capacity_and_the_connection_stays() -> None:
@@ -140,3 +148,35 @@ async def test_an_unknown_session_costs_no_session_place() -> None:
         error = await peer.recv()
     assert isinstance(error, Error) and error.code == ErrorCode.SESSION_NOT_FOUND
     assert sorted(service.registry.sessions) == [TUTORIAL]
+
+
+async def test_a_first_message_above_the_hello_limit_is_refused_unread_with_1009() -> None:
+    async with serving() as service, raw(service) as peer:
+        await peer.send(Hello(id=1, role=Role.OBSERVER, token="t" * (HELLO_BYTES + 1)))
+        code, _ = await peer.closed()
+        admitted = service.admission.authenticated
+    assert code == 1009  # the WebSocket layer's: message too big, never buffered whole
+    assert admitted == 0
+
+
+async def test_after_the_welcome_a_frame_gets_the_full_limit() -> None:
+    ping = '{"type": "ping", "id": 5, "x": "' + "y" * (2 * HELLO_BYTES) + '"}'
+    async with serving() as service, attach(service, Role.OBSERVER) as peer:
+        await peer.send_raw(ping)
+        reply = await peer.until(lambda f: isinstance(f, Error | Pong) and f.id == 5)
+    # Unknown field `x`: an ordinary error (not 1009), and the connection stays.
+    assert isinstance(reply, Error) and reply.code == ErrorCode.INVALID_FIELD
+
+
+async def test_an_openenv_socket_may_send_a_first_message_above_the_hello_limit() -> None:
+    async with serving() as service:
+        url = service.openenv_url(tokens(service)[Role.AGENT]).replace("http", "ws") + "/ws"
+        message = {"type": "reset", "data": {"pad": "p" * (2 * HELLO_BYTES)}}
+        async with connect(url) as ws:
+            await ws.send(json.dumps(message))
+            with anyio.fail_after(WAIT):
+                try:
+                    answer = json.loads(await ws.recv())
+                except ConnectionClosed as exc:  # pragma: no cover - the failure caught here
+                    pytest.fail(f"closed: {exc}")
+    assert answer["type"] in ("observation", "error")

@@ -7,11 +7,21 @@ whatever the session does - on a quiet session only pings are written and the ke
 absorb them, so the unanswered ping is what shows it; on a busy one its buffer stops draining
 well before `max_lag` items (set out of reach here) have come. A client that reads, however
 slowly, is not closed. Give-up bounds only, no wall-clock assertion.
+
+A closed connection is gone: a client that cannot take its close frame (it reads nothing) is
+reset once `close_timeout` has passed after the close frame (`Connection._close_socket`, a
+`wire.reset`), and its socket leaves the server's kernel with it. A plain abort used to leave
+it there, FIN-WAIT-1 with megabytes unsent, for about 100 s: the test looks for it in
+`/proc/net/tcp` the moment the server's side of the connection is lost.
 """
 
 from __future__ import annotations
 
+import select
+from pathlib import Path
+
 import anyio
+import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -20,6 +30,7 @@ from areasync.protocol import (
     Encoding,
     EndedItem,
     Hello,
+    Jump,
     Mode,
     Role,
     Welcome,
@@ -31,7 +42,7 @@ from areasync.service.wire import kernel_unsent
 from bench.misbehaving import RawClient, close_code, hello_frame, small_socket
 from tests.hardening.faults import eventually, watch_faults
 from tests.hardening.test_slow_consumers import SESSION, PaddedTimeline
-from tests.service.support import ADMIN, TUTORIAL, serving
+from tests.service.support import ADMIN, TUTORIAL, attach, serving
 
 BUSY: dict[str, object] = {
     "mode": Mode.REALTIME,
@@ -70,7 +81,9 @@ async def test_a_client_that_stops_reading_on_a_quiet_session_is_closed_with_400
 
 
 async def test_a_client_that_stops_reading_on_a_busy_session_is_closed_with_4008() -> None:
-    limits = {**BUSY, "ping_interval": None, "write_timeout": 0.5}  # the buffer alone shows it
+    # The buffer alone shows it; once closed it reads through to the close frame, which it
+    # must reach within close_timeout, else it is reset (the last test here).
+    limits = {**BUSY, "ping_interval": None, "write_timeout": 0.5, "close_timeout": 10.0}
     with watch_faults() as faults:
         async with serving(PaddedTimeline(2000), **limits) as service:
             client = await RawClient.open(service.port or 0, SESSION)
@@ -128,3 +141,49 @@ async def test_a_client_that_answers_pings_on_a_quiet_session_stays() -> None:
         except ConnectionClosed as exc:  # pragma: no cover - the failure this test catches
             raise AssertionError(f"closed: {exc}") from exc
         assert service.metrics.write_timeout_disconnects == 0
+
+
+def _server_sockets(port: int, peer_port: int) -> list[str]:
+    """The kernel's TCP sockets (IPv4 loopback) of `port` with peer `peer_port`: their states
+    and queues, as /proc/net/tcp lists them."""
+    found = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, state, queues = fields[1], fields[2], fields[3], fields[4]
+        if int(local.split(":")[1], 16) == port and int(remote.split(":")[1], 16) == peer_port:
+            found.append(f"state {state} tx:rx {queues}")
+    return found
+
+
+def _hangup(sock: object, limit_ms: int) -> int:
+    """Block until the socket is hung up or in error (RST, FIN): its poll events, 0 if none."""
+    poller = select.poll()
+    poller.register(sock, select.POLLHUP | select.POLLERR)  # not POLLIN: data waits unread
+    events = poller.poll(limit_ms)
+    return events[0][1] if events else 0
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net/tcp")
+async def test_a_stalled_reader_that_cannot_take_its_close_is_reset_and_gone() -> None:
+    limits = {**BUSY, "ping_interval": None, "write_timeout": 0.5, "mode": Mode.MANUAL}
+    with watch_faults() as faults:
+        async with serving(PaddedTimeline(3000), **limits) as service:
+            client = await RawClient.open(service.port or 0, SESSION)
+            try:
+                await client.send(hello_frame(ADMIN))  # then never reads a byte
+                await eventually(lambda: any(c.session for c in service.connections))
+                (stalled,) = service.connections
+                async with attach(service, "controller", session=SESSION) as controller:
+                    await controller.call(Jump, by=400.0)  # 3,000 events of ~2 kB fire
+                await eventually(lambda: service.metrics.write_timeout_disconnects == 1, 30)
+                with anyio.fail_after(60):  # generous: the mechanism is close_timeout (0.5 s)
+                    await stalled.ws.wait_closed()  # the server's side: connection lost
+                left = _server_sockets(service.port or 0, client.sock.getsockname()[1])
+                events = await anyio.to_thread.run_sync(_hangup, client.sock, 60_000)
+            finally:
+                client.close()
+            resets = service.metrics.close_resets
+    assert left == []  # no orphan holding the unsent bytes
+    assert events & (select.POLLHUP | select.POLLERR)  # the client saw the reset
+    assert resets == 1  # the closer gave up after close_timeout and reset the socket
+    assert faults.problems == []

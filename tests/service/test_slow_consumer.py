@@ -56,7 +56,7 @@ async def never_reading(service: Service) -> AsyncIterator[Peer]:
 
 async def test_a_never_reading_client_is_closed_while_the_others_keep_receiving() -> None:
     async with (
-        serving(timeline(), max_lag=8, write_limit=4096) as service,
+        serving(timeline(), max_lag=8, write_limit=4096, close_timeout=30.0) as service,
         attach(service, Role.AGENT, session=SESSION) as agent,
         attach(service, Role.OBSERVER, session=SESSION) as reader,
         never_reading(service) as stuck,
@@ -87,7 +87,9 @@ async def test_a_client_that_never_reads_its_replies_is_closed() -> None:
     async with (
         # No rate limit: it sends as fast as it can until the kernel's buffers are full, which
         # is a flood (closed 4029 after its strikes) before it is a reader of no replies.
-        serving(timeline(), max_pending_replies=4, rate=None) as service,
+        # It reads through its backlog to the close frame only once closed: a reset after
+        # close_timeout would cut it first (the reset is `test_write_timeout.py`'s subject).
+        serving(timeline(), max_pending_replies=4, rate=None, close_timeout=30.0) as service,
         attach(service, Role.OBSERVER, session=SESSION) as witness,
         never_reading(service) as stuck,
     ):

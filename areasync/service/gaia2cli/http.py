@@ -4,14 +4,28 @@ Why a port of its own: gaia2-cli's harnesses POST JSON bodies and read server-se
 response that stays open and grows. The WebSocket port cannot serve either: websockets answers
 plain HTTP from `process_request` with one complete response, and its parser refuses request
 bodies (`methods.py`). aiohttp, already a dependency of areasync (the stub model server),
-serves both on the same event loop with bounded request bodies, keep-alive and streaming
-responses; everything it does here is I/O: the decisions are `translate.py`'s, the messages
-`feed.py`'s.
+serves both on the same event loop with keep-alive and streaming responses; everything it does
+here is I/O: the decisions are `translate.py`'s and `screens.py`'s, the messages `feed.py`'s.
 
 URLs carry the credential, since harnesses send no auth header: a harness's base URL (what
 gaia2-cli calls `notify_url`) is `http://HOST:PORT/gaia2/<token>` for a session token, which
 names its session, or `http://HOST:PORT/gaia2/<admin-token>/<session-id>`. No access log is
 kept (its lines would hold tokens), and errors never echo the path.
+
+The port is screened as the main port is (`screens.py`, one `PortScreen`): Host and Origin
+(421, 403); a POST is judged by its head - token, role and route (401, 403, 404, 405), a
+Content-Length within `max_frame_bytes` (411, 413), the bodies in flight per port and per
+token (503, 429) - before a byte of its body is read, and its body must then arrive within
+`handshake_timeout` (408). Every response carries `headers.API_HEADERS`, aiohttp's own
+refusals of malformed requests included (`_Request`), which are logged at INFO, without their
+content. Sockets: at most `gaia2_max_connections` at once (one accepted beyond is reset at once,
+`_Port`); one with no request under way for `http_idle_timeout` is closed (aiohttp's
+keep-alive timer, which also runs before a first request). Event streams: at most
+`gaia2_max_streams` on the port and `gaia2_streams_per_token` per token (503, 429 with a JSON
+body naming the bound); one with nothing to send for `gaia2_sse_keepalive` gets a comment, one
+open for `gaia2_sse_lifetime` is ended with `event: end` saying where to resume, and one whose
+socket takes nothing for `write_timeout`, or leaves `gaia2_sse_bytes` unread, is ended (a TCP
+reset when it cannot even take its last frame).
 """
 
 from __future__ import annotations
@@ -21,16 +35,22 @@ import contextlib
 import json
 import logging
 import time
-from typing import TYPE_CHECKING
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestHandler
 
 from areasync.protocol.errors import CloseCode, ErrorCode
 from areasync.protocol.frames import Role
+from areasync.service import wire
 from areasync.service.gaia2cli import translate as t
-from areasync.service.gaia2cli.feed import MessageFeed
+from areasync.service.gaia2cli.feed import MessageFeed, SseClient
+from areasync.service.headers import API_HEADERS
 from areasync.service.inprocess import InProcessClient, NotDurableError, RequestError
+from areasync.service.origin import SitePolicy
+from areasync.service.screens import BodyRule, Head, PortScreen, Refusal, Slots
 
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
@@ -43,18 +63,69 @@ PREFIX = "/gaia2/"
 _HOLDER = "gaia2-cli"  # the lease holder of its requests: none is taken (not an agent)
 _SSE_HEADERS = {
     "Content-Type": "text/event-stream",
-    "Cache-Control": "no-cache",
+    "Cache-Control": "no-store",
     "X-Accel-Buffering": "no",
+}
+_SSE_KEEPALIVE = b": keep-alive\n\n"
+# The error codes of gaia2-cli's refusals, which carry none of their own (translate.py).
+_CODES = {
+    400: "bad_request",
+    401: ErrorCode.UNAUTHORIZED,
+    403: ErrorCode.FORBIDDEN,
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    409: ErrorCode.SESSION_ENDED,
 }
 
 
-def adapter_url(base: str, token: str, session_id: str | None = None) -> str:
-    """A harness's base URL on the adapter at `base` (http://HOST:PORT): `token`'s session,
-    or `session_id` with the admin token."""
-    path = quote(token, safe="")
-    if session_id is not None:
-        path += "/" + quote(session_id, safe="")
-    return f"{base}{PREFIX}{path}"
+class _Request(web.BaseRequest):
+    """aiohttp's request, whose every response gets the security headers as it is prepared:
+    the adapter's own, and aiohttp's refusals of requests it cannot parse (the hook aiohttp
+    gives an application's `on_response_prepare`)."""
+
+    async def _prepare_hook(self, response: web.StreamResponse) -> None:
+        for name, value in API_HEADERS:
+            if name not in response.headers:
+                response.headers[name] = value
+
+
+class _Port(web.Server):
+    """aiohttp's low-level server, holding at most `max_connections` sockets: one accepted
+    beyond them is reset at once (its descriptor goes with it)."""
+
+    def __init__(self, handler: Any, *, max_connections: int, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self.max_connections = max_connections
+        self.open: set[RequestHandler] = set()
+        self.refused = 0  # sockets reset at accept, since start
+
+    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
+        if len(self.open) >= self.max_connections:
+            self.refused += 1
+            wire.reset(transport)
+            return
+        self.open.add(handler)
+        super().connection_made(handler, transport)
+
+    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
+        self.open.discard(handler)
+        super().connection_lost(handler, exc)
+
+
+class _HandlerLog(logging.LoggerAdapter[logging.Logger]):
+    """aiohttp's request-handler log: a request it cannot parse is the client's doing, logged
+    at INFO in one line without its content (which may hold a token); anything else as is."""
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True, **kwargs: Any) -> None:
+        if isinstance(exc_info, HttpProcessingError):
+            self.info(
+                "gaia2-cli adapter: refused a request it could not parse (%s, HTTP %s)",
+                type(exc_info).__name__,
+                exc_info.code,
+            )
+            return
+        super().exception(msg, *args, exc_info=exc_info, **kwargs)
 
 
 class Gaia2Adapter:
@@ -68,24 +139,52 @@ class Gaia2Adapter:
         # one client per session and role: its hello, its gate (the rate limit is that
         # client's, as a connection's is), its errors, its wait for the journal.
         self.clients: dict[tuple[str, Role], InProcessClient] = {}
+        self.screen = PortScreen(
+            self.body_rule,
+            max_bodies=config.max_bodies,
+            max_bodies_per_token=config.max_bodies_per_token,
+        )
+        self.streams = Slots(
+            "event streams",
+            per_port=config.gaia2_max_streams,
+            per_key=config.gaia2_streams_per_token,
+            port_option="gaia2_max_streams",
+            key_option="gaia2_streams_per_token",
+        )
         self.port: int | None = None
         self.base = ""
-        self._runner: web.AppRunner | None = None
+        self.server: _Port | None = None
+        self._runner: web.ServerRunner | None = None
 
     async def start(self, host: str, port: int, shown_host: str) -> None:
-        app = web.Application(client_max_size=self.config.max_frame_bytes)
-        app.router.add_route("*", PREFIX + "{rest:.*}", self._handle)
+        config = self.config
         # No access log: a line per request would print the token in its path.
         # handler_cancellation: an /events client that goes away ends its handler (and its
         # subscription) at once, not at the next message of a quiet session.
-        self._runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, handler_cancellation=True
+        self.server = _Port(
+            self._handle,
+            max_connections=config.gaia2_max_connections,
+            request_factory=self._request,
+            handler_cancellation=True,
+            access_log=None,
+            keepalive_timeout=config.http_idle_timeout,
+            logger=_HandlerLog(logging.getLogger("aiohttp.server"), {}),
         )
+        self._runner = web.ServerRunner(self.server, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, backlog=1024)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
         self.base = f"http://{shown_host}:{self.port}"
+        self.screen.site = SitePolicy.for_server(
+            host, self.port, config.allow_hosts, config.allow_origins
+        )
+
+    def _request(self, message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> Any:
+        """aiohttp's request factory: `_Request`, bodies up to `max_frame_bytes`."""
+        loop = asyncio.get_running_loop()
+        limit = self.config.max_frame_bytes
+        return _Request(message, payload, protocol, writer, task, loop, client_max_size=limit)
 
     async def close(self) -> None:
         for feed in self.feeds.values():
@@ -97,6 +196,19 @@ class Gaia2Adapter:
     def url(self, token: str, session_id: str | None = None) -> str:
         """A harness's base URL: `token`'s session, or `session_id` with the admin token."""
         return adapter_url(self.base, token, session_id)
+
+    # -- screens ----------------------------------------------------------------------------
+
+    def body_rule(self, head: Head) -> BodyRule | None:
+        """The adapter's routes with a body (screens.py): a POST, of at most `max_frame_bytes`,
+        whose token, session, route and role are judged from its head."""
+        if head.method != "POST" or not head.path.startswith(PREFIX):
+            return None
+        found = self._caller(unquote(head.path[len(PREFIX) :]), "POST")
+        limit = self.config.max_frame_bytes
+        if isinstance(found, t.Reply):
+            return BodyRule(limit, "max_frame_bytes", key="", refused=_as_refusal(found))
+        return BodyRule(limit, "max_frame_bytes", key=found[2])
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -131,36 +243,76 @@ class Gaia2Adapter:
             feed = self.feeds[session.id] = MessageFeed(session)
         return feed
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    def _caller(self, rest: str, method: str) -> tuple[Session, Role, str, t.Route] | t.Reply:
+        """The session, role, token and route of `method /gaia2/<rest>`, or the refusal."""
+        found = self._resolve(rest)
+        if isinstance(found, t.Reply):
+            return found
+        session, role, token, path = found
+        route = t.route_of(method, path)
+        if isinstance(route, t.Reply):
+            return route
+        refused = t.permission(role, route)
+        if refused is not None:
+            return refused
+        return session, role, token, route
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        raw = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers)
+        admitted = self.screen.check(Head(request.method, request.raw_path, raw))
+        if isinstance(admitted, Refusal):
+            return _refused(admitted)
         try:
-            found = self._resolve(request.match_info["rest"])
-            if isinstance(found, t.Reply):
-                return _json(found)
-            session, role, token, path = found
-            route = t.route_of(request.method, path)
-            if isinstance(route, t.Reply):
-                return _json(route)
-            refused = t.permission(role, route)
-            if refused is not None:
-                return _json(refused)
-            feed = self._feed(session)
-            if route is t.Route.EVENTS and request.method == "HEAD":
-                return web.Response(headers=_SSE_HEADERS)
-            if route is t.Route.EVENTS:
-                return await self._events(request, feed)
-            return _json(await self._answer(request, route, session, (role, token), feed))
+            with admitted.holding():
+                if not request.path.startswith(PREFIX):
+                    return _json(t.failure(404, f"not found: the adapter's URLs are {PREFIX}..."))
+                found = self._caller(request.path[len(PREFIX) :], request.method)
+                if isinstance(found, t.Reply):
+                    return _json(found)
+                session, role, token, route = found
+                feed = self._feed(session)
+                if route is t.Route.EVENTS and request.method == "HEAD":
+                    return web.Response(headers=_SSE_HEADERS)
+                if route is t.Route.EVENTS:
+                    return await self._events(request, feed, token)
+                body = await self._body(request, admitted.length)
+                if isinstance(body, t.Reply):
+                    return _json(body, close=True)
+                return _json(await self._answer(request, route, session, (role, token), body))
+        except ConnectionError:  # the client went away: whatever is answered goes nowhere
+            return _json(t.failure(400, "the connection was lost"), close=True)
         except Exception:
             logger.exception("the gaia2-cli adapter failed to answer a %s", request.method)
             return _json(t.failure(500, t.INTERNAL))
 
+    async def _body(self, request: web.BaseRequest, length: int) -> bytes | t.Reply:
+        """The request's body, `length` bytes (screened), arriving within handshake_timeout."""
+        if not length:
+            return b""
+        limit = self.config.handshake_timeout
+        try:
+            return await asyncio.wait_for(request.content.readexactly(length), limit)
+        except asyncio.IncompleteReadError as exc:
+            return t.failure(400, f"the body ended after {len(exc.partial)} of its {length} bytes")
+        except TimeoutError:
+            return t.Reply(
+                408,
+                {
+                    "ok": False,
+                    "error": f"the body's {length} bytes did not arrive within {limit:g} s "
+                    "(handshake_timeout): send it at once",
+                },
+            )
+
     async def _answer(
         self,
-        request: web.Request,
+        request: web.BaseRequest,
         route: t.Route,
         session: Session,
         caller: tuple[Role, str],
-        feed: MessageFeed,
+        body: bytes,
     ) -> t.Reply:
+        feed = self._feed(session)
         match route:
             case t.Route.HEALTH:
                 return t.Reply(200, t.health_of(feed.view()))
@@ -171,7 +323,6 @@ class Gaia2Adapter:
                 if isinstance(after, t.Reply):
                     return after
                 return t.messages_reply(feed.messages, after)
-        body = await request.read()
         act = t.parse_notify(body) if route is t.Route.NOTIFY else t.parse_action(body)
         if isinstance(act, t.Reply):
             return act
@@ -226,35 +377,94 @@ class Gaia2Adapter:
             )
         return t.refusal(failure.code, message, action=isinstance(act, t.Action))
 
-    async def _events(self, request: web.Request, feed: MessageFeed) -> web.StreamResponse:
+    async def _events(
+        self, request: web.BaseRequest, feed: MessageFeed, token: str
+    ) -> web.StreamResponse:
         after = t.parse_after(dict(request.query))
         if isinstance(after, t.Reply):
             return _json(after)
-        response = web.StreamResponse(headers=_SSE_HEADERS)
-        await response.prepare(request)
-        client = feed.attach(self.config.gaia2_sse_bytes, after)
-        timeout = self.config.write_timeout
-        try:
-            await asyncio.wait_for(response.write(t.SSE_HELLO), timeout)
-            while True:
-                await client.wake.wait()
-                client.wake.clear()
-                data = client.take()
-                if data:
-                    await asyncio.wait_for(response.write(data), timeout)
-                if client.ended is not None:
-                    await asyncio.wait_for(response.write(client.ended), timeout)
-                    break
-        except (TimeoutError, ConnectionError):
-            # Not draining for `write_timeout`, or gone: drop the socket, nobody else waits.
-            if request.transport is not None:
-                request.transport.abort()
-        finally:
-            feed.detach(client)
-        with contextlib.suppress(ConnectionError, TimeoutError):
-            await asyncio.wait_for(response.write_eof(), 1.0)
-        return response
+        slot = self.streams.take(token)
+        if isinstance(slot, Refusal):
+            return _refused(slot)
+        with slot:
+            response = web.StreamResponse(headers=_SSE_HEADERS)
+            await response.prepare(request)
+            client = feed.attach(self.config.gaia2_sse_bytes, after)
+            try:
+                await self._stream(response, client)
+            except (TimeoutError, ConnectionError):
+                # Not draining for `write_timeout`, or gone: reset the socket, nobody waits.
+                if request.transport is not None:
+                    wire.reset(request.transport)
+                return response
+            finally:
+                feed.detach(client)
+            with contextlib.suppress(ConnectionError, TimeoutError):
+                await asyncio.wait_for(response.write_eof(), 1.0)
+            return response
+
+    async def _stream(self, response: web.StreamResponse, client: SseClient) -> None:
+        """Write `client`'s messages as they come, a keep-alive comment when there has been
+        nothing for `gaia2_sse_keepalive`, until it is ended (by the feed, or here once it
+        has lasted `gaia2_sse_lifetime`); each write must drain within `write_timeout`."""
+        config = self.config
+        timeout = config.write_timeout
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + config.gaia2_sse_lifetime
+        await asyncio.wait_for(response.write(t.SSE_HELLO), timeout)
+        while True:
+            left = ends - loop.time()
+            if left <= 0:
+                client.end(
+                    f"this stream has lasted {config.gaia2_sse_lifetime:g} s, its longest "
+                    "(gaia2_sse_lifetime): open /events?after=<lastSeq> again to go on"
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(client.wake.wait(), min(config.gaia2_sse_keepalive, left))
+            if not client.wake.is_set():
+                await asyncio.wait_for(response.write(_SSE_KEEPALIVE), timeout)
+                continue
+            client.wake.clear()
+            data = client.take()
+            if data:
+                await asyncio.wait_for(response.write(data), timeout)
+            if client.ended is not None:
+                await asyncio.wait_for(response.write(client.ended), timeout)
+                return
 
 
-def _json(reply: t.Reply) -> web.Response:
-    return web.Response(status=reply.status, body=reply.encode(), content_type="application/json")
+def _json(reply: t.Reply, *, close: bool = False) -> web.Response:
+    response = web.Response(
+        status=reply.status, body=reply.encode(), content_type="application/json"
+    )
+    if close:
+        response.force_close()
+    return response
+
+
+def _as_refusal(reply: t.Reply) -> Refusal:
+    """A refusal of translate.py's, as the screens carry it."""
+    return Refusal(reply.status, _CODES.get(reply.status, "refused"), str(reply.body["error"]))
+
+
+def _refused(refusal: Refusal) -> web.Response:
+    """A screen's refusal in gaia2-cli's error shape (and its code); the socket is closed
+    after it, so that a body it did not read is never waited for."""
+    body = {"ok": False, "error": refusal.message, "code": str(refusal.code)}
+    response = web.Response(
+        status=refusal.status,
+        body=json.dumps(body).encode(),
+        content_type="application/json",
+        headers=dict(refusal.headers),
+    )
+    response.force_close()
+    return response
+
+
+def adapter_url(base: str, token: str, session_id: str | None = None) -> str:
+    """A harness's base URL on the adapter at `base` (http://HOST:PORT): `token`'s session,
+    or `session_id` with the admin token."""
+    path = quote(token, safe="")
+    if session_id is not None:
+        path += "/" + quote(session_id, safe="")
+    return f"{base}{PREFIX}{path}"

@@ -29,7 +29,9 @@ for `openenv_idle_timeout` seconds is reaped as an idle `/ws` is (`reap_forever`
 service): it leaves the session, which runs on; its next `/step` is told so, and a `/reset`
 starts a new episode.
 
-A token that opens nothing gets 401 before any upgrade, the same for every route.
+A token that opens nothing gets 401 before any upgrade, the same for every route; a POST's
+body is read only once its token has opened something and its Content-Length is within
+`max_frame_bytes` (`body_rule`, screens.py).
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ import anyio
 from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode
-from areasync.service.methods import OPENENV_MAX_BODY
 from areasync.service.methods import OPENENV_PREFIX as PREFIX
 from areasync.service.openenv.episode import Credential, Episode, session_state
 from areasync.service.openenv.messages import ErrorCode as ErrorCode_
@@ -58,6 +59,7 @@ from areasync.service.openenv.messages import (
     schema,
 )
 from areasync.service.registry import SessionRegistry
+from areasync.service.screens import BodyRule, Head, Refusal
 
 logger = logging.getLogger("areasync.service")
 T = TypeVar("T")
@@ -90,13 +92,13 @@ _HTTP_STATUS = {
 }
 
 
-def _json_body(body: bytes | None) -> object:
-    if body is None:
-        raise OpenEnvError(
-            ErrorCode_.VALIDATION_ERROR,
-            "the request needs a JSON body with a Content-Length of at most "
-            f"{OPENENV_MAX_BODY} bytes",
-        )
+_BAD_TOKEN = (
+    "the token in this OpenEnv URL is not valid: use the base URL printed by `areasync serve` "
+    "for a session, or /openenv/<admin token> for a fresh session per connection"
+)
+
+
+def _json_body(body: bytes) -> object:
     if not body.strip():
         return {}
     try:
@@ -129,6 +131,18 @@ class OpenEnvRoutes:
         role, session_id = who
         return Credential(token=token, role=role, session_id=session_id)
 
+    def body_rule(self, head: Head) -> BodyRule | None:
+        """The port's routes with a body (screens.py): a POST under /openenv/, of at most
+        `max_frame_bytes`, from a token that opens something; None for any other request."""
+        parts = split(head.path) if head.method == "POST" else None
+        if parts is None:
+            return None
+        token = parts[0]
+        valid = self.credential(token) is not None
+        refused = None if valid else Refusal(401, ErrorCode.UNAUTHORIZED, _BAD_TOKEN)
+        limit = self.registry.config.max_frame_bytes
+        return BodyRule(limit, "max_frame_bytes", key=token, refused=refused)
+
     def answer(
         self, request: Request, path: str, error: Callable[..., Response]
     ) -> Response | Awaitable[Response] | None:
@@ -146,13 +160,7 @@ class OpenEnvRoutes:
             )
         credential = self.credential(token)
         if credential is None:
-            return error(
-                401,
-                ErrorCode.UNAUTHORIZED,
-                "the token in this OpenEnv URL is not valid: use the base URL printed by "
-                "`areasync serve` for a session, or /openenv/<admin token> for a fresh session "
-                "per connection",
-            )
+            return error(401, ErrorCode.UNAUTHORIZED, _BAD_TOKEN)
         websocket = request.headers.get("Upgrade", "").lower() == "websocket"
         if route == "/ws":
             if not websocket:
@@ -174,7 +182,7 @@ class OpenEnvRoutes:
         if websocket:
             return error(404, "not_found", "OpenEnv's WebSocket is at <base>/ws")
         if request.method == "POST":
-            return self._post(route, credential, getattr(request, "body", None))
+            return self._post(route, credential, getattr(request, "body", b""))
         return self._get(route, credential, error)
 
     def _get(self, route: str, credential: Credential, error: Callable[..., Response]) -> Response:
@@ -200,7 +208,7 @@ class OpenEnvRoutes:
             {"Allow": "GET, HEAD, POST"},
         )
 
-    async def _post(self, route: str, credential: Credential, body: bytes | None) -> Response:
+    async def _post(self, route: str, credential: Credential, body: bytes) -> Response:
         """OpenEnv's `POST /reset` and `POST /step` on the credential's HTTP episode."""
         try:
             if route not in ("/reset", "/step"):

@@ -51,12 +51,21 @@ from areasync.journal.records import (
     hash_token,
     new_salt,
 )
-from areasync.journal.store import JournalStore, StoreScan
+from areasync.journal.store import (
+    MAX_SESSION_ID_CHARS,
+    SESSION_ID_RULE,
+    JournalStore,
+    StoreScan,
+    Stray,
+    is_session_id,
+)
 from areasync.journal.writer import EVERY, Durability, JournalWriter, Ticket
 
 __all__ = [
     "EVERY",
     "FORMAT_VERSION",
+    "MAX_SESSION_ID_CHARS",
+    "SESSION_ID_RULE",
     "Created",
     "Durability",
     "Ended",
@@ -76,8 +85,10 @@ __all__ = [
     "RegisteredScenario",
     "ScenarioSource",
     "StoreScan",
+    "Stray",
     "Ticket",
     "decode_journal",
     "hash_token",
+    "is_session_id",
     "new_salt",
 ]

@@ -47,7 +47,7 @@ import anyio.to_thread
 from areasync.bridge.judge import judge_link
 from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import Scenario, detach_apps
-from areasync.journal import Created, InlineScenario
+from areasync.journal import SESSION_ID_RULE, Created, InlineScenario, is_session_id
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ForkedFrom, ImportMode, Mode
 from areasync.service.auth import Tokens
@@ -56,6 +56,7 @@ from areasync.service.journals import Journals, scenario_source
 from areasync.service.judged import JudgedSimulation
 from areasync.service.making import journal_created, made_in, refused_as_data, timed
 from areasync.service.metrics import Metrics
+from areasync.service.names import fork_id
 from areasync.service.recipes import Recipe, source_text
 from areasync.service.restore import fork_inputs, fork_snapshot, forked
 from areasync.service.session import ScenarioSource, Session, session_id_for
@@ -213,7 +214,7 @@ class SessionRegistry:
         finally:
             self._importing -= 1
         kept: KeptSource = (source.recipe.scenario, source.recipe.scenario_json, "")
-        session = self._open(f"{session_id}-fork", sim, source.oracle, kept, inputs[1])
+        session = self._open(fork_id(session_id, self._taken), sim, source.oracle, kept, inputs[1])
         session.forked_from = ForkedFrom(session_id=session_id, seq=sim.log.seq)
         if snapshot is not None and session.snapshots is not None:
             session.snapshots.inherit(snapshot, fork_s)
@@ -308,9 +309,18 @@ class SessionRegistry:
         kept: KeptSource,
         import_mode: ImportMode | str | None,
     ) -> Session:
-        """A new session of `sim` (new id, tokens and epoch), journaled, running."""
+        """A new session of `sim` (new id, tokens and epoch), journaled, running; or, for an id
+        that could not name its journal and URL, an `invalid_field` before anything is
+        registered (and `sim`'s directories removed)."""
         assert self._task_group is not None
         sid = self._unique(wanted)
+        if not is_session_id(sid):
+            sim.sandbox.remove_directories()
+            raise ProtocolError(
+                ErrorCode.INVALID_FIELD,
+                f"the session id {sid[:140]!r} is not valid (session ids are {SESSION_ID_RULE}); "
+                "nothing was created: choose another id",
+            )
         session = Session(
             sid,
             sim,
@@ -391,14 +401,18 @@ class SessionRegistry:
             )
 
     def _unique(self, wanted: str) -> str:
-        # An id with a journal on disk is taken too (an earlier run's session, ended or not).
-        taken = self.journals.taken if self.journals is not None else ()
-        if wanted not in self.sessions and wanted not in taken:
+        if not self._taken(wanted):
             return wanted
         n = 2
-        while f"{wanted}-{n}" in self.sessions or f"{wanted}-{n}" in taken:
+        while self._taken(f"{wanted}-{n}"):
             n += 1
         return f"{wanted}-{n}"
+
+    def _taken(self, session_id: str) -> bool:
+        # An id with a journal on disk is taken too (an earlier run's session, ended or not).
+        return session_id in self.sessions or (
+            self.journals is not None and session_id in self.journals.taken
+        )
 
     # -- ending ------------------------------------------------------------------------------
 

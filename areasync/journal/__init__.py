@@ -38,7 +38,13 @@ from areasync.journal.errors import (
     JournalVersionError,
     JournalWriteError,
 )
-from areasync.journal.format import FORMAT_VERSION, Journal, JournalDecoder, decode_journal
+from areasync.journal.format import (
+    FORMAT_VERSION,
+    Journal,
+    JournalDecoder,
+    decode_journal,
+    encode_record,
+)
 from areasync.journal.records import (
     Created,
     Ended,
@@ -88,6 +94,7 @@ __all__ = [
     "Stray",
     "Ticket",
     "decode_journal",
+    "encode_record",
     "hash_token",
     "is_session_id",
     "new_salt",

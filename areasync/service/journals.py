@@ -263,26 +263,30 @@ class Journals:
         as it is logged."""
         assert self.store is not None
         on_disk = self.live.pop(session.id)
-        return self._start(session, created, len(on_disk.records), journaled, task_group)
+        reopened = (len(on_disk.records), on_disk.valid_bytes)
+        return self._start(session, created, reopened, journaled, task_group)
 
     def _start(
         self,
         session: Session,
         created: Created,
-        reopened: int | None,
+        reopened: tuple[int, int] | None,
         journaled: int,
         task_group: anyio.abc.TaskGroup,
     ) -> SessionJournal:
+        """`reopened`: the records and bytes of the journal on disk, for one reopened."""
         assert self.store is not None
         journal = SessionJournal(
             self.store,
             created,
             self.durability,
             on_failure=session.journal_failed,
-            reopened=reopened,
+            reopened=None if reopened is None else reopened[0],
+            reopened_bytes=0 if reopened is None else reopened[1],
         )
         self.taken.add(session.id)
         session.journal = journal
+        session.budget.journal = journal
         session.hub.gate = journal
         journal.on_release = session.hub.release
         sim = session.sim

@@ -55,6 +55,7 @@ from areasync.service.config import ServiceConfig
 from areasync.service.journals import Journals, scenario_source
 from areasync.service.judged import JudgedSimulation
 from areasync.service.making import journal_created, made_in, refused_as_data, timed
+from areasync.service.memory import ceiling_refusal
 from areasync.service.metrics import Metrics
 from areasync.service.names import fork_id
 from areasync.service.recipes import Recipe, source_text
@@ -125,12 +126,15 @@ class SessionRegistry:
         oracle: bool | None = None,
         session_id: str | None = None,
         import_mode: ImportMode | str | None = None,
+        ceiling: bool = True,
     ) -> Session:
         """Load a scenario and start its session, all on the calling thread (a test harness's,
         say; the server uses `create_async`). Raises ProtocolError (capacity, bad scenario).
 
-        Left out, `mode`, `speed`, `oracle` and `import_mode` are the configuration's."""
-        self._admit(source)
+        Left out, `mode`, `speed`, `oracle` and `import_mode` are the configuration's.
+        `ceiling=False`: whatever the server's memory (`memory.py`; the sessions the operator
+        named at start-up)."""
+        self._admit(source, ceiling=ceiling)
         oracle = self.config.oracle if oracle is None else oracle
         started = time.perf_counter()
         with refused_as_data():
@@ -148,13 +152,14 @@ class SessionRegistry:
         oracle: bool | None = None,
         session_id: str | None = None,
         import_mode: ImportMode | str | None = None,
+        ceiling: bool = True,
     ) -> Session:
         """`create`, building the scenario in a worker thread while the event loop serves on.
 
         Imports run one at a time (a second waits for the first) and count against
         `max_sessions` while they run. Cancelled (the client left, the server shuts down), it
         waits for the thread's import to finish and starts nothing."""
-        self._admit(source)
+        self._admit(source, ceiling=ceiling)
         oracle = self.config.oracle if oracle is None else oracle
         self._importing += 1
         try:
@@ -192,7 +197,7 @@ class SessionRegistry:
             )
         inputs = fork_inputs(source, at_seq, at_time)
         assert source.recipe is not None  # `fork_inputs` refuses a session without one
-        self._admit(inputs[0])
+        self._admit(inputs[0], "fork")
         self._importing += 1
         try:
             snapshot = await fork_snapshot(source, at_seq, at_time)
@@ -244,10 +249,16 @@ class SessionRegistry:
 
         return build
 
-    def _admit(self, source: ScenarioSource) -> None:
-        """Refuse a scenario the server has no room for, or too large to parse."""
+    def _admit(
+        self, source: ScenarioSource, what: str = "new session", *, ceiling: bool = True
+    ) -> None:
+        """Refuse a scenario the server has no room for (sessions; memory, `memory.py`, unless
+        not `ceiling`), or too large to parse."""
         if self._task_group is None:
             raise RuntimeError("the registry is not bound to a task group: start the service")
+        full = ceiling_refusal(self.config.memory_limit, what) if ceiling else None
+        if full is not None:
+            raise full
         live = len(self.live())
         if live + self._importing >= self.config.max_sessions:
             being = f" and imports {self._importing} more" if self._importing else ""

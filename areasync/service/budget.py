@@ -13,10 +13,9 @@ has three bounds over its life, `ServiceConfig` fields and `areasync serve` opti
 - memory (`max_session_memory_bytes`): what it holds that grows with use, its records and its
   stream items, weighed as their JSON text plus `VALUE_BYTES` per value in it (`weight`). An
   estimate that costs one encoding, not the Python heap itself: a long string costs about its
-  length either way, but 100,000 short strings in one argument hold ~17 times their encoded
-  bytes, which the per-value charge brings within a small factor (RELIABILITY.md gives the
-  ratios measured). The snapshots a session keeps for forks have their own bound
-  (`SnapshotPolicy`).
+  length either way, but many short values hold many times their encoded bytes, which the
+  per-value charge brings close (RELIABILITY.md gives the ratios measured). The snapshots a
+  session keeps for forks have their own bound (`SnapshotPolicy`).
 
 And one per request (`max_call_bytes`): the frame of one `call_tool` or `send_user_message`.
 

@@ -2,10 +2,10 @@
 
 Every session holds its records, its stream and its snapshots for its life, and up to
 `keep_ended` ended ones are kept for replay: a server admitting sessions up to `max_sessions`
-may need more memory than the machine has (a fork of a 10,000-event session is about 85 MB),
-and a host that swaps serves every session badly. So admission (`create_session`,
+may need more memory than the machine has (RELIABILITY.md, section 7), and a host that swaps
+serves every session badly. So admission (`create_session`,
 `fork_session`, an OpenEnv reset: all through `SessionRegistry._admit`) reads the process's
-resident memory (`/proc/self/statm`: one small read, a few microseconds) and refuses with
+resident memory (`/proc/self/statm`: one small read) and refuses with
 `capacity` at or above `ServiceConfig.memory_limit` (`areasync serve --memory-limit`), before
 anything is built. Sessions already running go on: the per-session bounds (`budget.py`) bound
 what each may still grow.

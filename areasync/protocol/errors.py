@@ -8,16 +8,6 @@ live here, in one place, and never change meaning once published.
 Error codes (``error.code``). ``retryable`` means: the same request may succeed if sent again
 later, unchanged. Everything else needs a different request (or different credentials).
 
-WebSocket close codes areasync uses.
-
-Errors are data: a request that fails gets an ``error`` frame and the connection stays open;
-only a broken connection contract (bad credentials, a slow consumer, an oversized frame) closes
-the socket, with one of the close codes below. Both sets are part of the wire contract, so they
-live here, in one place, and never change meaning once published.
-
-Error codes (``error.code``). ``retryable`` means: the same request may succeed if sent again
-later, unchanged. Everything else needs a different request (or different credentials).
-
 ======================  =========  ===========================================================
 code                    retryable  meaning
 ======================  =========  ===========================================================

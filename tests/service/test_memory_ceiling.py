@@ -7,10 +7,12 @@ the operator names at start-up start whatever it says.
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
-from areasync.protocol import CreateSession, ErrorCode, Role
+from areasync.protocol import CreateSession, Error, ErrorCode, Role
 from areasync.protocol.frames import ForkSession
 from areasync.service.memory import (
     DEFAULT_FRACTION,
@@ -25,24 +27,25 @@ from tests.service.support import TUTORIAL, WAIT, attach, serving
 AT_THE_CEILING = 1  # bytes: every process is above it
 
 
-async def test_create_session_at_the_memory_ceiling_is_capacity_naming_the_option() -> None:
+async def refused_at_the_ceiling(kind: type[Any], **fields: Any) -> Error:
+    """An admin's `kind` request to a server at its ceiling: its error (nothing was created)."""
     async with (
         serving(memory_limit=AT_THE_CEILING) as service,
         attach(service, Role.ADMIN) as admin,
     ):
-        error = await admin.fail(CreateSession, scenario=TUTORIAL)
+        error = await admin.fail(kind, **fields)
         assert list(service.registry.sessions) == [TUTORIAL]
+    return error
+
+
+async def test_create_session_at_the_memory_ceiling_is_capacity_naming_the_option() -> None:
+    error = await refused_at_the_ceiling(CreateSession, scenario=TUTORIAL)
     assert error.code == ErrorCode.CAPACITY and error.retryable
     assert "ceiling" in error.message and "--memory-limit" in error.message
 
 
 async def test_fork_session_at_the_memory_ceiling_is_capacity() -> None:
-    async with (
-        serving(memory_limit=AT_THE_CEILING) as service,
-        attach(service, Role.ADMIN) as admin,
-    ):
-        error = await admin.fail(ForkSession, session_id=TUTORIAL)
-        assert list(service.registry.sessions) == [TUTORIAL]
+    error = await refused_at_the_ceiling(ForkSession, session_id=TUTORIAL)
     assert error.code == ErrorCode.CAPACITY and "no fork" in error.message
 
 

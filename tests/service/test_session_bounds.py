@@ -117,9 +117,15 @@ async def test_a_journal_past_its_bound_is_refused_more_input_and_stays_within_i
     assert on_disk <= bound + 200  # the journal's preamble is not counted
 
 
-async def test_a_call_whose_records_would_pass_the_memory_bound_is_refused() -> None:
+async def held_once_an_agent_attached() -> int:
+    """What the tutorial weighs in memory once its agent attached (the same every time with
+    the same seed): where a memory bound is set from."""
     async with serving(seed=SEED) as service, attach(service, Role.AGENT):
-        held = used(tutorial(service), "max_session_memory_bytes")
+        return used(tutorial(service), "max_session_memory_bytes")
+
+
+async def test_a_call_whose_records_would_pass_the_memory_bound_is_refused() -> None:
+    held = await held_once_an_agent_attached()
     async with (
         serving(seed=SEED, max_session_memory_bytes=held + 1000) as service,
         attach(service, Role.AGENT) as agent,
@@ -131,8 +137,7 @@ async def test_a_call_whose_records_would_pass_the_memory_bound_is_refused() -> 
 
 
 async def test_a_session_past_its_memory_bound_on_its_own_is_stopped_naming_it() -> None:
-    async with serving(seed=SEED) as service, attach(service, Role.AGENT):
-        held = used(tutorial(service), "max_session_memory_bytes")
+    held = await held_once_an_agent_attached()
     async with (
         serving(seed=SEED, max_session_memory_bytes=held + 400) as service,
         attach(service, Role.AGENT) as agent,

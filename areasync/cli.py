@@ -54,6 +54,17 @@ MANUAL_RUN = (
 )
 
 
+def memory_limit(text: str) -> int | str:
+    """argparse type of --memory-limit: bytes (`service.memory.parse_memory_limit`), or "none"."""
+    from areasync.service.memory import parse_memory_limit
+
+    try:
+        value = parse_memory_limit(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return "none" if value is None else value
+
+
 def port_number(text: str) -> int:
     """argparse type of --port: an integer 0-65535."""
     try:
@@ -234,6 +245,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--max-sessions", type=int, default=64, help="live sessions at most (default 64)"
     )
+    serve.add_argument(
+        "--memory-limit",
+        type=memory_limit,
+        default=None,
+        metavar="SIZE",
+        help="the server's resident memory at which create_session, fork_session and OpenEnv "
+        "resets are refused with capacity: 4G, 512M, 75%% (of the machine's memory), or none "
+        "(default: 75%% of the machine's memory or its container's limit, whichever is lower)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     add_durability_options(serve)
     add_cluster_options(serve)
@@ -288,6 +308,18 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     ("max_frame_bytes", int, "largest client frame, in bytes"),
     ("max_scenario_bytes", int, "largest inline create_session scenario, in bytes of JSON"),
     ("max_file_bytes", int, "largest file a session's tools may read (attachment, document)"),
+    ("max_call_bytes", int, "largest call_tool or send_user_message frame, in bytes"),
+    (
+        "max_session_input_bytes",
+        int,
+        "bytes of input (tool calls, user messages, controls) one session may take in its life",
+    ),
+    ("max_session_journal_bytes", int, "bytes one session's journal may hold"),
+    (
+        "max_session_memory_bytes",
+        int,
+        "bytes of records and stream items one session may hold (weighed: see RELIABILITY.md)",
+    ),
     ("rate", float, "requests per second per connection (token bucket refill)"),
     ("burst", int, "requests a connection may make at once (token bucket size)"),
     ("rate_strikes", int, "rate_limited refusals (forgiven at rate/10 per s), then 4029"),
@@ -357,6 +389,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             lease_timeout=args.lease_timeout,
             lease_policy=LeasePolicy(args.lease_policy),
             max_sessions=args.max_sessions,
+            **_memory_limit(args.memory_limit),
             judge_model=args.judge_model,
             judge_provider=args.judge_provider,
             judge_endpoint=args.judge_endpoint,
@@ -386,6 +419,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"areasync serve: {failure}", file=sys.stderr)
     return 2 if failures else 0
+
+
+def _memory_limit(given: int | str | None) -> dict[str, Any]:
+    """`memory_limit` for ServiceConfig: left out for its default, None for "none"."""
+    if given is None:
+        return {}
+    return {"memory_limit": None if given == "none" else int(given)}
 
 
 def _default_mode(scenarios: list[str] | None) -> str:

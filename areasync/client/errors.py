@@ -172,6 +172,14 @@ class InterruptedControlError(AreasyncError):
     code = ErrorCode.INTERRUPTED.value
 
 
+class SessionLimitExceededError(AreasyncError):
+    """The request would take its session past one of its bounds over its life (input bytes,
+    journal bytes, bytes held in memory); the message names the bound and the server option
+    that raises it. Nothing ran; the session goes on."""
+
+    code = ErrorCode.SESSION_LIMIT_EXCEEDED.value
+
+
 # -- raised by the client itself ------------------------------------------------------------
 
 
@@ -233,6 +241,7 @@ _CLASSES: Final[dict[str, type[AreasyncError]]] = {
         InternalError,
         ReplayUnavailableError,
         InterruptedControlError,
+        SessionLimitExceededError,
     )
 }
 assert set(_CLASSES) == {code.value for code in ErrorCode}, "every ErrorCode needs a class"

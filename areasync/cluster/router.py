@@ -10,8 +10,11 @@ session lives now.
 The map. `where` maps a session id to the node holding it. It is rebuilt at start from every
 host (`Host.session_ids`), filled by `create_session` (placed on the least loaded host,
 `placement.py`), and looked up from the hosts again on a miss (a session an admin created
-through a node's own protocol). Nothing in it needs to survive the router: a new router
-rebuilds it from the hosts, and restores the live journals no host holds.
+through a node's own protocol). Misses share one round of questions (concurrent lookups wait
+for the same refresh), and an id no host held is remembered for a few seconds (`misses.py`): a
+flood of handshakes for made-up ids asks the hosts once per id, not once per handshake. Nothing
+in it needs to survive the router: a new router rebuilds it from the hosts, and restores the
+live journals no host holds.
 
 Node loss. Every `check_interval` the router asks each host for its load. A host whose call
 fails with `RayActorError` is dead: Ray says so only once the actor's node or process is gone
@@ -51,6 +54,7 @@ from ray.exceptions import RayActorError
 from websockets.asyncio.server import Server, ServerConnection, serve
 
 from areasync.cluster.host import HostLink
+from areasync.cluster.misses import Misses
 from areasync.cluster.nodes import alive_nodes, start_host
 from areasync.cluster.placement import least_loaded, spread
 from areasync.cluster.routes import Routes
@@ -90,6 +94,11 @@ class Router:
         self.admin_token = config.admin_token or ""
         self.hosts: dict[str, HostLink] = {}
         self.where: dict[str, str] = {}  # session id -> node id
+        # Ids no host held when last asked (`misses.py`), and how many times every host was
+        # asked for its sessions (`refresh_map`).
+        self.misses = Misses()
+        self.map_refreshes = 0
+        self._refreshing: asyncio.Task[bool] | None = None  # the refresh misses share
         self.restoring: set[str] = set()  # sessions of a lost node, not yet restored
         # Restores asked of a host and not answered yet (session id -> node id): never given
         # to another host meanwhile, even when the answer takes longer than `call_timeout`
@@ -230,21 +239,35 @@ class Router:
         link.load.live += 1
         session_id = answer["session_id"]
         self.where[session_id] = node
+        self.misses.discard(session_id)
         created = {**answer, "url": self.ws_url(session_id), "node": node}
         if link.info.gaia2_base is not None:  # its node's adapter, the user's token (a banner's)
             created["gaia2_url"] = adapter_url(link.info.gaia2_base, answer["tokens"]["user"])
         return created
 
     async def locate(self, session_id: str) -> HostLink | None:
-        """The host holding `session_id`, asking every host once on a miss."""
+        """The host holding `session_id`, asking every host once on a miss (a refresh under
+        way serves it too); None if none does. An id every host said it does not hold asks
+        nobody again for a while (`misses.py`)."""
         node = self.where.get(session_id)
         if node is None or node not in self.hosts:
-            await self.refresh_map()
+            if session_id in self.misses:
+                return None
+            complete = await self._shared_refresh()
             node = self.where.get(session_id)
+            if node is None and complete:
+                self.misses.add(session_id)
         return None if node is None else self.hosts.get(node)
+
+    async def _shared_refresh(self) -> bool:
+        """`refresh_map`, or the one under way: concurrent misses ask the hosts once."""
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.ensure_future(self.refresh_map())
+        return await asyncio.shield(self._refreshing)
 
     async def refresh_map(self) -> bool:
         """Ask every host which sessions it holds; False if one did not answer."""
+        self.map_refreshes += 1
         links = list(self.hosts.values())
         answers = await asyncio.gather(
             *(self.call(link.actor.session_ids.remote()) for link in links),
@@ -257,6 +280,7 @@ class Router:
                 continue
             for session_id in ids:
                 self.where[session_id] = link.node_id
+                self.misses.discard(session_id)
         return complete
 
     # -- node loss ---------------------------------------------------------------------------

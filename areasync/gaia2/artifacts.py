@@ -94,14 +94,20 @@ def run_dir(output_dir: Path, run: Run) -> Path:
 
 
 def sim_time(t: float) -> str:
-    """Simulated epoch seconds as gaia2-cli's `sim_t` (UTC, to the second)."""
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    """Simulated epoch seconds as gaia2-cli's `sim_t` (UTC, to the second); a time no calendar
+    holds (a trace's 1e300) as its number."""
+    try:
+        return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):
+        return str(t)
 
 
 def iso_time(t: float) -> str:
-    return (
-        datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    )
+    try:
+        moment = datetime.fromtimestamp(t, tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        return str(t)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _relative(path: Path | None, output_dir: Path) -> str | None:

@@ -19,6 +19,10 @@ allowed by its hash in a Content-Security-Policy that allows nothing else, so no
 run even if something slipped through. Every text from the run (scenario texts, LLM outputs,
 tool results: all untrusted) is HTML-escaped.
 
+The directory is read as untrusted input (`runs.py`): a row of `output.jsonl` that is not one of
+ARE's is skipped and listed at the top of the index, and no trace outside the directory is
+opened.
+
 `python -m areasync.gaia2.report OUTPUT_DIR` writes gaia2-cli's artifacts
 (`areasync.gaia2.artifacts`) and this report in one pass over the traces, and prints the
 report's file URL; `--no-artifacts` writes the report alone.
@@ -473,7 +477,12 @@ def pass_rates(rows: Sequence[Row]) -> tuple[dict[str, Tally], Tally]:
     return dict(sorted(splits.items())), overall
 
 
-def render_index(output_dir: Path, rows: Sequence[Row], stats: dict[str, Any] | None) -> str:
+def render_index(
+    output_dir: Path,
+    rows: Sequence[Row],
+    stats: dict[str, Any] | None,
+    skipped: Sequence[str] = (),
+) -> str:
     rows = sorted(rows, key=lambda r: (r.split or "", r.scenario_id, r.run_number or 0))
     splits, overall = pass_rates(rows)
     models = sorted({row.model for row in rows if row.model})
@@ -483,6 +492,13 @@ def render_index(output_dir: Path, rows: Sequence[Row], stats: dict[str, Any] | 
         + (f" · model {h(', '.join(models))}" if models else "")
         + f" · pass rate {h(rate_text(overall))}</p>",
     ]
+    if skipped:
+        body.append(
+            f'<p class="notice">{len(skipped)} line(s) of output.jsonl are not result rows of '
+            "ARE's and were skipped:</p><ul>"
+            + "".join(f"<li>{_pre(why)}</li>" for why in skipped)
+            + "</ul>"
+        )
     counted = ((stats or {}).get("statistics") or {}).get("global", {}).get("total_runs")
     if isinstance(counted, int) and counted != len(rows):
         body.append(
@@ -542,7 +558,8 @@ def write_report(output_dir: Path, *, artifacts: bool = False) -> Path:
     output_dir = Path(output_dir)
     rows: list[Row] = []
     results: list[tuple[Path, dict[str, Any]]] = []
-    for run in iter_runs(output_dir):
+    skipped: list[str] = []
+    for run in iter_runs(output_dir, skipped):
         folder = run_dir(output_dir, run)
         folder.mkdir(parents=True, exist_ok=True)
         if artifacts:
@@ -574,7 +591,9 @@ def write_report(output_dir: Path, *, artifacts: bool = False) -> Path:
     if artifacts:
         write_results(results)
     index = output_dir / INDEX_HTML
-    index.write_text(render_index(output_dir, rows, read_stats(output_dir)), encoding="utf-8")
+    index.write_text(
+        render_index(output_dir, rows, read_stats(output_dir), skipped), encoding="utf-8"
+    )
     return index
 
 

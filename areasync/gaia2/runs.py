@@ -25,6 +25,13 @@ the lite trace). Nothing here imports ARE: the files are plain JSON.
 A run's split is the Gaia2 capability (`execution`, `search`, ... the names of ARE's dataset
 configs) among its scenario's tags; else the dataset config, when `benchmark_stats.json` names
 only one; else none.
+
+What is read is not trusted: an output directory may come from anyone. Each `output.jsonl` row
+is decoded as an `OutputRow` (strict JSON, typed, bounded: a `run_number` of `Infinity` or
+`1e400` is refused, not an overflow); a row that is not one is reported (`iter_runs`' `skipped`,
+and a warning) and skipped, and the other runs are read. A row's `trace_id` is opened only if it
+names a file inside the output directory (`_inside`): `../../etc/passwd` or an absolute path
+elsewhere is reported on the run instead. Numbers read from traces are taken only when finite.
 """
 
 from __future__ import annotations
@@ -32,11 +39,14 @@ from __future__ import annotations
 import ast
 import json
 import logging
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +65,34 @@ SUCCESS, FAILED, EXCEPTION, NO_VALIDATION = "success", "failed", "exception", "n
 
 class OutputDirError(ValueError):
     """The directory holds no ARE benchmark output (or holds it unreadably)."""
+
+
+# Bounds on what a row may hold: ARE numbers runs from 1 (`--num_runs`, a handful), and ids and
+# texts of a real run are far below these.
+MAX_RUN_NUMBER = 1_000_000
+MAX_ID_CHARS = 1024
+Text = Annotated[str, msgspec.Meta(max_length=1_000_000)]
+
+
+class RowMetadata(msgspec.Struct, kw_only=True):
+    """`output.jsonl`'s `metadata` (ARE's `_export_benchmark_result_jsonl`), as far as it is
+    read; other fields are ignored."""
+
+    run_number: Annotated[int, msgspec.Meta(ge=0, le=MAX_RUN_NUMBER)] | None = None
+    status: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    has_exception: bool = False
+    exception_type: Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)] | None = None
+    exception_message: Text | None = None
+    rationale: Text | None = None
+
+
+class OutputRow(msgspec.Struct, kw_only=True):
+    """One `output.jsonl` row: a scenario run's verdict and where its trace is."""
+
+    task_id: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_CHARS)]
+    trace_id: Annotated[str, msgspec.Meta(max_length=4096)] | None = None
+    score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] | None = None
+    metadata: RowMetadata = msgspec.field(default_factory=RowMetadata)
 
 
 @dataclass(frozen=True)
@@ -150,23 +188,27 @@ def _read_json(path: Path) -> Any:
         raise OutputDirError(f"cannot read {path}: {error}") from error
 
 
-def read_output_rows(output_dir: Path) -> list[dict[str, Any]]:
-    """`output.jsonl`'s rows (none if ARE did not write it)."""
+_decode_row = msgspec.json.Decoder(OutputRow).decode
+
+
+def read_output_rows(output_dir: Path, skipped: list[str] | None = None) -> list[OutputRow]:
+    """`output.jsonl`'s rows (none if ARE did not write it); each line that is not a row of
+    ARE's is logged, added to `skipped` (what was wrong with it, where) and left out."""
     path = output_dir / OUTPUT_JSONL
     if not path.is_file():
         return []
     rows = []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except ValueError as error:
-                raise OutputDirError(f"{path}, line {number}: not JSON ({error})") from error
-            if not isinstance(row, dict) or "task_id" not in row:
-                raise OutputDirError(f"{path}, line {number}: not a result of ARE's (no task_id)")
-            rows.append(row)
+                rows.append(_decode_row(line))
+            except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                why = f"{path}, line {number}: skipped, not a result row of ARE's ({error})"
+                logger.warning("%s", why)
+                if skipped is not None:
+                    skipped.append(why)
     return rows
 
 
@@ -199,14 +241,16 @@ class _TraceFiles:
 
 
 def _trace_index(output_dir: Path) -> dict[str, _TraceFiles]:
-    """Every trace file in the directory, by run id (the file name's stem)."""
+    """Every trace file in the directory, by run id (the file name's stem); a link that leads
+    out of the directory is not one."""
     index: dict[str, _TraceFiles] = {}
     for folder, slot in ((output_dir / HF_DIR, "hf"), (output_dir / LITE_DIR, "lite")):
         if folder.is_dir():
             for path in sorted(folder.glob("*.json")):
-                setattr(index.setdefault(path.stem, _TraceFiles()), slot, path)
+                if _inside(output_dir, str(path.relative_to(output_dir))) is not None:
+                    setattr(index.setdefault(path.stem, _TraceFiles()), slot, path)
     for path in sorted(output_dir.glob("*.json")):
-        if path.name != STATS_JSON:
+        if path.name != STATS_JSON and _inside(output_dir, path.name) is not None:
             index.setdefault(path.stem, _TraceFiles()).single = path
     return index
 
@@ -260,17 +304,21 @@ def _run_number_from_name(stem: str, scenario_id: str) -> int | None:
     return None
 
 
-def iter_runs(output_dir: str | Path) -> Iterator[Run]:
-    """Every scenario run of an ARE benchmark output directory (see the module docstring)."""
+def iter_runs(output_dir: str | Path, skipped: list[str] | None = None) -> Iterator[Run]:
+    """Every scenario run of an ARE benchmark output directory (see the module docstring);
+    the `output.jsonl` rows it could not read are added to `skipped`."""
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         raise OutputDirError(
             f"{output_dir} is not a directory: give the --output_dir of a finished "
             "`areasync bench run` or `are-benchmark run`"
         )
-    rows = read_output_rows(output_dir)
+    problems: list[str] = []
+    rows = read_output_rows(output_dir, problems)
+    if skipped is not None:
+        skipped.extend(problems)
     traces = _trace_index(output_dir)
-    if not rows and not traces:
+    if not rows and not traces and not problems:
         raise OutputDirError(
             f"{output_dir} holds no ARE benchmark output (no {OUTPUT_JSONL}, no traces): give "
             "the --output_dir of a finished `areasync bench run` or `are-benchmark run`"
@@ -279,18 +327,25 @@ def iter_runs(output_dir: str | Path) -> Iterator[Run]:
     configs = dataset_configs(stats)
     claimed: set[str] = set()  # run ids without their config hash
     for row in rows:
-        trace_id = row.get("trace_id")
+        trace_id = row.trace_id
         files = _TraceFiles()
+        problems = []
         if trace_id:
-            stem = Path(str(trace_id)).stem
+            stem = Path(trace_id).stem
             claimed.add(_without_hash(stem))
             files = traces.get(stem) or files
             if files.hf is None and files.lite is None and files.single is None:
-                # A trace outside the directory (ARE's temporary directory, say).
-                outside = Path(str(trace_id))
-                if outside.is_file():
-                    files = _TraceFiles(single=outside)
-        yield _listed_run(row, files, configs)
+                named = _inside(output_dir, trace_id)
+                if named is not None:
+                    files = _TraceFiles(single=named)
+                else:
+                    problems.append(
+                        f"its trace {trace_id!r} is not a file inside {output_dir}: not opened "
+                        "(only traces under the output directory are read)"
+                    )
+        listed = _listed_run(row, files, configs)
+        listed.problems[:0] = problems
+        yield listed
     # Traces of the same scenario run under other runner settings are an earlier run's, which
     # the same folder of artifacts cannot hold as well: of those, the newest file stands.
     unlisted: dict[str, tuple[float, str]] = {}
@@ -312,20 +367,29 @@ def _without_hash(stem: str) -> str:
     return re.sub(r"_[0-9a-f]{8}$", "", stem)
 
 
-def _listed_run(row: Mapping[str, Any], files: _TraceFiles, configs: list[str]) -> Run:
-    metadata = row.get("metadata") or {}
-    score = row.get("score")
+def _inside(output_dir: Path, trace_id: str) -> Path | None:
+    """The regular file `trace_id` names (relative: to the output directory), if it is inside
+    the output directory once links and `..` are resolved; else None."""
+    try:
+        root = output_dir.resolve()
+        named = (output_dir / trace_id).resolve()  # an absolute `trace_id` stays itself
+        return named if named.is_relative_to(root) and named.is_file() else None
+    except (OSError, ValueError):  # a NUL, a loop of links
+        return None
+
+
+def _listed_run(row: OutputRow, files: _TraceFiles, configs: list[str]) -> Run:
+    metadata = row.metadata
+    score = row.score
     exception = None
-    if metadata.get("has_exception"):
-        exception = _exception_text(
-            metadata.get("exception_type"), metadata.get("exception_message")
-        )
+    if metadata.has_exception:
+        exception = _exception_text(metadata.exception_type, metadata.exception_message)
     run = Run(
-        scenario_id=str(row["task_id"]),
-        run_number=_int_or_none(metadata.get("run_number")),
-        status=str(metadata.get("status") or _status_of(score, exception)),
-        score=float(score) if isinstance(score, (int, float)) else None,
-        rationale=_rationale(metadata.get("rationale")),
+        scenario_id=row.task_id,
+        run_number=metadata.run_number,
+        status=metadata.status or _status_of(score, exception),
+        score=score,
+        rationale=_rationale(metadata.rationale),
         exception=exception,
     )
     hf_path, hf, lite_path, lite = _load_traces(files, run.problems)
@@ -440,7 +504,7 @@ def events_of(hf: Mapping[str, Any]) -> list[Event]:
             Event(
                 event_id=str(raw.get("event_id") or ""),
                 event_type=str(raw.get("event_type") or ""),
-                time=float(raw.get("event_time") or 0.0),
+                time=_float_or_none(raw.get("event_time")) or 0.0,
                 app=str(action["app"]),
                 function=str(action.get("function") or ""),
                 args={
@@ -559,14 +623,19 @@ def _status_of(score: Any, exception: str | None) -> str:
 
 
 def _int_or_none(value: Any) -> int | None:
-    try:
-        return None if value is None else int(value)
-    except (TypeError, ValueError):
+    """A whole number from a trace, if it is one within `MAX_RUN_NUMBER` (else None)."""
+    number = _float_or_none(value)
+    if number is None or number != int(number) or abs(number) > MAX_RUN_NUMBER:
         return None
+    return int(number)
 
 
 def _float_or_none(value: Any) -> float | None:
-    try:
-        return None if value is None else float(value)
-    except (TypeError, ValueError):
+    """A finite number from a trace (None for anything else: text, NaN, Infinity)."""
+    if isinstance(value, bool):
         return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None

@@ -38,7 +38,13 @@ from areasync.journal.errors import (
     JournalVersionError,
     JournalWriteError,
 )
-from areasync.journal.format import FORMAT_VERSION, Journal, JournalDecoder, decode_journal
+from areasync.journal.format import (
+    FORMAT_VERSION,
+    Journal,
+    JournalDecoder,
+    decode_journal,
+    encode_record,
+)
 from areasync.journal.records import (
     Created,
     Ended,
@@ -51,12 +57,21 @@ from areasync.journal.records import (
     hash_token,
     new_salt,
 )
-from areasync.journal.store import JournalStore, StoreScan
+from areasync.journal.store import (
+    MAX_SESSION_ID_CHARS,
+    SESSION_ID_RULE,
+    JournalStore,
+    StoreScan,
+    Stray,
+    is_session_id,
+)
 from areasync.journal.writer import EVERY, Durability, JournalWriter, Ticket
 
 __all__ = [
     "EVERY",
     "FORMAT_VERSION",
+    "MAX_SESSION_ID_CHARS",
+    "SESSION_ID_RULE",
     "Created",
     "Durability",
     "Ended",
@@ -76,8 +91,11 @@ __all__ = [
     "RegisteredScenario",
     "ScenarioSource",
     "StoreScan",
+    "Stray",
     "Ticket",
     "decode_journal",
+    "encode_record",
     "hash_token",
+    "is_session_id",
     "new_salt",
 ]

@@ -12,13 +12,23 @@ journaled, they are recomputed by replay. A session with 10,000 tool calls is 2.
 reading it back decodes about 165,000 records/s (0.06 s). No compaction now: a session's inputs are
 its whole state (replay from `Created` is the only restore there is), so nothing in a live
 journal is obsolete; compaction would need a snapshot of the simulation, which ARE does not
-offer. Ended sessions are removed whole by `remove_ended_older_than`.
+offer. Ended sessions are removed whole by `remove_ended_older_than`; the service bounds each
+journal's size (`ServiceConfig.max_session_journal_bytes`).
+
+What the store reads. `sessions/` is the operator's directory too: files get copied, renamed,
+left behind. Only a regular file named `<session id>.journal` (`is_session_id`) is read, opened
+without following a symbolic link and without blocking (a FIFO under a journal's name must not
+hang a start-up), and it must hold that very session (a journal copied under another name is
+refused, not restored as a second owner of the session in it). Every other entry is a `Stray`:
+listed with why and what to do, never read, never removed. Nothing in the directory stops the
+store: a start-up or a retention sweep skips what it cannot use and goes on.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -41,10 +51,43 @@ from areasync.journal.writer import (
     write_all,
 )
 
-__all__ = ["SUFFIX", "JournalStore", "StoreScan"]
+__all__ = [
+    "MAX_SESSION_ID_CHARS",
+    "SESSION_ID_RULE",
+    "SUFFIX",
+    "JournalStore",
+    "StoreScan",
+    "Stray",
+    "Swept",
+    "is_session_id",
+]
 
 SUFFIX = ".journal"
-_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+MAX_SESSION_ID_CHARS = 128
+"""The longest session id a journal file may be named for."""
+SESSION_ID_RULE = (
+    f"1 to {MAX_SESSION_ID_CHARS} letters, digits, '_', '-' or '.', starting with a letter or digit"
+)
+_SESSION_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_SESSION_ID_CHARS - 1}}}")
+
+
+def is_session_id(text: str) -> bool:
+    """Whether `text` may name a session's journal (`SESSION_ID_RULE`)."""
+    return _SESSION_ID.fullmatch(text) is not None
+
+
+@dataclass(frozen=True)
+class Stray:
+    """An entry of `sessions/` the store does not read (module docstring): its path, and why."""
+
+    path: Path
+    why: str
+
+    def __str__(self) -> str:
+        return (
+            f"skipped {self.path}: {self.why}; areasync neither reads nor removes it: move it "
+            f"out of {self.path.parent} to silence this"
+        )
 
 
 def _areasync_version() -> str:
@@ -60,6 +103,7 @@ class StoreScan:
 
     journals: dict[str, Journal] = field(default_factory=dict)
     refused: dict[str, JournalError] = field(default_factory=dict)
+    strays: list[Stray] = field(default_factory=list)
 
     @property
     def live(self) -> dict[str, Journal]:
@@ -69,6 +113,14 @@ class StoreScan:
             for sid, journal in self.journals.items()
             if journal.created is not None and journal.ended is None
         }
+
+
+@dataclass
+class Swept:
+    """What a retention sweep did: the ids of the journals it removed, and what it skipped."""
+
+    removed: list[str] = field(default_factory=list)
+    skipped: list[Stray | JournalError] = field(default_factory=list)
 
 
 class JournalStore:
@@ -82,32 +134,57 @@ class JournalStore:
         self.sessions.mkdir(parents=True, exist_ok=True)
 
     def path(self, session_id: str) -> Path:
-        if not _SESSION_ID.fullmatch(session_id):
+        if not is_session_id(session_id):
             raise ValueError(
-                f"session id {session_id!r} cannot name a journal file: use 1 to 128 letters, "
-                "digits, '_', '-' or '.', starting with a letter or digit"
+                f"session id {session_id!r} cannot name a journal file: use {SESSION_ID_RULE}"
             )
         return self.sessions / f"{session_id}{SUFFIX}"
 
     def session_ids(self) -> list[str]:
-        """Every journal's session id, sorted (whether or not it reads back)."""
-        return sorted(p.name[: -len(SUFFIX)] for p in self.sessions.glob(f"*{SUFFIX}"))
+        """Every journal's session id, sorted (whether or not it reads back; strays left out)."""
+        return self.entries()[0]
+
+    def strays(self) -> list[Stray]:
+        """Every entry of `sessions/` that is not a journal the store reads, and why."""
+        return self.entries()[1]
+
+    def entries(self) -> tuple[list[str], list[Stray]]:
+        """The session ids of the journals in `sessions/` (regular files named
+        `<session id>.journal`), sorted, and every other entry as a `Stray`."""
+        ids: list[str] = []
+        strays: list[Stray] = []
+        with os.scandir(self.sessions) as found:
+            for entry in found:
+                why = _stray_reason(entry)
+                if why is None:
+                    ids.append(entry.name[: -len(SUFFIX)])
+                else:
+                    strays.append(Stray(self.sessions / entry.name, why))
+        return sorted(ids), sorted(strays, key=lambda stray: stray.path.name)
 
     def read(self, session_id: str) -> Journal:
-        """Every acknowledged record of a session's journal, or a `JournalError`."""
+        """Every acknowledged record of a session's journal, or a `JournalError`: also for a
+        file that is not a regular one, cannot be read, or holds another session."""
         path = self.path(session_id)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+        journal = decode_journal(_read_regular(path), str(path))
+        created = journal.created
+        if created is not None and created.session_id != session_id:
             raise JournalStateError(
-                path, None, "no such journal", "check the session id and the --state-dir"
-            ) from None
-        return decode_journal(data, str(path))
+                path,
+                0,
+                f"it holds session {created.session_id!r}, not {session_id!r} (a copy, or a "
+                "renamed journal)",
+                f"rename it back to {created.session_id}{SUFFIX} if that session's own journal "
+                f"is gone, or move it out of {self.sessions}",
+            )
+        return journal
 
     def scan(self) -> StoreScan:
-        """Read every journal; a refused one is reported and never stops the others."""
-        scan = StoreScan()
-        for session_id in self.session_ids():
+        """Read every journal; a refused one is reported and never stops the others, and every
+        stray entry is listed."""
+        ids, strays = self.entries()
+        scan = StoreScan(strays=strays)
+        for session_id in ids:
             try:
                 scan.journals[session_id] = self.read(session_id)
             except JournalError as exc:
@@ -119,26 +196,38 @@ class JournalStore:
         self._sync_directory()
 
     def remove_ended_older_than(self, seconds: float, *, now: float | None = None) -> list[str]:
+        """`sweep`'s removed ids."""
+        return self.sweep(seconds, now=now).removed
+
+    def sweep(self, seconds: float, *, now: float | None = None) -> Swept:
         """Remove the journals of sessions that ended more than `seconds` ago (wall clock), and
-        of sessions whose creation was never acknowledged, older than that; return their ids.
-        A journal that does not read back is never removed: the operator decides."""
+        of sessions whose creation was never acknowledged, older than that. A journal that does
+        not read back, and any stray entry, is never removed (the operator decides): it is
+        listed in `skipped`."""
         cutoff = (time.time() if now is None else now) - seconds
-        removed = []
-        for session_id in self.session_ids():
-            path = self.path(session_id)
+        ids, strays = self.entries()
+        swept = Swept(skipped=list(strays))
+        for session_id in ids:
+            path = self.sessions / f"{session_id}{SUFFIX}"
             try:
-                if path.stat().st_mtime >= cutoff:
+                if path.stat(follow_symlinks=False).st_mtime >= cutoff:
                     continue  # its last write is recent, so it cannot have ended before cutoff
                 journal = self.read(session_id)
-            except (OSError, JournalError):
+            except FileNotFoundError:
+                continue  # removed meanwhile
+            except JournalError as exc:
+                swept.skipped.append(exc)
+                continue
+            except OSError as exc:
+                swept.skipped.append(Stray(path, f"cannot be examined ({exc.strerror or exc})"))
                 continue
             ended = journal.ended
             if (ended is not None and ended.wall < cutoff) or journal.created is None:
                 path.unlink(missing_ok=True)
-                removed.append(session_id)
-        if removed:
+                swept.removed.append(session_id)
+        if swept.removed:
             self._sync_directory()
-        return removed
+        return swept
 
     async def create_writer(
         self, created: Created, durability: Durability = EVERY
@@ -246,3 +335,60 @@ class JournalStore:
 
     def _sync_directory(self) -> None:
         sync_directory(self.sessions)
+
+
+def _stray_reason(entry: os.DirEntry[str]) -> str | None:
+    """Why `entry` of `sessions/` is not a journal the store reads (None: it is one)."""
+    name = entry.name
+    if not name.endswith(SUFFIX):
+        return f"not a journal: journals are named <session id>{SUFFIX}"
+    if not is_session_id(name[: -len(SUFFIX)]):
+        return (
+            f"its name is not a session id ({SESSION_ID_RULE}), so no session of areasync's "
+            "wrote it (a copy, or a renamed journal)"
+        )
+    try:
+        if entry.is_symlink():
+            return "a symbolic link: journals are regular files, read without following links"
+        if entry.is_dir(follow_symlinks=False):
+            return "a directory: journals are regular files"
+        if not entry.is_file(follow_symlinks=False):
+            return "not a regular file (a FIFO, socket or device): journals are regular files"
+    except OSError as exc:  # gone meanwhile, or unreadable metadata
+        return f"cannot be examined ({exc.strerror or exc})"
+    return None
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at `path`, opened without following a symbolic link and
+    without blocking; a `JournalStateError` for anything else."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise JournalStateError(
+            path, None, "no such journal", "check the session id and the --state-dir"
+        ) from None
+    except OSError as exc:
+        raise JournalStateError(
+            path,
+            None,
+            f"cannot be opened ({exc.strerror or exc}; a symbolic link is never followed)",
+            "make it a regular file this user may read, or move it aside",
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise JournalStateError(
+                path, None, "not a regular file", "journals are regular files: move it aside"
+            )
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read()
+    except OSError as exc:
+        raise JournalStateError(
+            path,
+            None,
+            f"cannot be read ({exc.strerror or exc})",
+            "check the disk, or move it aside",
+        ) from None
+    finally:
+        os.close(fd)

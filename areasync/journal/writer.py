@@ -181,13 +181,16 @@ class JournalWriter:
 
     def append(self, record: Record) -> Ticket:
         """Queue `record` after every earlier one; await the ticket for its durability."""
+        return self.append_frame(encode_record(record))
+
+    def append_frame(self, frame: bytes) -> Ticket:
+        """`append` for a record already encoded (`format.encode_record`)."""
         if self.broken is not None:
             raise self.broken
         if self._closing:
             raise JournalStateError(
                 self.path, None, "append after the journal was closed", "open it again to append"
             )
-        frame = encode_record(record)
         batch = self._open
         if batch is None:
             batch = _Batch(anyio.current_time())

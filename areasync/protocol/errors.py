@@ -8,32 +8,38 @@ live here, in one place, and never change meaning once published.
 Error codes (``error.code``). ``retryable`` means: the same request may succeed if sent again
 later, unchanged. Everything else needs a different request (or different credentials).
 
-==================  =========  ===============================================================
-code                retryable  meaning
-==================  =========  ===============================================================
-bad_frame           no         the frame is not a JSON object / msgpack map with a ``type``
-                               (malformed, truncated, invalid UTF-8, nested too deeply)
-unknown_type        no         ``type`` names no client frame of this protocol version
-invalid_field       no         a field is missing, has the wrong type or value, or is unknown
-unknown_tool        no         ``call_tool.tool`` names no tool of this session
-invalid_args        no         the tool exists but rejected ``args`` (missing, extra, mistyped)
-tool_failed         no         the tool ran and raised; ARE logged the failed call
-forbidden           no         this connection's role may not send this frame
-unauthorized        no         the token is missing or wrong for the requested role
-session_not_found   no         no session has this id
-session_ended       no         the session has ended; only read-only requests still work
-bad_state           no         not valid now (e.g. ``resume`` while running, request before
-                               ``hello``, a jump backwards in time)
-too_large           no         the frame or a value in it exceeds the server's size limit
-rate_limited        yes        too many requests; slow down and resend
-capacity            yes        the server is at its session or connection limit; retry later
-internal            no         a bug in areasync; the message says what failed
-replay_unavailable  no         the stream after ``hello.since`` cannot be replayed (``since``
-                               is ahead of the stream); reconnect without ``since``
-interrupted         no         a ``jump``/``tick`` gave way to a ``stop`` before it was done: what
-                               it fired stays fired, the clock rests where it got to (the
-                               message says how far); the session is ending
-==================  =========  ===============================================================
+======================  =========  ===========================================================
+code                    retryable  meaning
+======================  =========  ===========================================================
+bad_frame               no         the frame is not a JSON object / msgpack map with a ``type``
+                                   (malformed, truncated, invalid UTF-8, nested too deeply)
+unknown_type            no         ``type`` names no client frame of this protocol version
+invalid_field           no         a field is missing, has the wrong type or value, or is unknown
+unknown_tool            no         ``call_tool.tool`` names no tool of this session
+invalid_args            no         the tool exists but rejected ``args`` (missing, extra, mistyped)
+tool_failed             no         the tool ran and raised; ARE logged the failed call
+forbidden               no         this connection's role may not send this frame
+unauthorized            no         the token is missing or wrong for the requested role
+session_not_found       no         no session has this id
+session_ended           no         the session has ended; only read-only requests still work
+bad_state               no         not valid now (e.g. ``resume`` while running, request before
+                                   ``hello``, a jump backwards in time)
+too_large               no         the frame or a value in it exceeds the server's size limit
+rate_limited            yes        too many requests; slow down and resend
+capacity                yes        the server is at its session, connection or memory limit; retry
+                                   later
+internal                no         a bug in areasync; the message says what failed
+replay_unavailable      no         the stream after ``hello.since`` cannot be replayed (``since``
+                                   is ahead of the stream); reconnect without ``since``
+interrupted             no         a ``jump``/``tick`` gave way to a ``stop`` before it was done:
+                                   what it fired stays fired, the clock rests where it got to
+                                   (the message says how far); the session is ending
+session_limit_exceeded  no         the request would take its session past one of its bounds over
+                                   its life (input bytes, journal bytes, bytes held in memory); the
+                                   message names the bound, its value and the server option that
+                                   raises it; nothing ran, and the session goes on (``stop`` is
+                                   always accepted)
+======================  =========  ===========================================================
 
 WebSocket close codes (``CloseCode``). 1000-1015 are the standard codes of RFC 6455; the
 4000-4999 range is ours and mirrors the HTTP status of the same meaning (4001 ~ 401, ...).
@@ -97,6 +103,7 @@ class ErrorCode(enum.StrEnum):
     INTERNAL = "internal"
     REPLAY_UNAVAILABLE = "replay_unavailable"
     INTERRUPTED = "interrupted"
+    SESSION_LIMIT_EXCEEDED = "session_limit_exceeded"
 
     @property
     def retryable(self) -> bool:

@@ -16,6 +16,7 @@ from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
 from areasync.journal import Durability
 from areasync.policies import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 from areasync.protocol.frames import ImportMode, Mode
+from areasync.service.memory import default_memory_limit
 from areasync.service.origin import normalize_hosts, normalize_origins
 
 
@@ -112,6 +113,21 @@ class ServiceConfig:
     # An inline scenario (`create_session.scenario_json`) above this many bytes of JSON text
     # gets `too_large` before it is parsed; the connection stays open.
     max_scenario_bytes: int = 8 * 1024 * 1024
+    # What one session may take over its life (budget.py; RELIABILITY.md says why these
+    # defaults). One `call_tool` or `send_user_message` frame above `max_call_bytes` gets
+    # `too_large`; a request that would take its session past its bytes of input (tool calls,
+    # user messages, controls), of journal, or of records and stream items held in memory gets
+    # `session_limit_exceeded` (nothing runs, the connection and the session go on); a session
+    # that gets past one on its own (a tool's large result, realtime ticks) is stopped, the
+    # bound named in its `ended.reason`.
+    max_call_bytes: int = 1024 * 1024
+    max_session_input_bytes: int = 16 * 1024 * 1024
+    max_session_journal_bytes: int = 64 * 1024 * 1024
+    max_session_memory_bytes: int = 128 * 1024 * 1024
+    # The server's resident memory at which it starts no new session or fork (`capacity`;
+    # memory.py): by default 3/4 of the machine's memory or of its control group's limit.
+    # None: no ceiling.
+    memory_limit: int | None = dataclasses.field(default_factory=default_memory_limit)
     # The largest file a session's code may open for reading, in bytes (an attachment, a
     # document read from its Files app; `areasync.bridge.sandbox`): a larger one is refused,
     # and the tool call fails saying so. 0 refuses every non-empty file.
@@ -277,6 +293,13 @@ class ServiceConfig:
                 f"seed must be a whole number from 0 to 2**63-1 (or None: random), got "
                 f"{self.seed!r}"
             )
+        if self.memory_limit is not None and not (
+            isinstance(self.memory_limit, int) and self.memory_limit > 0
+        ):
+            problems.append(
+                f"memory_limit must be a number of bytes > 0 (or None: no ceiling), got "
+                f"{self.memory_limit!r}"
+            )
         if self.rate is not None and self.rate <= 0:
             problems.append(f"rate must be > 0 requests per second (or None), got {self.rate}")
         return problems
@@ -320,6 +343,10 @@ _AT_LEAST_ONE = (
     "max_connections_per_session",
     "max_frame_bytes",
     "max_scenario_bytes",
+    "max_call_bytes",
+    "max_session_input_bytes",
+    "max_session_journal_bytes",
+    "max_session_memory_bytes",
     "burst",
     "rate_strikes",
     "max_pending_hellos",

@@ -14,7 +14,8 @@ What it decides:
   session with room for it (hello.py: one table of refusals and their close codes),
   replaying from `since` when that is in the stream;
 - the gate: once open, every frame is checked for size, decoding, the rate limit, the role
-  (roles.py) and the session's state before anything runs;
+  (roles.py), the session's state and, for a request that adds to the session, its bounds
+  (budget.py) before anything runs;
 - the lane a request runs in (inline, aside for `SystemApp__wait_for_notification`, aside with
   read-ahead for a long control: preempt.py);
 - the error each failure is answered with (`error_for`).
@@ -285,7 +286,7 @@ class ConnectionCore:
         if self._bucket is not None and not self._bucket.take():
             return self._rate_limited(frame)
         try:
-            return [self._dispatch(frame)]
+            return [self._dispatch(frame, len(data))]
         except ProtocolError as exc:
             return [self._error(exc, frame)]
 
@@ -308,8 +309,8 @@ class ConnectionCore:
         )
         return [self._error(error)]
 
-    def _dispatch(self, frame: ClientFrame) -> Action:
-        """The gate, then what to do with a frame that passed it."""
+    def _dispatch(self, frame: ClientFrame, size: int) -> Action:
+        """The gate, then what to do with a frame (of `size` bytes) that passed it."""
         session = self.session
         role = self.role
         assert session is not None and role is not None
@@ -327,6 +328,10 @@ class ConnectionCore:
                 f"session {session.id!r} has ended ({session.sim.state}): only list_tools, "
                 "get_state and ping still work; create a new session to go on",
             )
+        if kind in roles.MUTATING:
+            refusal = session.budget.refusal(frame, size)  # its bounds (budget.py)
+            if refusal is not None:
+                raise refusal
         match frame:
             case Hello():
                 raise ProtocolError(

@@ -53,6 +53,7 @@ from areasync.journal import (
     JournalWriter,
     Record,
     Ticket,
+    encode_record,
 )
 from areasync.simulation.records import InputRecord
 
@@ -61,11 +62,11 @@ logger = logging.getLogger("areasync.service")
 
 @dataclass
 class _Entry:
-    """A record appended and not yet known durable; `ticket` is None until the writer exists
-    (records logged while the journal file is being created wait for it)."""
+    """A record appended (encoded: `frame`) and not yet known durable; `ticket` is None until
+    the writer exists (records logged while the journal file is being created wait for it)."""
 
     seq: int
-    record: Record
+    frame: bytes
     ticket: Ticket | None = None
 
 
@@ -80,6 +81,7 @@ class SessionJournal:
         *,
         on_failure: Callable[[JournalWriteError], None],
         reopened: int | None = None,
+        reopened_bytes: int = 0,
     ) -> None:
         self.store = store
         self.created = created
@@ -93,11 +95,16 @@ class SessionJournal:
         self.opened = anyio.Event()  # `Created` is durable, or the journal failed
         self.finished = anyio.Event()  # `run()` is over: everything durable, or failed
         # `Created` gates everything: no item of a session is shown before it durably exists.
-        self._entries: collections.deque[_Entry] = collections.deque([_Entry(0, created)])
+        first = _Entry(0, encode_record(created))
+        self._entries: collections.deque[_Entry] = collections.deque([first])
+        # Bytes of the records appended (`Created` included): what the journal's size bound
+        # (`ServiceConfig.max_session_journal_bytes`) counts.
+        self.bytes = len(first.frame)
         self.reopened = reopened
         if reopened is not None:  # its records are on disk already, `Created` first
             self._entries.clear()
             self.appended = reopened
+            self.bytes = reopened_bytes
         self._wake = anyio.Event()
         self._ending = False
 
@@ -125,14 +132,15 @@ class SessionJournal:
     def _add(self, seq: int, record: Record) -> None:
         if self.error is not None or self._ending:
             return  # the journal failed, or closed: the session takes no input anyway
-        entry = _Entry(seq, record)
+        entry = _Entry(seq, encode_record(record))
         if self.writer is not None:
             # Broken by a sync `run()` has not reported yet: it will, from the ticket that
             # failed first. This record stays pending, so the gate stays shut before it.
             with contextlib.suppress(JournalError):
-                entry.ticket = self.writer.append(record)
+                entry.ticket = self.writer.append_frame(entry.frame)
         self._entries.append(entry)
         self.appended += 1
+        self.bytes += len(entry.frame)
         self._wake.set()
 
     # -- the gate ----------------------------------------------------------------------------
@@ -187,7 +195,7 @@ class SessionJournal:
         if self.reopened is None:
             self._entries.popleft()  # `Created`, durable with the file
         for entry in self._entries:  # logged while the file was being created
-            entry.ticket = writer.append(entry.record)
+            entry.ticket = writer.append_frame(entry.frame)
         self.opened.set()
         self.on_release()
         try:

@@ -17,6 +17,9 @@
   `AREASYNC_TOKEN`) replaces it.
 - Retention: the journals of sessions that ended more than `retention` seconds ago are removed
   at start-up and then every `retention / 4` (at most hourly), in a worker thread.
+- Whatever else is in `sessions/` (a copy, a renamed or damaged journal, a directory, a link:
+  `JournalStore`'s strays and refusals) is skipped, at start-up and by every sweep, each entry
+  logged once with why and what to do; it never stops the server.
 
 All disk access here runs in worker threads, never on the event loop.
 """
@@ -44,6 +47,7 @@ from areasync.journal import (
     JournalStore,
     RegisteredScenario,
     ScenarioSource,
+    Stray,
     hash_token,
     new_salt,
 )
@@ -85,6 +89,7 @@ class Journals:
         self.ended: dict[str, Journal] = {}
         self.keep_ended = config.keep_ended
         self.refused: dict[str, str] = {}  # journals that do not read back, and why
+        self._reported: set[str] = set()  # entries of `sessions/` skipped and logged already
 
     # -- start-up ----------------------------------------------------------------------------
 
@@ -109,15 +114,16 @@ class Journals:
         self.live = dict(scan.live)
         self.ended = recently_ended(scan.journals, self.keep_ended)
         self.refused = {sid: str(error) for sid, error in scan.refused.items()}
-        for error in self.refused.values():
-            logger.warning("%s", error)
+        self._report([*scan.strays, *scan.refused.values()])
         logger.info(
             "state dir %s: %d journal(s), %d of sessions that had not ended, %d refused, "
-            "%d removed (ended more than %g s ago)",
+            "%d other entr%s skipped, %d removed (ended more than %g s ago)",
             self.directory,
             len(scan.journals),
             len(self.live_on_disk),
             len(self.refused),
+            len(scan.strays),
+            "y" if len(scan.strays) == 1 else "ies",
             len(removed),
             self.retention,
         )
@@ -197,13 +203,24 @@ class Journals:
     # -- retention ---------------------------------------------------------------------------
 
     def sweep(self) -> list[str]:
-        """Remove the journals of sessions that ended more than `retention` seconds ago."""
+        """Remove the journals of sessions that ended more than `retention` seconds ago; log
+        the entries it skips that no earlier sweep or start-up logged."""
         assert self.store is not None
-        removed = self.store.remove_ended_older_than(self.retention)
+        swept = self.store.sweep(self.retention)
+        removed = swept.removed
         self.taken.difference_update(removed)
         if removed:
             logger.info("removed %d ended session journal(s): %s", len(removed), removed)
+        self._report(swept.skipped)
         return removed
+
+    def _report(self, skipped: list[Stray | JournalError]) -> None:
+        """Log each skipped entry once (one line: which, why, what to do)."""
+        for entry in skipped:
+            key = str(entry.path)
+            if key not in self._reported:
+                self._reported.add(key)
+                logger.warning("%s", entry)
 
     async def sweep_forever(self) -> None:
         interval = max(1.0, min(self.retention / 4, SWEEP_MAX_INTERVAL_S))
@@ -211,7 +228,7 @@ class Journals:
             await anyio.sleep(interval)
             try:
                 await anyio.to_thread.run_sync(self.sweep)
-            except OSError:
+            except Exception:  # the directory itself gone or unreadable: the next sweep retries
                 logger.exception("the journal retention sweep failed; it runs again later")
 
     # -- sessions ----------------------------------------------------------------------------
@@ -246,26 +263,30 @@ class Journals:
         as it is logged."""
         assert self.store is not None
         on_disk = self.live.pop(session.id)
-        return self._start(session, created, len(on_disk.records), journaled, task_group)
+        reopened = (len(on_disk.records), on_disk.valid_bytes)
+        return self._start(session, created, reopened, journaled, task_group)
 
     def _start(
         self,
         session: Session,
         created: Created,
-        reopened: int | None,
+        reopened: tuple[int, int] | None,
         journaled: int,
         task_group: anyio.abc.TaskGroup,
     ) -> SessionJournal:
+        """`reopened`: the records and bytes of the journal on disk, for one reopened."""
         assert self.store is not None
         journal = SessionJournal(
             self.store,
             created,
             self.durability,
             on_failure=session.journal_failed,
-            reopened=reopened,
+            reopened=None if reopened is None else reopened[0],
+            reopened_bytes=0 if reopened is None else reopened[1],
         )
         self.taken.add(session.id)
         session.journal = journal
+        session.budget.journal = journal
         session.hub.gate = journal
         journal.on_release = session.hub.release
         sim = session.sim

@@ -47,7 +47,7 @@ import anyio.to_thread
 from areasync.bridge.judge import judge_link
 from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import Scenario, detach_apps
-from areasync.journal import Created, InlineScenario
+from areasync.journal import SESSION_ID_RULE, Created, InlineScenario, is_session_id
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ForkedFrom, ImportMode, Mode
 from areasync.service.auth import Tokens
@@ -55,7 +55,9 @@ from areasync.service.config import ServiceConfig
 from areasync.service.journals import Journals, scenario_source
 from areasync.service.judged import JudgedSimulation
 from areasync.service.making import journal_created, made_in, refused_as_data, timed
+from areasync.service.memory import ceiling_refusal
 from areasync.service.metrics import Metrics
+from areasync.service.names import fork_id
 from areasync.service.recipes import Recipe, source_text
 from areasync.service.restore import fork_inputs, fork_snapshot, forked
 from areasync.service.session import ScenarioSource, Session, session_id_for
@@ -124,12 +126,15 @@ class SessionRegistry:
         oracle: bool | None = None,
         session_id: str | None = None,
         import_mode: ImportMode | str | None = None,
+        ceiling: bool = True,
     ) -> Session:
         """Load a scenario and start its session, all on the calling thread (a test harness's,
         say; the server uses `create_async`). Raises ProtocolError (capacity, bad scenario).
 
-        Left out, `mode`, `speed`, `oracle` and `import_mode` are the configuration's."""
-        self._admit(source)
+        Left out, `mode`, `speed`, `oracle` and `import_mode` are the configuration's.
+        `ceiling=False`: whatever the server's memory (`memory.py`; the sessions the operator
+        named at start-up)."""
+        self._admit(source, ceiling=ceiling)
         oracle = self.config.oracle if oracle is None else oracle
         started = time.perf_counter()
         with refused_as_data():
@@ -147,13 +152,14 @@ class SessionRegistry:
         oracle: bool | None = None,
         session_id: str | None = None,
         import_mode: ImportMode | str | None = None,
+        ceiling: bool = True,
     ) -> Session:
         """`create`, building the scenario in a worker thread while the event loop serves on.
 
         Imports run one at a time (a second waits for the first) and count against
         `max_sessions` while they run. Cancelled (the client left, the server shuts down), it
         waits for the thread's import to finish and starts nothing."""
-        self._admit(source)
+        self._admit(source, ceiling=ceiling)
         oracle = self.config.oracle if oracle is None else oracle
         self._importing += 1
         try:
@@ -191,7 +197,7 @@ class SessionRegistry:
             )
         inputs = fork_inputs(source, at_seq, at_time)
         assert source.recipe is not None  # `fork_inputs` refuses a session without one
-        self._admit(inputs[0])
+        self._admit(inputs[0], "fork")
         self._importing += 1
         try:
             snapshot = await fork_snapshot(source, at_seq, at_time)
@@ -213,7 +219,7 @@ class SessionRegistry:
         finally:
             self._importing -= 1
         kept: KeptSource = (source.recipe.scenario, source.recipe.scenario_json, "")
-        session = self._open(f"{session_id}-fork", sim, source.oracle, kept, inputs[1])
+        session = self._open(fork_id(session_id, self._taken), sim, source.oracle, kept, inputs[1])
         session.forked_from = ForkedFrom(session_id=session_id, seq=sim.log.seq)
         if snapshot is not None and session.snapshots is not None:
             session.snapshots.inherit(snapshot, fork_s)
@@ -243,10 +249,16 @@ class SessionRegistry:
 
         return build
 
-    def _admit(self, source: ScenarioSource) -> None:
-        """Refuse a scenario the server has no room for, or too large to parse."""
+    def _admit(
+        self, source: ScenarioSource, what: str = "new session", *, ceiling: bool = True
+    ) -> None:
+        """Refuse a scenario the server has no room for (sessions; memory, `memory.py`, unless
+        not `ceiling`), or too large to parse."""
         if self._task_group is None:
             raise RuntimeError("the registry is not bound to a task group: start the service")
+        full = ceiling_refusal(self.config.memory_limit, what) if ceiling else None
+        if full is not None:
+            raise full
         live = len(self.live())
         if live + self._importing >= self.config.max_sessions:
             being = f" and imports {self._importing} more" if self._importing else ""
@@ -308,9 +320,18 @@ class SessionRegistry:
         kept: KeptSource,
         import_mode: ImportMode | str | None,
     ) -> Session:
-        """A new session of `sim` (new id, tokens and epoch), journaled, running."""
+        """A new session of `sim` (new id, tokens and epoch), journaled, running; or, for an id
+        that could not name its journal and URL, an `invalid_field` before anything is
+        registered (and `sim`'s directories removed)."""
         assert self._task_group is not None
         sid = self._unique(wanted)
+        if not is_session_id(sid):
+            sim.sandbox.remove_directories()
+            raise ProtocolError(
+                ErrorCode.INVALID_FIELD,
+                f"the session id {sid[:140]!r} is not valid (session ids are {SESSION_ID_RULE}); "
+                "nothing was created: choose another id",
+            )
         session = Session(
             sid,
             sim,
@@ -391,14 +412,18 @@ class SessionRegistry:
             )
 
     def _unique(self, wanted: str) -> str:
-        # An id with a journal on disk is taken too (an earlier run's session, ended or not).
-        taken = self.journals.taken if self.journals is not None else ()
-        if wanted not in self.sessions and wanted not in taken:
+        if not self._taken(wanted):
             return wanted
         n = 2
-        while f"{wanted}-{n}" in self.sessions or f"{wanted}-{n}" in taken:
+        while self._taken(f"{wanted}-{n}"):
             n += 1
         return f"{wanted}-{n}"
+
+    def _taken(self, session_id: str) -> bool:
+        # An id with a journal on disk is taken too (an earlier run's session, ended or not).
+        return session_id in self.sessions or (
+            self.journals is not None and session_id in self.journals.taken
+        )
 
     # -- ending ------------------------------------------------------------------------------
 

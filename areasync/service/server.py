@@ -175,7 +175,8 @@ class Service:
                     logger.info("session %s was restored: not starting it again", source)
                     continue
                 try:
-                    await self.registry.create_async(source)
+                    # The operator's own sessions start whatever the memory ceiling says.
+                    await self.registry.create_async(source, ceiling=False)
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
             try:

@@ -32,6 +32,7 @@ with a *waiting-for-agent* hold:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import time
@@ -45,6 +46,7 @@ from areasync.bridge.scenarios import Scenario, import_mode_of
 from areasync.bridge.traces import write_trace
 from areasync.protocol.errors import CloseCode
 from areasync.protocol.frames import ForkedFrom, Mode, Role
+from areasync.service.budget import SessionBudget
 from areasync.service.config import ServiceConfig
 from areasync.service.durable import SessionJournal
 from areasync.service.hub import StreamHub, Subscriber
@@ -52,7 +54,7 @@ from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
 from areasync.service.names import MAX_ID_CHARS, safe_id
 from areasync.service.recipes import Recipe
-from areasync.simulation import Simulation
+from areasync.simulation import Simulation, SimulationError
 from areasync.simulation.snapshots import Snapshots, StateCopyError, keep_taking
 
 logger = logging.getLogger("areasync.service")
@@ -122,6 +124,10 @@ class Session:
         # its journal keeps its epoch: its stream is the same, item for item.
         self.epoch = epoch or secrets.token_hex(8)
         self.hub = StreamHub(sim.log, max_lag=config.max_lag, metrics=metrics)
+        # What it has used of its bounds (`budget.py`): the gate refuses requests past one,
+        # and `_keep_within_bounds` stops it if it gets past one on its own.
+        self.budget = SessionBudget(session_id, sim, config)
+        sim.record_listeners.append(self.budget.on_record)
         self.connections: dict[Client, None] = {}
         self.created_at = time.time()
         self.ended_at: float | None = None
@@ -227,6 +233,7 @@ class Session:
             "restored": self.sim.restored,
             "durable": self.journal is not None and self.journal_error is None,
             "journal_error": self.journal_error,
+            "bounds": self.budget.describe(),
         }
 
     # -- clients -----------------------------------------------------------------------------
@@ -282,6 +289,7 @@ class Session:
                     tg.start_soon(self._hold_for_agent)
                 if self.snapshots is not None:
                     tg.start_soon(self._take_snapshots, self.snapshots)
+                tg.start_soon(self._keep_within_bounds)
                 await self.sim.run()
                 tg.cancel_scope.cancel()
         except Exception as exc:
@@ -312,6 +320,21 @@ class Session:
             self.sim.begin_lease(WAITING_HOLDER)
             with anyio.move_on_after(interval):
                 await self._agent_arrived.wait()
+
+    async def _keep_within_bounds(self) -> None:
+        """Stop the session once it is past one of its bounds (`budget.py`), checked after each
+        stretch that logged a record: what it made on its own took it there (its requests are
+        refused at the gate before)."""
+        budget = self.budget
+        while not self.sim.ended:
+            why = budget.past()
+            if why is not None:
+                logger.warning("session %s: stopping it, %s", self.id, why)
+                with contextlib.suppress(SimulationError):  # it may have ended meanwhile
+                    await self.sim.stop(f"stopped by the server: {why}")
+                return
+            await budget.changed.wait()
+            budget.changed = anyio.Event()
 
     async def _take_snapshots(self, snapshots: Snapshots) -> None:
         """Snapshots of the run as its work calls for them (`keep_taking`). A state that

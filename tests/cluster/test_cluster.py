@@ -177,6 +177,25 @@ async def test_the_lookup_route_answers_an_unknown_token_401(router: Router) -> 
     assert status == 401 and body["error"]["code"] == "unauthorized"
 
 
+async def test_a_lookup_of_a_known_id_asks_no_host(router: Router) -> None:
+    before = router.map_refreshes
+    link = await router.locate(sorted(CREATED)[0])
+    assert link is not None and router.map_refreshes == before
+
+
+async def test_a_second_lookup_of_an_unknown_id_asks_no_host(router: Router) -> None:
+    before = router.map_refreshes
+    assert await router.locate("no-such-session") is None
+    assert await router.locate("no-such-session") is None
+    assert router.map_refreshes == before + 1
+
+
+async def test_concurrent_lookups_of_unknown_ids_ask_the_hosts_once(router: Router) -> None:
+    before = router.map_refreshes
+    found = await asyncio.gather(*(router.locate(f"made-up-{n}") for n in range(20)))
+    assert found == [None] * 20 and router.map_refreshes == before + 1
+
+
 async def test_the_routers_session_list_has_every_nodes_sessions(router: Router) -> None:
     status, body = await http_json(f"{router.http_url}/api/sessions?token={ADMIN}")
     assert status == 200

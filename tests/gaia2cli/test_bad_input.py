@@ -88,3 +88,13 @@ async def test_input_past_the_rate_limit_is_refused_429_and_changes_nothing() ->
         status, body = await runner.call("POST", "/notify", {"message": "second"})
         assert status == 429 and body["ok"] is False and "slow down" in body["error"]
         assert stream_seq(service) == before
+
+
+async def test_input_past_the_sessions_bound_is_refused_413_naming_it_and_changes_nothing() -> None:
+    async with adapter(max_session_input_bytes=100) as service:
+        runner = harness(service)
+        before = stream_seq(service)
+        status, body = await runner.call("POST", "/notify", {"message": "x" * 200})
+        assert status == 413 and body["ok"] is False
+        assert "--max-session-input-bytes" in body["error"]
+        assert stream_seq(service) == before

@@ -288,3 +288,29 @@ async def test_serve_refuses_a_snapshot_overhead_above_one() -> None:
     result = await anyio.run_process([*SERVE, "--snapshot-overhead", "2"], check=False)
     assert result.returncode == 2
     assert b"snapshot_overhead must be from 0" in result.stderr
+
+
+async def test_serve_refuses_new_sessions_past_the_memory_limit_given() -> None:
+    command = [*SERVE, "--token", "cli-admin", "--memory-limit", "1"]
+    async with await anyio.open_process(command) as process:
+        banner = await read_banner(process)  # the sessions it was told to start, started
+        match = re.search(r"ws://127\.0\.0\.1:\d+/sessions/scenario_tutorial", banner)
+        assert match is not None
+        async with connect(match[0]) as admin:
+            hello = {"type": "hello", "id": 1, "role": "admin", "token": "cli-admin"}
+            await admin.send(json.dumps(hello))
+            assert json.loads(await admin.recv())["type"] == "welcome"
+            create = {"type": "create_session", "id": 2, "scenario": "scenario_tutorial"}
+            await admin.send(json.dumps(create))
+            refused = json.loads(await admin.recv())
+        process.send_signal(signal.SIGINT)
+        with anyio.fail_after(30):
+            await process.wait()
+    assert refused["type"] == "error" and refused["code"] == "capacity"
+    assert "--memory-limit" in refused["message"]
+
+
+async def test_serve_refuses_a_malformed_memory_limit_saying_what_is_accepted() -> None:
+    result = await anyio.run_process([*SERVE, "--memory-limit", "lots"], check=False)
+    assert result.returncode == 2
+    assert b"--memory-limit must be a size (4G, 512M" in result.stderr

@@ -230,6 +230,7 @@ _STATUS_OF: Final[dict[str, int]] = {
     ErrorCode.SESSION_NOT_FOUND: 404,
     ErrorCode.SESSION_ENDED: 409,
     ErrorCode.TOO_LARGE: 413,
+    ErrorCode.SESSION_LIMIT_EXCEEDED: 413,  # past one of the session's bounds: no more input
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.INTERNAL: 500,
     ErrorCode.CAPACITY: 503,

@@ -17,7 +17,11 @@ creations, removals, renames, links, permission changes, `shutil`'s copies and t
 refuses process creation - but only while a `ContextVar` holds the sandbox of the session whose
 code is running (`Sandbox.entered()`: around every command and step of the session, see
 `Simulation`; `Sandbox.loading()`: around building its scenario). Elsewhere (the service itself,
-trace files, ARE's own environments in the conformance suite) the hook returns at once.
+trace files, ARE's own environments in the conformance suite) the hook returns at once. The
+finalizers a garbage collection runs are no session's code either, whichever session's code
+allocated: the collecting thread's context holds no sandbox while it collects. No state of the
+guard is shared between threads: what one thread does (a collection, a finalizer, building a
+scenario) never changes what the hook refuses to another.
 
 Inside a session, what is allowed:
 
@@ -59,6 +63,7 @@ import os
 import shutil
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -407,7 +412,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     # dict lookup sends everything that is not a file operation back at once, and a file
     # operation outside any session costs one ContextVar read more.
     handler = _HANDLERS.get(event)
-    if handler is None or _collecting:
+    if handler is None:
         return
     sandbox = _current.get()
     if sandbox is None:
@@ -417,15 +422,31 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 
 
 _installed = False
-# True while the garbage collector runs: the finalizers it calls belong to whatever object it
-# frees (another session's file system removing its own directory, say), not to the session
-# that happened to be running when the collection started.
-_collecting = False
+
+
+class _Collection(threading.local):
+    """This thread's collection under way, if any: the session it took the sandbox from."""
+
+    token: contextvars.Token[Sandbox | None] | None = None
+
+
+_collection = _Collection()
 
 
 def _on_gc(phase: str, info: dict[str, Any]) -> None:
-    global _collecting
-    _collecting = phase == "start"
+    # The finalizers and weakref callbacks a collection runs belong to whatever object it
+    # frees (another session's file system removing its own directory, say), not to the
+    # session whose code allocated: they run as no session's code. Only in the collecting
+    # thread, and only in its current context: a session's code anywhere else (another
+    # thread, a greenlet with a context of its own) keeps its sandbox. CPython calls "start"
+    # and "stop" in the same thread around each collection, and restores the thread's
+    # context around every switch in between.
+    if phase == "start":
+        if _current.get() is not None:
+            _collection.token = _current.set(None)
+    elif _collection.token is not None:
+        token, _collection.token = _collection.token, None
+        _current.reset(token)
 
 
 def install() -> None:

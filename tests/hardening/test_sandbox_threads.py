@@ -27,9 +27,10 @@ import anyio
 import anyio.to_thread
 import pytest
 from are.simulation.apps.email_client import Email, EmailFolderName
+from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 from are.simulation.scenarios.scenario import Scenario
 
-from areasync.bridge.sandbox import SandboxViolation
+from areasync.bridge.sandbox import Sandbox, SandboxViolation
 from areasync.simulation import Simulation
 from areasync.simulation.loading import build_scenario
 
@@ -146,6 +147,27 @@ async def test_a_tool_call_is_refused_while_another_thread_collects(
         wrote = await download_to_host_dir(tutorial, tmp_path)
     assert not read and not wrote
     assert not (tmp_path / "note.txt").exists()
+
+
+def test_a_file_system_freed_by_a_collection_in_a_sessions_call_removes_its_directory(
+    secret: Path,
+) -> None:
+    # Another session's file system, garbage in a cycle: its finalizer removes its own
+    # directory, whichever session's code the collection interrupted; that session's guard
+    # is back once the collection is over.
+    other = SandboxLocalFileSystem()
+    directory = Path(other.tmpdir)
+    other.cycle = other  # type: ignore[attr-defined]
+    del other
+    gc.disable()  # no collection but the one below
+    try:
+        with Sandbox().entered():
+            gc.collect()
+            with pytest.raises(SandboxViolation):
+                secret.read_text()
+    finally:
+        gc.enable()
+    assert not directory.exists()
 
 
 class HostReadingScenario(Scenario):

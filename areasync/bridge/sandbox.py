@@ -19,9 +19,9 @@ code is running (`Sandbox.entered()`: around every command and step of the sessi
 `Simulation`; `Sandbox.loading()`: around building its scenario). Elsewhere (the service itself,
 trace files, ARE's own environments in the conformance suite) the hook returns at once. The
 finalizers a garbage collection runs are no session's code either, whichever session's code
-allocated: the collecting thread's context holds no sandbox while it collects. No state of the
-guard is shared between threads: what one thread does (a collection, a finalizer, building a
-scenario) never changes what the hook refuses to another.
+allocated: in the collecting thread, and only there, no sandbox is current while it collects.
+What one thread does (a collection, a finalizer, building a scenario) never changes what the
+hook refuses to another.
 
 Inside a session, what is allowed:
 
@@ -63,8 +63,8 @@ import os
 import shutil
 import stat
 import sys
-import threading
 from collections.abc import Callable, Iterable, Iterator
+from threading import get_ident
 from typing import Any
 
 from areasync.bridge.confinement import confine_file_system
@@ -96,7 +96,10 @@ _current: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar(
 
 
 def current() -> Sandbox | None:
-    """The sandbox of the session whose code is running, if any."""
+    """The sandbox of the session whose code is running, if any (none in a thread while it
+    runs a garbage collection's finalizers: see `_on_gc`)."""
+    if _collecting_in and _collecting_in == get_ident():
+        return None
     return _current.get()
 
 
@@ -414,7 +417,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     handler = _HANDLERS.get(event)
     if handler is None:
         return
-    sandbox = _current.get()
+    sandbox = current()
     if sandbox is None:
         return
     # The checks stat and resolve paths, which raise no audit events: no re-entry.
@@ -424,29 +427,21 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 _installed = False
 
 
-class _Collection(threading.local):
-    """This thread's collection under way, if any: the session it took the sandbox from."""
-
-    token: contextvars.Token[Sandbox | None] | None = None
-
-
-_collection = _Collection()
+# The thread a garbage collection runs in, 0 while none runs. The finalizers and weakref
+# callbacks a collection calls belong to whatever object it frees (another session's file
+# system removing its own directory, say), not to the session whose code allocated: in that
+# thread, for the collection, no session's code runs (`current()` is None), and only there: a
+# session's code in any other thread keeps its sandbox. CPython runs one collection at a time
+# (should two ever overlap, a finalizer would be checked against its thread's session: refused,
+# never let through). The callback only writes this int: a collection may start inside
+# CPython's own update of a context variable, which Python code run from the callback must not
+# touch (a `ContextVar.set` there, or even a first `get`, left the variable's cache stale).
+_collecting_in = 0
 
 
 def _on_gc(phase: str, info: dict[str, Any]) -> None:
-    # The finalizers and weakref callbacks a collection runs belong to whatever object it
-    # frees (another session's file system removing its own directory, say), not to the
-    # session whose code allocated: they run as no session's code. Only in the collecting
-    # thread, and only in its current context: a session's code anywhere else (another
-    # thread, a greenlet with a context of its own) keeps its sandbox. CPython calls "start"
-    # and "stop" in the same thread around each collection, and restores the thread's
-    # context around every switch in between.
-    if phase == "start":
-        if _current.get() is not None:
-            _collection.token = _current.set(None)
-    elif _collection.token is not None:
-        token, _collection.token = _collection.token, None
-        _current.reset(token)
+    global _collecting_in
+    _collecting_in = get_ident() if phase == "start" else 0
 
 
 def install() -> None:

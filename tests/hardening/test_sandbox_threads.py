@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import base64
 import gc
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -168,6 +170,43 @@ def test_a_file_system_freed_by_a_collection_in_a_sessions_call_removes_its_dire
     finally:
         gc.enable()
     assert not directory.exists()
+
+
+# Enters and leaves a session's sandbox 3,000 times in one context holding other variables,
+# with a collection at nearly every allocation: some start inside CPython's own update of the
+# sandbox's context variable. Prints how many times a sandbox stayed current after its exit.
+CHURN = """
+import contextvars, gc
+from areasync.bridge import sandbox
+
+others = [contextvars.ContextVar(f"v{i}") for i in range(20)]
+
+def churn():
+    for var in others:
+        var.set(1)
+    stale = 0
+    for _ in range(3000):
+        cycle = [[]]
+        cycle[0].append(cycle)
+        with sandbox.Sandbox().entered():
+            pass
+        stale += sandbox.current() is not None
+    return stale
+
+sandbox.install()
+gc.set_threshold(1)
+print(contextvars.Context().run(churn))
+"""
+
+
+def test_collections_inside_a_sandboxs_own_entry_and_exit_leave_nothing_behind() -> None:
+    # The collection callback must not touch context variables: a `ContextVar.set` there
+    # crashed this process (a use after free in CPython) or left a sandbox current.
+    done = subprocess.run(
+        [sys.executable, "-c", CHURN], capture_output=True, text=True, timeout=BOUND, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "0"
 
 
 class HostReadingScenario(Scenario):

@@ -34,6 +34,7 @@ from __future__ import annotations
 from areasync.journal.errors import (
     JournalCorruptError,
     JournalError,
+    JournalRecordError,
     JournalStateError,
     JournalVersionError,
     JournalWriteError,
@@ -67,6 +68,7 @@ __all__ = [
     "JournalCorruptError",
     "JournalDecoder",
     "JournalError",
+    "JournalRecordError",
     "JournalStateError",
     "JournalStore",
     "JournalVersionError",

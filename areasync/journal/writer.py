@@ -49,7 +49,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from areasync.journal.errors import JournalStateError, JournalWriteError
+from areasync.journal.errors import JournalRecordError, JournalStateError, JournalWriteError
 from areasync.journal.format import Journal, encode_record
 from areasync.journal.records import Record
 
@@ -180,14 +180,22 @@ class JournalWriter:
         return sum(len(batch.frames) for batch in self._queue)
 
     def append(self, record: Record) -> Ticket:
-        """Queue `record` after every earlier one; await the ticket for its durability."""
+        """Queue `record` after every earlier one; await the ticket for its durability.
+        `JournalRecordError` (nothing queued, the writer unharmed) if it cannot be encoded."""
         if self.broken is not None:
             raise self.broken
         if self._closing:
             raise JournalStateError(
                 self.path, None, "append after the journal was closed", "open it again to append"
             )
-        frame = encode_record(record)
+        try:
+            frame = encode_record(record)
+        except Exception as exc:  # pure encoding: whatever it raises, the record has no bytes
+            raise JournalRecordError(
+                self.path,
+                f"the {type(record).__name__.lower()} record cannot be encoded "
+                f"({type(exc).__name__}: {exc})",
+            ) from exc
         batch = self._open
         if batch is None:
             batch = _Batch(anyio.current_time())

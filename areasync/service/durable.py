@@ -23,7 +23,10 @@ out what became visible (`on_release`).
 A write that fails (`JournalWriteError`) fails the session, never the server: the gate stays
 shut where the journal stopped (nothing past it is ever shown), `on_failure` ends the session
 and closes its clients with the reason, and later records are dropped (the writer is broken for
-good: see `areasync.journal.writer`).
+good: see `areasync.journal.writer`). A record the journal cannot encode (`JournalRecordError`:
+the simulation validates what its records carry, so a bug) fails the session the same way, at
+that record, from `run()`: never from the simulation's own call that logged it, nor out of
+`run()` into the server's task group.
 
 A session restored after a restart (`service/restore.py`) reopens its journal
 (`JournalStore.reopen_writer`, `reopened` = the records it already holds, all durable) rather
@@ -34,7 +37,6 @@ on is appended and gated as above.
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -48,6 +50,7 @@ from areasync.journal import (
     Ended,
     Input,
     JournalError,
+    JournalRecordError,
     JournalStore,
     JournalWriteError,
     JournalWriter,
@@ -62,11 +65,25 @@ logger = logging.getLogger("areasync.service")
 @dataclass
 class _Entry:
     """A record appended and not yet known durable; `ticket` is None until the writer exists
-    (records logged while the journal file is being created wait for it)."""
+    (records logged while the journal file is being created wait for it), and for good if the
+    writer refused the record (`refused`)."""
 
     seq: int
     record: Record
     ticket: Ticket | None = None
+    refused: JournalRecordError | None = None
+
+    def queue(self, writer: JournalWriter) -> None:
+        """Append the record to `writer`. A writer broken by a sync `run()` has not reported
+        yet reports it from the ticket that failed first; a record it cannot encode stays
+        without a ticket: either way the entry stays pending, so the gate stays shut before
+        it."""
+        try:
+            self.ticket = writer.append(self.record)
+        except JournalRecordError as exc:
+            self.refused = exc
+        except JournalError:
+            pass
 
 
 class SessionJournal:
@@ -78,7 +95,7 @@ class SessionJournal:
         created: Created,
         durability: Durability,
         *,
-        on_failure: Callable[[JournalWriteError], None],
+        on_failure: Callable[[JournalError], None],
         reopened: int | None = None,
     ) -> None:
         self.store = store
@@ -88,7 +105,7 @@ class SessionJournal:
         self.on_failure = on_failure
         self.on_release: Callable[[], None] = lambda: None  # the hub's flush, once attached
         self.appended = 1  # records appended, `Created` included
-        self.error: JournalWriteError | None = None
+        self.error: JournalError | None = None
         self.writer: JournalWriter | None = None
         self.opened = anyio.Event()  # `Created` is durable, or the journal failed
         self.finished = anyio.Event()  # `run()` is over: everything durable, or failed
@@ -127,10 +144,7 @@ class SessionJournal:
             return  # the journal failed, or closed: the session takes no input anyway
         entry = _Entry(seq, record)
         if self.writer is not None:
-            # Broken by a sync `run()` has not reported yet: it will, from the ticket that
-            # failed first. This record stays pending, so the gate stays shut before it.
-            with contextlib.suppress(JournalError):
-                entry.ticket = self.writer.append(record)
+            entry.queue(self.writer)
         self._entries.append(entry)
         self.appended += 1
         self._wake.set()
@@ -187,7 +201,7 @@ class SessionJournal:
         if self.reopened is None:
             self._entries.popleft()  # `Created`, durable with the file
         for entry in self._entries:  # logged while the file was being created
-            entry.ticket = writer.append(entry.record)
+            entry.queue(writer)
         self.opened.set()
         self.on_release()
         try:
@@ -217,17 +231,27 @@ class SessionJournal:
             ticket = entries[0].ticket
             try:
                 if ticket is None:
-                    raise writer.broken or JournalWriteError(
-                        self.path, writer.durable_bytes, "a record could not be appended"
+                    raise (
+                        entries[0].refused
+                        or writer.broken
+                        or JournalWriteError(
+                            self.path, writer.durable_bytes, "a record could not be appended"
+                        )
                     )
                 await ticket
-            except JournalWriteError as exc:
+            except (JournalWriteError, JournalRecordError) as exc:
                 self._fail(exc)
                 return
             self.limit()
             self.on_release()
 
-    def _fail(self, error: JournalWriteError) -> None:
+    def crashed(self, exc: Exception) -> None:
+        """`run()` raised (a bug: it handles what a disk or a record does): the journal has
+        failed, and so has its session."""
+        problem = f"its writer failed ({type(exc).__name__}: {exc})"
+        self._fail(JournalError(self.path, None, problem, "see the server log; end the session"))
+
+    def _fail(self, error: JournalError) -> None:
         if self.error is not None:
             return
         self.error = error

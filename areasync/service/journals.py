@@ -48,6 +48,7 @@ from areasync.journal import (
     new_salt,
 )
 from areasync.journal.writer import sync_directory
+from areasync.service import background
 from areasync.service.auth import new_token
 from areasync.service.config import ServiceConfig, parse_durability
 from areasync.service.durable import SessionJournal
@@ -211,7 +212,7 @@ class Journals:
             await anyio.sleep(interval)
             try:
                 await anyio.to_thread.run_sync(self.sweep)
-            except OSError:
+            except Exception:
                 logger.exception("the journal retention sweep failed; it runs again later")
 
     # -- sessions ----------------------------------------------------------------------------
@@ -272,7 +273,12 @@ class Journals:
         for record in sim.records[journaled:]:
             journal.record(record)
         sim.record_listeners.append(journal.record)
-        task_group.start_soon(journal.run, name=f"areasync journal {session.id}")
+        background.start(
+            task_group,
+            journal.run,
+            what=f"journal of session {session.id}",
+            on_failure=journal.crashed,
+        )
         return journal
 
 

@@ -113,10 +113,10 @@ def outside_session(fn: Callable[[], T]) -> T:
 
 
 def _entropy() -> SessionEntropy | None:
-    if _outside.get():
-        return None
+    # The sandbox first: in a thread running a garbage collection's finalizers it is None
+    # without a context variable being read (see `areasync.bridge.sandbox._on_gc`).
     box = _sandbox.current()
-    if box is None:
+    if box is None or _outside.get():
         return None
     entropy: SessionEntropy | None = box.entropy
     return entropy

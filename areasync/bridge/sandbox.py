@@ -17,7 +17,11 @@ creations, removals, renames, links, permission changes, `shutil`'s copies and t
 refuses process creation - but only while a `ContextVar` holds the sandbox of the session whose
 code is running (`Sandbox.entered()`: around every command and step of the session, see
 `Simulation`; `Sandbox.loading()`: around building its scenario). Elsewhere (the service itself,
-trace files, ARE's own environments in the conformance suite) the hook returns at once.
+trace files, ARE's own environments in the conformance suite) the hook returns at once. The
+finalizers a garbage collection runs are no session's code either, whichever session's code
+allocated: in the collecting thread, and only there, no sandbox is current while it collects.
+What one thread does (a collection, a finalizer, building a scenario) never changes what the
+hook refuses to another.
 
 Inside a session, what is allowed:
 
@@ -60,6 +64,7 @@ import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from threading import get_ident
 from typing import Any
 
 from areasync.bridge.confinement import confine_file_system
@@ -91,7 +96,10 @@ _current: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar(
 
 
 def current() -> Sandbox | None:
-    """The sandbox of the session whose code is running, if any."""
+    """The sandbox of the session whose code is running, if any (none in a thread while it
+    runs a garbage collection's finalizers: see `_on_gc`)."""
+    if _collecting_in and _collecting_in == get_ident():
+        return None
     return _current.get()
 
 
@@ -407,9 +415,9 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     # dict lookup sends everything that is not a file operation back at once, and a file
     # operation outside any session costs one ContextVar read more.
     handler = _HANDLERS.get(event)
-    if handler is None or _collecting:
+    if handler is None:
         return
-    sandbox = _current.get()
+    sandbox = current()
     if sandbox is None:
         return
     # The checks stat and resolve paths, which raise no audit events: no re-entry.
@@ -417,15 +425,23 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 
 
 _installed = False
-# True while the garbage collector runs: the finalizers it calls belong to whatever object it
-# frees (another session's file system removing its own directory, say), not to the session
-# that happened to be running when the collection started.
-_collecting = False
+
+
+# The thread a garbage collection runs in, 0 while none runs. The finalizers and weakref
+# callbacks a collection calls belong to whatever object it frees (another session's file
+# system removing its own directory, say), not to the session whose code allocated: in that
+# thread, for the collection, no session's code runs (`current()` is None), and only there: a
+# session's code in any other thread keeps its sandbox. CPython runs one collection at a time
+# (should two ever overlap, a finalizer would be checked against its thread's session: refused,
+# never let through). The callback only writes this int: a collection may start inside
+# CPython's own update of a context variable, which Python code run from the callback must not
+# touch (a `ContextVar.set` there, or even a first `get`, left the variable's cache stale).
+_collecting_in = 0
 
 
 def _on_gc(phase: str, info: dict[str, Any]) -> None:
-    global _collecting
-    _collecting = phase == "start"
+    global _collecting_in
+    _collecting_in = get_ident() if phase == "start" else 0
 
 
 def install() -> None:

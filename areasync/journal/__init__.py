@@ -34,6 +34,7 @@ from __future__ import annotations
 from areasync.journal.errors import (
     JournalCorruptError,
     JournalError,
+    JournalRecordError,
     JournalStateError,
     JournalVersionError,
     JournalWriteError,
@@ -65,7 +66,7 @@ from areasync.journal.store import (
     Stray,
     is_session_id,
 )
-from areasync.journal.writer import EVERY, Durability, JournalWriter, Ticket
+from areasync.journal.writer import EVERY, Durability, JournalWriter, Ticket, encode_or_refuse
 
 __all__ = [
     "EVERY",
@@ -82,6 +83,7 @@ __all__ = [
     "JournalCorruptError",
     "JournalDecoder",
     "JournalError",
+    "JournalRecordError",
     "JournalStateError",
     "JournalStore",
     "JournalVersionError",
@@ -94,6 +96,7 @@ __all__ = [
     "Stray",
     "Ticket",
     "decode_journal",
+    "encode_or_refuse",
     "encode_record",
     "hash_token",
     "is_session_id",

@@ -66,6 +66,21 @@ class JournalWriteError(JournalError):
         )
 
 
+class JournalRecordError(JournalError):
+    """A record the journal's format cannot hold (msgpack refused to encode it): nothing was
+    appended, and the writer goes on. The service validates what its records carry, so this
+    is a bug, reported where it happened rather than a broken server."""
+
+    def __init__(self, path: str | Path, problem: str) -> None:
+        super().__init__(
+            path,
+            None,
+            problem,
+            "the session cannot be journaled past this record: end it, and report the request "
+            "that made the record",
+        )
+
+
 class JournalStateError(JournalError):
     """A request that does not fit the journal's state: appending to a closed or ended journal,
     creating one that exists, reopening one that does not."""

@@ -49,7 +49,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from areasync.journal.errors import JournalStateError, JournalWriteError
+from areasync.journal.errors import JournalRecordError, JournalStateError, JournalWriteError
 from areasync.journal.format import Journal, encode_record
 from areasync.journal.records import Record
 
@@ -142,6 +142,18 @@ class Ticket:
         return self.wait().__await__()
 
 
+def encode_or_refuse(path: Path, record: Record) -> bytes:
+    """`record`'s frame (`format.encode_record`), or `JournalRecordError` if it has none."""
+    try:
+        return encode_record(record)
+    except Exception as exc:  # pure encoding: whatever it raises, the record has no bytes
+        raise JournalRecordError(
+            path,
+            f"the {type(record).__name__.lower()} record cannot be encoded "
+            f"({type(exc).__name__}: {exc})",
+        ) from exc
+
+
 class JournalWriter:
     """Appends to one journal; `run()` must run (in a task group) for tickets to complete."""
 
@@ -180,8 +192,9 @@ class JournalWriter:
         return sum(len(batch.frames) for batch in self._queue)
 
     def append(self, record: Record) -> Ticket:
-        """Queue `record` after every earlier one; await the ticket for its durability."""
-        return self.append_frame(encode_record(record))
+        """Queue `record` after every earlier one; await the ticket for its durability.
+        `JournalRecordError` (nothing queued, the writer unharmed) if it cannot be encoded."""
+        return self.append_frame(encode_or_refuse(self.path, record))
 
     def append_frame(self, frame: bytes) -> Ticket:
         """`append` for a record already encoded (`format.encode_record`)."""

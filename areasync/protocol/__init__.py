@@ -13,6 +13,8 @@ Modules:
 - :mod:`~areasync.protocol.codec`: decode client frames, encode server frames (and the reverse,
   for clients), each stream item encoded once per encoding;
 - :mod:`~areasync.protocol.errors`: error codes, :class:`ProtocolError`, WebSocket close codes;
+- :mod:`~areasync.protocol.values`: what a value in a request may be (JSON that every encoding
+  and a session's journal carry unchanged);
 - :mod:`~areasync.protocol.schema`: the JSON Schema (``python -m areasync.protocol.schema``).
 
 Compatibility rules (what may change within ``areasync/1``):

@@ -170,9 +170,17 @@ class CallTool(_ClientFrame, tag="call_tool", kw_only=True):
     """Call an ARE tool by its public name (App__method) with keyword arguments (agent role)."""
 
     tool: Annotated[str, Meta(description="Public tool name, e.g. EmailClientApp__send_email.")]
-    args: Annotated[dict[str, Any], Meta(description="Keyword arguments of the tool.")] = (
-        msgspec.field(default_factory=dict)
-    )
+    args: Annotated[
+        dict[str, Any],
+        Meta(
+            description=(
+                "Keyword arguments of the tool: JSON values only (strings, finite numbers, "
+                "integers from -2**63 to 2**64-1, booleans, null, arrays and objects with "
+                "string keys nested at most 32 levels); anything else is refused with "
+                "invalid_args, nothing run or recorded."
+            )
+        ),
+    ] = msgspec.field(default_factory=dict)
 
 
 class GetState(_ClientFrame, tag="get_state", kw_only=True):

@@ -23,7 +23,10 @@ out what became visible (`on_release`).
 A write that fails (`JournalWriteError`) fails the session, never the server: the gate stays
 shut where the journal stopped (nothing past it is ever shown), `on_failure` ends the session
 and closes its clients with the reason, and later records are dropped (the writer is broken for
-good: see `areasync.journal.writer`).
+good: see `areasync.journal.writer`). A record the journal cannot encode (`JournalRecordError`:
+the simulation validates what its records carry, so a bug) fails the session the same way, at
+that record, from `run()`: never from the simulation's own call that logged it, nor out of
+`run()` into the server's task group.
 
 A session restored after a restart (`service/restore.py`) reopens its journal
 (`JournalStore.reopen_writer`, `reopened` = the records it already holds, all durable) rather
@@ -48,12 +51,13 @@ from areasync.journal import (
     Ended,
     Input,
     JournalError,
+    JournalRecordError,
     JournalStore,
     JournalWriteError,
     JournalWriter,
     Record,
     Ticket,
-    encode_record,
+    encode_or_refuse,
 )
 from areasync.simulation.records import InputRecord
 
@@ -63,11 +67,23 @@ logger = logging.getLogger("areasync.service")
 @dataclass
 class _Entry:
     """A record appended (encoded: `frame`) and not yet known durable; `ticket` is None until
-    the writer exists (records logged while the journal file is being created wait for it)."""
+    the writer exists (records logged while the journal file is being created wait for it), and
+    for good if the record could not be encoded (`refused`)."""
 
     seq: int
     frame: bytes
     ticket: Ticket | None = None
+    refused: JournalRecordError | None = None
+
+    def queue(self, writer: JournalWriter) -> None:
+        """Append the record to `writer`. A writer broken by a sync `run()` has not reported
+        yet reports it from the ticket that failed first; a record it cannot encode stays
+        without a ticket: either way the entry stays pending, so the gate stays shut before
+        it."""
+        if self.refused is not None:
+            return
+        with contextlib.suppress(JournalError):
+            self.ticket = writer.append_frame(self.frame)
 
 
 class SessionJournal:
@@ -79,7 +95,7 @@ class SessionJournal:
         created: Created,
         durability: Durability,
         *,
-        on_failure: Callable[[JournalWriteError], None],
+        on_failure: Callable[[JournalError], None],
         reopened: int | None = None,
         reopened_bytes: int = 0,
     ) -> None:
@@ -90,12 +106,12 @@ class SessionJournal:
         self.on_failure = on_failure
         self.on_release: Callable[[], None] = lambda: None  # the hub's flush, once attached
         self.appended = 1  # records appended, `Created` included
-        self.error: JournalWriteError | None = None
+        self.error: JournalError | None = None
         self.writer: JournalWriter | None = None
         self.opened = anyio.Event()  # `Created` is durable, or the journal failed
         self.finished = anyio.Event()  # `run()` is over: everything durable, or failed
         # `Created` gates everything: no item of a session is shown before it durably exists.
-        first = _Entry(0, encode_record(created))
+        first = _Entry(0, encode_or_refuse(self.path, created))
         self._entries: collections.deque[_Entry] = collections.deque([first])
         # Bytes of the records appended (`Created` included): what the journal's size bound
         # (`ServiceConfig.max_session_journal_bytes`) counts.
@@ -129,15 +145,19 @@ class SessionJournal:
         self._ending = True
         self._wake.set()
 
+    def _entry(self, seq: int, record: Record) -> _Entry:
+        """The entry of `record`, encoded; refused (no bytes) if it cannot be encoded."""
+        try:
+            return _Entry(seq, encode_or_refuse(self.path, record))
+        except JournalRecordError as exc:
+            return _Entry(seq, b"", refused=exc)
+
     def _add(self, seq: int, record: Record) -> None:
         if self.error is not None or self._ending:
             return  # the journal failed, or closed: the session takes no input anyway
-        entry = _Entry(seq, encode_record(record))
+        entry = self._entry(seq, record)
         if self.writer is not None:
-            # Broken by a sync `run()` has not reported yet: it will, from the ticket that
-            # failed first. This record stays pending, so the gate stays shut before it.
-            with contextlib.suppress(JournalError):
-                entry.ticket = self.writer.append_frame(entry.frame)
+            entry.queue(self.writer)
         self._entries.append(entry)
         self.appended += 1
         self.bytes += len(entry.frame)
@@ -195,7 +215,7 @@ class SessionJournal:
         if self.reopened is None:
             self._entries.popleft()  # `Created`, durable with the file
         for entry in self._entries:  # logged while the file was being created
-            entry.ticket = writer.append_frame(entry.frame)
+            entry.queue(writer)
         self.opened.set()
         self.on_release()
         try:
@@ -225,17 +245,27 @@ class SessionJournal:
             ticket = entries[0].ticket
             try:
                 if ticket is None:
-                    raise writer.broken or JournalWriteError(
-                        self.path, writer.durable_bytes, "a record could not be appended"
+                    raise (
+                        entries[0].refused
+                        or writer.broken
+                        or JournalWriteError(
+                            self.path, writer.durable_bytes, "a record could not be appended"
+                        )
                     )
                 await ticket
-            except JournalWriteError as exc:
+            except (JournalWriteError, JournalRecordError) as exc:
                 self._fail(exc)
                 return
             self.limit()
             self.on_release()
 
-    def _fail(self, error: JournalWriteError) -> None:
+    def crashed(self, exc: Exception) -> None:
+        """`run()` raised (a bug: it handles what a disk or a record does): the journal has
+        failed, and so has its session."""
+        problem = f"its writer failed ({type(exc).__name__}: {exc})"
+        self._fail(JournalError(self.path, None, problem, "see the server log; end the session"))
+
+    def _fail(self, error: JournalError) -> None:
         if self.error is not None:
             return
         self.error = error

@@ -32,7 +32,8 @@ import msgspec
 
 from areasync.protocol.codec import Encoding, encode_client_frame
 from areasync.protocol.errors import CloseCode, ErrorCode
-from areasync.protocol.frames import CallTool, ClientFrame, Error, Hello, Result, Role
+from areasync.protocol.frames import CallTool, ClientFrame, Error, Hello, Result, Role, frame_tag
+from areasync.protocol.values import NotJSONError, check_fields
 from areasync.service import requests
 from areasync.service.core import Action, Call, Close, ConnectionCore, Refuse, Reply
 
@@ -151,6 +152,7 @@ class InProcessClient:
         if core is None:
             raise RequestError(ErrorCode.BAD_STATE, "no session joined: say hello first")
         frame = msgspec.structs.replace(frame, id=next(self._ids))
+        self._check_values(frame)
         actions = core.receive(encode_client_frame(frame, Encoding.JSON))
         for action in actions:
             match action:
@@ -161,6 +163,19 @@ class InProcessClient:
                 case Reply():  # answered by the core itself (a ping's pong): nothing ran
                     return None
         raise self._refusal(core, actions)
+
+    def _check_values(self, frame: ClientFrame) -> None:
+        """Refuse what encoding `frame` as JSON would change (NaN, the infinities: null) or
+        cannot write (a lone surrogate), and what no journal holds (`protocol.values`), as
+        the WebSocket's decoding refuses it: before the gate, nothing done."""
+        try:
+            check_fields(frame)
+        except NotJSONError as exc:
+            code = (
+                ErrorCode.INVALID_ARGS if isinstance(frame, CallTool) else ErrorCode.INVALID_FIELD
+            )
+            self.metrics.errors[code] += 1
+            raise RequestError(code, f"`{frame_tag(frame)}` cannot be taken: {exc}") from None
 
     def _refusal(self, core: ConnectionCore, actions: list[Action]) -> RequestError:
         """What the gate answered instead of a call: its error, and whether it closed."""

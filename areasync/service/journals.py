@@ -52,6 +52,7 @@ from areasync.journal import (
     new_salt,
 )
 from areasync.journal.writer import sync_directory
+from areasync.service import background
 from areasync.service.auth import new_token
 from areasync.service.config import ServiceConfig, parse_durability
 from areasync.service.durable import SessionJournal
@@ -293,7 +294,12 @@ class Journals:
         for record in sim.records[journaled:]:
             journal.record(record)
         sim.record_listeners.append(journal.record)
-        task_group.start_soon(journal.run, name=f"areasync journal {session.id}")
+        background.start(
+            task_group,
+            journal.run,
+            what=f"journal of session {session.id}",
+            on_failure=journal.crashed,
+        )
         return journal
 
 

@@ -50,6 +50,7 @@ from areasync.bridge.scenarios import Scenario, detach_apps
 from areasync.journal import SESSION_ID_RULE, Created, InlineScenario, is_session_id
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ForkedFrom, ImportMode, Mode
+from areasync.service import background
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.journals import Journals, scenario_source
@@ -350,7 +351,7 @@ class SessionRegistry:
                 str(ImportMode(import_mode or self.config.import_mode).value),
                 self._task_group,
             )
-        self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
+        self._run(session)
         return session
 
     def adopt(
@@ -380,12 +381,28 @@ class SessionRegistry:
         self.sessions[sid] = session
         if ended_at is None:
             self.journals.reattach(session, created, journaled, self._task_group)
-            self._task_group.start_soon(session.run, self._on_end, name=f"areasync session {sid}")
+            self._run(session)
         else:  # no journal to go on, no task, no second trace: kept as ended sessions are
             session.ended_at = ended_at
             session.done.set()
             self._on_end(session)
         return session
+
+    def _run(self, session: Session) -> None:
+        """Start `session`'s task: should it fail (a bug), the session ends, not the server."""
+        assert self._task_group is not None
+
+        def crashed(exc: Exception) -> None:
+            session.crashed(exc)
+            self._end_journal(session)
+
+        background.start(
+            self._task_group,
+            session.run,
+            self._on_end,
+            what=f"session {session.id}",
+            on_failure=crashed,
+        )
 
     def _remember(
         self, session: Session, kept: KeptSource, import_mode: ImportMode | str | None
@@ -503,8 +520,8 @@ class SessionRegistry:
         with anyio.move_on_after(self.config.shutdown_timeout):
             async with anyio.create_task_group() as tg:
                 for session in list(self.sessions.values()):
-                    if not session.suspended:
-                        tg.start_soon(stop, session)
+                    if not session.suspended:  # one that fails is ended below, as a late one
+                        background.start(tg, stop, session, what=f"stopping session {session.id}")
         for session in list(self.sessions.values()):
             if not session.done.is_set() and not session.suspended:
                 logger.warning(
@@ -532,7 +549,9 @@ class SessionRegistry:
         async with anyio.create_task_group() as tg:
             for session in self.live():
                 if session.journal is not None and session.journal_error is None:
-                    tg.start_soon(suspend, session)
+                    # One that fails is not suspended: it is stopped with the others.
+                    what = f"suspending session {session.id}"
+                    background.start(tg, suspend, session, what=what)
         if suspended:
             ids = ", ".join(sorted(s.id for s in suspended))
             logger.info("suspended %d session(s) in their journals: %s", len(suspended), ids)

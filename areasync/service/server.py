@@ -42,7 +42,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from areasync.bridge.scenarios import registered_ids
 from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import Role
-from areasync.service import wire
+from areasync.service import background, wire
 from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
@@ -185,8 +185,9 @@ class Service:
                 raise ServiceError(listen_error(self.config.host, self.config.port, exc)) from exc
             if self.config.gaia2_port is not None:
                 await self._listen_gaia2(server)
-            tg.start_soon(StallSweep(self.connections, self.config.write_timeout).run)
-            tg.start_soon(self.http.openenv.reap_forever)  # idle OpenEnv HTTP episodes
+            stalls = StallSweep(self.connections, self.config.write_timeout)
+            background.start(tg, stalls.run, what="the stalled-connection sweep")
+            background.start(tg, self.http.openenv.reap_forever, what="the OpenEnv episode reaper")
             try:
                 task_status.started(self)
                 await self._stop.wait()
@@ -204,7 +205,7 @@ class Service:
         except StateDirError as exc:
             raise ServiceError(str(exc)) from exc
         self.registry.journals = journals
-        tg.start_soon(journals.sweep_forever)
+        background.start(tg, journals.sweep_forever, what="the journal retention sweep")
 
     async def _prepare_judge(self) -> None:
         """Build the judge's LLM engine once, in a worker thread, before anything is served:

@@ -386,6 +386,12 @@ class Session:
             connection.request_close(CloseCode.INTERNAL_ERROR, JOURNAL_FAILED, flush=False)
         self.end_now(f"its journal failed: {error}")
 
+    def crashed(self, exc: Exception) -> None:
+        """Its task raised (a bug: `run` catches what a scenario raises): end the session now,
+        saying why, and let whoever waits for its end go on."""
+        self.end_now(f"the session's task failed ({type(exc).__name__}: {exc}); see the server log")
+        self.done.set()
+
     def end_now(self, reason: str) -> None:
         """End the session here and now, outside its lane, and write its trace: the last resort
         of a shutdown whose `stop` did not get through in time (a command of the session that

@@ -31,6 +31,7 @@ late behind a backlog in the kernel's buffers (websockets' keepalive would have 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
@@ -40,6 +41,8 @@ from areasync.service import wire
 
 if TYPE_CHECKING:
     from areasync.service.connection import Connection
+
+logger = logging.getLogger("areasync.service")
 
 # Bytes waiting that may be control frames alone (a ping, a pong, a close: at most 131 bytes
 # each) rather than data: not a reason to close by themselves.
@@ -72,7 +75,10 @@ class StallSweep:
         interval = sweep_interval(self.write_timeout)
         while True:
             await anyio.sleep(interval)
-            self.sweep(loop.time())
+            try:
+                self.sweep(loop.time())
+            except Exception:
+                logger.exception("the stalled-connection sweep failed; it runs again")
 
     def sweep(self, now: float) -> None:
         """Look at every attached connection once; `now` is the event loop's clock (pings are

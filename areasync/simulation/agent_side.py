@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from areasync.bridge.records import to_plain
+from areasync.bridge.tools import InvalidArgsError
 from areasync.protocol.frames import NotificationItem
 from areasync.protocol.records import WAIT_TOOL
+from areasync.protocol.values import NotJSONError, json_copy
 from areasync.simulation.controls import Controls
 from areasync.simulation.driver import Driver
-from areasync.simulation.errors import BadStateError
+from areasync.simulation.errors import BadStateError, InvalidRequestError
 
 
 class AgentSide(Controls, Driver):
@@ -36,8 +38,9 @@ class AgentSide(Controls, Driver):
 
     def _call_tool(self, name: str, args: dict[str, Any] | None) -> Any:
         self._require_live("call a tool")
+        recorded = _recordable(name, args)
         arguments = dict(args or {})
-        self._record("call_tool", {"tool": name, "args": to_plain(arguments)})
+        self._record("call_tool", {"tool": name, "args": recorded})
         result = self.tools.call(name, arguments)
         self._after_command()
         return result
@@ -56,8 +59,9 @@ class AgentSide(Controls, Driver):
         """The wait's call (its caller then awaits a notification): the seq it began at and
         the tool's result."""
         self._require_live("call a tool")
+        recorded = _recordable(WAIT_TOOL, args)
         arguments = dict(args or {})
-        payload: dict[str, Any] = {"tool": WAIT_TOOL, "args": to_plain(arguments)}
+        payload: dict[str, Any] = {"tool": WAIT_TOOL, "args": recorded}
         if holder is not None:
             payload["holder"] = holder  # its lease ends inside the call (a replay does the same)
         self._record("call_tool", payload)
@@ -93,6 +97,7 @@ class AgentSide(Controls, Driver):
 
     def _send_user_message(self, content: str) -> Any:
         self._require_live("send a user message")
+        _check_text(content)
         aui = self.env.agent_user_interface
         if aui is None:
             raise BadStateError(
@@ -102,3 +107,26 @@ class AgentSide(Controls, Driver):
         result = aui.send_message_to_agent(content=content)
         self._after_command()
         return to_plain(result)
+
+
+def _recordable(name: str, args: dict[str, Any] | None) -> dict[str, Any]:
+    """The copy of a tool call's arguments its record keeps; `InvalidArgsError` (before
+    anything is recorded or run) if they are not an object of JSON values a journal can hold
+    and a replay give back unchanged (`areasync.protocol.values`)."""
+    if args is None:
+        return {}
+    if not isinstance(args, dict):
+        raise InvalidArgsError(f"arguments of {name} must be an object of named arguments")
+    try:
+        recorded: dict[str, Any] = json_copy(dict(args))
+    except NotJSONError as exc:
+        raise InvalidArgsError(f"the arguments of {name} cannot be taken: {exc}") from None
+    return recorded
+
+
+def _check_text(content: str) -> None:
+    """`InvalidRequestError` unless a user's message is text a journal can hold."""
+    try:
+        json_copy(content)
+    except NotJSONError as exc:
+        raise InvalidRequestError(f"the user's message cannot be taken: {exc}") from None

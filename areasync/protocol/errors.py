@@ -8,32 +8,36 @@ live here, in one place, and never change meaning once published.
 Error codes (``error.code``). ``retryable`` means: the same request may succeed if sent again
 later, unchanged. Everything else needs a different request (or different credentials).
 
-==================  =========  ===============================================================
-code                retryable  meaning
-==================  =========  ===============================================================
-bad_frame           no         the frame is not a JSON object / msgpack map with a ``type``
-                               (malformed, truncated, invalid UTF-8, nested too deeply)
-unknown_type        no         ``type`` names no client frame of this protocol version
-invalid_field       no         a field is missing, has the wrong type or value, or is unknown
-unknown_tool        no         ``call_tool.tool`` names no tool of this session
-invalid_args        no         the tool exists but rejected ``args`` (missing, extra, mistyped)
-tool_failed         no         the tool ran and raised; ARE logged the failed call
-forbidden           no         this connection's role may not send this frame
-unauthorized        no         the token is missing or wrong for the requested role
-session_not_found   no         no session has this id
-session_ended       no         the session has ended; only read-only requests still work
-bad_state           no         not valid now (e.g. ``resume`` while running, request before
-                               ``hello``, a jump backwards in time)
-too_large           no         the frame or a value in it exceeds the server's size limit
-rate_limited        yes        too many requests; slow down and resend
-capacity            yes        the server is at its session or connection limit; retry later
-internal            no         a bug in areasync; the message says what failed
-replay_unavailable  no         the stream after ``hello.since`` cannot be replayed (``since``
-                               is ahead of the stream); reconnect without ``since``
-interrupted         no         a ``jump``/``tick`` gave way to a ``stop`` before it was done: what
-                               it fired stays fired, the clock rests where it got to (the
-                               message says how far); the session is ending
-==================  =========  ===============================================================
+====================  =========  =============================================================
+code                  retryable  meaning
+====================  =========  =============================================================
+bad_frame             no         the frame is not a JSON object / msgpack map with a ``type``
+                                 (malformed, truncated, invalid UTF-8, nested too deeply)
+unknown_type          no         ``type`` names no client frame of this protocol version
+invalid_field         no         a field is missing, has the wrong type or value, or is unknown
+unknown_tool          no         ``call_tool.tool`` names no tool of this session
+invalid_args          no         the tool exists but rejected ``args`` (missing, extra, mistyped)
+tool_failed           no         the tool ran and raised; ARE logged the failed call
+tool_budget_exceeded  no         the tool ran past what one call may cost (``tool_budget`` wall
+                                 seconds, or ``max_listing`` directory entries listed) and was
+                                 stopped; ARE logged the failed call; the session goes on. Ask
+                                 for less (a simpler pattern, a smaller directory)
+forbidden             no         this connection's role may not send this frame
+unauthorized          no         the token is missing or wrong for the requested role
+session_not_found     no         no session has this id
+session_ended         no         the session has ended; only read-only requests still work
+bad_state             no         not valid now (e.g. ``resume`` while running, request before
+                                 ``hello``, a jump backwards in time)
+too_large             no         the frame or a value in it exceeds the server's size limit
+rate_limited          yes        too many requests; slow down and resend
+capacity              yes        the server is at its session or connection limit; retry later
+internal              no         a bug in areasync; the message says what failed
+replay_unavailable    no         the stream after ``hello.since`` cannot be replayed (``since``
+                                 is ahead of the stream); reconnect without ``since``
+interrupted           no         a ``jump``/``tick`` gave way to a ``stop`` before it was done:
+                                 what it fired stays fired, the clock rests where it got to (the
+                                 message says how far); the session is ending
+====================  =========  =============================================================
 
 WebSocket close codes (``CloseCode``). 1000-1015 are the standard codes of RFC 6455; the
 4000-4999 range is ours and mirrors the HTTP status of the same meaning (4001 ~ 401, ...).
@@ -86,6 +90,7 @@ class ErrorCode(enum.StrEnum):
     UNKNOWN_TOOL = "unknown_tool"
     INVALID_ARGS = "invalid_args"
     TOOL_FAILED = "tool_failed"
+    TOOL_BUDGET_EXCEEDED = "tool_budget_exceeded"
     FORBIDDEN = "forbidden"
     UNAUTHORIZED = "unauthorized"
     SESSION_NOT_FOUND = "session_not_found"

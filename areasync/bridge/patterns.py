@@ -6,8 +6,8 @@ conversation's title): `(a+)+$`, say, against `"a" * 29 + "!"` backtracks for mi
 does it in C holding the interpreter lock, where nothing can interrupt it (not even the call
 watchdog, `areasync.bridge.watchdog`): every session of the server stood still.
 
-What it does. The ARE modules that compile a pattern an agent chose (`ROUTED`; a test sweeps
-ARE's apps for others) see, under their name `re`, a module of this file's making: `compile`
+What it does. The ARE modules that compile a pattern an agent chose (`ROUTED`: `regex_search`; a test
+sweeps ARE's apps for others) see, under their name `re`, a module of this file's making: `compile`
 still checks the pattern with the standard library (so a bad pattern fails with ARE's own
 `re.error` message), then compiles it with the `regex` package, whose matching takes a
 `timeout`; `search` and `match` on such a pattern run with the time left to the call that
@@ -17,7 +17,7 @@ runners, the conformance suite) there is no timeout. Everything else the modules
 `re` is the standard library's.
 
 Where the call runs in a greenlet of `areasync.bridge.offload.bridged` (the service runs the
-tools of `ROUTED` modules so: `ToolBox.offloads`), the match itself runs in a worker thread,
+`ROUTED` tools so: `ToolBox.offloads`), the match itself runs in a worker thread,
 releasing the interpreter lock (`concurrent=True`), while the event loop serves every other
 session; the session's own lane stays held. Elsewhere (a scenario's event in a tick, a replay)
 it runs in place, still bounded by the timeout.
@@ -44,11 +44,12 @@ from areasync.bridge.watchdog import watchdog
 
 __all__ = ["ROUTED", "BoundedPattern", "install"]
 
-ROUTED: tuple[str, ...] = (
-    "are.simulation.apps.messaging",
-    "are.simulation.apps.messaging_v2",
-)
-"""The ARE modules that compile a regular expression an agent chose (`regex_search`)."""
+ROUTED: dict[str, frozenset[str]] = {
+    "are.simulation.apps.messaging": frozenset({"regex_search"}),
+    "are.simulation.apps.messaging_v2": frozenset({"regex_search"}),
+}
+"""The ARE modules that compile a regular expression an agent chose, and the functions that
+do (a test sweeps ARE's apps for others)."""
 
 _FLAGS = ("ASCII", "IGNORECASE", "LOCALE", "MULTILINE", "DOTALL", "VERBOSE", "UNICODE")
 

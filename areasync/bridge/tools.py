@@ -115,14 +115,15 @@ class ToolBox:
 
     def offloads(self, name: str) -> bool:
         """Whether a call of `name` may hand work to a worker thread (`areasync.bridge.offload`):
-        the tools of the modules whose agent-chosen patterns are matched off the loop
-        (`areasync.bridge.patterns.ROUTED`), when calls have a budget. Such a call should run
-        inside `bridged`; elsewhere it runs in place."""
+        the tools that match an agent's pattern, off the loop when calls have a budget
+        (`areasync.bridge.patterns.ROUTED`). Such a call should run inside `bridged`;
+        elsewhere it runs in place."""
         if not self.budget.bounded:
             return False
         tool = self._index().get(name)
         function = None if tool is None else tool.function
-        return getattr(function, "__module__", None) in ROUTED
+        module = getattr(function, "__module__", None)
+        return getattr(function, "__name__", None) in ROUTED.get(module or "", ())
 
     def call(self, name: str, args: dict[str, Any]) -> Any:
         """Call a tool; returns its result as JSON-typed data."""

@@ -118,11 +118,13 @@ class Running:
 class Watchdog:
     """Bounds calls in any thread (see the module docstring); one per process (`watchdog`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, poll: float = 0.25) -> None:
         self._lock = threading.Lock()
         self._running: dict[int, Running] = {}  # by thread id
         self._thread: threading.Thread | None = None
-        self._period = 0.25  # poll period: a tenth of the smallest budget seen, within 10-250 ms
+        # Wall seconds between two looks at the running calls: at most `poll`, lowered to a
+        # tenth of the smallest budget seen, but not below 10 ms.
+        self._period = poll
 
     def current(self) -> Running | None:
         """The call running on this thread under a budget, if any."""

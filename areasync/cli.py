@@ -332,6 +332,14 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     ("control_budget", float, "wall seconds a long jump/tick runs between yields"),
     ("max_ticks", int, "ticks one tick{n} may run; more is refused (split it)"),
     ("max_jump", float, "simulated seconds one jump may move the clock; more is refused"),
+    (
+        "tool_budget",
+        float,
+        "wall seconds one tool call or event may hold the server; then it is stopped "
+        "(tool_budget_exceeded)",
+    ),
+    ("max_listing", int, "directory entries one tool call may list (tree, ls); more is refused"),
+    ("max_files_created", int, "files and directories a session's tools may create"),
     ("shutdown_timeout", float, "wall seconds sessions get to stop at shutdown, then forced"),
 ]
 
@@ -443,8 +451,8 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 async def _serve(config: Any, scenarios: list[str]) -> None:
     import logging
-    import signal
 
+    from areasync.cli_signals import ShutdownSignals
     from areasync.service import Service
     from areasync.service.fdlimit import raise_open_files_limit
     from areasync.service.gc_policy import settle as settle_gc
@@ -466,41 +474,35 @@ async def _serve(config: Any, scenarios: list[str]) -> None:
             )
 
     service = Service(config, scenarios)
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with anyio.create_task_group() as tg:
+    signals = ShutdownSignals(
+        saying=(
+            "ending sessions, writing traces, closing connections"
+            if config.state_dir is None
+            else "suspending sessions in their journals, closing connections"
+        ),
+        answer_within=config.shutdown_timeout,
+        shutdown_within=shutdown_deadline(config),
+    )
+    signals.install()
+    async with anyio.create_task_group() as tg:
 
-            async def serve(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-                await service.serve(task_status=task_status)
-                if service.suspended:
-                    print(
-                        f"areasync: {service.suspended} session(s) suspended in their journals; "
-                        f"start again with --state-dir {config.state_dir} to resume them",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                tg.cancel_scope.cancel()  # served and shut down: stop listening for signals
-
-            await tg.start(serve)
-            settle_gc()
-            print(service.banner(), flush=True)
-            async for signum in signals:
-                name = signal.Signals(signum).name
-                exit_on_second_signal()  # before saying so: a second signal may follow at once
-                doing = (
-                    "ending sessions, writing traces"
-                    if config.state_dir is None
-                    else "suspending sessions in their journals"
-                )
+        async def serve(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+            await service.serve(task_status=task_status)
+            if service.suspended:
                 print(
-                    f"\nareasync: {name}: {doing}, closing connections... (a second Ctrl-C "
-                    "or SIGTERM exits at once, writing nothing)",
+                    f"areasync: {service.suspended} session(s) suspended in their journals; "
+                    f"start again with --state-dir {config.state_dir} to resume them",
                     file=sys.stderr,
                     flush=True,
                 )
-                exit_after(shutdown_deadline(config))
-                service.shutdown()
-                break
-            await anyio.sleep_forever()  # until `serve` returns and cancels the group
+            tg.cancel_scope.cancel()  # served and shut down: stop waiting for a signal
+
+        await tg.start(serve)
+        settle_gc()
+        print(service.banner(), flush=True)
+        await signals.taken()
+        service.shutdown()
+        await anyio.sleep_forever()  # until `serve` returns and cancels the group
 
 
 def shutdown_deadline(config: Any) -> float:
@@ -510,42 +512,6 @@ def shutdown_deadline(config: Any) -> float:
     return float(
         config.shutdown_timeout + config.shutdown_grace + config.close_timeout + 1.0 + 10.0
     )
-
-
-def exit_on_second_signal() -> None:
-    """From now on SIGINT or SIGTERM ends the process at once (exit status 128 + signal).
-
-    A plain signal handler, not the event loop's: it runs even if the loop is stuck."""
-    import os
-    import signal
-
-    def exit_now(signum: int, frame: object) -> None:
-        name = signal.Signals(signum).name
-        print(f"\nareasync: second {name}: exiting now", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(128 + signum)
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, exit_now)
-
-
-def exit_after(seconds: float) -> None:
-    """Exit with status 1 if the process is still running `seconds` from now (a thread: it
-    fires even if the event loop is stuck)."""
-    import os
-    import threading
-
-    def give_up() -> None:
-        print(
-            f"\nareasync: the shutdown did not finish within {seconds:g} s; exiting",
-            file=sys.stderr,
-            flush=True,
-        )
-        os._exit(1)
-
-    timer = threading.Timer(seconds, give_up)
-    timer.daemon = True
-    timer.start()
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -3,10 +3,17 @@
 `TimelineScenario(times=[...], duration=...)` schedules one ENV event per entry, each calling
 `TimelineApp.mark(label)` at `start + time`; the app also has a tool that raises, for the
 "app raises" path. AgentUserInterface and SystemApp are registered as in every Gaia2 scenario.
+
+`RunawayScenario` has an app whose tools cost whatever the caller asks: a pure-Python loop and
+a standard-library `re` that backtracks in C (for the call budget and the signal tests; no
+ARE app offers these, which is why they are made here).
 """
 
 from __future__ import annotations
 
+import re
+import sys
+import time
 from typing import Any
 
 from are.simulation.apps.agent_user_interface import AgentUserInterface
@@ -107,3 +114,111 @@ def timeline(
     if initialize:
         scenario.initialize()
     return scenario
+
+
+RUNAWAY_STARTED = "runaway: started"
+"""What a runaway tool prints on stdout before it runs (the signal tests wait for it)."""
+
+
+class RunawayApp(App):
+    """Tools that run as long as they are asked to (see the module docstring)."""
+
+    def __init__(self, name: str | None = "RunawayApp") -> None:
+        super().__init__(name)
+        self.notes: list[str] = []
+
+    @app_tool()
+    @event_registered(operation_type=OperationType.WRITE)
+    def note(self, text: str) -> int:
+        """Keep `text`; returns how many notes there are.
+
+        :param text: what to keep
+        :returns: the number of notes so far
+        """
+        self.notes.append(text)
+        return len(self.notes)
+
+    @app_tool()
+    @event_registered(operation_type=OperationType.READ)
+    def spin(self, seconds: float) -> int:
+        """Loop in Python for `seconds` of wall time.
+
+        :param seconds: how long to loop
+        :returns: how many times it looped
+        """
+        _announce()
+        deadline = time.monotonic() + seconds
+        turns = 0
+        while time.monotonic() < deadline:
+            turns += 1
+        return turns
+
+    @app_tool()
+    @event_registered(operation_type=OperationType.READ)
+    def backtrack(self, length: int) -> bool:
+        """Match `(a|a)+$` against `"a" * length + "!"` with the standard library's `re`, which
+        backtracks in C holding the interpreter lock (2 ** length steps).
+
+        :param length: how many letters
+        :returns: whether it matched (never)
+        """
+        _announce()
+        return re.search(r"(a|a)+$", "a" * length + "!") is not None
+
+    def get_state(self) -> dict[str, Any]:
+        return {"notes": list(self.notes)}
+
+    def load_state(self, state_dict: dict[str, Any]) -> None:
+        self.notes = list(state_dict["notes"])
+
+    def reset(self) -> None:
+        super().reset()
+        self.notes = []
+
+
+def _announce() -> None:
+    sys.stdout.write(RUNAWAY_STARTED + "\n")
+    sys.stdout.flush()
+
+
+class RunawayScenario(Scenario):
+    """`RunawayApp`, and optionally two ENV events: a spin of `spin_seconds` at `spin_at`,
+    then a note at `note_at`."""
+
+    scenario_id: str = "areasync_test_runaway"
+    start_time: float | None = 0.0
+    duration: float | None = 30.0
+
+    def __init__(
+        self,
+        spin_at: float | None = None,
+        note_at: float | None = None,
+        spin_seconds: float = 600.0,
+    ) -> None:
+        super().__init__()
+        self.start_time = 0.0
+        self.duration = 30.0
+        self.spin_at = spin_at
+        self.note_at = note_at
+        self.spin_seconds = spin_seconds
+
+    def init_and_populate_apps(self, *args: Any, **kwargs: Any) -> None:
+        self.apps = [AgentUserInterface(), SystemApp(), RunawayApp()]
+
+    def build_events_flow(self) -> None:
+        app = self.get_typed_app(RunawayApp)
+        self.events = []
+        if self.spin_at is not None:
+            spin = Action(function=app.spin, args={"seconds": self.spin_seconds}, app=app)
+            self.events.append(
+                Event(
+                    event_type=EventType.ENV, event_relative_time=self.spin_at, action=spin
+                ).with_id("spin")
+            )
+        if self.note_at is not None:
+            note = Action(function=app.note, args={"text": "after the spin"}, app=app)
+            self.events.append(
+                Event(
+                    event_type=EventType.ENV, event_relative_time=self.note_at, action=note
+                ).with_id("note")
+            )

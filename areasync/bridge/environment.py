@@ -14,6 +14,9 @@ Everything ARE users know keeps working (`event_log`, `apps`, `tick`, `process_e
   converted to a plain record and handed to listeners the moment ARE produces it;
 * events that cannot produce a notification skip ARE's template search, in the notification
   system and in the world log of `add_to_log` (`notifications`: exactly ARE's answer);
+* each event's action runs within the session's per-call budget (`budget`, as its tool calls
+  do: `areasync.bridge.budget`); an event stopped there is logged as failed, like any event
+  whose app raises, and the run goes on;
 * a session's tools are built from docstrings and signatures parsed once per app class
   function, not once per session (`tool_cache`: the same AppTools);
 * ARE's scaling traps are avoided: the queue length is `len(queue)`, not a sorted copy; the
@@ -49,12 +52,14 @@ from are.simulation.types import (
     EnvironmentType,
     Event,
     EventLog,
+    EventMetadata,
     EventType,
     OracleEvent,
     StopEvent,
 )
 
 from areasync.bridge import notifications, tool_cache
+from areasync.bridge.budget import UNBOUNDED, CallBudget, OverBudget
 from areasync.bridge.queues import EventLogQueue, FastEventQueue
 from areasync.bridge.records import event_record, notification_record
 from areasync.bridge.time_manager import VirtualTimeManager
@@ -83,6 +88,8 @@ class AsyncEnvironment(Environment):
     """ARE's Environment, advanced by an `Engine` on a `VirtualClock` instead of a thread."""
 
     state: EnvironmentState
+    # What one event's action may cost (the session sets it; ARE's own runners: no bound).
+    budget: CallBudget = UNBOUNDED
 
     def __init__(
         self,
@@ -168,10 +175,25 @@ class AsyncEnvironment(Environment):
         if isinstance(event, Event) and type(event) is not StopEvent:
             past = self._placeholder_sources(event)
             event = self.resolve_arg_placeholders(event, past)
-            completed = event.execute()
+            completed = self._execute(event)
             self.add_to_log(completed)
             return self.get_successors(event)
         return super().process_event(event)
+
+    def _execute(self, event: Event) -> CompletedEvent:
+        """ARE's `event.execute()`, within the budget. ARE logs an action that raises as a
+        failed event; one stopped by the budget outside the action (in ARE's own bookkeeping
+        around it) is logged the same way here."""
+        try:
+            return self.budget.run(event.execute)
+        except OverBudget as exc:
+            return CompletedEvent(
+                event_type=event.event_type,
+                action=event.action,
+                event_time=event.event_time,
+                event_id=event.event_id,
+                metadata=EventMetadata(exception=str(exc)),
+            )
 
     def _placeholder_sources(self, event: Event) -> list[CompletedEvent]:
         """What ARE's placeholder resolver needs of the log for `event`: the logged events its

@@ -46,7 +46,12 @@ Inside a session, what is allowed:
 * only regular files are opened for reading, and at most `max_file_bytes` of them
   (`ServiceConfig.max_file_bytes`, `areasync serve --max-file-bytes`, 10 MiB by default): a
   FIFO, a device, a socket or a `/proc` file is refused before `open` could block or read for
-  ever (`os.stat`, which the hook uses, never blocks on them).
+  ever (`os.stat`, which the hook uses, never blocks on them);
+* at most `max_files_created` new files and directories over the run (`ServiceConfig
+  .max_files_created`, `areasync serve --max-files-created`; None: no cap): what an agent builds
+  is what its listings, the session's state and its trace then walk through. Counted when a
+  file is created (`open` of a name that does not exist, for writing), a directory made, a link
+  added; not while the scenario is built.
 
 A refusal raises `SandboxViolation` (a `PermissionError`) from the operation itself, so the
 app raises, ARE logs the failed call as it logs any failing tool, and the caller gets a
@@ -110,6 +115,8 @@ class Sandbox:
         if not isinstance(max_file_bytes, int) or max_file_bytes < 0:
             raise ValueError(f"max_file_bytes must be a whole number >= 0, got {max_file_bytes!r}")
         self.max_file_bytes = max_file_bytes
+        self.max_files_created: int | None = None  # new files and directories over the run
+        self.files_created = 0
         self.roots: list[str] = []  # read and write, real paths
         self.read_roots: list[str] = []  # read only, real paths
         self.temp_files: set[str] = set()  # made by tempfile for this session
@@ -226,8 +233,28 @@ class Sandbox:
             self.check_write(path)
             if real not in (None, os.devnull) and not regular_or_dir(real):
                 raise SandboxViolation(self._not_regular(path))
+            if flags & os.O_CREAT or (isinstance(mode, str) and any(c in mode for c in "wax")):
+                self.on_create(path, None)
             return
         self.check_read(path, file=True)
+
+    def on_create(self, path: Any, dir_fd: Any) -> None:
+        """Count a file or directory about to be made at `path` against `max_files_created`
+        (if nothing is there yet: an open of an existing file, a `makedirs` with `exist_ok`
+        over existing directories, add nothing)."""
+        if self.max_files_created is None or self.is_loading:
+            return
+        real = resolve(path, dir_fd, follow=False)
+        if real is None or os.path.lexists(real):
+            return
+        if self.files_created >= self.max_files_created:
+            raise SandboxViolation(
+                f"cannot create {shown(path)}: this session has created {self.files_created} "
+                "files and directories, the most a session may create (max_files_created; "
+                "removing some gives no room back): work with those there are. The operator "
+                "can raise it with `areasync serve --max-files-created`"
+            )
+        self.files_created += 1
 
     def on_mkstemp(self, path: Any) -> None:
         real = resolve(path, None)
@@ -339,6 +366,12 @@ def _copy(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
     sandbox.check_write(args[1])
 
 
+def _mkdir(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
+    dir_fd = args[-1] if len(args) > 1 and isinstance(args[-1], int) else None
+    sandbox.check_write(args[0], dir_fd=dir_fd)
+    sandbox.on_create(args[0], dir_fd)
+
+
 def _rename(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
     sandbox.check_write(args[0], dir_fd=args[2], follow=False)
     sandbox.check_write(args[1], dir_fd=args[3], follow=False)
@@ -347,6 +380,7 @@ def _rename(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
 def _link(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
     sandbox.check_write(args[0], dir_fd=args[2])  # a hard link shares the target's data
     sandbox.check_write(args[1], dir_fd=args[3], follow=False)
+    sandbox.on_create(args[1], args[3])
 
 
 def _symlink(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
@@ -354,6 +388,7 @@ def _symlink(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
     sandbox.check_write(link, dir_fd=dir_fd, follow=False)
     real_link = resolve(link, dir_fd, follow=False) or ""
     sandbox.check_write(os.path.join(os.path.dirname(real_link), os.fsdecode(target)))
+    sandbox.on_create(link, dir_fd)
 
 
 def _sqlite(sandbox: Sandbox, args: tuple[Any, ...]) -> None:
@@ -368,7 +403,7 @@ _HANDLERS: dict[str, _Handler] = {
     "os.scandir": _read_path,
     "os.listxattr": _read_path,
     "os.getxattr": _read_path,
-    "os.mkdir": _path_then_dir_fd("write"),
+    "os.mkdir": _mkdir,
     "os.rmdir": lambda sandbox, args: sandbox.on_remove(args[0], args[1]),
     "os.remove": lambda sandbox, args: sandbox.on_remove(args[0], args[1]),
     "os.rename": _rename,

@@ -3,7 +3,9 @@
 * unknown tool: `UnknownToolError`, nothing touched;
 * arguments that do not bind or fail ARE's `type_check`: `InvalidArgsError`, nothing logged;
 * the app raises: ARE has already logged an AGENT CompletedEvent carrying the exception;
-  `ToolFailedError` carries the message.
+  `ToolFailedError` carries the message;
+* the call went over the session's per-call budget (`areasync.bridge.budget`: wall time,
+  entries listed): stopped, ARE logged it as failed; `ToolBudgetExceededError`.
 
 The call runs synchronously, between ticks, on the caller's thread (the event loop). It is never
 held across an await: ARE's EventRegisterer state is thread-local and shared by all tasks.
@@ -52,6 +54,8 @@ from are.simulation.tool_utils import AppTool
 from are.simulation.types import EventRegisterer
 from are.simulation.utils import type_check
 
+from areasync.bridge.budget import UNBOUNDED, CallBudget, OverBudget
+from areasync.bridge.patterns import ROUTED
 from areasync.bridge.records import to_plain, tool_info
 from areasync.protocol.records import ToolInfo
 
@@ -72,11 +76,16 @@ class ToolFailedError(ToolCallError):
     pass
 
 
+class ToolBudgetExceededError(ToolCallError):
+    """The call went over the session's per-call budget and was stopped (ARE logged it)."""
+
+
 class ToolBox:
     """The agent-facing tools of an environment's apps, by public name."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, budget: CallBudget = UNBOUNDED) -> None:
         self._env = env
+        self.budget = budget
         self._tools: dict[str, AppTool] | None = None
         self._bindings: dict[str, _Binding] = {}
         self._app_count = -1
@@ -104,6 +113,18 @@ class ToolBox:
             )
         return tool
 
+    def offloads(self, name: str) -> bool:
+        """Whether a call of `name` may hand work to a worker thread (`areasync.bridge.offload`):
+        the tools that match an agent's pattern, off the loop when calls have a budget
+        (`areasync.bridge.patterns.ROUTED`). Such a call should run inside `bridged`;
+        elsewhere it runs in place."""
+        if not self.budget.bounded:
+            return False
+        tool = self._index().get(name)
+        function = None if tool is None else tool.function
+        module = getattr(function, "__module__", None)
+        return getattr(function, "__name__", None) in ROUTED.get(module or "", ())
+
     def call(self, name: str, args: dict[str, Any]) -> Any:
         """Call a tool; returns its result as JSON-typed data."""
         tool = self.get(name)
@@ -116,7 +137,9 @@ class ToolBox:
         log = self._env.event_log
         before = _logged(log)
         try:
-            result = binding.call(args)
+            return self.budget.run(_call, binding, args)
+        except OverBudget as exc:
+            raise ToolBudgetExceededError(f"{name}: {exc}") from exc
         except TypeError as exc:
             if _logged(log) == before:
                 # ARE's binding or type_check rejected the arguments before the app ran:
@@ -127,13 +150,19 @@ class ToolBox:
             raise ToolFailedError(f"{name} failed: {exc}") from exc
         except Exception as exc:
             raise ToolFailedError(f"{name} failed: {exc}") from exc
-        plain = to_plain(result)
-        if isinstance(result, io.IOBase):
-            # ARE's file tools (`SandboxLocalFileSystem__open`) return an open handle: the caller
-            # gets its repr, and ARE's event log kept it open, one descriptor per call, for the
-            # session's life (an agent could exhaust the server's descriptors).
-            result.close()
-        return plain
+
+
+def _call(binding: _Binding, args: dict[str, Any]) -> Any:
+    """The call and its result as JSON-typed data (what the budget bounds: both grow with
+    what the agent asks for)."""
+    result = binding.call(args)
+    plain = to_plain(result)
+    if isinstance(result, io.IOBase):
+        # ARE's file tools (`SandboxLocalFileSystem__open`) return an open handle: the caller
+        # gets its repr, and ARE's event log kept it open, one descriptor per call, for the
+        # session's life (an agent could exhaust the server's descriptors).
+        result.close()
+    return plain
 
 
 _tool_logger = logging.getLogger(tool_utils.__name__)

@@ -40,6 +40,7 @@ __all__ = [
     "SessionNotFoundError",
     "StreamResetError",
     "TooLargeError",
+    "ToolBudgetExceededError",
     "ToolError",
     "ToolFailedError",
     "UnauthorizedError",
@@ -120,6 +121,13 @@ class ToolFailedError(ToolError):
     """The tool ran and raised; ARE logged the failed call (an AGENT event with its exception)."""
 
     code = ErrorCode.TOOL_FAILED.value
+
+
+class ToolBudgetExceededError(ToolError):
+    """The tool ran past what one call may cost on this server (wall time, or directory entries
+    listed) and was stopped; ARE logged the failed call; the session goes on."""
+
+    code = ErrorCode.TOOL_BUDGET_EXCEEDED.value
 
 
 class ForbiddenError(AreasyncError):
@@ -230,6 +238,7 @@ _CLASSES: Final[dict[str, type[AreasyncError]]] = {
         UnknownToolError,
         InvalidArgsError,
         ToolFailedError,
+        ToolBudgetExceededError,
         ForbiddenError,
         UnauthorizedError,
         SessionNotFoundError,

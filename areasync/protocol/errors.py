@@ -18,6 +18,10 @@ invalid_field           no         a field is missing, has the wrong type or val
 unknown_tool            no         ``call_tool.tool`` names no tool of this session
 invalid_args            no         the tool exists but rejected ``args`` (missing, extra, mistyped)
 tool_failed             no         the tool ran and raised; ARE logged the failed call
+tool_budget_exceeded    no         the tool ran past what one call may cost (``tool_budget`` wall
+                                   seconds, or ``max_listing`` directory entries listed) and was
+                                   stopped; ARE logged the failed call; the session goes on. Ask
+                                   for less (a simpler pattern, a smaller directory)
 forbidden               no         this connection's role may not send this frame
 unauthorized            no         the token is missing or wrong for the requested role
 session_not_found       no         no session has this id
@@ -92,6 +96,7 @@ class ErrorCode(enum.StrEnum):
     UNKNOWN_TOOL = "unknown_tool"
     INVALID_ARGS = "invalid_args"
     TOOL_FAILED = "tool_failed"
+    TOOL_BUDGET_EXCEEDED = "tool_budget_exceeded"
     FORBIDDEN = "forbidden"
     UNAUTHORIZED = "unauthorized"
     SESSION_NOT_FOUND = "session_not_found"

@@ -160,6 +160,15 @@ class ServiceConfig:
     # a session's lane for hours on a scenario without a duration (a stop interrupts it anyway).
     max_ticks: int = MAX_TICKS
     max_jump: float = MAX_JUMP_S
+    # What one tool call (or scenario event) may cost, since the whole server waits while it
+    # runs (`areasync.bridge.budget`): wall seconds, after which it is stopped and answered
+    # `tool_budget_exceeded` (pure-Python code only: see RELIABILITY.md, "CPU"); directory
+    # entries listed by its file-system code (tree, ls, recursive cat/rm/mv), beyond which it
+    # is refused the same way. And the files and directories a session's code may create over
+    # its run (beyond it: `tool_failed`, saying so).
+    tool_budget: float = 5.0
+    max_listing: int = 5_000
+    max_files_created: int = 5_000
     # Wall seconds `shutdown()` waits for sessions to stop before it ends the rest itself
     # (outside their lane) and writes their traces; the CLI exits at most this plus the
     # close grace later after SIGINT/SIGTERM.
@@ -277,6 +286,8 @@ class ServiceConfig:
         for name in _SECONDS:
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0 seconds, got {getattr(self, name)}")
+        if self.tool_budget == float("inf"):
+            problems.append("tool_budget must be a finite number of wall seconds")
         if self.max_jump == float("inf"):
             problems.append("max_jump must be a finite number of simulated seconds")
         if not (isinstance(self.retention, int | float) and 0 < self.retention < float("inf")):
@@ -361,6 +372,8 @@ _AT_LEAST_ONE = (
     "gaia2_max_streams",
     "gaia2_streams_per_token",
     "gaia2_max_connections",
+    "max_listing",
+    "max_files_created",
 )
 # Durations that must be positive.
 _SECONDS = (
@@ -376,4 +389,5 @@ _SECONDS = (
     "http_idle_timeout",
     "gaia2_sse_keepalive",
     "gaia2_sse_lifetime",
+    "tool_budget",
 )

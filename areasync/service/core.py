@@ -32,7 +32,12 @@ import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from areasync.bridge.scenarios import ScenarioError
-from areasync.bridge.tools import InvalidArgsError, ToolFailedError, UnknownToolError
+from areasync.bridge.tools import (
+    InvalidArgsError,
+    ToolBudgetExceededError,
+    ToolFailedError,
+    UnknownToolError,
+)
 from areasync.protocol import SERVER_CAPABILITIES, Capability
 from areasync.protocol.codec import Encoding, decode_client_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
@@ -375,6 +380,12 @@ class ConnectionCore:
                 return ProtocolError(
                     ErrorCode.INVALID_ARGS,
                     f"{exc}; nothing was run (list_tools gives the arguments)",
+                )
+            case ToolBudgetExceededError():
+                return ProtocolError(
+                    ErrorCode.TOOL_BUDGET_EXCEEDED,
+                    f"{exc}; ARE logged the call as failed (an AGENT event on the stream) and "
+                    "the session goes on",
                 )
             case ToolFailedError():
                 return ProtocolError(

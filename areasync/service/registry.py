@@ -307,6 +307,9 @@ class SessionRegistry:
                 control_budget=self.config.control_budget,
                 max_ticks=self.config.max_ticks,
                 max_jump=self.config.max_jump,
+                tool_budget=self.config.tool_budget,
+                max_listing=self.config.max_listing,
+                max_files_created=self.config.max_files_created,
                 max_file_bytes=self.config.max_file_bytes,
                 **extra,
             )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from areasync.bridge.offload import bridged
 from areasync.bridge.records import to_plain
 from areasync.bridge.tools import InvalidArgsError
 from areasync.protocol.frames import NotificationItem
@@ -33,6 +34,14 @@ class AgentSide(Controls, Driver):
         """
         if name == WAIT_TOOL:
             return await self._wait_for_notification(args, holder)
+        call = self._call_tool_in_lane(name, args)
+        if self.tools.offloads(name):
+            # Its work may go to a worker thread (an agent's regular expression, matched with
+            # a timeout) while the loop serves the other sessions: `areasync.bridge.patterns`.
+            return await bridged(call)
+        return await call
+
+    async def _call_tool_in_lane(self, name: str, args: dict[str, Any] | None) -> Any:
         async with self._lane:
             return self._call_tool(name, args)
 

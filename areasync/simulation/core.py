@@ -16,6 +16,7 @@ from typing import Any, Unpack
 import anyio
 import anyio.abc
 
+from areasync.bridge.budget import CallBudget
 from areasync.bridge.environment import AsyncEnvironment, Scenario
 from areasync.bridge.records import to_plain
 from areasync.bridge.sandbox import Sandbox
@@ -54,9 +55,12 @@ class SimulationCore:
         # The host files the session's code may touch (`areasync.bridge.sandbox`): everything
         # that holds the lane runs inside it.
         self.sandbox = sandbox
+        sandbox.max_files_created = self.settings.max_files_created
         self.engine = env.engine
         self.clock = env.clock
-        self.tools = ToolBox(env)
+        # What one tool call or event may cost: every one of them runs within it.
+        env.budget = CallBudget(self.settings.tool_budget, self.settings.max_listing)
+        self.tools = ToolBox(env, env.budget)
         self.log: StreamLog[StreamItem] = StreamLog()
         self.inputs: list[InputRecord] = []
         # What a replay consumes: the inputs, in order with the engine steps the driver ran

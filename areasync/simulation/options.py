@@ -44,6 +44,9 @@ class SimulationOptions(TypedDict, total=False):
     control_budget: float
     max_ticks: int
     max_jump: float
+    tool_budget: float | None
+    max_listing: int | None
+    max_files_created: int | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +67,13 @@ class SimulationSettings:
     # The most ticks one tick control runs, the most simulated seconds one jump moves.
     max_ticks: int = MAX_TICKS
     max_jump: float = MAX_JUMP_S
+    # What one tool call or event of the session's ARE code may cost (`areasync.bridge.budget`):
+    # wall seconds, directory entries listed; and how many files and directories its code may
+    # create over the run (`areasync.bridge.sandbox`). None: no bound (the library's default;
+    # the service sets all three).
+    tool_budget: float | None = None
+    max_listing: int | None = None
+    max_files_created: int | None = None
 
     @classmethod
     def of(cls, options: SimulationOptions) -> SimulationSettings:
@@ -81,6 +91,7 @@ class SimulationSettings:
                     f"{name} must be > 0 wall seconds (how long fast mode, or a long control, "
                     f"runs between yields to the event loop), got {budget!r}"
                 )
+        _check_bounds(self.tool_budget, self.max_listing, self.max_files_created)
         object.__setattr__(self, "lag_policy", LagPolicy(self.lag_policy))
         object.__setattr__(self, "lease_policy", LeasePolicy(self.lease_policy))
 
@@ -102,6 +113,21 @@ def _check_max_jump(max_jump: object) -> None:
         raise InvalidRequestError(
             f"max_jump must be a finite number > 0 (simulated seconds per jump), got {max_jump!r}"
         )
+
+
+def _check_bounds(tool_budget: object, max_listing: object, max_files_created: object) -> None:
+    if tool_budget is not None and not (
+        isinstance(tool_budget, int | float) and 0 < tool_budget < math.inf
+    ):
+        raise InvalidRequestError(
+            f"tool_budget must be a number of wall seconds > 0 (how long one tool call or event "
+            f"may hold the event loop), or None, got {tool_budget!r}"
+        )
+    for name, value in (("max_listing", max_listing), ("max_files_created", max_files_created)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise InvalidRequestError(f"{name} must be a whole number >= 1, or None, got {value!r}")
 
 
 def out_of_time(budget: float) -> Callable[[], bool]:

@@ -93,6 +93,22 @@ async def test_serve_refuses_a_bad_flood_limit_with_its_name(
     assert message in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--tool-budget", "0", b"tool_budget must be > 0"),
+        ("--max-listing", "0", b"max_listing must be >= 1"),
+        ("--max-files-created", "0", b"max_files_created must be >= 1"),
+    ],
+)
+async def test_serve_refuses_a_bad_call_bound_with_its_name(
+    option: str, value: str, message: bytes
+) -> None:
+    result = await anyio.run_process([*SERVE, option, value], check=False)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
 async def test_serve_reaps_openenv_clients_after_the_idle_timeout_given() -> None:
     command = [*SERVE, "--token", "cli-admin", "--openenv-idle-timeout", "0.3"]
     async with await anyio.open_process(command) as process:

@@ -464,11 +464,16 @@ async def _serve(config: Any, scenarios: list[str]) -> None:
         before, after = limit
         if after > before:
             log.info("open files limit raised from %d to %d (the hard limit)", before, after)
-        sockets = config.max_connections + config.max_pending_hellos
+        # Every socket the ports may hold: authenticated, pending and parked (admission.py),
+        # and the gaia2-cli port's.
+        sockets = config.max_connections + 5 * config.max_pending_hellos
+        if config.gaia2_port is not None:
+            sockets += config.gaia2_max_connections
         if after < sockets + 64:
             log.warning(
-                "the open files limit (%d) is below max_connections + max_pending_hellos (%d) "
-                "+ 64: accept() may fail before those limits are reached; raise `ulimit -n`",
+                "the open files limit (%d) is below the sockets the ports may hold (%d: "
+                "max_connections + 5 x max_pending_hellos + gaia2_max_connections) + 64: "
+                "accept() may fail before those limits are reached; raise `ulimit -n`",
                 after,
                 sockets,
             )

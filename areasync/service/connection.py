@@ -22,8 +22,8 @@ A connection runs three tasks in an anyio task group:
   that never reads cannot complete a close (the close frame sits behind the data it does not
   read), and websockets' own keepalive cannot catch it either (its ping waits on the same
   buffer), hence the reset (`wire.reset`: a plain abort would leave the kernel holding the
-  socket and its unsent bytes for about 100 s). A connection the server closes is gone within
-  `close_timeout` of the decision, whatever the peer does.
+  socket and its unsent bytes until its orphan retries run out). A connection the server closes
+  is gone within `close_timeout` of the decision, whatever the peer does.
 """
 
 from __future__ import annotations

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
+import http.client
+import json
 from typing import Any
+from urllib.parse import urlsplit
 
+import anyio
 import pytest
 
 from areasync.protocol.frames import Role
@@ -98,3 +103,22 @@ async def test_input_past_the_sessions_bound_is_refused_413_naming_it_and_change
         assert status == 413 and body["ok"] is False
         assert "--max-session-input-bytes" in body["error"]
         assert stream_seq(service) == before
+
+
+async def test_a_compressed_body_is_not_inflated_and_changes_nothing() -> None:
+    # A few MiB of gzip can hold gigabytes: the adapter reads the bytes its head announced,
+    # as they are (harnesses send plain JSON).
+    body = gzip.compress(json.dumps({"message": "hi"}).encode())
+    async with adapter() as service, agent(service):
+        before = stream_seq(service)
+        url = urlsplit(service.gaia2_url(TUTORIAL))
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+        headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+        await anyio.to_thread.run_sync(
+            lambda: connection.request("POST", url.path + "/notify", body, headers)
+        )
+        response = await anyio.to_thread.run_sync(connection.getresponse)
+        status, answer = response.status, json.loads(response.read())
+        connection.close()
+        assert stream_seq(service) == before
+    assert status == 400 and answer["ok"] is False and "Invalid JSON" in answer["error"]

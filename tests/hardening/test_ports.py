@@ -217,6 +217,16 @@ async def ask(
         return await read_answer(stream, head_only=head_only or target.name.endswith("/events"))
 
 
+async def ask_head(
+    ports: Ports, target: Target, *, token: str | None = None, **headers: str
+) -> Answer:
+    """Send a request's head alone (its body announced, never sent) and read the answer."""
+    path, fields = target.request(ports, token=token, headers=headers)
+    stream = await send_head(ports.address(target.port), target.method, path, fields)
+    async with stream:
+        return await read_answer(stream)
+
+
 def assert_secure(answer: Answer) -> None:
     assert {name: answer.headers.get(name) for name in SECURITY} == SECURITY
 
@@ -264,11 +274,7 @@ async def test_a_body_without_a_valid_token_is_refused_401_before_it_is_sent(
 ) -> None:
     token = "not-a-token" if credential == "wrong" else ""
     async with ports(tmp_path) as p:
-        path, fields = target.request(p, token=token)
-        fields["Content-Length"] = str(16 * 1024 * 1024)  # announced, never sent
-        stream = await send_head(p.address(target.port), target.method, path, fields)
-        async with stream:
-            answer = await read_answer(stream)
+        answer = await ask_head(p, target, token=token, **{"Content-Length": str(16 << 20)})
         assert p.screen(target.port).bodies.taken == 0
     assert answer.status == 401 and answer.code() == "unauthorized"
     assert "token" in answer.message()
@@ -280,11 +286,7 @@ async def test_a_body_longer_than_the_route_takes_is_refused_413_before_it_is_se
     tmp_path: Path, target: Target
 ) -> None:
     async with ports(tmp_path, max_frame_bytes=1024) as p:
-        path, fields = target.request(p)
-        fields["Content-Length"] = "1025"
-        stream = await send_head(p.address(target.port), target.method, path, fields)
-        async with stream:
-            answer = await read_answer(stream)
+        answer = await ask_head(p, target, **{"Content-Length": "1025"})
     assert answer.status == 413 and answer.code() == "too_large"
     assert "1024" in answer.message() and "max_frame_bytes" in answer.message()
     assert_secure(answer)
@@ -295,10 +297,7 @@ async def test_a_chunked_body_is_refused_411_before_it_is_read(
     tmp_path: Path, target: Target
 ) -> None:
     async with ports(tmp_path) as p:
-        path, fields = target.request(p, headers={"Transfer-Encoding": "chunked"})
-        stream = await send_head(p.address(target.port), target.method, path, fields)
-        async with stream:
-            answer = await read_answer(stream)
+        answer = await ask_head(p, target, **{"Transfer-Encoding": "chunked"})
     assert answer.status == 411 and "Content-Length" in answer.message()
     assert_secure(answer)
 

@@ -168,6 +168,9 @@ class Gaia2Adapter:
             handler_cancellation=True,
             access_log=None,
             keepalive_timeout=config.http_idle_timeout,
+            # A compressed body would be inflated past the length its head announced (a few
+            # MiB of gzip can hold gigabytes): harnesses send plain JSON.
+            auto_decompress=False,
             logger=_HandlerLog(logging.getLogger("aiohttp.server"), {}),
         )
         self._runner = web.ServerRunner(self.server, handle_signals=False)

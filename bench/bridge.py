@@ -3,6 +3,7 @@
     python bench/bridge.py                      # prints JSON; ~20 s
     python bench/bridge.py --only hot,first     # or events, split (comma-separated)
     python bench/bridge.py --calls 2000 --only hot --no-timing   # a fixed workload (callgrind)
+    python bench/bridge.py --only hot,events --bounded  # with the service's per-call bounds
 
 In-process, no socket: this is the simulation's share of a round trip (`Simulation.call_tool`),
 not the service's (see `bench/service.py`).
@@ -23,6 +24,11 @@ not the service's (see `bench/service.py`).
   every app (`App.get_tools()`): CPU (`time.process_time`), then, in as many other sessions,
   the Python allocations it leaves behind (tracemalloc, `current` after minus before; `peak`
   during), for the first session of the process and the median of the `--sessions` after it.
+
+- `budget`: the per-call budget's cost (`areasync.bridge.budget`: the watchdog's marker around
+  each tool call and each ENV event, the count of listed entries), `hot` and `events` with the
+  service's bounds (`tool_budget`, `max_listing`, `max_files_created` as `ServiceConfig` has
+  them) and without (the library's default), alternating in one run.
 
 - `guard`: the sandbox guard's cost (`areasync.bridge.sandbox`), on vs off in the same run,
   alternating: `hot` and `events` with the session's lane entering its sandbox (as always) and
@@ -73,8 +79,10 @@ def _unguarded(sim: Simulation) -> Simulation:
     return sim
 
 
-async def hot(calls: int, repeats: int, timing: bool, guarded: bool = True) -> dict[str, Any]:
-    sim = Simulation.load("scenario_tutorial", mode="manual")
+async def hot(
+    calls: int, repeats: int, timing: bool, guarded: bool = True, **options: Any
+) -> dict[str, Any]:
+    sim = Simulation.load("scenario_tutorial", mode="manual", **options)
     if not guarded:
         _unguarded(sim)
     for _ in range(WARM_UP):
@@ -134,13 +142,13 @@ async def split(calls: int, repeats: int) -> dict[str, Any]:
     return out
 
 
-async def events(n: int, repeats: int, guarded: bool = True) -> dict[str, Any]:
+async def events(n: int, repeats: int, guarded: bool = True, **options: Any) -> dict[str, Any]:
     from bench.synthetic import synthetic_scenario
 
     each = []
     for _ in range(repeats):
         scenario = synthetic_scenario(n)
-        sim = Simulation.load(scenario, mode="fast", oracle=True)
+        sim = Simulation.load(scenario, mode="fast", oracle=True, **options)
         if not guarded:
             _unguarded(sim)
         gc.collect()
@@ -154,45 +162,68 @@ async def events(n: int, repeats: int, guarded: bool = True) -> dict[str, Any]:
     }
 
 
+async def _on_and_off(
+    calls: int, n: int, repeats: int, on: dict[str, Any], off: dict[str, Any]
+) -> dict[str, Any]:
+    """`hot` and `events` with the keyword arguments `on`, then `off`, alternating, so that
+    machine noise hits both alike."""
+    on_calls, off_calls, on_events, off_events = [], [], [], []
+    for _ in range(repeats):
+        on_calls.append((await hot(calls, 1, True, **on))["us_per_call"])
+        off_calls.append((await hot(calls, 1, True, **off))["us_per_call"])
+        on_events.append((await events(n, 1, **on))["us_per_event"])
+        off_events.append((await events(n, 1, **off))["us_per_event"])
+    return {
+        "tool_call_us": {
+            "on": round(statistics.median(on_calls), 2),
+            "off": round(statistics.median(off_calls), 2),
+            "each_on": on_calls,
+            "each_off": off_calls,
+        },
+        "env_event_us": {
+            "on": round(statistics.median(on_events), 2),
+            "off": round(statistics.median(off_events), 2),
+            "each_on": on_events,
+            "each_off": off_events,
+        },
+    }
+
+
 async def guard(calls: int, n: int, repeats: int) -> dict[str, Any]:
     import os
 
     from areasync.bridge import sandbox
 
-    on_calls, off_calls, on_events, off_events = [], [], [], []
-    for _ in range(repeats):  # alternating, so that machine noise hits both alike
-        on_calls.append((await hot(calls, 1, True, guarded=True))["us_per_call"])
-        off_calls.append((await hot(calls, 1, True, guarded=False))["us_per_call"])
-        on_events.append((await events(n, 1, guarded=True))["us_per_event"])
-        off_events.append((await events(n, 1, guarded=False))["us_per_event"])
+    out = await _on_and_off(calls, n, repeats, {"guarded": True}, {"guarded": False})
     sim = Simulation.load("scenario_tutorial", mode="manual")
     inside = os.path.join(sim.sandbox.roots[0], "Documents")
     args = (inside, "rb", os.O_RDONLY)
     with sim.sandbox.entered():
         open_checked = _median_us(lambda: sandbox._hook("open", args), calls, repeats)
-    return {
-        "tool_call_us": {
-            "guard_on": round(statistics.median(on_calls), 2),
-            "guard_off": round(statistics.median(off_calls), 2),
-            "each_on": on_calls,
-            "each_off": off_calls,
-        },
-        "env_event_us": {
-            "guard_on": round(statistics.median(on_events), 2),
-            "guard_off": round(statistics.median(off_events), 2),
-            "each_on": on_events,
-            "each_off": off_events,
-        },
-        "hook_alone_us": {
-            "non_file_event": _median_us(
-                lambda: sandbox._hook("sys._getframe", ()), calls, repeats
-            ),
-            "file_event_outside_sessions": _median_us(
-                lambda: sandbox._hook("open", args), calls, repeats
-            ),
-            "open_checked_in_a_session": open_checked,
-        },
+    out["hook_alone_us"] = {
+        "non_file_event": _median_us(lambda: sandbox._hook("sys._getframe", ()), calls, repeats),
+        "file_event_outside_sessions": _median_us(
+            lambda: sandbox._hook("open", args), calls, repeats
+        ),
+        "open_checked_in_a_session": open_checked,
     }
+    return out
+
+
+def service_bounds() -> dict[str, Any]:
+    """The per-call bounds a session of the service has (`ServiceConfig`'s defaults)."""
+    from areasync.service import ServiceConfig
+
+    config = ServiceConfig()
+    return {
+        "tool_budget": config.tool_budget,
+        "max_listing": config.max_listing,
+        "max_files_created": config.max_files_created,
+    }
+
+
+async def budget(calls: int, n: int, repeats: int) -> dict[str, Any]:
+    return await _on_and_off(calls, n, repeats, service_bounds(), {})
 
 
 async def first(sessions: int) -> dict[str, Any]:
@@ -233,16 +264,19 @@ async def first(sessions: int) -> dict[str, Any]:
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     parts = args.only.split(",")
     out: dict[str, Any] = {}
+    bounds = service_bounds() if args.bounded else {}
     if "hot" in parts:
-        out["hot"] = await hot(args.calls, args.repeats, args.timing)
+        out["hot"] = await hot(args.calls, args.repeats, args.timing, **bounds)
     if "events" in parts:
-        out["events"] = await events(args.events, args.repeats)
+        out["events"] = await events(args.events, args.repeats, **bounds)
     if "split" in parts:
         out["split"] = await split(args.calls, args.repeats)
     if "first" in parts:
         out["first"] = await first(args.sessions)
     if "guard" in parts:
         out["guard"] = await guard(args.calls, args.events, args.repeats)
+    if "budget" in parts:
+        out["budget"] = await budget(args.calls, args.events, args.repeats)
     return out
 
 
@@ -254,6 +288,9 @@ def cli() -> None:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-timing", dest="timing", action="store_false")
+    parser.add_argument(
+        "--bounded", action="store_true", help="hot and events with the service's per-call bounds"
+    )
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     print(json.dumps(anyio.run(main, args), indent=1))

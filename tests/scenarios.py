@@ -120,23 +120,12 @@ RUNAWAY_STARTED = "runaway: started"
 """What a runaway tool prints on stdout before it runs (the signal tests wait for it)."""
 
 
-class RunawayApp(App):
-    """Tools that run as long as they are asked to (see the module docstring)."""
+class RunawayApp(TimelineApp):
+    """`TimelineApp` (its `mark` keeps a note) with tools that run as long as they are asked
+    to (see the module docstring)."""
 
     def __init__(self, name: str | None = "RunawayApp") -> None:
         super().__init__(name)
-        self.notes: list[str] = []
-
-    @app_tool()
-    @event_registered(operation_type=OperationType.WRITE)
-    def note(self, text: str) -> int:
-        """Keep `text`; returns how many notes there are.
-
-        :param text: what to keep
-        :returns: the number of notes so far
-        """
-        self.notes.append(text)
-        return len(self.notes)
 
     @app_tool()
     @event_registered(operation_type=OperationType.READ)
@@ -165,16 +154,6 @@ class RunawayApp(App):
         _announce()
         return re.search(r"(a|a)+$", "a" * length + "!") is not None
 
-    def get_state(self) -> dict[str, Any]:
-        return {"notes": list(self.notes)}
-
-    def load_state(self, state_dict: dict[str, Any]) -> None:
-        self.notes = list(state_dict["notes"])
-
-    def reset(self) -> None:
-        super().reset()
-        self.notes = []
-
 
 def _announce() -> None:
     sys.stdout.write(RUNAWAY_STARTED + "\n")
@@ -183,7 +162,7 @@ def _announce() -> None:
 
 class RunawayScenario(Scenario):
     """`RunawayApp`, and optionally two ENV events: a spin of `spin_seconds` at `spin_at`,
-    then a note at `note_at`."""
+    then a mark at `mark_at`."""
 
     scenario_id: str = "areasync_test_runaway"
     start_time: float | None = 0.0
@@ -192,14 +171,14 @@ class RunawayScenario(Scenario):
     def __init__(
         self,
         spin_at: float | None = None,
-        note_at: float | None = None,
+        mark_at: float | None = None,
         spin_seconds: float = 600.0,
     ) -> None:
         super().__init__()
         self.start_time = 0.0
         self.duration = 30.0
         self.spin_at = spin_at
-        self.note_at = note_at
+        self.mark_at = mark_at
         self.spin_seconds = spin_seconds
 
     def init_and_populate_apps(self, *args: Any, **kwargs: Any) -> None:
@@ -207,18 +186,16 @@ class RunawayScenario(Scenario):
 
     def build_events_flow(self) -> None:
         app = self.get_typed_app(RunawayApp)
-        self.events = []
-        if self.spin_at is not None:
-            spin = Action(function=app.spin, args={"seconds": self.spin_seconds}, app=app)
-            self.events.append(
-                Event(
-                    event_type=EventType.ENV, event_relative_time=self.spin_at, action=spin
-                ).with_id("spin")
-            )
-        if self.note_at is not None:
-            note = Action(function=app.note, args={"text": "after the spin"}, app=app)
-            self.events.append(
-                Event(
-                    event_type=EventType.ENV, event_relative_time=self.note_at, action=note
-                ).with_id("note")
-            )
+        planned = [
+            ("spin", self.spin_at, app.spin, {"seconds": self.spin_seconds}),
+            ("mark", self.mark_at, app.mark, {"label": "after the spin"}),
+        ]
+        self.events = [
+            Event(
+                event_type=EventType.ENV,
+                event_relative_time=at,
+                action=Action(function=function, args=args, app=app),
+            ).with_id(event_id)
+            for event_id, at, function, args in planned
+            if at is not None
+        ]

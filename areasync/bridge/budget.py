@@ -30,7 +30,7 @@ from are.simulation.types import EventRegisterer
 from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 
 from areasync.bridge import patterns
-from areasync.bridge.watchdog import OverBudget, OverTime, watchdog
+from areasync.bridge.watchdog import OverBudget, OverTime, Running, watchdog
 
 __all__ = ["UNBOUNDED", "CallBudget", "OverBudget", "OverListing", "OverTime"]
 
@@ -52,37 +52,32 @@ class OverListing(OverBudget):
 class CallBudget:
     """A session's bounds on one call (see the module docstring); None: no bound."""
 
-    __slots__ = ("max_listing", "seconds")
+    __slots__ = ("_seconds", "bounded", "max_listing", "seconds")
 
     def __init__(self, seconds: float | None = None, max_listing: int | None = None) -> None:
         self.seconds = seconds
         self.max_listing = max_listing
-        if seconds is not None or max_listing is not None:
+        self._seconds = math.inf if seconds is None else seconds
+        self.bounded = seconds is not None or max_listing is not None
+        if self.bounded:
             install()
-
-    @property
-    def bounded(self) -> bool:
-        return self.seconds is not None or self.max_listing is not None
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` within the bounds; raises `OverTime` or `OverListing` if it went over
-        one and raised (see `Watchdog.call`)."""
-        if self.seconds is None and self.max_listing is None:
+        one and raised (see `Watchdog.run`)."""
+        if not self.bounded:
             return fn(*args)
-        active = getattr(_flags, "active", True)
-        capturing = getattr(_flags, "capture_mode", False)
+        flags = _flags.__dict__
+        active, capturing = flags.get("active", True), flags.get("capture_mode", False)
+        running = Running(self._seconds, self.max_listing)
         try:
-            return watchdog.call(
-                fn,
-                *args,
-                seconds=math.inf if self.seconds is None else self.seconds,
-                max_listing=self.max_listing,
-            )
+            return watchdog.run(running, fn, *args)
         finally:
-            # An exception raised into ARE's `disable()`/`capture_mode()` may have cut their
-            # restoring short; nothing can be raised into this thread any more.
-            _flags.active = active
-            _flags.capture_mode = capturing
+            if running.fired:
+                # An exception raised into ARE's `disable()`/`capture_mode()` may have cut
+                # their restoring short; nothing can be raised into this thread any more.
+                _flags.active = active
+                _flags.capture_mode = capturing
 
 
 UNBOUNDED = CallBudget()

@@ -88,6 +88,7 @@ class ToolBox:
         self.budget = budget
         self._tools: dict[str, AppTool] | None = None
         self._bindings: dict[str, _Binding] = {}
+        self._offloading: frozenset[str] = frozenset()  # see `offloads`
         self._app_count = -1
 
     def _index(self) -> dict[str, AppTool]:
@@ -95,6 +96,11 @@ class ToolBox:
         if self._tools is None or self._app_count != len(self._env.apps):
             self._tools = {str(t._public_name): t for t in self._env.get_tools()}
             self._bindings = {}
+            self._offloading = frozenset(
+                name
+                for name, tool in self._tools.items()
+                if self.budget.bounded and _matches_patterns(tool.function)
+            )
             self._app_count = len(self._env.apps)
         return self._tools
 
@@ -117,13 +123,11 @@ class ToolBox:
         """Whether a call of `name` may hand work to a worker thread (`areasync.bridge.offload`):
         the tools that match an agent's pattern, off the loop when calls have a budget
         (`areasync.bridge.patterns.ROUTED`). Such a call should run inside `bridged`;
-        elsewhere it runs in place."""
-        if not self.budget.bounded:
-            return False
-        tool = self._index().get(name)
-        function = None if tool is None else tool.function
-        module = getattr(function, "__module__", None)
-        return getattr(function, "__name__", None) in ROUTED.get(module or "", ())
+        elsewhere it runs in place (the tool of an app added since the last call: still
+        bounded, on the loop, this once)."""
+        if self._tools is None:
+            self._index()
+        return name in self._offloading
 
     def call(self, name: str, args: dict[str, Any]) -> Any:
         """Call a tool; returns its result as JSON-typed data."""
@@ -150,6 +154,12 @@ class ToolBox:
             raise ToolFailedError(f"{name} failed: {exc}") from exc
         except Exception as exc:
             raise ToolFailedError(f"{name} failed: {exc}") from exc
+
+
+def _matches_patterns(function: Any) -> bool:
+    """Whether `function` is one of ARE's that match an agent's pattern (`ROUTED`)."""
+    module = getattr(function, "__module__", None)
+    return getattr(function, "__name__", None) in ROUTED.get(module or "", ())
 
 
 def _call(binding: _Binding, args: dict[str, Any]) -> Any:

@@ -94,8 +94,8 @@ class Running:
         "thread",
     )
 
-    def __init__(self, thread: int, seconds: float, max_listing: int | None) -> None:
-        self.thread = thread
+    def __init__(self, seconds: float, max_listing: int | None = None) -> None:
+        self.thread = threading.get_ident()
         self.seconds = seconds
         self.deadline = time.monotonic() + seconds
         self.fired = 0  # asynchronous exceptions raised into the call
@@ -125,6 +125,7 @@ class Watchdog:
         # Wall seconds between two looks at the running calls: at most `poll`, lowered to a
         # tenth of the smallest budget seen, but not below 10 ms.
         self._period = poll
+        self._shortest = math.inf  # the smallest budget seen
 
     def current(self) -> Running | None:
         """The call running on this thread under a budget, if any."""
@@ -137,18 +138,23 @@ class Watchdog:
         seconds: float,
         max_listing: int | None = None,
     ) -> T:
-        """`fn(*args)`, stopped with `OverTime` if it runs past `seconds` of wall time.
+        """`fn(*args)`, stopped with `OverTime` if it runs past `seconds` of wall time (see
+        `run`)."""
+        return self.run(Running(seconds, max_listing), fn, *args)
+
+    def run(self, running: Running, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` as the call `running` (made on this thread, just now), stopped with
+        `OverTime` if it runs past its deadline.
 
         Returns what `fn` returned, or raises what it raised; if the call went over a bound
         (`Running.exceeded`) and raised, the bound's exception is raised instead (ARE may have
         wrapped it in another), with the call's own as its cause. A call nested in another on
-        the same thread runs as part of it."""
-        thread = threading.get_ident()
-        if thread in self._running:
+        the same thread runs as part of it (`running` is then never armed)."""
+        if running.thread in self._running:
             return fn(*args)
-        self._start(seconds)
-        running = Running(thread, seconds, max_listing)
-        self._running[thread] = running
+        if running.seconds < self._shortest:
+            self._start(running.seconds)
+        self._running[running.thread] = running
         # From here to the release, an exception raised into this thread lands in a `try`
         # that catches OverTime (see the module docstring: no call, function entry or
         # backward jump outside one).
@@ -190,21 +196,14 @@ class Watchdog:
         """`fn(*args)`, during which this thread runs other work (a greenlet switched out
         while a worker thread does `fn`'s job: `areasync.bridge.offload`): the running call
         leaves its slot meanwhile, so that the watchdog never raises into that other work,
-        and takes it back after."""
+        and takes it back after. Called from inside the running call, so an exception that
+        lands on the way out goes up to the call's own `run`, which takes it."""
         running = self.current()
         if running is None:
             return fn(*args)
         running.leaving = True
-        try:
-            self._release(running)
-        except OverTime:
-            try:
-                self._release(running)
-            except OverTime:
-                self._release(running)
+        self._release(running)
         if running.fired:  # it ran out of time before it could go
-            running.leaving = False
-            self._running[running.thread] = running
             assert running.exceeded is not None
             raise running.exceeded
         try:
@@ -223,10 +222,11 @@ class Watchdog:
     # -- the watchdog thread -------------------------------------------------------------------
 
     def _start(self, seconds: float) -> None:
+        self._shortest = seconds
         period = min(max(seconds / 10, 0.01), 0.25)
         if period < self._period:
             self._period = period
-        if self._thread is None:
+        if self._thread is None and seconds < math.inf:
             with self._lock:
                 if self._thread is None:
                     self._thread = threading.Thread(

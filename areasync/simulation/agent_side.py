@@ -34,12 +34,11 @@ class AgentSide(Controls, Driver):
         """
         if name == WAIT_TOOL:
             return await self._wait_for_notification(args, holder)
-        call = self._call_tool_in_lane(name, args)
         if self.tools.offloads(name):
             # Its work may go to a worker thread (an agent's regular expression, matched with
             # a timeout) while the loop serves the other sessions: `areasync.bridge.patterns`.
-            return await bridged(call)
-        return await call
+            return await bridged(self._call_tool_in_lane(name, args))
+        return await self._call_tool_in_lane(name, args)
 
     async def _call_tool_in_lane(self, name: str, args: dict[str, Any] | None) -> Any:
         async with self._lane:

@@ -25,7 +25,7 @@ def _loop_until(deadline: float) -> int:
 
 
 def test_a_pure_python_call_past_its_budget_is_stopped_with_over_time() -> None:
-    with pytest.raises(OverTime, match="budget of 0.05 s") as caught:
+    with pytest.raises(OverTime, match=r"budget of 0\.05 s") as caught:
         watchdog.call(_loop_until, time.monotonic() + 600, seconds=0.05)
     assert "--tool-budget" in str(caught.value)
     assert watchdog.current() is None

@@ -10,19 +10,16 @@ must answer while the bad call runs, a gate holds the call's worker thread until
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import anyio
-import anyio.to_thread
 import pytest
 
 from areasync.bridge import patterns
 from areasync.protocol import CallTool, Error, ErrorCode, EventItem, Jump, Ping, Pong, Role
 from tests.hardening.faults import watch_faults
 from tests.scenarios import RunawayScenario
-from tests.service.support import TUTORIAL, attach, serving
+from tests.service.support import TUTORIAL, Gate, attach, serving
 
 # A title whose search by `(a|a)+$` takes 2 ** 27 steps of backtracking: seconds with the
 # standard library (holding the interpreter lock), far past any budget here with `regex`.
@@ -65,17 +62,6 @@ async def test_a_catastrophic_regex_is_answered_tool_budget_exceeded_and_the_ses
     assert faults.problems == []
 
 
-class Gate:
-    """Holds every agent regex match in its worker thread until opened."""
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.opened = threading.Event()
-
-    async def wait_entered(self) -> None:
-        assert await anyio.to_thread.run_sync(self.entered.wait, 10), "no match started"
-
-
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     gate = Gate()
@@ -83,15 +69,14 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
 
     def gated(fn: Callable[[], Any]) -> Any:
         def held() -> Any:
-            gate.entered.set()
-            assert gate.opened.wait(30), "the test never opened the gate"
+            gate.hold()
             return fn()
 
         return real(held)
 
     monkeypatch.setattr(patterns, "offload", gated)
     yield gate
-    gate.opened.set()  # never leave a worker thread waiting
+    gate.open()  # never leave a worker thread waiting
 
 
 async def test_another_session_answers_while_a_catastrophic_regex_runs(gate: Gate) -> None:
@@ -108,7 +93,7 @@ async def test_another_session_answers_while_a_catastrophic_regex_runs(gate: Gat
         session = service.registry.get(TUTORIAL)
         assert session is not None
         still_running = session.sim.lane.locked()
-        gate.opened.set()
+        gate.open()
         reply = await agent.reply_to(bad.id)
     assert isinstance(pong, Pong) and still_running
     assert isinstance(reply, Error) and reply.code == ErrorCode.TOOL_BUDGET_EXCEEDED
@@ -144,22 +129,22 @@ async def test_a_pure_python_runaway_tool_is_stopped_by_the_watchdog() -> None:
             attach(service, Role.AGENT, session=RunawayScenario.scenario_id) as agent,
         ):
             error = await agent.fail(CallTool, tool="RunawayApp__spin", args={"seconds": 600.0})
-            notes = await agent.call(CallTool, tool="RunawayApp__note", args={"text": "next"})
+            marks = await agent.call(CallTool, tool="RunawayApp__mark", args={"label": "next"})
             logged = _agent_event(agent, "spin")
     assert error.code == ErrorCode.TOOL_BUDGET_EXCEEDED and "0.5 s" in error.message
     assert logged.event.exception is not None and "tool_budget" in logged.event.exception
-    assert notes == 1
+    assert marks == 1
     assert faults.problems == []
 
 
 async def test_a_runaway_scenario_event_is_logged_failed_and_the_run_goes_on() -> None:
-    scenario = RunawayScenario(spin_at=1.0, note_at=2.0)
+    scenario = RunawayScenario(spin_at=1.0, mark_at=2.0)
     async with (
         serving(scenario, tool_budget=0.5) as service,
         attach(service, Role.CONTROLLER, session=scenario.scenario_id) as controller,
     ):
         await controller.call(Jump, to=3.0)
         events = [f.event for f in controller.frames if isinstance(f, EventItem)]
-    spin, note = (e for e in events if e.event_type == "ENV")
+    spin, mark = (e for e in events if e.event_type == "ENV")
     assert spin.function == "spin" and spin.exception and "tool_budget" in spin.exception
-    assert note.function == "note" and note.exception is None and note.return_value == 1
+    assert mark.function == "mark" and mark.exception is None and mark.return_value == 1

@@ -63,14 +63,19 @@ TALLY: collections.Counter[str] = collections.Counter()
 
 async def read_banner(process: Process) -> str:
     """What `areasync serve` prints up to its banner's last line (it names Ctrl-C)."""
+    return await read_until(process, "Ctrl-C")
+
+
+async def read_until(process: Process, marker: str) -> str:
+    """What `process` prints on stdout up to (and with) `marker`."""
     assert process.stdout is not None
     text = ""
     with anyio.fail_after(60):
         async for chunk in TextReceiveStream(process.stdout):
             text += chunk
-            if "Ctrl-C" in text:
+            if marker in text:
                 return text
-    raise AssertionError(f"no banner; got {text!r}")
+    raise AssertionError(f"{marker!r} never printed; got {text!r}")
 
 
 @contextlib.asynccontextmanager

@@ -10,12 +10,14 @@ fails the test instead of hanging it.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
@@ -60,6 +62,26 @@ def config(**overrides: Any) -> ServiceConfig:
     }
     fields.update(overrides)
     return ServiceConfig(**fields)
+
+
+class Gate:
+    """Holds work in a worker thread until the test opens it: the worker calls `hold()`, the
+    test awaits `wait_entered()` (the work is under way), checks what it must, then `open()`s.
+    Ordering, never timing."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+
+    def hold(self) -> None:
+        self.entered.set()
+        assert self.opened.wait(30), "the test never opened the gate"
+
+    def open(self) -> None:
+        self.opened.set()
+
+    async def wait_entered(self) -> None:
+        assert await anyio.to_thread.run_sync(self.entered.wait, 10), "no gated work started"
 
 
 @asynccontextmanager

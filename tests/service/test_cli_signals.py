@@ -22,7 +22,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from areasync.journal import JournalStore
 from tests.scenarios import RUNAWAY_STARTED, RunawayScenario
-from tests.service.durable_support import read_banner, session_url
+from tests.service.durable_support import read_banner, read_until, session_url
 from tests.service.support import json_files
 
 RUNAWAY = RunawayScenario.scenario_id
@@ -52,16 +52,6 @@ async def _call(ws: ClientConnection, request_id: int, tool: str, args: dict[str
     await ws.send(json.dumps(frame))
 
 
-async def _until_started(process: Process) -> None:
-    assert process.stdout is not None
-    seen = ""
-    with anyio.fail_after(60):
-        async for chunk in TextReceiveStream(process.stdout):
-            seen += chunk
-            if RUNAWAY_STARTED in seen:
-                return
-
-
 async def _exit_status(process: Process) -> int:
     try:
         with anyio.fail_after(120):
@@ -76,10 +66,10 @@ async def test_sigterm_ends_the_server_while_a_tool_call_is_stuck_in_c(tmp_path:
     command = [*SERVE, "--state-dir", str(tmp_path), "--shutdown-timeout", "2"]
     async with await anyio.open_process(command) as process:
         ws = await _agent(await read_banner(process))
-        await _call(ws, 1, "RunawayApp__note", {"text": "before"})
+        await _call(ws, 1, "RunawayApp__mark", {"label": "before"})
         assert (await _reply(ws, 1))["type"] == "result"
         await _call(ws, 2, "RunawayApp__backtrack", {"length": 60})
-        await _until_started(process)
+        await read_until(process, RUNAWAY_STARTED)
         process.send_signal(signal.SIGTERM)
         code = await _exit_status(process)
         assert process.stderr is not None
@@ -88,7 +78,8 @@ async def test_sigterm_ends_the_server_while_a_tool_call_is_stuck_in_c(tmp_path:
     assert "SIGTERM" in said and "printing where it was stuck" in said
     # Every acknowledged record is in the journal, which reads back whole.
     inputs = JournalStore(tmp_path).read(RUNAWAY).inputs
-    assert [i.payload["args"] for i in inputs if i.source == "call_tool"][0] == {"text": "before"}
+    first = next(i for i in inputs if i.source == "call_tool")
+    assert first.payload["args"] == {"label": "before"}
 
 
 async def test_sigterm_during_a_python_runaway_shuts_down_cleanly_with_its_trace(
@@ -99,7 +90,7 @@ async def test_sigterm_during_a_python_runaway_shuts_down_cleanly_with_its_trace
     async with await anyio.open_process(command) as process:
         ws = await _agent(await read_banner(process))
         await _call(ws, 1, "RunawayApp__spin", {"seconds": 600.0})
-        await _until_started(process)
+        await read_until(process, RUNAWAY_STARTED)
         process.send_signal(signal.SIGTERM)
         code = await _exit_status(process)
     assert code == 0  # the watchdog stopped the call; the loop then shut the server down

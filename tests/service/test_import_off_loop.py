@@ -23,23 +23,9 @@ from areasync.bridge import scenarios as scenarios_module
 from areasync.protocol import CreateSession, Error, ErrorCode, ListTools, Ping, Pong, Result, Role
 from areasync.service import registry as session_module
 from bench.synthetic import synthetic_scenario_json
-from tests.service.support import TUTORIAL, attach, http_get, serving
+from tests.service.support import TUTORIAL, Gate, attach, http_get, serving
 
 LARGE = 2000  # events: a real import of some length once the gate opens
-
-
-class Gate:
-    """Holds every inline scenario's import in its worker thread until opened."""
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.opened = threading.Event()
-
-    def open(self) -> None:
-        self.opened.set()
-
-    async def wait_entered(self) -> None:
-        assert await anyio.to_thread.run_sync(self.entered.wait, 10), "no import started"
 
 
 @pytest.fixture
@@ -49,8 +35,7 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
 
     def gated(source: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(source, str) and source.startswith("{"):  # not the start-up scenario
-            gate.entered.set()
-            assert gate.opened.wait(30), "the test never opened the gate"
+            gate.hold()
         return real(source, *args, **kwargs)
 
     monkeypatch.setattr(session_module, "build_scenario", gated)

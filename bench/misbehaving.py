@@ -78,11 +78,12 @@ class RawClient:
         with anyio.fail_after(10):
             await self.loop.sock_sendall(self.sock, data)
 
-    async def read_until_closed(self, limit: float = 10.0) -> bytes:
-        """Everything the server sends until it closes the TCP connection."""
+    async def read_until_closed(self, limit: float = 10.0, *, close_frame: bool = False) -> bytes:
+        """Everything the server sends until it closes the TCP connection (with `close_frame`:
+        until its close frame has arrived, which a peer that never answers it waits for)."""
         received = b""
         with anyio.fail_after(limit):
-            while True:
+            while not (close_frame and close_code(received) is not None):
                 try:
                     chunk = await self.loop.sock_recv(self.sock, 65536)
                 except ConnectionResetError:
@@ -90,6 +91,7 @@ class RawClient:
                 if not chunk:
                     return received
                 received += chunk
+        return received
 
     def reset(self) -> None:
         """Close with a TCP reset (SO_LINGER 0), as a crashed peer or a dropped NAT entry does."""

@@ -101,7 +101,7 @@ async def test_a_client_that_stops_reading_on_a_busy_session_is_closed_with_4008
                 await eventually(
                     lambda: service.metrics.write_timeout_disconnects == 1, READ_THROUGH_S
                 )
-                received = await client.read_until_closed(READ_THROUGH_S)
+                received = await client.read_until_closed(READ_THROUGH_S, close_frame=True)
             finally:
                 client.close()
             assert service.metrics.closes[CloseCode.SLOW_CONSUMER] == 1

@@ -6,15 +6,15 @@ conversation's title): `(a+)+$`, say, against `"a" * 29 + "!"` backtracks for mi
 does it in C holding the interpreter lock, where nothing can interrupt it (not even the call
 watchdog, `areasync.bridge.watchdog`): every session of the server stood still.
 
-What it does. The ARE modules that compile a pattern an agent chose (`ROUTED`: `regex_search`; a test
-sweeps ARE's apps for others) see, under their name `re`, a module of this file's making: `compile`
-still checks the pattern with the standard library (so a bad pattern fails with ARE's own
-`re.error` message), then compiles it with the `regex` package, whose matching takes a
-`timeout`; `search` and `match` on such a pattern run with the time left to the call that
-runs them (`Running.deadline`), and a match that runs out raises the call's `OverTime`: the
-tool fails as any other that ran past its budget. Outside a call with a budget (ARE's own
-runners, the conformance suite) there is no timeout. Everything else the modules take from
-`re` is the standard library's.
+What it does. The ARE modules that compile a pattern an agent chose (`ROUTED`, in
+`regex_search`; a test sweeps ARE's apps for others) see, under their name `re`, a module of
+this file's making: `compile` still checks the pattern with the standard library (so a bad
+pattern fails with ARE's own `re.error` message), then compiles it with the `regex` package,
+whose matching takes a `timeout`; `search` and `match` on such a pattern run with the time
+left to the call that runs them (`Running.deadline`), and a match that runs out raises the
+call's `OverTime`: the tool fails as any other that ran past its budget. Outside a call with
+a budget (ARE's own runners, the conformance suite) there is no timeout. Everything else the
+modules take from `re` is the standard library's.
 
 Where the call runs in a greenlet of `areasync.bridge.offload.bridged` (the service runs the
 `ROUTED` tools so: `ToolBox.offloads`), the match itself runs in a worker thread,

@@ -196,8 +196,10 @@ class Watchdog:
         """`fn(*args)`, during which this thread runs other work (a greenlet switched out
         while a worker thread does `fn`'s job: `areasync.bridge.offload`): the running call
         leaves its slot meanwhile, so that the watchdog never raises into that other work,
-        and takes it back after. Called from inside the running call, so an exception that
-        lands on the way out goes up to the call's own `run`, which takes it."""
+        and takes it back after (past its deadline, with one more budget before the watchdog
+        raises: `fn` bounds itself, and its own timeout is about to be raised). Called from
+        inside the running call, so an exception that lands on the way out goes up to the
+        call's own `run`, which takes it."""
         running = self.current()
         if running is None:
             return fn(*args)
@@ -209,6 +211,9 @@ class Watchdog:
         try:
             return fn(*args)
         finally:
+            now = time.monotonic()
+            if now >= running.deadline:
+                running.deadline = now + running.seconds
             running.leaving = False
             self._running[running.thread] = running
 

@@ -7,12 +7,7 @@ The evaluation is the offline single-turn pair (`tiny_email` passes, `tiny_skip`
 the stub LLM, run into the same `--output_dir` path each time (ARE hashes the output dir into
 its trace file names), each output moved aside before the next. Every file is compared, with
 what differs between two runs of it in two processes on one machine too masked
-(`comparable`): ARE's random ids (uuid4: action, event and agent ids; and the ids its apps
-draw, seeded through Python's per-process salted `hash`), the wall clock (the trace's
-annotation `date`, `timestamp`s, every `duration`: `compare.TIMING_KEYS` and the records'
-`duration`; the HTML report's lines that show seconds) and the order of the lines of
-`output.jsonl` and `results.jsonl` (the order the runs finished in). Paths are not masked:
-they are equal, the traces' file names included.
+(`compare.comparable`).
 """
 
 from __future__ import annotations
@@ -20,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 import signal
 from collections.abc import Iterator
@@ -31,6 +25,7 @@ import pytest
 
 from areasync.gaia2 import compare
 from areasync.gaia2.cli import main as bench_main
+from areasync.gaia2.compare import comparable
 from areasync.gaia2.dataset import agent_scripts, write_dataset
 from areasync.gaia2.stub_llm import Script, StubLLM
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S, RUN_BOUND_S
@@ -43,15 +38,6 @@ pytestmark = pytest.mark.timeout(CLUSTER_TEST_TIMEOUT_S)
 
 PAIR = ("tiny_email", "tiny_skip")
 DOOMED = f"{HOST_PREFIX}0-doomed"  # sorts first: the least loaded among equals
-# uuid4().hex ids: ARE's agent ids, and the ids its apps draw from a generator seeded through
-# Python's salted `hash` of strings, which differs between any two processes (PYTHONHASHSEED).
-HEX_IDS = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")
-# Written in the order the runs finished, which concurrency decides on one machine too.
-IN_COMPLETION_ORDER = {"output.jsonl", "results.jsonl"}
-TIMINGS = re.compile(
-    r'"(date|duration|timestamp|avg_run_duration|avg_run_duration_std|job_duration)":'
-    r" ?(\"[^\"]*\"|[0-9.e+-]+)"
-)
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +61,11 @@ def hosts(ray_cluster: Any) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def evaluation(tmp_path_factory: pytest.TempPathFactory, stub: StubLLM) -> dict[str, Any]:
-    """The dataset, the output dir every run writes to, and the one-machine run's output."""
+    """The dataset, the output dir every run writes to, and the one-process run's output."""
     root = tmp_path_factory.mktemp("batch")
     dataset = write_dataset(root / "dataset", only=PAIR)
     out = root / "out"
-    assert bench(dataset, out, stub) == 0
+    assert bench(dataset, out, stub, "--workers", "0") == 0
     local = out.rename(root / "local")
     return {"dataset": dataset, "out": out, "local": local, "root": root}
 
@@ -90,25 +76,6 @@ def bench(dataset: Path, out: Path, stub: StubLLM, *extra: str) -> int:
         dataset, out, stub.endpoint, extra=["--max_concurrent_scenarios", "4", *extra]
     )
     return bench_main(args)
-
-
-def comparable(out: Path) -> dict[str, str]:
-    """Every file of an output dir, by relative path, with what differs run to run masked
-    (module docstring)."""
-    files = {}
-    for path in sorted(p for p in out.rglob("*") if p.is_file()):
-        text = path.read_text(encoding="utf-8")
-        text = compare.UUID.sub("<uuid>", text)
-        text = HEX_IDS.sub("<hex-id>", text)
-        text = TIMINGS.sub(r'"\1": <t>', text)
-        if path.suffix == ".html":
-            text = "\n".join(
-                line for line in text.splitlines() if not re.search(r"\d+\.\d+ ?s", line)
-            )
-        if path.name in IN_COMPLETION_ORDER:
-            text = "\n".join(sorted(text.splitlines()))
-        files[path.relative_to(out).as_posix()] = text
-    return files
 
 
 def test_a_run_on_the_clusters_hosts_writes_what_a_one_machine_run_writes(

@@ -11,20 +11,24 @@ Gaia2's settings (`handle_gaia2_run`). What differs is the clock and the concurr
 `--max_concurrent_scenarios` runs share one event loop per process (`--executor_type` adds no
 threads or processes), and the agent's idle polling costs no wall time.
 
-`run` runs its runs in other processes (`Where`): by default in `--workers N` worker processes
-of this machine, one per core (`gaia2/local.py`), or on a Ray cluster's hosts with `--ray`
-(`cluster/batch.py`); the driver keeps ARE's runner, the records and every output either way
-(`gaia2/spread.py`). `--workers 0`, and ARE's `--executor_type thread` (whose scenarios ARE
-loads and pre-runs in this process), keep every run in this process.
+Each command runs its runs in other processes (`Where`): by default in `--workers N` worker
+processes of this machine, one per core (`gaia2/local.py`), or, for `run`, on a Ray cluster's
+hosts with `--ray` (`cluster/batch.py`); the driver keeps ARE's runner, the records and every
+output either way (`gaia2/spread.py`). `--workers 0`, and ARE's `--executor_type thread`
+(whose scenarios ARE loads and pre-runs in this process), keep every run in this process.
 
 `bench_command(name)` builds any of the three from `COMMANDS`: one callback, the differences
-are data (`BenchCommand`). Three options are areasync's own (`areasync.gaia2.sweep`), on every
-command, because each is a long sweep of the same per-run shape (ARE's `process_scenario`):
+are data (`BenchCommand`). Five options are areasync's own, on every command, because each is
+a long sweep of the same per-run shape (ARE's `process_scenario`):
 
-* `--resume` / records: `run` and `gaia2-run` run agents for hours; `judge` calls the judge LLM
-  for every trace of a dataset, which is hours too. Each finished run is recorded beside the
-  `output.jsonl` ARE writes it to: `OUTPUT_DIR` for `run` and `judge`,
-  `OUTPUT_DIR/<phase>/<config>/` for `gaia2-run`, whose phases run the same scenarios again.
+* `--workers N` and `--run-budget`: where the runs run (above), and how long one may take in
+  a worker before it is ended (`gaia2/local.py`).
+
+* `--resume` / records (`areasync.gaia2.sweep`): `run` and `gaia2-run` run agents for hours;
+  `judge` calls the judge LLM for every trace of a dataset, which is hours too. Each finished
+  run is recorded beside the `output.jsonl` ARE writes it to: `OUTPUT_DIR` for `run` and
+  `judge`, `OUTPUT_DIR/<phase>/<config>/` for `gaia2-run`, whose phases run the same
+  scenarios again.
   The options are kept (with the command) in `OUTPUT_DIR/.areasync/options.json`, so a
   sweep is never resumed by another command or with options that change results.
 * `--retry N`: the model endpoint failing is the same failure whether it is the agent's model
@@ -133,10 +137,11 @@ NO_PLACE_LEFT = 1
 # Said in every command's --help: what areasync changes, and adds.
 DIFFERENCES = (
     "What differs from are-benchmark: every environment runs on a virtual clock (no "
-    "thread; idling costs no wall time), and up to --max_concurrent_scenarios runs share one "
-    "event loop per process (--executor_type adds no threads or processes). areasync's "
-    "own options: --resume, --retry N, --report/--no-report. Ctrl-C stops cleanly, writing "
-    "what finished (twice: at once)."
+    "thread; idling costs no wall time); the runs go to --workers processes (one per core by "
+    "default), up to --max_concurrent_scenarios of them at once, each worker running its "
+    "runs on one event loop (--executor_type adds no threads or processes). areasync's "
+    "own options: --workers N, --run-budget, --resume, --retry N, --report/--no-report. "
+    "Ctrl-C stops cleanly, writing what finished (twice: at once)."
 )
 
 
@@ -150,8 +155,8 @@ class BenchCommand:
     default_output_dir: str | None = None
     # Runs are written to `OUTPUT_DIR/<phase>/<config>/` (each with its own output.jsonl).
     per_config_dirs: bool = False
-    # Takes `--workers N`, `--run-budget` and `--ray ADDRESS` (runs in other processes).
-    elsewhere: bool = False
+    # Takes `--ray ADDRESS` (runs spread over a Ray cluster's hosts).
+    on_ray: bool = False
 
     @property
     def prog(self) -> str:
@@ -160,9 +165,8 @@ class BenchCommand:
 
 RUN = BenchCommand(
     "run",
-    "Run a Gaia2 dataset as `are-benchmark run` does (same options), the runs spread over "
-    "--workers processes (one per core by default).",
-    elsewhere=True,
+    "Run a Gaia2 dataset as `are-benchmark run` does (same options).",
+    on_ray=True,
 )
 JUDGE = BenchCommand(
     "judge",
@@ -217,7 +221,8 @@ def bench_command(name: str) -> click.Command:
             with _no_upload_after(interruption), _runs_elsewhere(where) as spread:
                 runner.run(
                     lambda: are_callback(command=spec.name, **kwargs),
-                    models=not kwargs.get("oracle"),
+                    # Runs elsewhere call their models there: the driver needs no LiteLLM.
+                    models=not kwargs.get("oracle") and spread is None,
                     plan=plan,
                     interruption=interruption,
                     dispatch=None if spread is None else spread.dispatch,
@@ -279,7 +284,9 @@ def bench_command(name: str) -> click.Command:
             RESUME,
             RETRY,
             REPORT,
-            *([WORKERS, RUN_BUDGET, RAY] if spec.elsewhere else []),
+            WORKERS,
+            RUN_BUDGET,
+            *([RAY] if spec.on_ray else []),
         ],
         callback=callback,
         help=f"{spec.summary}\n\n{DIFFERENCES}",

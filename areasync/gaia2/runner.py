@@ -222,7 +222,8 @@ def virtual_clock(
 ) -> Iterator[RunStats]:
     """Run ARE's benchmark pipeline inside this block on virtual clocks (see the module doc).
 
-    `models=False` (an `--oracle` run, which calls no model) leaves LiteLLM unimported.
+    `models=False` (an `--oracle` run, which calls no model, or runs dispatched to other
+    processes, which call theirs there) leaves LiteLLM unimported.
     `plan` adds a sweep's records, resume, retry and progress lines (`areasync.gaia2.sweep`).
     `dispatch` stands in for ARE's `process_scenario` under `plan` (`--ray`: on a host;
     `--workers`: in a worker process). `dispatch_bounds_runs`: it bounds each run's time

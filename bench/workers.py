@@ -13,7 +13,8 @@ Prints one JSON document:
   with workers, the fork server booted before its clock starts (the boot is measured once, in
   `start`); the configurations are interleaved over `--repeats`. Per configuration: the
   median wall time of the sweep, its CPU time (the driver's; the workers', which the fork
-  server reaps, so they are its children's time), and the ratios of the wall times.
+  server reaps, so they are its children's time; and, apart, the stub model's, which this
+  process serves meanwhile), and the ratios of the wall times.
 * `start`: in a fresh process, the fork server's boot (its preload imported), then a pool of
   two bench workers: each worker's start (from asking for it to its `Ready`: a fork and the
   handlers' set-up), the restart of one killed with SIGKILL, and each worker's memory when
@@ -139,7 +140,9 @@ def sweep(num_runs: int, repeats: int, latency: float) -> dict[str, Any]:
                 args = compare.bench_args(
                     dataset, out, stub.endpoint, num_runs=num_runs, extra=extra
                 )
+                stub_before = _self_cpu()  # this process only serves the stub meanwhile
                 result = _run_child(workers, args)
+                result["stub_cpu_s"] = _self_cpu() - stub_before
                 result["runs"] = len(compare.verdicts(out))
                 samples[workers].append(result)
                 print(f"--workers {workers}: {result}", file=sys.stderr, flush=True)
@@ -158,6 +161,7 @@ def sweep(num_runs: int, repeats: int, latency: float) -> dict[str, Any]:
             "cpu_s": round(statistics.median(cpu), 2),
             "driver_cpu_s": round(statistics.median(r["driver_cpu_s"] for r in got), 2),
             "workers_cpu_s": round(statistics.median(r["workers_cpu_s"] for r in got), 2),
+            "stub_cpu_s": round(statistics.median(r["stub_cpu_s"] for r in got), 2),
         }
     walls = {workers: report[f"workers_{workers}"]["wall_s"] for workers in WORKERS}
     report["ratio_1_to_2_workers"] = round(walls[1] / walls[2], 2)

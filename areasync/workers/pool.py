@@ -251,8 +251,11 @@ class WorkerPool:
             except TimeoutError:
                 failures.append(f"not ready within {START_S:g} s")
                 continue
-            except (OSError, _StartFailed) as error:
+            except _StartFailed as error:
                 failures.append(str(error))
+                continue
+            except Exception as error:  # it could not even be started (`serve` unpicklable...)
+                failures.append(f"{type(error).__name__}: {error}")
                 continue
             worker.starts.append(time.perf_counter() - began)
             worker._live = live

@@ -217,3 +217,13 @@ async def test_workers_end_when_their_driver_is_killed(script: Path) -> None:
         driver.kill()
         await driver.wait()
     await until(lambda: all(gone(pid) for pid in pids), "the workers ended")
+
+
+async def test_a_pool_whose_handlers_cannot_be_sent_to_a_worker_is_given_up() -> None:
+    pool = WorkerPool(1, lambda: handlers.serving(), preload=PRELOAD)  # a lambda: no name
+    pool.start()
+    try:
+        with pytest.raises(PoolError, match="could not start"):
+            await asyncio.wait_for(pool.ready(), BOUND_S)
+    finally:
+        await pool.close()

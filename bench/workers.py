@@ -9,9 +9,9 @@ Prints one JSON document:
   (six: one- and three-turn, passed and failed; `--num-runs` each, all under way at once)
   against the stub LLM (`--latency` seconds per reply; 0: the runs are CPU-bound, as a sweep's
   per-run work is), with `--workers 0` (every run in the driver's process), 1 and 2. Each
-  configuration runs in a fresh process (this script with `--child`), ARE's CLI imported and,
-  with workers, the fork server booted before its clock starts (the boot is measured once, in
-  `start`); the configurations are interleaved over `--repeats`. Per configuration: the
+  configuration runs in a fresh process (this script with `--child`), ARE's CLI and LiteLLM
+  imported and, with workers, the fork server booted before its clock starts (the boot is
+  measured once, in `start`); the configurations are interleaved over `--repeats`. Per configuration: the
   median wall time of the sweep, its CPU time (the driver's; the workers', which the fork
   server reaps, so they are its children's time; and, apart, the stub model's, which this
   process serves meanwhile), and the ratios of the wall times.
@@ -88,11 +88,14 @@ def _boot_fork_server() -> tuple[float, int]:
 
 def child(workers: int, bench_args: list[str]) -> dict[str, Any]:
     """One configuration's sweep, in this (fresh) process."""
-    from are.simulation.benchmark.cli import main as are_main  # imported before the clock
+    # Imported before the clock: ARE's CLI, and LiteLLM, which the driver imports when its
+    # runs stay in it (the fork server imports it before the clock too).
+    import litellm
+    from are.simulation.benchmark.cli import main as are_main
 
     from areasync.gaia2.cli import main
 
-    del are_main
+    del are_main, litellm
     fork_server = _boot_fork_server()[1] if workers else None
     before_server = _proc_cpu(fork_server) if fork_server else (0.0, 0.0)
     before_self = _self_cpu()

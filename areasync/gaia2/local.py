@@ -34,19 +34,25 @@ __all__ = ["PRELOAD", "WorkerPlace", "default_workers", "local_runs"]
 
 # What the fork server imports once, so that no worker imports it: areasync's side of a run,
 # and what ARE imports to load, pre-run, judge and run a scenario with its default agent and
-# LiteLLM (most of a worker's import time: tests/gaia2/test_local.py checks each exists).
+# LiteLLM (most of a worker's import time), down to what a worker's first run imported on its
+# own when these were fewer (the event loop's anyio backend, ARE's agent factory, the OpenAI
+# client's chat resources). tests/gaia2/test_local.py checks that each exists.
 PRELOAD = (
     "areasync.gaia2.remote",
+    "anyio._backends._asyncio",
     "are.simulation.multi_scenario_runner",
     "are.simulation.scenario_runner",
     "are.simulation.scenarios.scenario_imported_from_json.utils",
     "are.simulation.agents.default_agent.are_simulation_main",
+    "are.simulation.agents.default_agent.agent_factory",
     "are.simulation.agents.llm.litellm.litellm_engine",
     "are.simulation.agents.are_simulation_agent_config",
     "are.simulation.benchmark.scenario_loader",
     "are.simulation.validation.judge",
     "are.simulation.data_handler.exporter",
     "litellm",
+    "openai.resources.chat",
+    "openai.lib.streaming.chat",
 )
 
 

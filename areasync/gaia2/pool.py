@@ -178,17 +178,9 @@ def stream_pool(
         receive.close()
 
 
-@contextmanager
-def untimed_stream_pool(
-    iterator: Iterator[T],
-    process_func: Callable[..., R],
-    max_workers: int,
-    timeout_seconds: float | None = None,
-    executor_type: str = "thread",
-    **kwargs: Any,
-) -> Iterator[Iterator[Outcome[T, R]]]:
-    """`stream_pool` without ARE's per-run timeout: for runs whose time `process_func` bounds
-    itself (`--workers`' run budget, which can end a run that never waits)."""
+def untimed_stream_pool(*args: Any, timeout_seconds: float | None = None, **kwargs: Any) -> Any:
+    """`stream_pool` without ARE's per-run timeout (which ARE passes by name): for runs whose
+    time `process_func` bounds itself (`--workers`' run budget, which can end a run that
+    never waits)."""
     del timeout_seconds
-    with stream_pool(iterator, process_func, max_workers, None, executor_type, **kwargs) as runs:
-        yield runs
+    return stream_pool(*args, **kwargs)

@@ -11,18 +11,21 @@ wait is bounded.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import json
 import os
 import signal
+import tempfile
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from areasync.gaia2 import remote
 from areasync.gaia2.dataset import SPECS, agent_scripts
 from areasync.gaia2.stub_llm import Script, StubLLM
 from areasync.gaia2.sweep import RunRecords
@@ -68,37 +71,58 @@ def test_a_run_on_two_workers_writes_what_a_one_process_run_writes(
     evaluation.set_aside("two")
 
 
-async def test_a_run_whose_worker_is_killed_runs_again_on_another_worker(
-    evaluation: Evaluation, stub: StubLLM, capsys: Any
-) -> None:
-    hold = stub.hold(STUCK.marker)  # the stuck run's first model request only
+@dataclass(frozen=True)
+class Killing:
+    worker: str  # the name of the worker killed
+    pid: int  # its process's
+    status: int
+    err: str  # the run's stderr
+
+
+@pytest.fixture(scope="module")
+def killing(evaluation: Evaluation, stub: StubLLM) -> Killing:
+    """A run of the pair, one run at a time on 2 workers, whose worker is SIGKILLed while the
+    stuck run's first model request is held."""
+    hold = stub.hold(STUCK.marker)  # the first request only: the run again is answered
+    err = io.StringIO()
+    status: list[int] = []
+
+    def run() -> None:
+        with contextlib.redirect_stderr(err):
+            options = ("--workers", "2", "--max_concurrent_scenarios", "1")
+            status.append(bench(evaluation.dataset, evaluation.out, stub, *options))
+
+    running = threading.Thread(target=run)
+    running.start()
     try:
-        running = asyncio.create_task(
-            asyncio.to_thread(
-                bench,
-                evaluation.dataset,
-                evaluation.out,
-                stub,
-                "--workers",
-                "2",
-                "--max_concurrent_scenarios",
-                "1",
-            )
-        )
-        assert await asyncio.to_thread(hold.arrived.wait, BOUND_S), "the run never asked"
+        assert hold.arrived.wait(BOUND_S), "the stuck run never asked its model"
         doomed = busy_worker()
+        assert doomed.pid is not None
         pid = doomed.pid
-        assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        assert await asyncio.wait_for(running, BOUND_S) == 0
+        running.join(BOUND_S)
+        assert not running.is_alive(), f"the run took over {BOUND_S:g} s"
     finally:
         hold.release()
-    err = capsys.readouterr().err
-    assert f"1 run(s) re-run after their worker was lost: {STUCK.scenario_id}: " in err
-    assert f"{doomed.name} (pid {pid}) was killed by SIGKILL, run again" in err
-    assert f"{doomed.name} (pid {pid}) was killed by SIGKILL; restarting it" in err
+    return Killing(doomed.name, pid, status[0], err.getvalue())
+
+
+def test_a_run_whose_worker_is_killed_runs_again_on_another_worker(
+    killing: Killing, evaluation: Evaluation
+) -> None:
+    assert killing.status == 0
+    lost = f"{killing.worker} (pid {killing.pid}) was killed by SIGKILL"
+    assert f"1 run(s) re-run after their worker was lost: {STUCK.scenario_id}: " in killing.err
+    assert f"{lost}, run again" in killing.err
+    assert f"{lost}; restarting it" in killing.err
     assert_same_outputs(evaluation.out, evaluation.local)
     evaluation.set_aside("killed")
+
+
+def test_a_killed_worker_leaves_no_staging_folder(killing: Killing) -> None:
+    """The run it had under way staged its files in a folder of its own: removed."""
+    staged = Path(tempfile.gettempdir()).glob(f"{remote.STAGING_PREFIX}{killing.pid}-*")
+    assert not list(staged)
 
 
 @pytest.fixture(scope="module")

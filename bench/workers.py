@@ -11,10 +11,10 @@ Prints one JSON document:
   per-run work is), with `--workers 0` (every run in the driver's process), 1 and 2. Each
   configuration runs in a fresh process (this script with `--child`), ARE's CLI and LiteLLM
   imported and, with workers, the fork server booted before its clock starts (the boot is
-  measured once, in `start`); the configurations are interleaved over `--repeats`. Per configuration: the
-  median wall time of the sweep, its CPU time (the driver's; the workers', which the fork
-  server reaps, so they are its children's time; and, apart, the stub model's, which this
-  process serves meanwhile), and the ratios of the wall times.
+  measured once, in `start`); the configurations are interleaved over `--repeats`. Per
+  configuration: the median wall time of the sweep, its CPU time (the driver's; the workers',
+  which the fork server reaps, so they are its children's time; and, apart, the stub model's,
+  which this process serves meanwhile), and the ratios of the wall times.
 * `start`: in a fresh process, the fork server's boot (its preload imported), then a pool of
   two bench workers: each worker's start (from asking for it to its `Ready`: a fork and the
   handlers' set-up), the restart of one killed with SIGKILL, and each worker's memory when

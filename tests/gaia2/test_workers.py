@@ -30,7 +30,7 @@ from areasync.gaia2.dataset import SPECS, agent_scripts
 from areasync.gaia2.stub_llm import Script, StubLLM
 from areasync.gaia2.sweep import RunRecords
 from areasync.workers.pool import POOLS, Worker
-from tests.gaia2.pair import Evaluation, assert_same_outputs, bench, evaluated_in_one_process
+from tests.gaia2.pair import PAIR, Evaluation, assert_same_outputs, bench, evaluated_in_one_process
 
 STUCK = SPECS["tiny_skip"]
 BOUND_S = 300.0  # a whole bench run, worker starts included, on a busy machine: stops a hang
@@ -69,6 +69,18 @@ def test_a_run_on_two_workers_writes_what_a_one_process_run_writes(
     assert "runs spread over 2 worker process(es)" in capsys.readouterr().err
     assert_same_outputs(evaluation.out, evaluation.local)
     evaluation.set_aside("two")
+
+
+def test_max_concurrent_scenarios_bounds_the_runs_under_way_over_all_workers(
+    evaluation: Evaluation,
+) -> None:
+    """One run at a time over two workers: the model never answers two requests at once."""
+    with StubLLM(Script(agent=agent_scripts()), latency=0.05) as slow:
+        options = ("--workers", "2", "--max_concurrent_scenarios", "1", "--num_runs", "2")
+        assert bench(evaluation.dataset, evaluation.root / "one-at-a-time", slow, *options) == 0
+        written = (evaluation.root / "one-at-a-time" / "output.jsonl").read_text()
+        assert len(written.splitlines()) == 2 * len(PAIR)
+        assert slow.peak_concurrency == 1
 
 
 @dataclass(frozen=True)

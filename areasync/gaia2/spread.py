@@ -184,7 +184,7 @@ class Spread:
         self.reruns.append(f"{run_name(item)}: {error}, {again}")
 
     def _overrun(self, item: str, overrun: Overrun) -> Answer:
-        text = f"{run_name(item)} {overrun}"
+        text = f"{run_name(item)} {overrun} (--run-budget gives runs longer)"
         self.ended.append(text)
         return Answer(success=False, exception=(BUDGET_EXCEPTION, text), duration=overrun.budget_s)
 

@@ -98,7 +98,7 @@ class BudgetSpent(Exception):
             if killed
             else "it was cancelled at its next wait"
         )
-        super().__init__(f"still going after its budget of {budget_s:g} s: {how}")
+        super().__init__(f"was still going after its budget of {budget_s:g} s: {how}")
 
 
 class CallFailed(Exception):

@@ -163,8 +163,8 @@ def test_a_run_past_its_budget_is_a_failed_run_saying_so_and_the_others_complete
     assert stuck["status"] == "failed"
     assert stuck["exception_type"] == "RunBudgetExceeded"
     assert stuck["exception_message"] == (
-        f"{STUCK.scenario_id} still going after its budget of {BUDGET_S:g} s: it was "
-        "cancelled at its next wait"
+        f"{STUCK.scenario_id} was still going after its budget of {BUDGET_S:g} s: it was "
+        "cancelled at its next wait (--run-budget gives runs longer)"
     )
     assert (
         f"1 run(s) ended past their run budget (--run-budget): {STUCK.scenario_id} "

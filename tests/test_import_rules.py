@@ -121,6 +121,9 @@ MAY_IMPORT = {
     "client": {"protocol", "client"},
     # The session journal is a storage layer: it knows nothing of ARE or of the service.
     "journal": {"journal"},
+    # Worker processes and their supervisor: what a worker does is its handlers' business
+    # (named by its pool), so the same pool can carry bench runs now and sessions later.
+    "workers": {"workers"},
 }
 
 

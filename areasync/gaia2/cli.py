@@ -8,17 +8,27 @@ are: `judge` refuses an explicit `--num_runs` (it reads the click context's para
 which is ours and has ARE's parameter) and forces 1; `gaia2-run` runs Gaia2's phases with
 Gaia2's settings (`handle_gaia2_run`). What differs is the clock and the concurrency (see
 `runner`): every environment runs on a virtual wall with no thread, up to
-`--max_concurrent_scenarios` runs share one event loop in this process (`--executor_type` is
-accepted and adds no threads or processes), and the agent's idle polling costs no wall time.
+`--max_concurrent_scenarios` runs share one event loop per process (`--executor_type` adds no
+threads or processes), and the agent's idle polling costs no wall time.
+
+Each command runs its runs in other processes (`Where`): by default in `--workers N` worker
+processes of this machine, one per core (`gaia2/local.py`), or, for `run`, on a Ray cluster's
+hosts with `--ray` (`cluster/batch.py`); the driver keeps ARE's runner, the records and every
+output either way (`gaia2/spread.py`). `--workers 0`, and ARE's `--executor_type thread`
+(whose scenarios ARE loads and pre-runs in this process), keep every run in this process.
 
 `bench_command(name)` builds any of the three from `COMMANDS`: one callback, the differences
-are data (`BenchCommand`). Three options are areasync's own (`areasync.gaia2.sweep`), on every
-command, because each is a long sweep of the same per-run shape (ARE's `process_scenario`):
+are data (`BenchCommand`). Five options are areasync's own, on every command, because each is
+a long sweep of the same per-run shape (ARE's `process_scenario`):
 
-* `--resume` / records: `run` and `gaia2-run` run agents for hours; `judge` calls the judge LLM
-  for every trace of a dataset, which is hours too. Each finished run is recorded beside the
-  `output.jsonl` ARE writes it to: `OUTPUT_DIR` for `run` and `judge`,
-  `OUTPUT_DIR/<phase>/<config>/` for `gaia2-run`, whose phases run the same scenarios again.
+* `--workers N` and `--run-budget`: where the runs run (above), and how long one may take in
+  a worker before it is ended (`gaia2/local.py`).
+
+* `--resume` / records (`areasync.gaia2.sweep`): `run` and `gaia2-run` run agents for hours;
+  `judge` calls the judge LLM for every trace of a dataset, which is hours too. Each finished
+  run is recorded beside the `output.jsonl` ARE writes it to: `OUTPUT_DIR` for `run` and
+  `judge`, `OUTPUT_DIR/<phase>/<config>/` for `gaia2-run`, whose phases run the same
+  scenarios again.
   The options are kept (with the command) in `OUTPUT_DIR/.areasync/options.json`, so a
   sweep is never resumed by another command or with options that change results.
 * `--retry N`: the model endpoint failing is the same failure whether it is the agent's model
@@ -95,17 +105,43 @@ RAY = click.Option(
         "one-machine run. A run whose host is lost runs again on another (said on stderr)"
     ),
 )
+WORKERS = click.Option(
+    ["--workers"],
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help=(
+        "areasync: run the runs in N worker processes of this machine (default: one per core; "
+        "0: every run in this process, as does --executor_type thread). The outputs are "
+        "written here as by one process; a run whose worker dies runs again on another, and "
+        "the worker is restarted (said on stderr)"
+    ),
+)
+RUN_BUDGET = click.Option(
+    ["--run-budget"],
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help=(
+        "areasync: with --workers N, a run still going after SECONDS (default: "
+        "--scenario_timeout) is ended, its worker killed and restarted if the run does not "
+        "give way at its next wait, and it is a failed run (RunBudgetExceeded) that --resume "
+        "does not run again"
+    ),
+)
 OWN_OPTIONS = ("resume", "retry", "report")
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 HUB_UNREACHABLE = 1
+NO_PLACE_LEFT = 1
 
 # Said in every command's --help: what areasync changes, and adds.
 DIFFERENCES = (
     "What differs from are-benchmark: every environment runs on a virtual clock (no "
-    "thread; idling costs no wall time), and up to --max_concurrent_scenarios runs share one "
-    "event loop in this process (--executor_type adds no threads or processes). areasync's "
-    "own options: --resume, --retry N, --report/--no-report. Ctrl-C stops cleanly, writing "
-    "what finished (twice: at once)."
+    "thread; idling costs no wall time); the runs go to --workers processes (one per core by "
+    "default), up to --max_concurrent_scenarios of them at once, each worker running its "
+    "runs on one event loop (--executor_type adds no threads or processes). areasync's "
+    "own options: --workers N, --run-budget, --resume, --retry N, --report/--no-report. "
+    "Ctrl-C stops cleanly, writing what finished (twice: at once)."
 )
 
 
@@ -167,7 +203,7 @@ def bench_command(name: str) -> click.Command:
         from areasync.gaia2 import pool, runner, sweep
 
         resume, retry, report = (kwargs.pop(option) for option in OWN_OPTIONS)
-        ray_address = _ray_address(kwargs)
+        where = _where(kwargs)
         output_dir = kwargs.get("output_dir") or spec.default_output_dir
         try:
             plan = sweep.Sweep(Path(output_dir) if output_dir else None, resume=resume, retry=retry)
@@ -178,16 +214,19 @@ def bench_command(name: str) -> click.Command:
         are_callback = are_main.callback
         assert are_callback is not None
         interruption = pool.Interruption()
+        spread = None
         try:
             # ARE's callback takes the click context itself (it is `pass_context`): ours, with
             # ARE's parameters, so ARE's parameter-source checks (judge's num_runs) hold.
-            with _no_upload_after(interruption), _dispatcher(ray_address) as dispatch:
+            with _no_upload_after(interruption), _runs_elsewhere(where) as spread:
                 runner.run(
                     lambda: are_callback(command=spec.name, **kwargs),
-                    models=not kwargs.get("oracle"),
+                    # Runs elsewhere call their models there: the driver needs no LiteLLM.
+                    models=not kwargs.get("oracle") and spread is None,
                     plan=plan,
                     interruption=interruption,
-                    dispatch=dispatch,
+                    dispatch=None if spread is None else spread.dispatch,
+                    dispatch_bounds_runs=spread is not None and spread.bounds_runs,
                 )
         except AssertionError:
             # ARE asserts that a run finished; after Ctrl-C none may have.
@@ -220,62 +259,132 @@ def bench_command(name: str) -> click.Command:
                 err=True,
             )
         if interruption.requested:
-            where = f" and written to {output_dir}" if output_dir else ""
+            written = f" and written to {output_dir}" if output_dir else ""
             click.echo(
-                f"Interrupted: {plan.finished + plan.resumed} runs finished{where}; "
+                f"Interrupted: {plan.finished + plan.resumed} runs finished{written}; "
                 "rerun the same command with --resume to run the rest.",
                 err=True,
             )
             return INTERRUPTED
+        if spread is not None and not spread.places:
+            click.echo(
+                f"{spec.prog}: no {where.kind} was left to run on, so the runs not run are "
+                "recorded as infrastructure failures (the reasons are above); fix that and "
+                "rerun the same command with --resume, or run them in this process with "
+                "--workers 0.",
+                err=True,
+            )
+            return NO_PLACE_LEFT
         return 0
 
     return click.Command(
         spec.name,
-        params=[*params, RESUME, RETRY, REPORT, *([RAY] if spec.on_ray else [])],
+        params=[
+            *params,
+            RESUME,
+            RETRY,
+            REPORT,
+            WORKERS,
+            RUN_BUDGET,
+            *([RAY] if spec.on_ray else []),
+        ],
         callback=callback,
         help=f"{spec.summary}\n\n{DIFFERENCES}",
     )
 
 
-def _ray_address(kwargs: dict[str, Any]) -> str | None:
-    """`--ray`'s address (taken out of ARE's options), refused with the thread executor."""
+@dataclass(frozen=True)
+class Where:
+    """Where `run`'s runs go: a Ray cluster's hosts, worker processes here, or this process."""
+
+    ray: str | None = None  # the cluster's address (--ray)
+    workers: int = 0  # worker processes (--workers N); 0: this process
+    budget_s: float | None = None  # each run's time in a worker (--run-budget); None: unbounded
+
+    @property
+    def kind(self) -> str:
+        """What a place to run on is called here."""
+        return "host" if self.ray else "worker"
+
+
+def _where(kwargs: dict[str, Any]) -> Where:
+    """`--ray`, `--workers` and `--run-budget` (taken out of ARE's options), checked against
+    each other and against `--executor_type`."""
     address: str | None = kwargs.pop("ray", None)
-    if address and kwargs.get("executor_type") == "thread":
+    workers: int | None = kwargs.pop("workers", None)
+    budget: float | None = kwargs.pop("run_budget", None)
+    threads = kwargs.get("executor_type") == "thread"
+    if address:
+        if threads:
+            raise click.UsageError(
+                "--ray runs each scenario in a host's process, from ARE's JSON of it as "
+                "--executor_type process does: drop --executor_type thread"
+            )
+        if workers:
+            raise click.UsageError(
+                "--ray and --workers N both say where the runs go: give one of them"
+            )
+        if budget is not None:
+            raise click.UsageError(
+                "--run-budget bounds runs in worker processes (--workers N); on a cluster "
+                "(--ray) ARE's --scenario_timeout applies, at a run's next wait: drop "
+                "--run-budget"
+            )
+        return Where(ray=address)
+    if workers is None:
+        from areasync.gaia2.local import default_workers
+
+        workers = 0 if threads else default_workers()
+    elif workers and threads:
         raise click.UsageError(
-            "--ray runs each scenario in a host's process, from ARE's JSON of it as "
-            "--executor_type process does: drop --executor_type thread"
+            "--workers N runs each scenario in a worker process, from ARE's JSON of it as "
+            "--executor_type process does: drop --executor_type thread, or give --workers 0"
         )
-    return address
+    if not workers:
+        if budget is not None:
+            raise click.UsageError(
+                "--run-budget bounds runs in worker processes: with --workers 0 (or "
+                "--executor_type thread) the runs share this process, where ARE's "
+                "--scenario_timeout applies, at a run's next wait: drop --run-budget, or "
+                "give --workers N"
+            )
+        return Where()
+    if budget is None:
+        budget = kwargs.get("scenario_timeout") or None  # ARE's 0: no timeout
+    return Where(workers=workers, budget_s=None if budget is None else float(budget))
 
 
 @contextmanager
-def _dispatcher(address: str | None) -> Iterator[Callable[..., Any] | None]:
-    """With `--ray`: the cluster's `Batch.dispatch` (`areasync.cluster.batch`), and what was
-    re-run after a host was lost said on stderr; without: None (runs stay in this process)."""
-    if not address:
+def _runs_elsewhere(where: Where) -> Iterator[Any]:
+    """With `--ray` or `--workers N`: the `Spread` over the cluster's hosts or this machine's
+    worker processes (`gaia2/spread.py`), and at the end what was re-run or ended said on
+    stderr; otherwise None (the runs stay in this process)."""
+    if not where.ray and not where.workers:
         yield None
         return
-    try:
-        from areasync.cluster.batch import NoHostError, spread_runs
-    except ImportError as error:
-        raise click.UsageError(f"--ray: {error}") from None
     with ExitStack() as stack:
+        if where.ray:
+            try:
+                from areasync.cluster.batch import NoHostError, spread_runs
+            except ImportError as error:
+                raise click.UsageError(f"--ray: {error}") from None
+            try:
+                spread = stack.enter_context(spread_runs(where.ray))
+            except NoHostError as error:
+                raise click.UsageError(f"--ray: {error}") from None
+            over = f"{len(spread.places)} host(s) of the cluster"
+        else:
+            from areasync.gaia2.local import local_runs
+
+            spread = stack.enter_context(local_runs(where.workers, where.budget_s))
+            budget = "no" if where.budget_s is None else f"{where.budget_s:g} s"
+            over = f"{where.workers} worker process(es) (run budget: {budget})"
+        click.echo(f"areasync: runs spread over {over}", err=True)
         try:
-            batch = stack.enter_context(spread_runs(address))
-        except NoHostError as error:
-            raise click.UsageError(f"--ray: {error}") from None
-        click.echo(
-            f"areasync: runs spread over {len(batch.hosts)} host(s) of the cluster", err=True
-        )
-        try:
-            yield batch.dispatch
+            yield spread
         finally:
-            if batch.reruns:
-                click.echo(
-                    f"areasync: {len(batch.reruns)} run(s) re-run after their host was lost: "
-                    + "; ".join(batch.reruns),
-                    err=True,
-                )
+            for line in spread.summary(where.kind):
+                click.echo(f"areasync: {line}", err=True)
 
 
 def _output_folders(output_dir: Path, spec: BenchCommand) -> list[Path]:

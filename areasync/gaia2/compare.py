@@ -31,6 +31,15 @@ from areasync.gaia2.stub_llm import AGENT_MODEL, JUDGE_MODEL
 TIMING_KEYS = frozenset({"timestamp", "job_duration", "avg_run_duration", "avg_run_duration_std"})
 # ARE names an agent's events `AGENT-App.function-<uuid4>`: a fresh id each run.
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# uuid4().hex ids: ARE's agent ids, and the ids its apps draw from a generator seeded through
+# Python's salted `hash` of strings, which differs between any two processes (PYTHONHASHSEED).
+HEX_IDS = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")
+# Written in the order the runs finished, which concurrency decides in one process too.
+IN_COMPLETION_ORDER = frozenset({"output.jsonl", "results.jsonl"})
+TIMINGS = re.compile(
+    r'"(date|duration|timestamp|avg_run_duration|avg_run_duration_std|job_duration)":'
+    r" ?(\"[^\"]*\"|[0-9.e+-]+)"
+)
 # Options for parity runs: ARE's thread executor (its default, `process`, starts a process per
 # worker, each importing ARE again), with room to run every scenario at once, so ARE's real-time
 # waits overlap. areasync accepts both and runs everything in one process anyway.
@@ -252,3 +261,29 @@ def durations(output_dir: str | Path) -> dict[Key, float]:
         key: float(_trace(row["trace_id"])["metadata"]["definition"]["duration"])
         for key, row in _rows(output_dir)
     }
+
+
+def comparable(output_dir: str | Path) -> dict[str, str]:
+    """Every file of an output dir, by relative path, with what differs between two runs of
+    one evaluation, even in two processes of one machine, masked: ARE's random ids (uuid4:
+    action, event and agent ids; and the ids its apps draw, seeded through Python's
+    per-process salted `hash`), the wall clock (the trace's annotation `date`, `timestamp`s,
+    every `duration`: `TIMING_KEYS` and the records' `duration`; the HTML report's lines that
+    show seconds) and the order of the lines of `output.jsonl` and `results.jsonl` (the order
+    the runs finished in). Paths are not masked: run into the same `--output_dir` path (ARE
+    hashes it into its trace file names), the traces' file names are equal too."""
+    out = Path(output_dir)
+    files = {}
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8")
+        text = UUID.sub("<uuid>", text)
+        text = HEX_IDS.sub("<hex-id>", text)
+        text = TIMINGS.sub(r'"\1": <t>', text)
+        if path.suffix == ".html":
+            text = "\n".join(
+                line for line in text.splitlines() if not re.search(r"\d+\.\d+ ?s", line)
+            )
+        if path.name in IN_COMPLETION_ORDER:
+            text = "\n".join(sorted(text.splitlines()))
+        files[path.relative_to(out).as_posix()] = text
+    return files

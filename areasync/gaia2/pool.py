@@ -176,3 +176,11 @@ def stream_pool(
             wait(unwound.wait())
         send.close()
         receive.close()
+
+
+def untimed_stream_pool(*args: Any, timeout_seconds: float | None = None, **kwargs: Any) -> Any:
+    """`stream_pool` without ARE's per-run timeout (which ARE passes by name): for runs whose
+    time `process_func` bounds itself (`--workers`' run budget, which can end a run that
+    never waits)."""
+    del timeout_seconds
+    return stream_pool(*args, **kwargs)

@@ -1,37 +1,38 @@
 """One run of `areasync bench run` in another process, and what it gives back as plain data.
 
-`areasync bench run --ray` (`areasync/cluster/batch.py`) runs each scenario run of an
-evaluation in a host actor on some node of a Ray cluster instead of in the driver, and the
-driver must still write exactly what a one-machine run writes. So a run crosses processes in
-ARE's own portable form and comes back as data:
+`areasync bench run --workers N` (`gaia2/local.py`) and `--ray` (`cluster/batch.py`) run each
+scenario run of an evaluation in another process than the driver's: a worker process of this
+machine, or a host actor on some node of a Ray cluster. The driver must still write exactly
+what a one-process run writes. So a run crosses processes in ARE's own portable form and comes
+back as data:
 
 * **In:** the scenario as ARE's JSON string (what ARE's `--executor_type process` hands its
   workers, `serialize_scenarios_iterator`), loaded and preprocessed on the host by ARE's own
   `process_scenario`, with the driver's `MultiScenarioRunnerConfig` and agent builders.
-* **Where it runs** (`BenchWorker`): a thread of the host's process with an event loop of its
-  own under `runner.virtual_clock()`, each run a greenlet there, as on one machine; never the
-  host's event loop, which serves its sessions.
+* **Where it runs** (`serving()`: the handler `run`): on an event loop under
+  `runner.virtual_clock()`, each run a greenlet there, as in one process: a worker process's
+  own loop (`areasync/workers/worker.py`), or a thread of a Ray host's process (`BenchWorker`),
+  never the host's event loop, which serves its sessions.
 * **Its files:** the run sees the driver's `--output_dir` (ARE's run id hashes it into the trace
   file names, and the trace records it), but ARE's exporter and an oracle environment's state
-  dumps write into a staging folder of the host's (the two seams below), whose files come back
-  as bytes with the staging path replaced by the driver's.
+  dumps write into a staging folder of the run's own (the two seams below), whose files come
+  back as bytes with the staging path replaced by the driver's. A run that is cancelled or
+  killed part way so leaves nothing half-written in the output dir.
 * **Out** (`Answer`): the verdict's fields, what it raised (type name and message: ARE writes
   only those to `output.jsonl`), the model endpoint's failures (`--retry` and `--resume` judge
   a run by them, `sweep.py`), and the files. `result_of` and `write_files` are the driver's side.
 
-The host's seams, on top of `virtual_clock()`'s and read at call time as those are:
+The seams, on top of `virtual_clock()`'s and read at call time as those are:
 `ScenarioRunner._export_trace` (its `output_dir`) and `scenario_runner.EnvironmentConfig` (its
 `dump_dir`), both redirected only for the run whose staging folder is current.
 """
 
 from __future__ import annotations
 
-import asyncio
+import os
 import shutil
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -40,9 +41,11 @@ from typing import Any
 from unittest.mock import patch
 
 from areasync.gaia2 import pool, runner, sweep
+from areasync.workers.thread import LoopThread
 
-__all__ = ["Answer", "BenchWorker", "result_of", "run_name", "write_files"]
+__all__ = ["Answer", "BenchWorker", "result_of", "run", "run_name", "serving", "write_files"]
 
+STAGING_PREFIX = "areasync-bench-"  # a staging folder: <tmp>/<this>-<pid>-<random>
 # (the driver's output dir, this run's staging folder) of the run calling.
 _staging: ContextVar[tuple[str, str]] = ContextVar("areasync_gaia2_staging")
 
@@ -146,76 +149,79 @@ def _read_back(staging: Path, output_dir: str) -> dict[str, bytes]:
     return files
 
 
+def remove_staging(pid: int) -> None:
+    """Remove what process `pid`, killed part way through runs, left in its staging folders
+    (a process that ends otherwise removes its own)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{STAGING_PREFIX}{pid}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run_here(item: str, config: Any, agent_config_builder: Any, agent_builder: Any) -> Answer:
     """One run of ARE's `process_scenario` in this greenlet, staged (module docstring). Call
-    it under `virtual_clock()` and `_staged_output()` (as `BenchWorker` does)."""
+    it under `virtual_clock()` and `_staged_output()` (as `serving()` does)."""
     import are.simulation.multi_scenario_runner as multi
 
     output_dir = str(config.output_dir)
-    staging = Path(tempfile.mkdtemp(prefix="areasync-bench-"))
-    _staging.set((output_dir, str(staging)))
-    attempt = sweep.begin_attempt()
-    answer = Answer()
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
     try:
-        result = multi.process_scenario(
-            item,
-            config=config,
-            agent_config_builder=agent_config_builder,
-            agent_builder=agent_builder,
-        )
-    except Exception as error:
-        answer.raised = (type(error).__name__, str(error))
-    else:
-        exception = getattr(result, "exception", None)
-        answer.success = result.success
-        answer.export_path = _restaged(result.export_path)
-        answer.rationale = result.rationale
-        answer.duration = result.duration
-        if exception is not None:
-            answer.exception = (type(exception).__name__, str(exception))
-    answer.endpoint_errors = list(attempt.endpoint_errors)
-    answer.endpoint_error_count = attempt.endpoint_error_count
-    try:
+        _staging.set((output_dir, str(staging)))
+        attempt = sweep.begin_attempt()
+        answer = Answer()
+        try:
+            result = multi.process_scenario(
+                item,
+                config=config,
+                agent_config_builder=agent_config_builder,
+                agent_builder=agent_builder,
+            )
+        except Exception as error:
+            answer.raised = (type(error).__name__, str(error))
+        else:
+            exception = getattr(result, "exception", None)
+            answer.success = result.success
+            answer.export_path = _restaged(result.export_path)
+            answer.rationale = result.rationale
+            answer.duration = result.duration
+            if exception is not None:
+                answer.exception = (type(exception).__name__, str(exception))
+        answer.endpoint_errors = list(attempt.endpoint_errors)
+        answer.endpoint_error_count = attempt.endpoint_error_count
         answer.files = _read_back(staging, output_dir)
-    finally:
+        return answer
+    finally:  # a run cancelled part way leaves no staging folder behind either
         shutil.rmtree(staging, ignore_errors=True)
-    return answer
+
+
+async def run(item: str, config: Any, agent_config_builder: Any, agent_builder: Any) -> Answer:
+    """The handler `run`: `run_here` as a greenlet of the calling event loop; cancelling the
+    calling task cancels the run at its next wait."""
+    return await pool.run_cooperatively(
+        lambda: run_here(item, config, agent_config_builder, agent_builder)
+    )
+
+
+@contextmanager
+def serving() -> Iterator[dict[str, Callable[..., Coroutine[Any, Any, Answer]]]]:
+    """The handlers of a process that runs bench runs for a driver (`workers.worker.Serve`):
+    ARE's pipeline on the virtual clock, staged, for as long as the block lasts."""
+    with runner.virtual_clock(), _staged_output():
+        yield {"run": run}
 
 
 class BenchWorker:
-    """A thread with its own event loop under `virtual_clock()`, running runs as greenlets."""
+    """A Ray host's bench runs: `serving()`'s handlers on a thread with its own event loop."""
 
     def __init__(self) -> None:
         self.running = 0  # runs under way
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="areasync bench", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-
-    def _serve(self) -> None:
-        loop = asyncio.new_event_loop()
-        with runner.virtual_clock(), _staged_output():
-            self._loop = loop
-            self._ready.set()
-            loop.run_forever()
-        loop.close()
+        self._thread = LoopThread("areasync bench", serving)
 
     async def run(self, *args: Any) -> Answer:
-        """`run_here(*args)` on the worker's thread; awaited from any other event loop."""
+        """The handler `run` on the worker's thread; awaited from any other event loop."""
         self.running += 1
         try:
-            return await asyncio.wrap_future(self._submit(run_here, *args))
+            return await self._thread.run(self._thread.value["run"](*args))
         finally:
             self.running -= 1
 
-    def _submit(self, fn: Callable[..., Answer], *args: Any) -> Future[Answer]:
-        assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(
-            pool.run_cooperatively(lambda: fn(*args)), self._loop
-        )
-
     def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
+        self._thread.stop()

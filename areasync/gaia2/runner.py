@@ -218,12 +218,16 @@ def virtual_clock(
     models: bool = True,
     plan: sweep.Sweep | None = None,
     dispatch: Callable[..., Any] | None = None,
+    dispatch_bounds_runs: bool = False,
 ) -> Iterator[RunStats]:
     """Run ARE's benchmark pipeline inside this block on virtual clocks (see the module doc).
 
-    `models=False` (an `--oracle` run, which calls no model) leaves LiteLLM unimported.
+    `models=False` (an `--oracle` run, which calls no model, or runs dispatched to other
+    processes, which call theirs there) leaves LiteLLM unimported.
     `plan` adds a sweep's records, resume, retry and progress lines (`areasync.gaia2.sweep`).
-    `dispatch` stands in for ARE's `process_scenario` under `plan` (`--ray`: on a host).
+    `dispatch` stands in for ARE's `process_scenario` under `plan` (`--ray`: on a host;
+    `--workers`: in a worker process). `dispatch_bounds_runs`: it bounds each run's time
+    itself (`--run-budget`), so ARE's `--scenario_timeout` is not applied around it too.
     """
     import are.simulation.agents.default_agent.are_simulation_main as agent_main
     import are.simulation.logging_config as logging_config
@@ -244,7 +248,8 @@ def virtual_clock(
             patch.object(preprocess, "Environment", _environment_class(stats, outside_runs=True))
         )
         stack.enter_context(patch.object(agent_main, "time", WallTime()))
-        stack.enter_context(patch.object(multi, "stream_pool", pool.stream_pool))
+        stream_pool = pool.untimed_stream_pool if dispatch_bounds_runs else pool.stream_pool
+        stack.enter_context(patch.object(multi, "stream_pool", stream_pool))
         stack.enter_context(patch.object(multi, "process_scenario", process_scenario))
         stack.enter_context(judge_templates.cached_templates())
         stack.enter_context(
@@ -289,6 +294,7 @@ def run(
     plan: sweep.Sweep | None = None,
     interruption: pool.Interruption | None = None,
     dispatch: Callable[..., Any] | None = None,
+    dispatch_bounds_runs: bool = False,
 ) -> R:
     """Call ARE's benchmark entry point `fn` under `virtual_clock()` on a new event loop.
 
@@ -321,5 +327,7 @@ def run(
             if on_main_thread:
                 loop.remove_signal_handler(signal.SIGINT)
 
-    with virtual_clock(models=models, plan=plan, dispatch=dispatch):
+    with virtual_clock(
+        models=models, plan=plan, dispatch=dispatch, dispatch_bounds_runs=dispatch_bounds_runs
+    ):
         return anyio.run(main)

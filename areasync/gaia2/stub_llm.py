@@ -21,6 +21,9 @@ state: every reply is a function of the request alone, so runs can repeat and in
   by a phrase of its system prompt. Otherwise `judge_reply`, which by default says every
   verdict spelling ARE's checkers look for (`[[True]]`, `[[Success]]`, `[[success]]`); ARE's
   LiteLLM engine lowercases `True` on its way in, so the `[[True]]` checkers still abstain.
+* **Holds** (`StubLLM.hold(marker)`): the agent's requests of one scenario are held, unanswered,
+  until the test releases them (or the stub stops): a run then waits on its model for as long
+  as the test needs it under way (a worker killed mid-run), or forever (a run past its budget).
 
 `python -m areasync.gaia2.stub_llm --port N --scripts FILE.json` serves the same stub from a
 shell (the scripts file maps markers to lists of `{"action": ..., "action_input": ...}`;
@@ -112,6 +115,10 @@ class Script:
     def is_judge(self, request: Mapping[str, Any]) -> bool:
         return str(request.get("model", "")).split("/")[-1] == self.judge_model
 
+    def is_agents(self, request: Mapping[str, Any], marker: str) -> bool:
+        """Whether `request` is an agent's request on the scenario whose marker is `marker`."""
+        return not self.is_judge(request) and marker in _conversation(request)
+
     def reply(self, request: Mapping[str, Any]) -> str:
         messages = list(request.get("messages") or [])
         if self.is_judge(request):
@@ -119,8 +126,7 @@ class Script:
                 if rule.matches(request):
                     return rule.reply
             return self.judge_reply
-        # The task is in a user message; the system prompt (tool descriptions) is no marker.
-        haystack = "\n".join(_text(m.get("content")) for m in messages if m.get("role") != "system")
+        haystack = _conversation(request)
         for marker, steps in self.agent.items():
             if marker in haystack and steps:
                 step = min(actions_taken(messages), len(steps) - 1)
@@ -131,6 +137,46 @@ class Script:
                 "action_input": {"content": "I have no script for this task."},
             }
         )
+
+
+def _conversation(request: Mapping[str, Any]) -> str:
+    """A request's messages but the system prompt: the task (a scenario's marker) is in a user
+    message, while the system prompt (tool descriptions) names no scenario."""
+    messages = list(request.get("messages") or [])
+    return "\n".join(_text(m.get("content")) for m in messages if m.get("role") != "system")
+
+
+class Hold:
+    """The agent's requests on the scenario with `marker` wait, unanswered, until `release()`:
+    the first `requests` of them (None: every one)."""
+
+    def __init__(self, marker: str, requests: int | None, loop: asyncio.AbstractEventLoop) -> None:
+        self.marker = marker
+        self.requests = requests
+        self.held = 0
+        self.arrived = threading.Event()  # set once a request is being held
+        self._loop = loop
+        self._released = asyncio.Event()  # on the stub's loop
+
+    def takes(self, script: Script, request: Mapping[str, Any]) -> bool:
+        if self.requests is not None and self.held >= self.requests:
+            return False
+        if self._released.is_set() or not script.is_agents(request, self.marker):
+            return False
+        self.held += 1
+        self.arrived.set()
+        return True
+
+    async def wait(self) -> None:
+        await self._released.wait()
+
+    def release(self) -> None:
+        """Answer the held requests (from any thread)."""
+        if not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._released.set)
+
+
+HOLDS: web.AppKey[list[Hold]] = web.AppKey("holds")
 
 
 @dataclass
@@ -184,6 +230,8 @@ def make_app(script: Script, latency: float = 0.0) -> web.Application:
     app[REQUESTS] = []
     app[CONCURRENCY] = concurrency = Concurrency()
     app[OUTAGE] = outage = Outage()
+    holds: list[Hold] = []
+    app[HOLDS] = holds
 
     async def completions(request: web.Request) -> web.Response:
         concurrency.now += 1
@@ -200,6 +248,9 @@ def make_app(script: Script, latency: float = 0.0) -> web.Application:
                     headers={"retry-after-ms": "1"},
                 )
             app[REQUESTS].append(body)
+            for hold in holds:
+                if hold.takes(script, body):
+                    await hold.wait()
             model = str(body.get("model", ""))
             if latency > 0:
                 await asyncio.sleep(latency)
@@ -250,6 +301,13 @@ class StubLLM:
         outage.requests, outage.status, outage.failed, outage.model = requests, status, 0, model
         return outage
 
+    def hold(self, marker: str, requests: int | None = 1) -> Hold:
+        """Hold the agent's next `requests` requests on the scenario with `marker` (None: all
+        of them) until the `Hold` is released, or the stub stops."""
+        hold = Hold(marker, requests, self._loop)
+        self.app[HOLDS].append(hold)
+        return hold
+
     @property
     def peak_concurrency(self) -> int:
         """The most requests the stub was answering at the same time."""
@@ -261,6 +319,8 @@ class StubLLM:
         await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
 
     async def _stop(self) -> None:
+        for hold in self.app[HOLDS]:
+            hold.release()
         if self._runner is not None:
             await self._runner.cleanup()
 

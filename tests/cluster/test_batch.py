@@ -3,16 +3,8 @@ cluster (`conftest.py`), through Ray calls, write what the same evaluation write
 machine; a host killed (SIGKILL of its process) while it runs a run: that run runs again on
 another host, and the outputs are still the same.
 
-The evaluation is the offline single-turn pair (`tiny_email` passes, `tiny_skip` fails) against
-the stub LLM, run into the same `--output_dir` path each time (ARE hashes the output dir into
-its trace file names), each output moved aside before the next. Every file is compared, with
-what differs between two runs of it in two processes on one machine too masked
-(`comparable`): ARE's random ids (uuid4: action, event and agent ids; and the ids its apps
-draw, seeded through Python's per-process salted `hash`), the wall clock (the trace's
-annotation `date`, `timestamp`s, every `duration`: `compare.TIMING_KEYS` and the records'
-`duration`; the HTML report's lines that show seconds) and the order of the lines of
-`output.jsonl` and `results.jsonl` (the order the runs finished in). Paths are not masked:
-they are equal, the traces' file names included.
+The evaluation is tests/gaia2/pair.py's: the offline single-turn pair, compared file by file
+with the same evaluation in one process.
 """
 
 from __future__ import annotations
@@ -20,20 +12,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
-import shutil
 import signal
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from areasync.gaia2 import compare
-from areasync.gaia2.cli import main as bench_main
-from areasync.gaia2.dataset import agent_scripts, write_dataset
+from areasync.gaia2.dataset import agent_scripts
 from areasync.gaia2.stub_llm import Script, StubLLM
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S, RUN_BOUND_S
+from tests.gaia2.pair import PAIR, Evaluation, assert_same_outputs, bench, evaluated_in_one_process
 
 ray = pytest.importorskip("ray")
 
@@ -41,17 +29,7 @@ from areasync.cluster.nodes import HOST_PREFIX, start_host  # noqa: E402
 
 pytestmark = pytest.mark.timeout(CLUSTER_TEST_TIMEOUT_S)
 
-PAIR = ("tiny_email", "tiny_skip")
 DOOMED = f"{HOST_PREFIX}0-doomed"  # sorts first: the least loaded among equals
-# uuid4().hex ids: ARE's agent ids, and the ids its apps draw from a generator seeded through
-# Python's salted `hash` of strings, which differs between any two processes (PYTHONHASHSEED).
-HEX_IDS = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")
-# Written in the order the runs finished, which concurrency decides on one machine too.
-IN_COMPLETION_ORDER = {"output.jsonl", "results.jsonl"}
-TIMINGS = re.compile(
-    r'"(date|duration|timestamp|avg_run_duration|avg_run_duration_std|job_duration)":'
-    r" ?(\"[^\"]*\"|[0-9.e+-]+)"
-)
 
 
 @pytest.fixture(scope="module")
@@ -74,65 +52,28 @@ def hosts(ray_cluster: Any) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def evaluation(tmp_path_factory: pytest.TempPathFactory, stub: StubLLM) -> dict[str, Any]:
-    """The dataset, the output dir every run writes to, and the one-machine run's output."""
-    root = tmp_path_factory.mktemp("batch")
-    dataset = write_dataset(root / "dataset", only=PAIR)
-    out = root / "out"
-    assert bench(dataset, out, stub) == 0
-    local = out.rename(root / "local")
-    return {"dataset": dataset, "out": out, "local": local, "root": root}
-
-
-def bench(dataset: Path, out: Path, stub: StubLLM, *extra: str) -> int:
-    os.environ.setdefault("OPENAI_API_KEY", "stub")
-    args = compare.bench_args(
-        dataset, out, stub.endpoint, extra=["--max_concurrent_scenarios", "4", *extra]
-    )
-    return bench_main(args)
-
-
-def comparable(out: Path) -> dict[str, str]:
-    """Every file of an output dir, by relative path, with what differs run to run masked
-    (module docstring)."""
-    files = {}
-    for path in sorted(p for p in out.rglob("*") if p.is_file()):
-        text = path.read_text(encoding="utf-8")
-        text = compare.UUID.sub("<uuid>", text)
-        text = HEX_IDS.sub("<hex-id>", text)
-        text = TIMINGS.sub(r'"\1": <t>', text)
-        if path.suffix == ".html":
-            text = "\n".join(
-                line for line in text.splitlines() if not re.search(r"\d+\.\d+ ?s", line)
-            )
-        if path.name in IN_COMPLETION_ORDER:
-            text = "\n".join(sorted(text.splitlines()))
-        files[path.relative_to(out).as_posix()] = text
-    return files
+def evaluation(tmp_path_factory: pytest.TempPathFactory, stub: StubLLM) -> Evaluation:
+    return evaluated_in_one_process(tmp_path_factory.mktemp("batch"), stub)
 
 
 def test_a_run_on_the_clusters_hosts_writes_what_a_one_machine_run_writes(
-    evaluation: dict[str, Any], hosts: dict[str, Any], stub: StubLLM, capsys: Any
+    evaluation: Evaluation, hosts: dict[str, Any], stub: StubLLM, capsys: Any
 ) -> None:
-    out = evaluation["out"]
-    assert bench(evaluation["dataset"], out, stub, "--ray", "auto") == 0
+    assert bench(evaluation.dataset, evaluation.out, stub, "--ray", "auto") == 0
     assert "spread over 2 host(s)" in capsys.readouterr().err
-    ours, local = comparable(out), comparable(evaluation["local"])
-    assert sorted(ours) == sorted(local)
-    for name in local:
-        assert ours[name] == local[name], name
-    shutil.move(out, evaluation["root"] / "ray")
+    assert_same_outputs(evaluation.out, evaluation.local)
+    evaluation.set_aside("ray")
 
 
 async def test_a_run_whose_host_is_killed_runs_again_on_another_host(
-    evaluation: dict[str, Any], hosts: dict[str, Any], stub: StubLLM, ray_cluster: Any, capsys: Any
+    evaluation: Evaluation, hosts: dict[str, Any], stub: StubLLM, ray_cluster: Any, capsys: Any
 ) -> None:
     cluster, _ = ray_cluster
     doomed = start_host(cluster.head_node.node_id, name=DOOMED)
     pid = await asyncio.wrap_future(doomed.process_id.remote().future())
-    out = evaluation["out"]
+    out = evaluation.out
     running = asyncio.create_task(
-        asyncio.to_thread(bench, evaluation["dataset"], out, stub, "--ray", "auto")
+        asyncio.to_thread(bench, evaluation.dataset, out, stub, "--ray", "auto")
     )
     for _ in range(int(HOST_START_S / 0.05)):
         if await asyncio.wrap_future(doomed.bench_running.remote().future()):
@@ -145,9 +86,6 @@ async def test_a_run_whose_host_is_killed_runs_again_on_another_host(
     err = capsys.readouterr().err
     assert "spread over 3 host(s)" in err
     assert "re-run after their host was lost: " in err and DOOMED in err
-    ours, local = comparable(out), comparable(evaluation["local"])
-    assert sorted(ours) == sorted(local)
-    for name in local:
-        assert ours[name] == local[name], name
+    assert_same_outputs(out, evaluation.local)
     records = [json.loads(p.read_text()) for p in (out / ".areasync" / "runs").glob("*.json")]
     assert {r["scenario_id"] for r in records} == set(PAIR)

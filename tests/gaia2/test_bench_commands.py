@@ -357,11 +357,17 @@ def _signature(param: click.Parameter) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("name", ["judge", "gaia2-run"])
 def test_each_command_takes_exactly_are_benchmarks_options(name: str) -> None:
-    """ARE's options (not its command argument), plus areasync's own three."""
+    """ARE's options (not its command argument), plus areasync's own five."""
     ours_ = {_signature(p) for p in bench_command(name).params}
     are = {_signature(p) for p in are_command().params if p.name != "command"}
     assert are <= ours_
-    assert {signature[0] for signature in ours_ - are} == {"resume", "retry", "report"}
+    assert {signature[0] for signature in ours_ - are} == {
+        "workers",
+        "run_budget",
+        "resume",
+        "retry",
+        "report",
+    }
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -371,7 +377,8 @@ def test_each_commands_help_says_what_differs_from_are(name: str, capsys: Any) -
     assert main(["bench", name, "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert f"are-benchmark {name}" in text
-    for difference in ("virtual clock", "one event loop", "--resume", "--retry N", "--report"):
+    differences = ("virtual clock", "--workers", "one event loop", "--resume", "--retry N")
+    for difference in (*differences, "--report"):
         assert difference in text, difference
     if name == "judge":
         assert "--num_runs is 1" in text and "--config hf" in text

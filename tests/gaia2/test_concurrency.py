@@ -2,7 +2,9 @@
 
 The stub answers every request after a short latency, as a model would, and counts how many
 requests it was answering at once: runs overlap their model calls only if they really run
-concurrently in the one process.
+concurrently in the one process. The runs stay in this process (`--workers 0`), where the
+threads started are spied on; a worker process runs its runs on one event loop the same way
+(`areasync/gaia2/remote.py`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def _run(dataset: Path, out: Path, concurrency: int) -> dict[str, Any]:
             out,
             stub.endpoint,
             num_runs=NUM_RUNS,
-            extra=["--max_concurrent_scenarios", str(concurrency)],
+            extra=["--max_concurrent_scenarios", str(concurrency), "--workers", "0"],
         )
         with patch.object(threading.Thread, "start", recording_start):
             compare.run_areasync(args)

@@ -175,7 +175,7 @@ class AsyncEnvironment(Environment):
         if isinstance(event, Event) and type(event) is not StopEvent:
             past = self._placeholder_sources(event)
             event = self.resolve_arg_placeholders(event, past)
-            completed = self._execute(event)
+            completed = self._execute(event) if self.budget.bounded else event.execute()
             self.add_to_log(completed)
             return self.get_successors(event)
         return super().process_event(event)

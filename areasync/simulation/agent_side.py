@@ -38,7 +38,8 @@ class AgentSide(Controls, Driver):
             # Its work may go to a worker thread (an agent's regular expression, matched with
             # a timeout) while the loop serves the other sessions: `areasync.bridge.patterns`.
             return await bridged(self._call_tool_in_lane(name, args))
-        return await self._call_tool_in_lane(name, args)
+        async with self._lane:  # as `_call_tool_in_lane`, without a coroutine of its own
+            return self._call_tool(name, args)
 
     async def _call_tool_in_lane(self, name: str, args: dict[str, Any] | None) -> Any:
         async with self._lane:

@@ -198,6 +198,7 @@ def test_ctrl_c_stops_cleanly_writing_what_finished_and_resume_does_the_rest(
     runs_dir = out / RECORDS_DIR / "runs"
     # Every model request of tiny_skip's runs is held unanswered: they cannot finish before
     # Ctrl-C, however fast the machine, while tiny_email's runs can and one is recorded first.
+    # All eight run at once, so that held runs never take every place, whatever their order.
     with StubLLM(Script(agent=agent_scripts())) as stub:
         held = stub.hold(SPECS["tiny_skip"].marker, requests=None)
         args = compare.bench_args(
@@ -205,7 +206,7 @@ def test_ctrl_c_stops_cleanly_writing_what_finished_and_resume_does_the_rest(
             out,
             stub.endpoint,
             num_runs=4,
-            extra=["--max_concurrent_scenarios", "2", "--no-report"],
+            extra=["--max_concurrent_scenarios", "8", "--no-report"],
         )
         env = {**os.environ, "OPENAI_API_KEY": "stub"}
         command = [sys.executable, "-m", "areasync.cli", "bench", "run", *args]

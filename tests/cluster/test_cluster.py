@@ -39,6 +39,7 @@ from areasync.cluster import Router  # noqa: E402
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.timeout(CLUSTER_TEST_TIMEOUT_S),
+    pytest.mark.slow,  # a Ray cluster of real processes, and a node killed
 ]
 
 ADMIN = "cluster-admin"

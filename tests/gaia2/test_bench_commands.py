@@ -389,11 +389,13 @@ def test_each_commands_help_says_what_differs_from_are(name: str, capsys: Any) -
 # -- judge --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # waits for ARE's own judge and gaia2-run (`are_side`)
 def test_judge_gives_are_benchmark_judges_verdicts_and_stats(judged: dict[str, Path]) -> None:
     assert compare.verdicts(judged["ours"]) == compare.verdicts(judged["are"])
     assert compare.stats(judged["ours"]) == compare.stats(judged["are"])
 
 
+@pytest.mark.slow  # waits for ARE's own judge and gaia2-run (`are_side`)
 def test_judge_agrees_with_the_run_that_wrote_the_traces(
     judged: dict[str, Path], pair_run: Path
 ) -> None:
@@ -416,6 +418,7 @@ def test_judge_refuses_an_explicit_num_runs_as_are_does(
     assert not (tmp_path / "out" / "output.jsonl").exists()
 
 
+@pytest.mark.slow  # waits for ARE's own judge and gaia2-run (`are_side`)
 def test_judge_resume_judges_nothing_again(
     judged: dict[str, Path], pair_run: Path, stub: StubLLM, tmp_path: Path
 ) -> None:
@@ -428,6 +431,7 @@ def test_judge_resume_judges_nothing_again(
     assert compare.verdicts(out) == compare.verdicts(judged["ours"])
 
 
+@pytest.mark.slow  # waits for ARE's own judge and gaia2-run (`are_side`)
 def test_judge_writes_a_report_of_its_verdicts(judged: dict[str, Path]) -> None:
     page = (judged["ours"] / "index.html").read_text(encoding="utf-8")
     assert page.count('class="verdict pass"') == 1 and page.count('class="verdict fail"') == 1
@@ -450,6 +454,7 @@ def test_a_sweep_is_not_resumed_by_another_command(
 # -- gaia2-run ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # waits for ARE's own judge and gaia2-run (`are_side`)
 def test_gaia2_run_writes_what_are_benchmark_gaia2_run_writes(gaia2_pair: dict[str, Path]) -> None:
     """The same phase/config folders and verdicts in each, the same stats over all of them,
     the same submission summary."""

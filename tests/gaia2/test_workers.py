@@ -153,6 +153,7 @@ def overrun(evaluation: Evaluation, stub: StubLLM) -> dict[str, Any]:
     return {"out": out, "status": status, "err": err.getvalue()}
 
 
+@pytest.mark.slow  # waits out the run budget (`BUDGET_S`)
 def test_a_run_past_its_budget_is_a_failed_run_saying_so_and_the_others_complete(
     overrun: dict[str, Any],
 ) -> None:
@@ -172,6 +173,7 @@ def test_a_run_past_its_budget_is_a_failed_run_saying_so_and_the_others_complete
     )
 
 
+@pytest.mark.slow  # waits out the run budget (`BUDGET_S`)
 def test_a_run_ended_by_its_budget_is_recorded_so_resume_does_not_run_it_again(
     overrun: dict[str, Any], evaluation: Evaluation, stub: StubLLM
 ) -> None:

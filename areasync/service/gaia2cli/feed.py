@@ -9,19 +9,27 @@ client as bytes appended to that client's own bounded buffer (`SseClient`); a cl
 buffer passes `max_bytes` (its socket stopped draining) is ended, with a last frame saying
 where to resume, and the writer of that client alone (in `http.py`) notices.
 
-One feed per session, made on the first adapter request for it: it reads the stream from its
-start, so the message numbering (1, 2, 3...) is the same whenever it is made.
+The feed also keeps the session's `events.jsonl` lines (`artifacts.py`) as they come, and the
+stream's `ended` item: the session is over for gaia2-cli once that item has gone out, with its
+verdict, never before (`translate.daemon_status`).
+
+One feed per session, made when the session is (`http.py` watches the registry), or on the
+first adapter request for it: it reads the stream from its start, so the message numbering
+(1, 2, 3...) and the lines are the same whenever it is made.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from areasync.bridge.operations import writes
 from areasync.protocol.frames import EndedItem, Role
+from areasync.service.gaia2cli import artifacts
 from areasync.service.gaia2cli.translate import (
     SessionView,
-    is_agent_event,
     message_of,
     sse_end,
     sse_frame,
@@ -78,8 +86,10 @@ class MessageFeed:
         self.session = session
         self.hub = session.hub
         self.messages: list[dict[str, Any]] = []
-        self.num_events = 0
-        self.ended = False
+        self.lines: list[bytes] = []  # events.jsonl, a line per completed action
+        self.num_events = 0  # the lines that are not the environment's
+        self.ended: EndedItem | None = None  # once the stream's end has gone out
+        self._at_end: list[Callable[[], None]] = []
         self.clients: dict[SseClient, None] = {}
         self.position = 0
         self._advance()
@@ -105,10 +115,13 @@ class MessageFeed:
     def _advance(self) -> None:
         stop = self.hub.seq
         items = self.session.sim.log.items
+        written = functools.partial(writes, self.session.sim.env.apps)
         for seq in range(self.position + 1, stop + 1):
             item = items[seq - 1]
-            if is_agent_event(item):
-                self.num_events += 1
+            line = artifacts.event_line(item, written)
+            if line is not None:
+                self.lines.append(artifacts.encode_line(line))
+                self.num_events += not artifacts.is_env(line)
             message = message_of(seq, item)
             if message is not None:
                 number = len(self.messages) + 1
@@ -118,17 +131,26 @@ class MessageFeed:
                 for client in tuple(self.clients):
                     client.push(number, frame)
             elif type(item) is EndedItem:
-                self.ended = True
+                self.ended = item
                 for client in tuple(self.clients):
                     client.end("the session has ended; GET /status has its outcome")
         self.position = max(self.position, stop)
+        if self.ended is not None:
+            at_end, self._at_end = self._at_end, []
+            for then in at_end:
+                then()
+
+    def when_ended(self, then: Callable[[], None]) -> None:
+        """Call `then` once the session's end has gone out on its stream (now if it has)."""
+        self._at_end.append(then)
+        self._advance()
 
     def attach(self, max_bytes: int, after: int) -> SseClient:
         """A new SSE client, handed every message after `after` first."""
         client = SseClient(max_bytes, after)
         for entry in self.messages[after:]:
             client.push(entry["seq"], sse_frame(entry))
-        if self.ended:
+        if self.ended is not None:
             client.end("the session has ended; GET /status has its outcome")
         self.clients[client] = None
         return client
@@ -141,17 +163,19 @@ class MessageFeed:
         sim = session.sim
         counts = session.connection_counts()
         nb_turns = getattr(sim.scenario, "nb_turns", None)
+        ended = self.ended
+        agents = counts[Role.AGENT.value] + counts[Role.ADMIN.value] + session.agents_seen
         return SessionView(
             session_id=session.id,
-            state=sim.state,
-            ended=sim.ended,
-            validation=sim.validation,
-            end_reason=sim.end_reason,
+            state=sim.state if ended is None else ended.state,
+            ended=ended is not None,
+            validation=None if ended is None else ended.validation,
+            end_reason=None if ended is None else ended.reason,
             nb_turns=nb_turns if isinstance(nb_turns, int) and nb_turns > 0 else 1,
             turn=len(self.messages),
             num_events=self.num_events,
             last_response=text_of(self.messages[-1]) if self.messages else None,
-            connected=session.oracle or counts[Role.AGENT.value] + counts[Role.ADMIN.value] > 0,
+            connected=session.oracle or agents > 0 or ended is not None,
             messages=len(self.messages),
             sse_clients=len(self.clients),
         )

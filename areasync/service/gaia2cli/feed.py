@@ -31,6 +31,7 @@ from areasync.service.gaia2cli import artifacts
 from areasync.service.gaia2cli.translate import (
     SessionView,
     message_of,
+    notification_of,
     sse_end,
     sse_frame,
     text_of,
@@ -86,6 +87,7 @@ class MessageFeed:
         self.session = session
         self.hub = session.hub
         self.messages: list[dict[str, Any]] = []
+        self.notifications: list[dict[str, Any]] = []  # what the agent was told
         self.lines: list[bytes] = []  # events.jsonl, a line per completed action
         self.num_events = 0  # the lines that are not the environment's
         self.ended: EndedItem | None = None  # once the stream's end has gone out
@@ -122,6 +124,9 @@ class MessageFeed:
             if line is not None:
                 self.lines.append(artifacts.encode_line(line))
                 self.num_events += not artifacts.is_env(line)
+            note = notification_of(len(self.notifications) + 1, item)
+            if note is not None:
+                self.notifications.append(note)
             message = message_of(seq, item)
             if message is not None:
                 number = len(self.messages) + 1

@@ -62,6 +62,7 @@ from areasync.protocol.frames import Role
 from areasync.service import wire
 from areasync.service.gaia2cli import artifacts
 from areasync.service.gaia2cli import translate as t
+from areasync.service.gaia2cli.agent import HttpAgent
 from areasync.service.gaia2cli.bare import LOOPBACK, BarePorts, Bound, url
 from areasync.service.gaia2cli.feed import MessageFeed, SseClient
 from areasync.service.headers import API_HEADERS
@@ -156,6 +157,8 @@ class Gaia2Adapter:
         # one client per session and role: its hello, its gate (the rate limit is that
         # client's, as a connection's is), its errors, its wait for the journal.
         self.clients: dict[tuple[str, Role], InProcessClient] = {}
+        # The agent of each session that an agent's token URL has made (`agent.py`).
+        self.agents: dict[str, HttpAgent] = {}
         self.screen = PortScreen(
             self.body_rule,
             max_bodies=config.max_bodies,
@@ -217,6 +220,8 @@ class Gaia2Adapter:
         return _Request(message, payload, protocol, writer, task, loop, client_max_size=limit)
 
     async def close(self) -> None:
+        for agent in tuple(self.agents.values()):
+            agent.leave()
         for feed in self.feeds.values():
             for client in tuple(feed.clients):
                 client.end("the server is shutting down")
@@ -248,6 +253,9 @@ class Gaia2Adapter:
 
     def discarded(self, session: Session) -> None:
         self.feeds.pop(session.id, None)
+        agent = self.agents.pop(session.id, None)
+        if agent is not None:
+            agent.leave()
         self.clients = {key: c for key, c in self.clients.items() if key[0] != session.id}
         bound = None if self.bare is None else self.bare.release(session.id)
         if bound is None:
@@ -472,24 +480,51 @@ class Gaia2Adapter:
                 return t.Reply(200, t.health_of(feed.view()))
             case t.Route.STATUS:
                 return t.Reply(200, t.status_of(feed.view()))
-            case t.Route.MESSAGES:
+            case t.Route.MESSAGES | t.Route.NOTIFICATIONS:
                 after = t.parse_after(dict(request.query))
                 if isinstance(after, t.Reply):
                     return after
-                return t.messages_reply(feed.messages, after)
-        act = t.parse_notify(body) if route is t.Route.NOTIFY else t.parse_action(body)
+                if route is t.Route.MESSAGES:
+                    return t.messages_reply(feed.messages, after)
+                return t.messages_reply(feed.notifications, after, "notifications")
+        act = t.act_of(route, body)
         if isinstance(act, t.Reply):
             return act
         try:
-            value = await self._client(session, *caller).request(t.frame_of(act))
+            value = await self._carry_out(session, *caller, act)
         except RequestError as failure:
             return self._refusal(failure, act, session)
         except NotDurableError as failure:
             return t.failure(503, failure.message)
         if isinstance(act, t.Notify):
             return t.Reply(200, {"ok": True, "runId": f"{session.id}:{session.sim.log.seq}"})
+        if isinstance(act, t.Done):
+            return t.Reply(200, {"ok": True})
         text = value if isinstance(value, str) else json.dumps(value)
         return t.Reply(200, {"ok": True, "result": text, "value": value})
+
+    async def _carry_out(self, session: Session, role: Role, token: str, act: t.Act) -> Any:
+        """`act` as `role` would send its frame: the agent's token acts as the agent."""
+        frame = t.frame_of(act)
+        if role is not Role.AGENT:
+            return await self._client(session, role, token).request(frame)
+        agent = self._agent(session, token)
+        if isinstance(act, t.Done):
+            return await agent.idle(frame)
+        return await agent.request(frame)
+
+    def _agent(self, session: Session, token: str) -> HttpAgent:
+        """The session's HTTP agent (a new one says hello and attaches: RequestError if
+        refused; one its gate closed is replaced as `_client`'s are)."""
+        agent = self.agents.get(session.id)
+        if agent is not None:
+            if agent.session is session and not agent.left and not self._replaced(agent.client):
+                return agent
+            agent.leave()
+        agent = HttpAgent(self.registry, session, f"gaia2-cli@{session.id}")
+        agent.join(token)
+        self.agents[session.id] = agent
+        return agent
 
     def _client(self, session: Session, role: Role, token: str) -> InProcessClient:
         """The session's client for `role` (a new one says hello: RequestError if refused).

@@ -25,21 +25,26 @@ GET  /daemon_status.json    every role                   upstream's daemon_statu
 GET  /events.jsonl          every role                   upstream's events.jsonl
                                                          (`artifacts.py`)
 GET  /messages?after=N      every role                   {ok, messages: [seq > N], lastSeq}
+GET  /notifications?after=N every role                   {ok, notifications: [seq > N],
+                                                         lastSeq}: what the agent was told
 GET  /events[?after=N]      every role                   SSE: `event: chat` per message
 POST /notify                user, admin                  {ok, runId}: the user writes to the
 POST /send_user_message                                  agent (ARE's send_message_to_agent)
 POST /send_notifications
 POST /call_tool             agent, admin                 {ok, result} | {ok: false, error}:
                                                          `App__action(**args)` on the session
+POST /idle                  agent, admin                 {ok}: the agent is done for now
 POST /execute_action        nobody                       501: see below
 ==========================  ===========================  =====================================
 
 The roles are those of the WebSocket frames each route stands for (`roles.py`): `/notify` is a
-`send_user_message`, `/call_tool` a `call_tool`; reading is open to every token of the
-session. `/execute_action` is upstream's daemon firing one of the scenario's ENV events
-(`gaia2-eventd`'s `_execute_via_http`); an areasync session fires its ENV events itself, on its
-own clock, so a second source of them would run each twice: it is refused 501, upstream's own
-answer when an adapter has no ENV dispatch ("execute_action not configured"), saying so.
+`send_user_message`, `/call_tool` a `call_tool`, `/idle` an `idle`; reading is open to every
+token of the session. The agent's token makes its caller the session's agent (`agent.py`: its
+turn in fast mode, `/idle` to end it). `/execute_action` is upstream's daemon firing one of the
+scenario's ENV events (`gaia2-eventd`'s `_execute_via_http`); an areasync session fires its ENV
+events itself, on its own clock, so a second source of them would run each twice: it is refused
+501, upstream's own answer when an adapter has no ENV dispatch ("execute_action not
+configured"), saying so.
 Errors keep gaia2-cli's shapes: `{"ok": false, "error": "..."}` with 400 (invalid JSON, a
 missing field), 404 (no such route), and, for what gaia2-cli has no word for, 401 (the token),
 403 (the role), 405 (the method) and 409 (the session has ended). An action that cannot run (an
@@ -73,7 +78,14 @@ import json
 from typing import Any, Final
 
 from areasync.protocol.errors import ErrorCode
-from areasync.protocol.frames import CallTool, EventItem, Role, SendUserMessage
+from areasync.protocol.frames import (
+    CallTool,
+    EventItem,
+    Idle,
+    NotificationItem,
+    Role,
+    SendUserMessage,
+)
 from areasync.service.roles import allowed
 
 USER_APP: Final = "AgentUserInterface"
@@ -87,9 +99,11 @@ class Route(enum.Enum):
     DAEMON_STATUS = "/daemon_status.json"
     EVENTS_JSONL = "/events.jsonl"
     MESSAGES = "/messages"
+    NOTIFICATIONS = "/notifications"
     EVENTS = "/events"
     NOTIFY = "/notify"
     CALL_TOOL = "/call_tool"
+    IDLE = "/idle"
     EXECUTE = "/execute_action"
 
 
@@ -99,16 +113,22 @@ _ROUTES: Final[dict[str, tuple[str, Route]]] = {
     "/daemon_status.json": ("GET", Route.DAEMON_STATUS),
     "/events.jsonl": ("GET", Route.EVENTS_JSONL),
     "/messages": ("GET", Route.MESSAGES),
+    "/notifications": ("GET", Route.NOTIFICATIONS),
     "/events": ("GET", Route.EVENTS),
     "/notify": ("POST", Route.NOTIFY),
     "/send_user_message": ("POST", Route.NOTIFY),
     "/send_notifications": ("POST", Route.NOTIFY),
     "/call_tool": ("POST", Route.CALL_TOOL),
+    "/idle": ("POST", Route.IDLE),
     "/execute_action": ("POST", Route.EXECUTE),
 }
 
 # The WebSocket frame each acting route stands for: its roles are that frame's (roles.py).
-_FRAME_OF: Final[dict[Route, type]] = {Route.NOTIFY: SendUserMessage, Route.CALL_TOOL: CallTool}
+_FRAME_OF: Final[dict[Route, type]] = {
+    Route.NOTIFY: SendUserMessage,
+    Route.CALL_TOOL: CallTool,
+    Route.IDLE: Idle,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,7 +157,12 @@ class Action:
     args: dict[str, Any]
 
 
-Act = Notify | Action
+@dataclasses.dataclass(frozen=True)
+class Done:
+    """The agent is done for now: its turn ends (`idle`)."""
+
+
+Act = Notify | Action | Done
 
 
 def failure(status: int, error: str) -> Reply:
@@ -236,11 +261,22 @@ def parse_after(query: dict[str, str]) -> int | Reply:
     return max(after, 0)
 
 
-def frame_of(act: Act) -> SendUserMessage | CallTool:
+def frame_of(act: Act) -> SendUserMessage | CallTool | Idle:
     """The WebSocket frame `act` stands for: it goes the way that frame goes."""
     if isinstance(act, Notify):
         return SendUserMessage(id=0, content=act.message)
+    if isinstance(act, Done):
+        return Idle(id=0)
     return CallTool(id=0, tool=act.tool, args=act.args)
+
+
+def act_of(route: Route, body: bytes) -> Act | Reply:
+    """What an acting route's body asks for, or the 400 saying what is wrong with it."""
+    if route is Route.NOTIFY:
+        return parse_notify(body)
+    if route is Route.IDLE:
+        return Done()
+    return parse_action(body)
 
 
 # The HTTP status of an error a WebSocket client would get as `error.code`; any other code is
@@ -314,9 +350,24 @@ def text_of(message: dict[str, Any]) -> str:
     return str(message["message"]["content"][0]["text"])
 
 
-def messages_reply(messages: list[dict[str, Any]], after: int) -> Reply:
-    """`GET /messages?after=N`: every message numbered above N, and the last number."""
-    return Reply(200, {"ok": True, "messages": messages[after:], "lastSeq": len(messages)})
+def messages_reply(messages: list[dict[str, Any]], after: int, key: str = "messages") -> Reply:
+    """`GET /messages?after=N`: every message numbered above N, and the last number (also
+    `/notifications`, whose `key` is `notifications`)."""
+    return Reply(200, {"ok": True, key: messages[after:], "lastSeq": len(messages)})
+
+
+def notification_of(number: int, item: object) -> dict[str, Any] | None:
+    """The entry of `/notifications` that stream item `item` is, if it is a notification."""
+    if type(item) is not NotificationItem:
+        return None
+    note = item.notification
+    return {
+        "seq": number,
+        "type": note.message_type,
+        "message": note.message,
+        "timestamp": _iso(note.timestamp),
+        "simTime": note.timestamp,
+    }
 
 
 def sse_frame(message: dict[str, Any]) -> bytes:

@@ -93,6 +93,11 @@ def port_range(text: str) -> tuple[int, int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["gaia2-cli"]:
+        # gaia2-cli's app commands: stdlib only, so that each starts at once.
+        from areasync.agents.gaia2_tools import main as gaia2_tools
+
+        return gaia2_tools(argv[1:])
     if argv[:1] == ["bench"] and argv[1:2] in (["run"], ["judge"], ["gaia2-run"]):
         # are-benchmark's own options (click), so argparse never sees them; ARE is imported
         # only here.

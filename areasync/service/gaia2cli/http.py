@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+import msgspec
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
@@ -480,6 +481,9 @@ class Gaia2Adapter:
                 return t.Reply(200, t.health_of(feed.view()))
             case t.Route.STATUS:
                 return t.Reply(200, t.status_of(feed.view()))
+            case t.Route.TOOLS:
+                tools = msgspec.to_builtins(session.sim.list_tools())
+                return t.Reply(200, {"ok": True, "tools": tools})
             case t.Route.MESSAGES | t.Route.NOTIFICATIONS:
                 after = t.parse_after(dict(request.query))
                 if isinstance(after, t.Reply):

@@ -25,6 +25,7 @@ GET  /daemon_status.json    every role                   upstream's daemon_statu
 GET  /events.jsonl          every role                   upstream's events.jsonl
                                                          (`artifacts.py`)
 GET  /messages?after=N      every role                   {ok, messages: [seq > N], lastSeq}
+GET  /tools                 every role                   {ok, tools}: the session's tools
 GET  /notifications?after=N every role                   {ok, notifications: [seq > N],
                                                          lastSeq}: what the agent was told
 GET  /events[?after=N]      every role                   SSE: `event: chat` per message
@@ -100,6 +101,7 @@ class Route(enum.Enum):
     EVENTS_JSONL = "/events.jsonl"
     MESSAGES = "/messages"
     NOTIFICATIONS = "/notifications"
+    TOOLS = "/tools"
     EVENTS = "/events"
     NOTIFY = "/notify"
     CALL_TOOL = "/call_tool"
@@ -114,6 +116,7 @@ _ROUTES: Final[dict[str, tuple[str, Route]]] = {
     "/events.jsonl": ("GET", Route.EVENTS_JSONL),
     "/messages": ("GET", Route.MESSAGES),
     "/notifications": ("GET", Route.NOTIFICATIONS),
+    "/tools": ("GET", Route.TOOLS),
     "/events": ("GET", Route.EVENTS),
     "/notify": ("POST", Route.NOTIFY),
     "/send_user_message": ("POST", Route.NOTIFY),

@@ -76,6 +76,16 @@ def test_what_is_no_completed_action_on_the_apps_has_no_line(stream_item: EventI
     assert artifacts.event_line(stream_item, writes_all) is None
 
 
-def test_only_ids_of_env_events_are_the_environments() -> None:
-    assert artifacts.is_env({"event_id": "Event-ENV-x"})
-    assert not artifacts.is_env({"event_id": "Event-USER-x"}) and not artifacts.is_env({})
+@pytest.mark.parametrize(
+    ("stream_item", "counted"),
+    [
+        (item("AGENT", "send_email"), True),
+        (item("USER", "send_message_to_agent"), True),
+        (item("ENV", "send_email_to_user_only"), False),
+        (item("AGENT", "send_email", exception="ValueError: no"), False),
+    ],
+)
+def test_num_events_counts_the_lines_upstreams_daemon_counts(
+    stream_item: EventItem, counted: bool
+) -> None:
+    assert artifacts.is_agents_line(stream_item) is counted

@@ -42,15 +42,31 @@ _TO_AGENT: Final = "send_message_to_agent"
 Writes = Callable[[str, str], bool]
 
 
+def _is_action(item: object) -> bool:
+    """Whether stream item `item` is a completed action on the apps (a line of its own)."""
+    if type(item) is not EventItem:
+        return False
+    event = item.event
+    return (
+        event.event_type in _ACTIONS
+        and event.exception is None
+        and event.app is not None
+        and event.function is not None
+    )
+
+
+def is_agents_line(item: object) -> bool:
+    """Whether `item` is a line upstream's daemon counts in `num_events` (not the ENV's)."""
+    return _is_action(item) and item.event.event_type != "ENV"  # type: ignore[attr-defined]
+
+
 def event_line(item: object, writes: Writes) -> dict[str, Any] | None:
     """The `events.jsonl` entry of stream item `item`, if it is a completed action."""
-    if type(item) is not EventItem:
+    if not _is_action(item):
         return None
+    assert type(item) is EventItem
     event = item.event
-    if event.event_type not in _ACTIONS or event.exception is not None:
-        return None
-    if event.app is None or event.function is None:
-        return None
+    assert event.app is not None and event.function is not None
     write = event.function != _TO_AGENT and writes(event.app, event.function)
     entry: dict[str, Any] = {
         "t": event.time,
@@ -78,11 +94,6 @@ def sim_t(seconds: float) -> str:
     """Simulated time as upstream's daemon writes and parses it (faketime's format, UTC)."""
     moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def is_env(entry: dict[str, Any]) -> bool:
-    """Upstream's daemon's test: an entry the environment made, not the agent's turn."""
-    return str(entry.get("event_id", "")).startswith("Event-ENV-")
 
 
 def encode_line(entry: dict[str, Any]) -> bytes:

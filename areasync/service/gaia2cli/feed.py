@@ -9,9 +9,11 @@ client as bytes appended to that client's own bounded buffer (`SseClient`); a cl
 buffer passes `max_bytes` (its socket stopped draining) is ended, with a last frame saying
 where to resume, and the writer of that client alone (in `http.py`) notices.
 
-The feed also keeps the session's `events.jsonl` lines (`artifacts.py`) as they come, and the
-stream's `ended` item: the session is over for gaia2-cli once that item has gone out, with its
-verdict, never before (`translate.daemon_status`).
+The feed also counts the agent's actions (`/status`'s `num_events`) and keeps the stream's
+`ended` item: the session is over for gaia2-cli once that item has gone out, with its verdict,
+never before (`translate.daemon_status`). Its `events.jsonl` (`artifacts.py`) is made when it
+is asked for, from the items the feed has read: a stream item costs the feed a few type checks,
+never a JSON encoding.
 
 One feed per session, made when the session is (`http.py` watches the registry), or on the
 first adapter request for it: it reads the stream from its start, so the message numbering
@@ -88,8 +90,7 @@ class MessageFeed:
         self.hub = session.hub
         self.messages: list[dict[str, Any]] = []
         self.notifications: list[dict[str, Any]] = []  # what the agent was told
-        self.lines: list[bytes] = []  # events.jsonl, a line per completed action
-        self.num_events = 0  # the lines that are not the environment's
+        self.num_events = 0  # events.jsonl's lines that are not the environment's
         self.ended: EndedItem | None = None  # once the stream's end has gone out
         self._at_end: list[Callable[[], None]] = []
         self.clients: dict[SseClient, None] = {}
@@ -117,13 +118,9 @@ class MessageFeed:
     def _advance(self) -> None:
         stop = self.hub.seq
         items = self.session.sim.log.items
-        written = functools.partial(writes, self.session.sim.env.apps)
         for seq in range(self.position + 1, stop + 1):
             item = items[seq - 1]
-            line = artifacts.event_line(item, written)
-            if line is not None:
-                self.lines.append(artifacts.encode_line(line))
-                self.num_events += not artifacts.is_env(line)
+            self.num_events += artifacts.is_agents_line(item)
             note = notification_of(len(self.notifications) + 1, item)
             if note is not None:
                 self.notifications.append(note)
@@ -144,6 +141,13 @@ class MessageFeed:
             at_end, self._at_end = self._at_end, []
             for then in at_end:
                 then()
+
+    def events_jsonl(self) -> bytes:
+        """`events.jsonl` of the items read so far (upstream's format, `artifacts.py`)."""
+        written = functools.partial(writes, self.session.sim.env.apps)
+        items = self.session.sim.log.items[: self.position]
+        lines = (artifacts.event_line(item, written) for item in items)
+        return b"".join(artifacts.encode_line(line) for line in lines if line is not None)
 
     def when_ended(self, then: Callable[[], None]) -> None:
         """Call `then` once the session's end has gone out on its stream (now if it has)."""

@@ -181,7 +181,8 @@ class Gaia2Adapter:
         self.bare_screens: dict[int, PortScreen] = {}
         self.bare_sites: dict[int, web.SockSite] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        registry.watchers.append(self)
+        if config.gaia2_port is not None or config.gaia2_ports is not None:
+            registry.watchers.append(self)  # served: it follows every session from its start
 
     async def start(self, host: str, port: int | None, shown_host: str) -> None:
         """Serve the adapter: on `port` (None: only on the sessions' own ports)."""
@@ -301,7 +302,7 @@ class Gaia2Adapter:
         directory = trace.with_name(trace.stem + ".gaia2-cli")
         try:
             directory.mkdir(exist_ok=True)
-            _write(directory / artifacts.EVENTS_FILE, b"".join(feed.lines))
+            _write(directory / artifacts.EVENTS_FILE, feed.events_jsonl())
             _write(directory / artifacts.STATUS_FILE, self._status_bytes(feed))
         except OSError:
             logger.exception("could not write the gaia2-cli artifacts of session %s", session.id)
@@ -431,7 +432,7 @@ class Gaia2Adapter:
                 if route is t.Route.EVENTS:
                     return await self._events(request, feed, token)
                 if route is t.Route.EVENTS_JSONL:
-                    return _raw(b"".join(feed.lines), "application/x-ndjson")
+                    return _raw(feed.events_jsonl(), "application/x-ndjson")
                 if route is t.Route.DAEMON_STATUS:
                     return _raw(self._status_bytes(feed), "application/json")
                 body = await self._body(request, admitted.length)

@@ -320,6 +320,12 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     ("gaia2_sse_lifetime", float, "wall seconds an /events stream lasts, then ends to resume"),
     ("http_idle_timeout", float, "wall seconds a gaia2-cli socket may wait between requests"),
     (
+        "keep_ended",
+        int,
+        "ended sessions kept for replay and their artifacts (each holds its --gaia2-ports "
+        "port); beyond it the oldest is discarded",
+    ),
+    (
         "openenv_idle_timeout",
         float,
         "wall seconds an OpenEnv client (a /ws, or a token's HTTP episode) may send nothing, "

@@ -62,31 +62,31 @@ def test_bin_writes_each_command_as_an_executable(tmp_path: Path) -> None:
     assert {"calendar", "cloud-drive", "rent-a-flat", "gaia2-wait"} <= set(COMMANDS)
 
 
-async def test_emails_send_email_acts_as_the_agent_and_prints_upstreams_status(
-    tmp_path: Path,
+WRITES = [
+    (
+        "emails send-email --recipients '[\"john@example.com\"]' --subject Hi --content Yo",
+        ("ok", "email_id"),
+        "EmailClientApp__send_email",
+    ),
+    (  # upstream's name for add_calendar_event
+        "calendar add-event --title Lunch --start-datetime '1970-01-02 12:00:00' "
+        "--end-datetime '1970-01-02 13:00:00' --attendees '[\"Bob\"]'",
+        ("success", "event_id"),
+        "CalendarApp__add_calendar_event",
+    ),
+]
+
+
+@pytest.mark.parametrize(("command", "status", "tool"), WRITES)
+async def test_a_write_acts_as_the_agent_and_prints_upstreams_status(
+    tmp_path: Path, command: str, status: tuple[str, str], tool: str
 ) -> None:
     async with session(tmp_path) as (service, env):
-        done = await shell(
-            env,
-            "emails send-email --recipients '[\"john@example.com\"]' --subject Hi --content Yo",
-        )
+        done = await shell(env, command)
         calls = agent_calls(service)
     answer = output(done)
-    assert answer["status"] == "ok" and isinstance(answer["email_id"], str)
-    assert calls == ["EmailClientApp__send_email"]
-
-
-async def test_calendar_add_event_is_upstreams_name_for_add_calendar_event(tmp_path: Path) -> None:
-    async with session(tmp_path) as (service, env):
-        done = await shell(
-            env,
-            "calendar add-event --title Lunch --start-datetime '1970-01-02 12:00:00' "
-            "--end-datetime '1970-01-02 13:00:00' --attendees '[\"Bob\"]'",
-        )
-        calls = agent_calls(service)
-    answer = output(done)
-    assert answer["status"] == "success" and isinstance(answer["event_id"], str)
-    assert calls == ["CalendarApp__add_calendar_event"]
+    assert answer["status"] == status[0] and isinstance(answer[status[1]], str)
+    assert calls == [tool]
 
 
 async def test_a_read_prints_what_ares_tool_returned(tmp_path: Path) -> None:

@@ -18,9 +18,12 @@ an argument of type bool is a flag (`--saved-only`) or takes true/false. Each co
 app among the session's apps by upstream's names for it (canonical and aliases,
 `gaia2_cli.app_registry`), and its arguments' types from the session's tools (`GET /tools`).
 
-Output: upstream's `json_output` (JSON, indent 2) of what ARE's tool returned; a write that
-upstream answers with a status and an id prints that (`_STATUS`: `{"status": "success",
-"event_id": ...}`, emails' `{"status": "ok", "email_id": ...}`). A failure is upstream's
+Output: upstream's `json_output` (JSON, indent 2) of what ARE's tool returned; where upstream
+prints a status around it, so does the command (`_STATUS`: `{"status": "success", "event_id":
+...}`, emails' `{"status": "ok", "email_id": ...}`, cabs' `{"status": "success", "data":
+...}`). What upstream's CLIs compute themselves is not reproduced: shopping's `checkout` has no
+`total`, `get-discount-code-info` prints ARE's value, cloud-drive's paths are the ones given,
+and reads print ARE's objects as they are. A failure is upstream's
 `cli_error`: its message on stderr, exit status 1; a session that cannot be reached, exit 2.
 
 `gaia2-wait` is the primitive upstream lacks: it waits on the session's virtual clock
@@ -72,19 +75,60 @@ _RENAMED: Final[dict[tuple[str, str], str]] = {
     ("shopping", "search-products"): "search_product",
 }
 
-# What upstream prints for a write that answers with a status: (status, key of the value).
-_STATUS: Final[dict[tuple[str, str], tuple[str, str]]] = {
-    ("calendar", "add_calendar_event"): ("success", "event_id"),
-    ("calendar", "delete_calendar_event"): ("success", "message"),
-    ("contacts", "add_new_contact"): ("success", "contact_id"),
-    ("contacts", "edit_contact"): ("success", "message"),
-    ("contacts", "delete_contact"): ("success", "message"),
-    ("emails", "send_email"): ("ok", "email_id"),
-    ("emails", "forward_email"): ("ok", "email_id"),
-    ("emails", "reply_to_email"): ("ok", "email_id"),
-    ("emails", "move_email"): ("ok", "email_id"),
-    ("emails", "delete_email"): ("ok", "email_id"),
-    ("emails", "download_attachments"): ("ok", "downloaded"),
+# Upstream's commands that print a status around the result: (status, key, arg), printed as
+# {"status": status, key: ARE's return value}, or the argument `arg` when one is named, or the
+# return value's own keys when `key` is "*". Every other command prints the return value.
+_STATUS: Final[dict[tuple[str, str], tuple[str, str, str | None]]] = {
+    **{
+        ("rent-a-flat", f): ("success", "data", None)
+        for f in (
+            "list_all_apartments",
+            "get_apartment_details",
+            "list_saved_apartments",
+            "search_apartments",
+        )
+    },
+    **{
+        ("cabs", f): ("success", "data", None)
+        for f in (
+            "get_quotation",
+            "list_rides",
+            "order_ride",
+            "get_current_ride_status",
+            "get_ride",
+            "get_ride_history",
+            "get_ride_history_length",
+        )
+    },
+    ("cabs", "user_cancel_ride"): ("success", "message", None),
+    **{
+        ("city", f): ("success", "data", None)
+        for f in ("get_crime_rate", "get_api_call_count", "get_api_call_limit")
+    },
+    ("calendar", "add_calendar_event"): ("success", "event_id", None),
+    ("calendar", "delete_calendar_event"): ("success", "message", None),
+    ("contacts", "add_new_contact"): ("success", "contact_id", None),
+    ("contacts", "edit_contact"): ("success", "message", None),
+    ("contacts", "delete_contact"): ("success", "message", None),
+    **{
+        ("emails", f): ("ok", "email_id", None)
+        for f in ("send_email", "forward_email", "reply_to_email", "move_email", "delete_email")
+    },
+    ("emails", "download_attachments"): ("ok", "downloaded", None),
+    ("shopping", "list_all_products"): ("success", "*", None),
+    ("shopping", "get_product_details"): ("success", "product", None),
+    ("shopping", "search_product"): ("success", "products", None),
+    ("shopping", "remove_from_cart"): ("success", "item_id", None),
+    ("shopping", "list_cart"): ("success", "cart", None),
+    ("shopping", "checkout"): ("success", "order_id", None),
+    ("shopping", "get_all_discount_codes"): ("success", "discount_codes", None),
+    ("shopping", "list_orders"): ("success", "orders", None),
+    ("shopping", "get_order_details"): ("success", "order", None),
+    ("shopping", "cancel_order"): ("success", "order_id", None),
+    **{
+        ("cloud-drive", f): ("success", "path", "path")
+        for f in ("mkdir", "makedirs", "rm", "rmdir")
+    },
 }
 
 _WAIT_TOOL: Final = "SystemApp__wait_for_notification"
@@ -231,9 +275,17 @@ def run_app(cli: str, words: Sequence[str], base: str) -> Any:
     answer = _call(base, "POST", "/call_tool", {"app": app, "action": function, "args": args})
     if not answer.get("ok"):
         raise ToolError(str(answer.get("error", "the action failed")))
-    value = answer.get("value")
-    status = _STATUS.get((cli, function))
-    return value if status is None else {"status": status[0], status[1]: value}
+    return printed(_STATUS.get((cli, function)), answer.get("value"), args)
+
+
+def printed(status: tuple[str, str, str | None] | None, value: Any, args: dict[str, Any]) -> Any:
+    """What a command prints of ARE's `value` (`_STATUS`)."""
+    if status is None:
+        return value
+    word, key, arg = status
+    if key == "*" and isinstance(value, dict):
+        return {"status": word, **value}
+    return {"status": word, key: args.get(arg) if arg is not None else value}
 
 
 def _schema(command: str, tool: dict[str, Any]) -> dict[str, Any]:

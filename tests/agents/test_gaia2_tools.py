@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from areasync.agents.gaia2_tools import COMMANDS, write_bin
+from areasync.agents.gaia2_tools import COMMANDS, printed, write_bin
 from areasync.protocol.frames import Mode, Role
 from areasync.service import Service
 from tests.service.support import TUTORIAL, config
@@ -55,6 +55,11 @@ def agent_calls(service: Service) -> list[str]:
     return [f"{e.app}__{e.function}" for e in sim.events() if e.event_type == "AGENT"]
 
 
+def test_a_status_around_a_dict_takes_its_keys_as_upstreams_list_all_products_does() -> None:
+    status = ("success", "*", None)
+    assert printed(status, {"products": {}}, {}) == {"status": "success", "products": {}}
+
+
 def test_bin_writes_each_command_as_an_executable(tmp_path: Path) -> None:
     written = write_bin(str(tmp_path))
     assert sorted(Path(p).name for p in written) == sorted(COMMANDS)
@@ -74,6 +79,7 @@ WRITES = [
         ("success", "event_id"),
         "CalendarApp__add_calendar_event",
     ),
+    ("cloud-drive mkdir --path /plans", ("success", "path"), "SandboxLocalFileSystem__mkdir"),
 ]
 
 

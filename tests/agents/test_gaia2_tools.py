@@ -13,8 +13,15 @@ from typing import Any
 
 import anyio
 import pytest
+from are.simulation.apps.apartment_listing import ApartmentListingApp
+from are.simulation.apps.cab import CabApp
+from are.simulation.apps.calendar import CalendarApp
+from are.simulation.apps.city import CityApp
+from are.simulation.apps.messaging_v2 import MessagingAppV2
+from are.simulation.apps.shopping import ShoppingApp
 
 from areasync.agents.gaia2_tools import COMMANDS, printed, write_bin
+from areasync.gaia2.dataset import SPECS, scenario_json
 from areasync.protocol.frames import Mode, Role
 from areasync.service import Service
 from tests.service.support import TUTORIAL, config
@@ -174,3 +181,59 @@ async def test_gaia2_wait_idle_lets_the_session_run_to_its_end(tmp_path: Path) -
         assert output(await shell(env, "gaia2-wait --idle")) == {"status": "idle"}
         with anyio.fail_after(WALL_S):
             await service.registry.sessions[TUTORIAL].done.wait()
+
+
+# -- every app: a Gaia2 JSON scenario with each app the CLIs name ---------------------------
+
+
+def every_app_json() -> str:
+    """tiny_email's Gaia2 JSON with the other apps of gaia2-cli's CLIs, as Gaia2 names them."""
+    document = json.loads(scenario_json(SPECS["tiny_email"]))
+    apps = {
+        "CabApp": CabApp(),
+        "ShoppingApp": ShoppingApp(),
+        "RentAFlat": ApartmentListingApp(),
+        "CityApp": CityApp(),
+        "Chats": MessagingAppV2(),
+        "Messages": MessagingAppV2(),
+        "Calendar": CalendarApp(),
+    }
+    for name, app in apps.items():
+        state = app.get_state()
+        document["apps"].append(
+            {"name": name, "class_name": type(app).__name__, "app_state": state}
+        )
+    return json.dumps(document)
+
+
+READS = [
+    ("calendar get-all-tags", None),
+    ("contacts get-contacts --offset 0", None),
+    ("emails list-emails", None),
+    ("messages list-recent-conversations", None),
+    ("chats list-recent-conversations", None),
+    ("rent-a-flat list-all-apartments", "data"),
+    ("city get-api-call-count", "data"),
+    ("cabs get-ride-history", "data"),
+    ("shopping list-all-products", "status"),
+]
+
+
+@pytest.mark.parametrize(("command", "key"), READS)
+async def test_each_app_cli_reads_its_app_on_a_gaia2_session(
+    tmp_path: Path, command: str, key: str | None
+) -> None:
+    path = tmp_path / "every_app.json"
+    path.write_text(every_app_json())
+    bin_dir = tmp_path / "bin"
+    write_bin(str(bin_dir))
+    async with Service(config(gaia2_port=0, mode=Mode.FAST), (path,)) as service:
+        env = {
+            **os.environ,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": ROOT,
+            "GAIA2_ADAPTER_URL": service.gaia2_url("every_app", Role.AGENT),
+        }
+        done = await shell(env, command)
+    answer = output(done)
+    assert key is None or (answer["status"] == "success" and key in answer)

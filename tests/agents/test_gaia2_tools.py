@@ -31,17 +31,19 @@ WALL_S = 60.0
 
 
 @asynccontextmanager
-async def session(tmp_path: Path) -> AsyncIterator[tuple[Service, dict[str, str]]]:
-    """scenario_tutorial in fast mode, and a runtime's environment: the commands on PATH and
-    the session's adapter URL with its agent's token."""
+async def session(
+    tmp_path: Path, source: str | Path = TUTORIAL, session_id: str = TUTORIAL
+) -> AsyncIterator[tuple[Service, dict[str, str]]]:
+    """`source` (scenario_tutorial) in fast mode, and a runtime's environment: the commands on
+    PATH and the session's adapter URL with its agent's token."""
     bin_dir = tmp_path / "bin"
     write_bin(str(bin_dir))
-    async with Service(config(gaia2_port=0, mode=Mode.FAST), (TUTORIAL,)) as service:
+    async with Service(config(gaia2_port=0, mode=Mode.FAST), (source,)) as service:
         env = {
             **os.environ,
             "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
             "PYTHONPATH": ROOT,
-            "GAIA2_ADAPTER_URL": service.gaia2_url(TUTORIAL, Role.AGENT),
+            "GAIA2_ADAPTER_URL": service.gaia2_url(session_id, Role.AGENT),
         }
         yield service, env
 
@@ -225,15 +227,7 @@ async def test_each_app_cli_reads_its_app_on_a_gaia2_session(
 ) -> None:
     path = tmp_path / "every_app.json"
     path.write_text(every_app_json())
-    bin_dir = tmp_path / "bin"
-    write_bin(str(bin_dir))
-    async with Service(config(gaia2_port=0, mode=Mode.FAST), (path,)) as service:
-        env = {
-            **os.environ,
-            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-            "PYTHONPATH": ROOT,
-            "GAIA2_ADAPTER_URL": service.gaia2_url("every_app", Role.AGENT),
-        }
+    async with session(tmp_path, path, "every_app") as (_service, env):
         done = await shell(env, command)
     answer = output(done)
     assert key is None or (answer["status"] == "success" and key in answer)

@@ -24,7 +24,7 @@ from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
 from areasync.cli_durable import add_cluster_options, add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.protocol.frames import ImportMode, Mode
-from areasync.service.ports import is_port
+from areasync.service.ports import is_port, port_range_problems
 
 IMPORT_MODE_HELP = (
     "how a JSON scenario is imported: benchmark = as Gaia2's runner does (ARE's "
@@ -76,8 +76,28 @@ def port_number(text: str) -> int:
     return value
 
 
+def port_range(text: str) -> tuple[int, int]:
+    """argparse type of --gaia2-ports: FIRST-LAST, ports 1-65535, FIRST <= LAST."""
+    first, sep, last = text.partition("-")
+    try:
+        ports = (int(first), int(last))
+    except ValueError:
+        ports = None
+    if not sep or ports is None or port_range_problems(ports):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a range of ports: use FIRST-LAST, ports 1-65535 with FIRST <= "
+            "LAST (e.g. 9100-9199: a port per session)"
+        )
+    return ports
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["gaia2-cli"]:
+        # gaia2-cli's app commands: stdlib only, so that each starts at once.
+        from areasync.agents.gaia2_tools import main as gaia2_tools
+
+        return gaia2_tools(argv[1:])
     if argv[:1] == ["bench"] and argv[1:2] in (["run"], ["judge"], ["gaia2-run"]):
         # are-benchmark's own options (click), so argparse never sees them; ARE is imported
         # only here.
@@ -165,6 +185,16 @@ def _parser() -> argparse.ArgumentParser:
         "a harness's base URL is http://HOST:PORT/gaia2/<session token>, printed per session; "
         "with --ray every node's server serves it on this port (0: a free one on each node), "
         "and the router's /api/sessions/<id>/url gives a session's gaia2_url",
+    )
+    serve.add_argument(
+        "--gaia2-ports",
+        type=port_range,
+        default=None,
+        metavar="FIRST-LAST",
+        help="serve each session's gaia2-cli adapter at the bare root of a port of its own "
+        "from this range, http://127.0.0.1:PORT as gaia2-cli's runner reaches one (loopback "
+        "only, the user's role, no token); printed per session, in create_session's result "
+        "and GET /api/sessions (gaia2_cli_url); a session holds its port until it is discarded",
     )
     serve.add_argument(
         "--allow-origin",
@@ -290,6 +320,12 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     ("gaia2_sse_lifetime", float, "wall seconds an /events stream lasts, then ends to resume"),
     ("http_idle_timeout", float, "wall seconds a gaia2-cli socket may wait between requests"),
     (
+        "keep_ended",
+        int,
+        "ended sessions kept for replay and their artifacts (each holds its --gaia2-ports "
+        "port); beyond it the oldest is discarded",
+    ),
+    (
         "openenv_idle_timeout",
         float,
         "wall seconds an OpenEnv client (a /ws, or a token's HTTP episode) may send nothing, "
@@ -386,6 +422,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             gaia2_port=args.gaia2_port,
+            gaia2_ports=args.gaia2_ports,
             allow_origins=tuple(args.allow_origin),
             allow_hosts=tuple(args.allow_host),
             admin_token=args.token or os.environ.get("AREASYNC_TOKEN") or None,

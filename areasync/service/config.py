@@ -18,6 +18,7 @@ from areasync.policies import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.memory import default_memory_limit
 from areasync.service.origin import normalize_hosts, normalize_origins
+from areasync.service.ports import port_range_problems
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -191,6 +192,10 @@ class ServiceConfig:
     # Its port (0: any free port; None: not served). Harnesses POST bodies and read server-sent
     # events, which the WebSocket port cannot serve (gaia2cli/http.py says why).
     gaia2_port: int | None = None
+    # A port per session from this range (first, last), as gaia2-cli's runner reaches an
+    # adapter: at the bare root of http://127.0.0.1:PORT, the user's role, no token (so only
+    # on loopback: `gaia2cli/bare.py`). A session holds its port until it is discarded.
+    gaia2_ports: tuple[int, int] | None = None
     # Bytes of messages an SSE client may leave unread before the server ends its stream
     # (with a last `event: end` saying where to resume); the session never waits for it.
     gaia2_sse_bytes: int = 1024 * 1024
@@ -273,6 +278,7 @@ class ServiceConfig:
             )
         if self.keep_ended < 0:
             problems.append(f"keep_ended must be >= 0, got {self.keep_ended}")
+        problems += port_range_problems(self.gaia2_ports)
         if not 0 < self.fork_within < float("inf"):
             problems.append(
                 f"fork_within must be a number of seconds > 0 (what a fork should take at "

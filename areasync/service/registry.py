@@ -37,7 +37,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import anyio
 import anyio.abc
@@ -73,6 +73,18 @@ KeptSource: TypeAlias = tuple[str | None, str | None, str]
 Built: TypeAlias = tuple[Scenario, Sandbox, KeptSource]
 
 
+class SessionWatcher(Protocol):
+    """What follows every session from outside it (an adapter's per-session state): told when
+    one is registered (created, forked or restored), has ended (its trace written) and is
+    discarded. A watcher's failure is logged and changes nothing for the session."""
+
+    def created(self, session: Session) -> None: ...
+
+    def ended(self, session: Session) -> None: ...
+
+    def discarded(self, session: Session) -> None: ...
+
+
 class SessionRegistry:
     """Every session of the server, by id; creates, stops and forgets them."""
 
@@ -92,6 +104,16 @@ class SessionRegistry:
         self._judge_limiter = anyio.CapacityLimiter(config.judge_calls)
         # The state directory's journals (`--state-dir`), once the service has opened it.
         self.journals: Journals | None = None
+        self.watchers: list[SessionWatcher] = []
+
+    def _tell(
+        self, what: Callable[[SessionWatcher], Callable[[Session], None]], session: Session
+    ) -> None:
+        for watcher in self.watchers:
+            try:
+                what(watcher)(session)
+            except Exception:
+                logger.exception("a session watcher failed on session %s", session.id)
 
     def bind(self, task_group: anyio.abc.TaskGroup) -> None:
         """Sessions created from now on run in `task_group`."""
@@ -347,6 +369,7 @@ class SessionRegistry:
         self._remember(session, kept, import_mode)
         self.sessions[sid] = session
         self.metrics.sessions_created += 1
+        self._tell(lambda w: w.created, session)
         if self.journals is not None:
             self.journals.attach(
                 session,
@@ -382,6 +405,7 @@ class SessionRegistry:
         )
         self._remember(session, kept, created.import_mode)
         self.sessions[sid] = session
+        self._tell(lambda w: w.created, session)
         if ended_at is None:
             self.journals.reattach(session, created, journaled, self._task_group)
             self._run(session)
@@ -468,6 +492,8 @@ class SessionRegistry:
         self._end_journal(session)
         if session.trace_path is not None:
             self.traces_written += 1
+        if session.sim.ended:
+            self._tell(lambda w: w.ended, session)
         if session.id in self.sessions and session.sim.ended:
             self._ended_order.append(session.id)
             self._prune()
@@ -492,6 +518,7 @@ class SessionRegistry:
         if session is None:
             return
         self.tokens.forget(session_id)
+        self._tell(lambda w: w.discarded, session)
         if session.ended:
             # Whatever ARE left pointing at its apps must not keep its environment alive.
             detach_apps(session.sim.scenario)

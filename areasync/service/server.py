@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import errno as _errno
 import logging
+import shlex
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,6 +48,7 @@ from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.connection import Connection
+from areasync.service.gaia2cli.bare import banner_lines
 from areasync.service.gaia2cli.http import Gaia2Adapter
 from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
@@ -124,6 +126,7 @@ class Service:
         self.gaia2 = Gaia2Adapter(self.registry, self.config)
         self.port: int | None = None
         self._scenarios = list(scenarios)
+        self._files: dict[str, Path] = {}  # the JSON file of each session started from one
         self._stop: anyio.Event | None = None
         self._closing = False
         self._numbers = 0
@@ -176,14 +179,16 @@ class Service:
                     continue
                 try:
                     # The operator's own sessions start whatever the memory ceiling says.
-                    await self.registry.create_async(source, ceiling=False)
+                    session = await self.registry.create_async(source, ceiling=False)
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
+                if _is_file(source):
+                    self._files[session.id] = Path(source)
             try:
                 server = await self._listen()
             except (OSError, OverflowError) as exc:
                 raise ServiceError(listen_error(self.config.host, self.config.port, exc)) from exc
-            if self.config.gaia2_port is not None:
+            if self.config.gaia2_port is not None or self.config.gaia2_ports is not None:
                 await self._listen_gaia2(server)
             stalls = StallSweep(self.connections, self.config.write_timeout)
             background.start(tg, stalls.run, what="the stalled-connection sweep")
@@ -259,15 +264,16 @@ class Service:
 
     async def _listen_gaia2(self, server: Server) -> None:
         config = self.config
-        assert config.gaia2_port is not None
         try:
             await self.gaia2.start(config.host, config.gaia2_port, display_host(config.host))
         except (OSError, OverflowError) as exc:
             server.close()
+            port = config.gaia2_port or 0
             raise ServiceError(
-                listen_error(config.host, config.gaia2_port, exc).replace("--port", "--gaia2-port")
+                listen_error(config.host, port, exc).replace("--port", "--gaia2-port")
             ) from exc
-        logger.info("gaia2-cli adapter listening on %s/gaia2/", self.gaia2.base)
+        if self.gaia2.port is not None:
+            logger.info("gaia2-cli adapter listening on %s/gaia2/", self.gaia2.base)
 
     def gaia2_url(self, session_id: str, role: Role = Role.USER) -> str:
         """The gaia2-cli adapter's base URL for `session_id` with its `role` token (`role`
@@ -428,6 +434,18 @@ class Service:
             lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
         return "\n".join(lines)
 
+    def _oracle_command(self, session: Session) -> str:
+        """The command that plays `session`'s oracle, as printed: a session of a JSON file
+        names its file (the oracle plans from it) and how it was imported."""
+        words = ["areasync", "agent", "oracle", "--url", self.ws_url(session.id)]
+        words += ["--token", session.tokens[Role.AGENT]]
+        path = self._files.get(session.id)
+        if path is not None:
+            words += ["--scenario", str(path.resolve())]
+            if session.import_mode is not None:
+                words += ["--import-mode", session.import_mode]
+        return shlex.join(words)
+
     def _session_banner(self, session: Session) -> list[str]:
         """The banner's lines for one session: its URLs and tokens."""
         clock = session.sim.clock_state(peek=True)
@@ -447,12 +465,10 @@ class Service:
         lines.append(f"  OpenEnv     {self.openenv_url(session.tokens[Role.AGENT])}")
         if self.gaia2.port is not None:
             lines.append(f"  gaia2-cli   {self.gaia2_url(session.id)}  (the user's token)")
+        lines += [f"  gaia2-cli   {line}" for line in banner_lines(session.links)]
         if session.waiting_for_agent:
             lines.append("  waiting for an agent (time stands still until one connects):")
-            lines.append(
-                f"    areasync agent oracle --url {self.ws_url(session.id)} "
-                f"--token {session.tokens[Role.AGENT]}"
-            )
+            lines.append(f"    {self._oracle_command(session)}")
             lines.append(
                 "    (or your own agent, or an OpenEnv client; or press Start on the dashboard)"
             )
@@ -460,10 +476,15 @@ class Service:
         return lines
 
 
+def _is_file(source: Any) -> bool:
+    """Whether `source` names a JSON file (as `--scenario` takes one)."""
+    return isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json"))
+
+
 def _natural_id(source: Any) -> str | None:
     """The session id a `--scenario` source gets when none is taken (`session_id_for`), if
     it can be told without loading it."""
-    if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json")):
+    if _is_file(source):
         return safe_id(Path(source).stem)
     if isinstance(source, str) and not source.lstrip().startswith("{"):
         return safe_id(source)

@@ -134,6 +134,9 @@ class Session:
         self.trace_path: Path | None = None
         self.trace_error: str | None = None
         self.agents_seen = 0
+        # Where else it is served, by name (an adapter's own port: `gaia2_cli_url`), or why
+        # not: shown by describe() and create_session's result.
+        self.links: dict[str, str] = {}
         # Set when the first agent says hello: what a caller waits on instead of polling.
         self.agent_attached = anyio.Event()
         self.done = anyio.Event()
@@ -234,6 +237,7 @@ class Session:
             "durable": self.journal is not None and self.journal_error is None,
             "journal_error": self.journal_error,
             "bounds": self.budget.describe(),
+            **self.links,
         }
 
     # -- clients -----------------------------------------------------------------------------

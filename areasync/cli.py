@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
@@ -74,6 +75,14 @@ def port_number(text: str) -> int:
     if not is_port(value):
         raise argparse.ArgumentTypeError(f"{value} is not a port: use 0-65535 (0: any free port)")
     return value
+
+
+def directory(text: str) -> Path:
+    """argparse type of --scenario-dir: an existing directory."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a directory: name an existing one")
+    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -165,6 +174,15 @@ def _parser() -> argparse.ArgumentParser:
         "a harness's base URL is http://HOST:PORT/gaia2/<session token>, printed per session; "
         "with --ray every node's server serves it on this port (0: a free one on each node), "
         "and the router's /api/sessions/<id>/url gives a session's gaia2_url",
+    )
+    serve.add_argument(
+        "--scenario-dir",
+        type=directory,
+        default=None,
+        metavar="DIR",
+        help="let OpenEnv clients start the .json scenarios under DIR by path "
+        "(initialize{scenario_path}, relative to DIR) and list them by split (its folders) "
+        "with OpenEnv's Task API; default: registered scenario ids only",
     )
     serve.add_argument(
         "--allow-origin",
@@ -386,6 +404,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             gaia2_port=args.gaia2_port,
+            scenario_dir=args.scenario_dir,
             allow_origins=tuple(args.allow_origin),
             allow_hosts=tuple(args.allow_host),
             admin_token=args.token or os.environ.get("AREASYNC_TOKEN") or None,

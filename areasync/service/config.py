@@ -107,6 +107,10 @@ class ServiceConfig:
     # (OpenEnv's trainers leak environments when they die without closing). A token's HTTP
     # episode (POST /reset, /step) with no request for as long leaves its session too.
     openenv_idle_timeout: float = 300.0
+    # The directory whose `.json` scenario files OpenEnv's clients may start by path
+    # (`initialize{scenario_path}`, relative to it) and enumerate by split (the Task API):
+    # `openenv/catalog.py`; None: registered scenario ids only. No other file is ever read.
+    scenario_dir: Path | None = None
     # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
     # reads at most twice this much before refusing outright (1009, message too big).
     max_frame_bytes: int = 16 * 1024 * 1024

@@ -53,7 +53,7 @@ from areasync.service.journals import Journals, StateDirError
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
 from areasync.service.openenv.routes import base_url as openenv_base_url
-from areasync.service.openenv.routes import split as openenv_split
+from areasync.service.openenv.routes import locate as openenv_locate
 from areasync.service.openenv.socket import serve_socket as serve_openenv
 from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
@@ -353,8 +353,10 @@ class Service:
         if self._closing:
             await ws.close(CloseCode.GOING_AWAY, "the server is shutting down; retry later")
             return
-        path = urlsplit(ws.request.path if ws.request is not None else "/").path
-        openenv = openenv_split(path)
+        request = ws.request
+        path = urlsplit(request.path if request is not None else "/").path
+        authorization = None if request is None else request.headers.get("Authorization")
+        openenv = openenv_locate(path, authorization)
         if openenv is not None:
             await self._on_openenv(ws, openenv[0])
             return

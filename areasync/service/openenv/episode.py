@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 
 from areasync.protocol.errors import ErrorCode as AreaErrorCode
@@ -52,14 +53,20 @@ from areasync.service.inprocess import (
     error_of,
     until_durable,
 )
+from areasync.service.openenv.catalog import Catalog, CatalogError
 from areasync.service.openenv.messages import (
     AreAction,
+    ByPath,
+    ByTask,
     CallToolAction,
     ErrorCode,
     GetStateAction,
     InitializeAction,
+    Inline,
     ListAppsAction,
     OpenEnvError,
+    Registered,
+    ScenarioSource,
     action_frames,
     scenario_source,
 )
@@ -205,7 +212,7 @@ class Episode:
         return session
 
     async def _create(self, action: InitializeAction) -> Session:
-        scenario, text = scenario_source(action)
+        scenario, text = await self._scenario(scenario_source(action))
         frame = CreateSession(
             id=0,
             scenario=scenario,
@@ -224,6 +231,24 @@ class Episode:
         assert session is not None
         await self._join(session)
         return session
+
+    async def _scenario(self, source: ScenarioSource) -> tuple[str | None, str | None]:
+        """(registered id, JSON text) of what an initialize names; files are read off the loop."""
+        match source:
+            case Registered(id=scenario_id):
+                return scenario_id, None
+            case Inline(text=text):
+                return None, text
+        config = self.registry.config
+        catalog = Catalog(config.scenario_dir, config.max_scenario_bytes)
+        try:
+            if isinstance(source, ByPath):
+                return await anyio.to_thread.run_sync(catalog.resolve, source.path)
+            assert isinstance(source, ByTask)
+            task = await anyio.to_thread.run_sync(catalog.task, source.split, source.index)
+            return await anyio.to_thread.run_sync(catalog.resolve, task.scenario_path)
+        except CatalogError as refused:
+            raise OpenEnvError(ErrorCode.VALIDATION_ERROR, refused.message) from None
 
     async def _join(self, session: Session) -> None:
         """Say hello to `session` through its gate and follow its stream from now on."""

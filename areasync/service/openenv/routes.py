@@ -49,7 +49,10 @@ import anyio
 from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode
+from areasync.service.auth import token_from_http
 from areasync.service.methods import OPENENV_PREFIX as PREFIX
+from areasync.service.openenv import taskapi
+from areasync.service.openenv.catalog import ENV_NAME, Catalog
 from areasync.service.openenv.episode import Credential, Episode, session_state
 from areasync.service.openenv.messages import ErrorCode as ErrorCode_
 from areasync.service.openenv.messages import (
@@ -57,6 +60,7 @@ from areasync.service.openenv.messages import (
     parse_action,
     parse_reset,
     schema,
+    step_result,
 )
 from areasync.service.registry import SessionRegistry
 from areasync.service.screens import BodyRule, Head, Refusal
@@ -64,15 +68,34 @@ from areasync.service.screens import BodyRule, Head, Refusal
 logger = logging.getLogger("areasync.service")
 T = TypeVar("T")
 
-_ROUTES = frozenset({"/ws", "/health", "/schema", "/metadata", "/state", "/reset", "/step"})
+_ROUTES = frozenset(
+    {
+        "/ws",
+        "/health",
+        "/schema",
+        "/metadata",
+        "/state",
+        "/reset",
+        "/step",
+        "/harness",
+        "/list_environments",
+    }
+)
 
 
-def split(path: str) -> tuple[str, str] | None:
-    """(token, route) of `/openenv/<token><route>`, or None if `path` is not OpenEnv's."""
+def locate(path: str, authorization: str | None) -> tuple[str, str] | None:
+    """(token, route) of an OpenEnv request, or None if `path` is not OpenEnv's: the token is
+    the path's (`/openenv/<token><route>`), or, when the path goes on with a route at once
+    (`/openenv<route>`, as today's client builds it from a base URL and `headers=`), the
+    `Authorization: Bearer` header's ("" when there is none). A token is never a route's name:
+    tokens are random."""
     if not path.startswith(PREFIX):
         return None
-    token, slash, route = path[len(PREFIX) :].partition("/")
-    return unquote(token), slash + route
+    rest = path[len(PREFIX) :]
+    first, slash, tail = rest.partition("/")
+    if "/" + first in _ROUTES or first.lower() == ENV_NAME:
+        return token_from_http("", authorization) or "", "/" + rest
+    return unquote(first), slash + tail
 
 
 def base_url(http_url: str, token: str) -> str:
@@ -134,7 +157,7 @@ class OpenEnvRoutes:
     def body_rule(self, head: Head) -> BodyRule | None:
         """The port's routes with a body (screens.py): a POST under /openenv/, of at most
         `max_frame_bytes`, from a token that opens something; None for any other request."""
-        parts = split(head.path) if head.method == "POST" else None
+        parts = locate(head.path, head.first("Authorization")) if head.method == "POST" else None
         if parts is None:
             return None
         token = parts[0]
@@ -148,20 +171,32 @@ class OpenEnvRoutes:
     ) -> Response | Awaitable[Response] | None:
         """The response to an OpenEnv request (awaitable for a POST), or None to let its
         WebSocket handshake go on."""
-        parts = split(path)
+        parts = locate(path, request.headers.get("Authorization"))
         assert parts is not None
         token, route = parts
-        if route not in _ROUTES:
+        tasks = taskapi.is_task_route(route)
+        if route not in _ROUTES and not tasks:
             return error(
                 404,
                 "not_found",
-                f"no OpenEnv route {route[:60]!r}: an OpenEnv base URL is /openenv/<token>, "
-                f"under which are {', '.join(sorted(_ROUTES))}",
+                f"no OpenEnv route {route[:60]!r}: an OpenEnv base URL is /openenv/<token> (or "
+                "/openenv with the token in Authorization: Bearer), under which are "
+                f"{', '.join(sorted(_ROUTES))} and the Task API's /{ENV_NAME}/...",
             )
         credential = self.credential(token)
         if credential is None:
             return error(401, ErrorCode.UNAUTHORIZED, _BAD_TOKEN)
         websocket = request.headers.get("Upgrade", "").lower() == "websocket"
+        if route == "/harness":
+            return error(
+                501,
+                "not_implemented",
+                "/harness runs an agent harness process inside the environment (OpenEnv's "
+                "harness environments); areasync hosts no agent: connect your harness as the "
+                "session's agent over <base>/ws, or over MCP (areasync serve --mcp-port)",
+            )
+        if tasks and not websocket:
+            return self._tasks(request, route)
         if route == "/ws":
             if not websocket:
                 return error(
@@ -184,6 +219,13 @@ class OpenEnvRoutes:
         if request.method == "POST":
             return self._post(route, credential, getattr(request, "body", b""))
         return self._get(route, credential, error)
+
+    async def _tasks(self, request: Request, route: str) -> Response:
+        config = self.registry.config
+        catalog = Catalog(config.scenario_dir, config.max_scenario_bytes)
+        body = getattr(request, "body", b"")
+        status, value = await taskapi.answer(catalog, request.method, route, body)
+        return self._respond(status, value)
 
     def _get(self, route: str, credential: Credential, error: Callable[..., Response]) -> Response:
         if route == "/health":
@@ -240,8 +282,7 @@ class OpenEnvRoutes:
                     observation = await self._whole(episode.step(action))
         except OpenEnvError as exc:
             return self._respond(_HTTP_STATUS[exc.code], {"detail": exc.data()})
-        values = dict(zip(("observation", "reward", "done"), observation, strict=True))
-        return self._respond(200, values)
+        return self._respond(200, step_result(*observation))
 
     def _episode(self, credential: Credential) -> Episode:
         episode = self._http.get(credential.token)

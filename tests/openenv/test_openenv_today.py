@@ -98,17 +98,19 @@ async def test_initialize_scenario_path_starts_a_file_under_the_scenario_directo
     tmp_path: Path,
 ) -> None:
     directory = scenario_dir(tmp_path)
-    async with serving(scenario_dir=directory) as service:
-        async with GenericEnvClient(base_url=service.openenv_url()) as env:
-            with anyio.fail_after(WAIT * 3):
-                await env.reset()
-                init = await env.step(
-                    {
-                        "action_type": "initialize",
-                        "scenario_path": "execution/validation/gaia2_shaped.json",
-                        "mode": "manual",
-                    }
-                )
+    async with (
+        serving(scenario_dir=directory) as service,
+        GenericEnvClient(base_url=service.openenv_url()) as env,
+    ):
+        with anyio.fail_after(WAIT * 3):
+            await env.reset()
+            init = await env.step(
+                {
+                    "action_type": "initialize",
+                    "scenario_path": "execution/validation/gaia2_shaped.json",
+                    "mode": "manual",
+                }
+            )
     assert init.observation["environment_state"] == "RUNNING"
     assert init.metadata["session_id"] == init.observation["action_result"]["session_id"]
 
@@ -142,23 +144,21 @@ async def test_a_scenario_path_that_leaves_the_scenario_directory_is_refused(
 
 
 async def test_a_scenario_path_without_a_scenario_directory_names_the_option() -> None:
-    async with serving() as service:
-        async with GenericEnvClient(base_url=service.openenv_url()) as env:
-            with anyio.fail_after(WAIT):
-                await env.reset()
-            message = await refused(
-                env, {"action_type": "initialize", "scenario_path": "execution/x.json"}
-            )
+    async with serving() as service, GenericEnvClient(base_url=service.openenv_url()) as env:
+        with anyio.fail_after(WAIT):
+            await env.reset()
+        message = await refused(
+            env, {"action_type": "initialize", "scenario_path": "execution/x.json"}
+        )
     assert "--scenario-dir" in message
 
 
 async def test_an_initialize_naming_two_scenarios_is_refused() -> None:
-    async with serving() as service:
-        async with GenericEnvClient(base_url=service.openenv_url()) as env:
-            with anyio.fail_after(WAIT):
-                await env.reset()
-            message = await refused(
-                env,
-                {"action_type": "initialize", "scenario": TUTORIAL, "scenario_path": TUTORIAL},
-            )
+    async with serving() as service, GenericEnvClient(base_url=service.openenv_url()) as env:
+        with anyio.fail_after(WAIT):
+            await env.reset()
+        message = await refused(
+            env,
+            {"action_type": "initialize", "scenario": TUTORIAL, "scenario_path": TUTORIAL},
+        )
     assert "exactly one of" in message

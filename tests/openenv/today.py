@@ -26,7 +26,9 @@ if not (ROOT / "openenv").is_dir():
     )
 namespaces("openenv_today", ROOT / "openenv")
 
-GenericEnvClient: Any = importlib.import_module("openenv_today.core.generic_client").GenericEnvClient
+GenericEnvClient: Any = importlib.import_module(
+    "openenv_today.core.generic_client"
+).GenericEnvClient
 MCPToolClient: Any = importlib.import_module("openenv_today.core.mcp_client").MCPToolClient
 
 

@@ -187,7 +187,9 @@ class Service:
                 await self._listen_gaia2(server)
             stalls = StallSweep(self.connections, self.config.write_timeout)
             background.start(tg, stalls.run, what="the stalled-connection sweep")
-            background.start(tg, self.http.openenv.reap_forever, what="the OpenEnv episode reaper")
+            background.start(
+                tg, self.http.openenv.held.reap_forever, what="the OpenEnv episode reaper"
+            )
             try:
                 task_status.started(self)
                 await self._stop.wait()

@@ -25,7 +25,7 @@ the admin's URL (a fresh session per connection) is served over `/ws` only.
 
 An HTTP episode is a client of its session (an agent's holds its turn in fast mode, so time
 stands still for it) with no connection whose end would detach it: one that gets no request
-for `openenv_idle_timeout` seconds is reaped as an idle `/ws` is (`reap_forever`, run by the
+for `openenv_idle_timeout` seconds is reaped as an idle `/ws` is (`held.py`, run by the
 service): it leaves the session, which runs on; its next `/step` is told so, and a `/reset`
 starts a new episode.
 
@@ -37,15 +37,12 @@ body is read only once its token has opened something and its Content-Length is 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
-import anyio
 from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode
@@ -53,7 +50,8 @@ from areasync.service.auth import token_from_http
 from areasync.service.methods import OPENENV_PREFIX as PREFIX
 from areasync.service.openenv import taskapi
 from areasync.service.openenv.catalog import ENV_NAME, Catalog
-from areasync.service.openenv.episode import Credential, Episode, session_state
+from areasync.service.openenv.episode import Credential, session_state
+from areasync.service.openenv.held import HeldEpisodes
 from areasync.service.openenv.messages import ErrorCode as ErrorCode_
 from areasync.service.openenv.messages import (
     OpenEnvError,
@@ -143,9 +141,10 @@ class OpenEnvRoutes:
         self.open_connections = open_connections
         self._respond = respond  # (status, value) -> a JSON response with the security headers
         self._schema = schema()
-        self._http: dict[str, Episode] = {}  # each credential's HTTP episode
-        self._busy: dict[Episode, int] = {}  # HTTP episodes with a request under way
-        self._reaped: set[str] = set()  # credentials whose HTTP episode was reaped
+        # Each credential's HTTP episode (POST /reset, /step, /mcp), reaped when idle.
+        self.held = HeldEpisodes(
+            registry, "OpenEnv HTTP episodes", lambda token: self.credential(token) is not None
+        )
 
     def credential(self, token: str) -> Credential | None:
         who = self.registry.tokens.identify(token) if token else None
@@ -235,7 +234,7 @@ class OpenEnvRoutes:
         if route == "/metadata":
             return self._respond(200, self.metadata())
         if route == "/state":
-            episode = self._http.get(credential.token)
+            episode = self.held.get(credential.token)
             if episode is not None:
                 return self._respond(200, episode.state())
             session = (
@@ -265,9 +264,9 @@ class OpenEnvRoutes:
             data = _json_body(body)
             if route == "/reset":
                 initialize, episode_id = parse_reset(data)
-                self._reaped.discard(credential.token)
-                episode = self._episode(credential)
-                async with self._using(episode):
+                self.held.restart(credential.token)
+                episode = self.held.episode(credential.token, credential)
+                async with self.held.using(episode):
                     observation = await self._whole(episode.reset(initialize, episode_id))
             else:
                 if not isinstance(data, dict) or "action" not in data:
@@ -275,32 +274,14 @@ class OpenEnvRoutes:
                         ErrorCode_.VALIDATION_ERROR, 'a step is {"action": {"action_type": ...}}'
                     )
                 action = parse_action(data["action"])
-                if credential.token in self._reaped:
+                if self.held.was_reaped(credential.token):
                     raise self._was_reaped()
-                episode = self._episode(credential)
-                async with self._using(episode):
+                episode = self.held.episode(credential.token, credential)
+                async with self.held.using(episode):
                     observation = await self._whole(episode.step(action))
         except OpenEnvError as exc:
             return self._respond(_HTTP_STATUS[exc.code], {"detail": exc.data()})
         return self._respond(200, step_result(*observation))
-
-    def _episode(self, credential: Credential) -> Episode:
-        episode = self._http.get(credential.token)
-        if episode is None:
-            episode = self._http[credential.token] = Episode(self.registry, credential)
-        return episode
-
-    @contextlib.asynccontextmanager
-    async def _using(self, episode: Episode) -> AsyncIterator[None]:
-        """A request under way on `episode`: never reaped meanwhile, idle from its end."""
-        self._busy[episode] = self._busy.get(episode, 0) + 1
-        try:
-            yield
-        finally:
-            left = self._busy.pop(episode) - 1
-            if left:
-                self._busy[episode] = left
-            episode.touch()
 
     def _was_reaped(self) -> OpenEnvError:
         timeout = self.registry.config.openenv_idle_timeout
@@ -309,23 +290,6 @@ class OpenEnvRoutes:
             f"this HTTP episode got no request for {timeout:g} s (openenv_idle_timeout) and "
             "was reaped (the session runs on): POST <base>/reset to start a new one",
         )
-
-    async def reap_idle(self) -> int:
-        """Reap the HTTP episodes idle for `openenv_idle_timeout` (module docstring); how
-        many were."""
-        limit = time.monotonic() - self.registry.config.openenv_idle_timeout
-        idle = [
-            (token, episode)
-            for token, episode in self._http.items()
-            if episode.last_active <= limit and episode not in self._busy
-        ]
-        for token, episode in idle:
-            del self._http[token]
-            self._reaped.add(token)
-            await episode.close()
-        # Tokens of sessions gone since: nothing can use them again.
-        self._reaped = {token for token in self._reaped if self.credential(token) is not None}
-        return len(idle)
 
     async def _whole(self, work: Coroutine[Any, Any, T]) -> T:
         """`work`, run to its end however long it takes. websockets answers HTTP requests under
@@ -344,17 +308,6 @@ class OpenEnvRoutes:
                 "is answered in here; it will finish: GET <base>/state shows where the "
                 "session is (do not send it again), and <base>/ws has no such limit",
             ) from None
-
-    async def reap_forever(self) -> None:
-        """`reap_idle` a few times per timeout, so an episode goes within 1.25 timeouts.
-        It runs in the server's task group: a failure is logged, never the server's end."""
-        interval = min(max(self.registry.config.openenv_idle_timeout / 4, 0.05), 30.0)
-        while True:
-            await anyio.sleep(interval)
-            try:
-                await self.reap_idle()
-            except Exception:
-                logger.exception("reaping idle OpenEnv HTTP episodes failed; it runs again")
 
     def metadata(self) -> dict[str, Any]:
         return {

@@ -176,6 +176,15 @@ def _parser() -> argparse.ArgumentParser:
         "and the router's /api/sessions/<id>/url gives a session's gaia2_url",
     )
     serve.add_argument(
+        "--mcp-port",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="also serve each session's tools over MCP (Streamable HTTP) on this port (0: any "
+        "free port): a session's URL is http://HOST:PORT/mcp/<session id>, with its agent's "
+        "token in Authorization: Bearer; printed per session",
+    )
+    serve.add_argument(
         "--scenario-dir",
         type=directory,
         default=None,
@@ -405,6 +414,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             port=args.port,
             gaia2_port=args.gaia2_port,
             scenario_dir=args.scenario_dir,
+            mcp_port=args.mcp_port,
             allow_origins=tuple(args.allow_origin),
             allow_hosts=tuple(args.allow_host),
             admin_token=args.token or os.environ.get("AREASYNC_TOKEN") or None,

@@ -191,6 +191,14 @@ class ServiceConfig:
     # write_timeout).
     write_timeout: float = 20.0
 
+    # -- the MCP endpoint (service/mcp/) -----------------------------------------------------
+    # Serve each session's tools over MCP's Streamable HTTP on this port (0: any free port);
+    # None: no MCP endpoint. A session's URL is http://HOST:PORT/mcp/<session id>.
+    mcp_port: int | None = None
+    # The most wall seconds one call of the MCP wait tool (areasync__wait_for_notifications)
+    # waits; a longer `timeout` is refused, saying so.
+    mcp_max_wait: float = 60.0
+
     # -- gaia2-cli's HTTP adapter (service/gaia2cli/) ----------------------------------------
     # Its port (0: any free port; None: not served). Harnesses POST bodies and read server-sent
     # events, which the WebSocket port cannot serve (gaia2cli/http.py says why).
@@ -384,6 +392,7 @@ _SECONDS = (
     "handshake_timeout",
     "hello_timeout",
     "openenv_idle_timeout",
+    "mcp_max_wait",
     "close_timeout",
     "write_timeout",
     "step_budget",

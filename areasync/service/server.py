@@ -50,6 +50,7 @@ from areasync.service.connection import Connection
 from areasync.service.gaia2cli.http import Gaia2Adapter
 from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
+from areasync.service.mcp.port import McpPort
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
 from areasync.service.openenv.routes import base_url as openenv_base_url
@@ -122,6 +123,8 @@ class Service:
         self.http = HttpRoutes(self.registry, lambda: self.admission.authenticated)
         # gaia2-cli's HTTP+SSE adapter, on a port of its own when `gaia2_port` is set.
         self.gaia2 = Gaia2Adapter(self.registry, self.config)
+        # Each session's MCP endpoint, on a port of its own when `mcp_port` is set.
+        self.mcp = McpPort(self.registry, self.config)
         self.port: int | None = None
         self._scenarios = list(scenarios)
         self._stop: anyio.Event | None = None
@@ -185,6 +188,8 @@ class Service:
                 raise ServiceError(listen_error(self.config.host, self.config.port, exc)) from exc
             if self.config.gaia2_port is not None:
                 await self._listen_gaia2(server)
+            if self.config.mcp_port is not None:
+                await self._listen_mcp(server, tg)
             stalls = StallSweep(self.connections, self.config.write_timeout)
             background.start(tg, stalls.run, what="the stalled-connection sweep")
             background.start(
@@ -271,6 +276,19 @@ class Service:
             ) from exc
         logger.info("gaia2-cli adapter listening on %s/gaia2/", self.gaia2.base)
 
+    async def _listen_mcp(self, server: Server, tg: anyio.abc.TaskGroup) -> None:
+        config = self.config
+        assert config.mcp_port is not None
+        try:
+            await self.mcp.start(config.host, config.mcp_port, display_host(config.host), tg)
+        except (OSError, OverflowError) as exc:
+            server.close()
+            raise ServiceError(
+                listen_error(config.host, config.mcp_port, exc).replace("--port", "--mcp-port")
+            ) from exc
+        background.start(tg, self.mcp.held.reap_forever, what="the MCP episode reaper")
+        logger.info("MCP endpoint listening on %s/mcp/", self.mcp.base)
+
     def gaia2_url(self, session_id: str, role: Role = Role.USER) -> str:
         """The gaia2-cli adapter's base URL for `session_id` with its `role` token (`role`
         admin: the admin token and the session's id)."""
@@ -303,6 +321,7 @@ class Service:
         # clients get `ended` and their traces are written.
         self.suspended = await self.registry.shutdown()
         await self.gaia2.close()
+        await self.mcp.close()
         reason = (
             "the server is restarting; reconnect with since"
             if self.suspended
@@ -451,6 +470,10 @@ class Service:
         lines.append(f"  OpenEnv     {self.openenv_url(session.tokens[Role.AGENT])}")
         if self.gaia2.port is not None:
             lines.append(f"  gaia2-cli   {self.gaia2_url(session.id)}  (the user's token)")
+        if self.mcp.port is not None:
+            lines.append(
+                f"  MCP         {self.mcp.url(session.id)}  (Authorization: Bearer <agent token>)"
+            )
         if session.waiting_for_agent:
             lines.append("  waiting for an agent (time stands still until one connects):")
             lines.append(

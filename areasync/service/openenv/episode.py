@@ -116,6 +116,7 @@ class Episode:
         self.episode_id: str | None = None
         self.last_active = time.monotonic()
         self.closed = False
+        self._arrived = anyio.Event()  # set by a notification (or the end) since `wait` began
 
     # -- the session's client (hub.Subscriber, session.Client) --------------------------------
 
@@ -141,8 +142,12 @@ class Episode:
         return None
 
     def on_item(self, seq: int, item: StreamItem) -> None:
+        session = self.session
         if isinstance(item, NotificationItem):
             self.take_turn()
+            self._arrived.set()
+        elif session is not None and session.sim.ended:
+            self._arrived.set()
 
     def take_turn(self) -> None:
         session = self.session
@@ -362,6 +367,49 @@ class Episode:
             return True
         return mode is Mode.REALTIME
 
+    async def wait(self, bound: float) -> list[dict[str, Any]]:
+        """The bounded wait: the notifications since the previous observation, once one
+        arrives, the session ends, or `bound` wall seconds pass. In fast mode the agent
+        lets time run meanwhile (its turn comes back with the notification, or at the end of
+        the wait); in manual mode a controller moves time, in realtime the wall does."""
+        self.touch()
+        session = self.session
+        if session is None:
+            raise OpenEnvError(ErrorCode.EXECUTION_ERROR, "no episode: send reset first")
+        if not self.pending() and not session.sim.ended:
+            self._arrived = anyio.Event()
+            if session.sim.clock.mode is Mode.FAST and self._acts:
+                await self.request(Idle(id=0))
+            with anyio.move_on_after(bound):
+                await self._arrived.wait()
+            self.take_turn()
+        await self._durable()
+        return self.notifications()
+
+    def pending(self) -> bool:
+        """A notification arrived since the previous observation."""
+        session = self.session
+        return session is not None and any(
+            isinstance(item, NotificationItem) for item in self._unread(session)
+        )
+
+    def _unread(self, session: Session) -> list[StreamItem]:
+        end = session.hub.seq
+        return list(session.sim.log.after(min(self.cursor, end))[: end - self.cursor])
+
+    def notifications(self) -> list[dict[str, Any]]:
+        """The notifications since the previous observation; the cursor moves past them."""
+        session = self.session
+        if session is None:
+            return []
+        found = [
+            msgspec.to_builtins(item.notification)
+            for item in self._unread(session)
+            if isinstance(item, NotificationItem)
+        ]
+        self.cursor = session.hub.seq
+        return found
+
     async def _durable(self) -> None:
         """Wait until every record logged so far is durable (module docstring)."""
         try:
@@ -453,13 +501,7 @@ class Episode:
             }
             return observation, None, False
         sim = session.sim
-        end = session.hub.seq
-        notifications = [
-            msgspec.to_builtins(item.notification)
-            for item in sim.log.after(min(self.cursor, end))[: end - self.cursor]
-            if isinstance(item, NotificationItem)
-        ]
-        self.cursor = end
+        notifications = self.notifications()
         clock = sim.clock_state()
         meta["session_id"] = session.id
         observation = {

@@ -45,6 +45,12 @@ class HeldEpisodes:
             episode = self._held[key] = Episode(self.registry, credential)
         return episode
 
+    async def drop(self, key: str) -> None:
+        """`key`'s client is done: its episode leaves its session (none: nothing to do)."""
+        episode = self._held.pop(key, None)
+        if episode is not None:
+            await episode.close()
+
     def was_reaped(self, key: str) -> bool:
         return key in self._reaped
 

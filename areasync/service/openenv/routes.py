@@ -16,6 +16,9 @@ GET  /metadata         OpenEnv's EnvironmentMetadata
 GET  /state            the HTTP episode's state (a session token's session)
 POST /reset            `{}` or `{"episode_id": ...}`: a new HTTP episode on the token's session
 POST /step             `{"action": {...}}`: one ARE action on it (OpenEnv's StepRequest)
+POST /mcp              OpenEnv's JSON-RPC tool access for `MCPToolClient` (`mcp.py`)
+*    /areasync/...     OpenEnv's Task API, and GET /list_environments (`taskapi.py`)
+*    /harness          501: areasync hosts no agent harness
 =====================  ========================================================================
 
 Over HTTP an OpenEnv URL opens one session: a session's token's (each credential has one HTTP
@@ -48,6 +51,7 @@ from websockets.http11 import Request, Response
 from areasync.protocol.errors import ErrorCode
 from areasync.service.auth import token_from_http
 from areasync.service.methods import OPENENV_PREFIX as PREFIX
+from areasync.service.openenv import mcp as openenv_mcp
 from areasync.service.openenv import taskapi
 from areasync.service.openenv.catalog import ENV_NAME, Catalog
 from areasync.service.openenv.episode import Credential, session_state
@@ -76,6 +80,7 @@ _ROUTES = frozenset(
         "/reset",
         "/step",
         "/harness",
+        "/mcp",
         "/list_environments",
     }
 )
@@ -215,9 +220,19 @@ class OpenEnvRoutes:
             return None
         if websocket:
             return error(404, "not_found", "OpenEnv's WebSocket is at <base>/ws")
+        if request.method == "POST" and route == "/mcp":
+            return self._mcp(credential, getattr(request, "body", b""))
         if request.method == "POST":
             return self._post(route, credential, getattr(request, "body", b""))
         return self._get(route, credential, error)
+
+    async def _mcp(self, credential: Credential, body: bytes) -> Response:
+        """OpenEnv's `/mcp` JSON-RPC (`mcp.py`), run to its end like a step."""
+        work = openenv_mcp.answer(self.held, credential, body, self.registry.config.mcp_max_wait)
+        try:
+            return self._respond(200, await self._whole(work))
+        except OpenEnvError as exc:
+            return self._respond(200, openenv_mcp.failure(exc.message))
 
     async def _tasks(self, request: Request, route: str) -> Response:
         config = self.registry.config

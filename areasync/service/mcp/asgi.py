@@ -4,7 +4,8 @@ The SDK's server side is an ASGI application; areasync's HTTP ports are aiohttp'
 says why). This is the whole bridge, for one request whose body was already read (screened
 and bounded first): the ASGI scope from the request's head, `receive` handing the body once
 and then waiting for the response's end (ASGI's `http.disconnect`), and `send` writing the
-response as it comes - a JSON body, or server-sent events that grow while the call runs.
+response as it comes - a JSON body, or server-sent events that grow while the call runs; once
+the client is gone, what is sent is dropped, as ASGI servers do.
 `extra` is added to the scope (what the route resolved: the caller's episode).
 """
 
@@ -73,12 +74,15 @@ async def serve(
             headers.popall("Content-Length", None)  # written as it comes
             response = web.StreamResponse(status=message["status"], headers=headers)
             await response.prepare(request)
-        elif message["type"] == "http.response.body" and response is not None:
-            chunk = message.get("body", b"")
-            if chunk:
-                await response.write(chunk)
-            if not message.get("more_body", False):
-                await response.write_eof()
+        elif message["type"] == "http.response.body" and response is not None and not done.is_set():
+            try:
+                chunk = message.get("body", b"")
+                if chunk:
+                    await response.write(chunk)
+                if not message.get("more_body", False):
+                    await response.write_eof()
+                    done.set()
+            except ConnectionError:  # the client went away: the rest goes nowhere, as ASGI has it
                 done.set()
 
     try:

@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -36,7 +35,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
-from bench.common import log, percentile
+from bench.common import client_process, log, round_trips
 
 SCRIPT = str(Path(__file__).resolve())
 TOKEN = "bench-admin"
@@ -45,14 +44,7 @@ TOOL = "SystemApp__get_current_time"
 KINDS = ("websocket_json", "websocket_msgpack", "openenv_ws", "openenv_mcp", "mcp")
 
 
-def summary(values: list[float]) -> dict[str, float]:
-    us = [v * 1e6 for v in values]
-    return {
-        "n": len(us),
-        "p50_us": round(percentile(us, 50), 1),
-        "p99_us": round(percentile(us, 99), 1),
-        "mean_us": round(statistics.fmean(us), 1) if us else float("nan"),
-    }
+summary = round_trips
 
 
 async def timed(call: Callable[[], Awaitable[Any]], calls: int) -> dict[str, float]:
@@ -117,13 +109,7 @@ async def run_spec(spec: dict[str, Any]) -> dict[str, float]:
 
 async def in_process(spec: dict[str, Any]) -> Any:
     """Run a client spec in another process; its JSON result."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, SCRIPT, "client", json.dumps(spec), stdout=asyncio.subprocess.PIPE
-    )
-    out, _ = await proc.communicate()
-    if proc.returncode != 0:
-        raise RuntimeError(f"client {spec['kind']} failed ({proc.returncode})")
-    return json.loads(out)
+    return await client_process(SCRIPT, spec)
 
 
 # -- the run ----------------------------------------------------------------------------------

@@ -280,7 +280,7 @@ class Service:
         config = self.config
         assert config.mcp_port is not None
         try:
-            await self.mcp.start(config.host, config.mcp_port, display_host(config.host), tg)
+            await self.mcp.start(config.host, config.mcp_port, display_host(config.host))
         except (OSError, OverflowError) as exc:
             server.close()
             raise ServiceError(

@@ -146,3 +146,18 @@ async def test_a_session_token_opens_only_its_own_session() -> None:
         agent = tokens(service)[Role.AGENT]
         response = await post(service, "/mcp/other", {"Authorization": f"Bearer {agent}"})
     assert response.status_code == 404
+
+
+async def test_requests_leave_no_task_behind() -> None:
+    import asyncio
+
+    async with serving(mcp_port=0) as service:
+        agent = tokens(service)[Role.AGENT]
+        await post(service, f"/mcp/{TUTORIAL}", {"Authorization": f"Bearer {agent}"})
+        baseline = len(asyncio.all_tasks())
+        for _ in range(20):
+            response = await post(service, f"/mcp/{TUTORIAL}", {"Authorization": f"Bearer {agent}"})
+            assert response.status_code == 200
+        with anyio.fail_after(WAIT):
+            while len(asyncio.all_tasks()) > baseline:  # noqa: ASYNC110 - no event to await
+                await anyio.sleep(0.01)

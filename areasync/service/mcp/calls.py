@@ -15,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import anyio
+
 from areasync.protocol.frames import ListTools
 from areasync.protocol.records import ToolInfo
 from areasync.service.mcp.tools import WAIT, listing, result_text, wait_timeout
@@ -62,7 +64,8 @@ async def call_tool(
             }
             return Outcome(result_text(value), False, value, notifications)
         action = CallToolAction(tool_name=name, tool_args=arguments, advance_time=False)
-        observation, _, _ = await episode.step(action)
+        with anyio.CancelScope(shield=True):  # a call whose client left still completes
+            observation, _, _ = await episode.step(action)
     except OpenEnvError as refused:
         return Outcome(refused.message, True, None, [])
     except ValueError as bad:

@@ -6,7 +6,7 @@ plain HTTP with one complete response, `methods.py`). So it gets its own port
 (`--mcp-port`), served by aiohttp, already areasync's HTTP server for gaia2-cli's adapter:
 on the service's event loop, with no second HTTP stack to harden, no signal handlers or
 logging set-up of its own (an embedded uvicorn brings both). aiohttp does the sockets; the
-SDK's `StreamableHTTPSessionManager` (an ASGI application, bridged by `asgi.py`) speaks MCP;
+SDK's `StreamableHTTPServerTransport` (an ASGI application, bridged by `asgi.py`) speaks MCP;
 the decisions - who may call, on which session - are made here before the SDK sees a byte.
 
 URLs and credentials: `http://HOST:PORT/mcp` with `Authorization: Bearer <the session's agent
@@ -19,7 +19,8 @@ token (503, 429) - before its body is read, which must arrive within `handshake_
 At most `max_connections` sockets are open at once (one beyond is reset); one idle for
 `http_idle_timeout` is closed.
 
-The SDK runs stateless (a transport per request, no MCP session to leak): each credential's
+The SDK runs stateless (a transport per request, ended with it: no MCP session to leak, no
+task left behind): each credential's
 state is an OpenEnv `Episode` held between requests and reaped when idle
 (`openenv/held.py`), whose calls go the way a WebSocket agent's do (`calls.py`). Each
 response carries, as MCP `notifications/message` (logger `areasync.notification`, level
@@ -40,7 +41,7 @@ import mcp.types as types
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 from mcp.server.lowlevel import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import Role
@@ -100,17 +101,13 @@ class McpPort:
         self.app: Server[Any, Any] = Server("areasync", instructions=_INSTRUCTIONS)
         self.app.list_tools()(self._list_tools)
         self.app.call_tool(validate_input=False)(self._call_tool)
-        self.manager = StreamableHTTPSessionManager(self.app, stateless=True)
         self.port: int | None = None
         self.base = ""
         self._runner: web.ServerRunner | None = None
 
     # -- life -------------------------------------------------------------------------------
 
-    async def start(
-        self, host: str, port: int, shown_host: str, task_group: anyio.abc.TaskGroup
-    ) -> None:
-        await task_group.start(self._run_manager)
+    async def start(self, host: str, port: int, shown_host: str) -> None:
         config = self.config
         server = _Port(
             self._handle,
@@ -130,10 +127,23 @@ class McpPort:
             host, self.port, config.allow_hosts, config.allow_origins
         )
 
-    async def _run_manager(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-        async with self.manager.run():
-            task_status.started()
-            await anyio.sleep_forever()
+    async def _stateless(self, scope: Any, receive: Any, send: Any) -> None:
+        """One request on a transport of its own, ended with it (the SDK's stateless mode,
+        whose session manager in `mcp` 1.11 leaves each request's server task running)."""
+        transport = StreamableHTTPServerTransport(mcp_session_id=None)
+
+        async def run_server(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+            async with transport.connect() as (read, write):
+                task_status.started()
+                options = self.app.create_initialization_options()
+                await self.app.run(read, write, options, stateless=True)
+
+        async with anyio.create_task_group() as tg:
+            await tg.start(run_server)
+            try:
+                await transport.handle_request(scope, receive, send)
+            finally:
+                tg.cancel_scope.cancel()
 
     async def close(self) -> None:
         if self._runner is not None:
@@ -222,9 +232,7 @@ class McpPort:
                 key = f"{found.token}\x00{found.session_id}"
                 episode = self.held.episode(key, found)
                 async with self.held.using(episode):
-                    return await asgi.serve(
-                        self.manager.handle_request, request, body, {_EPISODE: episode}
-                    )
+                    return await asgi.serve(self._stateless, request, body, {_EPISODE: episode})
         except (TimeoutError, asyncio.IncompleteReadError):
             return _refused(
                 Refusal(408, "request_timeout", "the body did not arrive in full in time")

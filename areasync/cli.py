@@ -494,10 +494,12 @@ async def _serve(config: Any, scenarios: list[str]) -> None:
         if after > before:
             log.info("open files limit raised from %d to %d (the hard limit)", before, after)
         # Every socket the ports may hold: authenticated, pending and parked (admission.py),
-        # and the gaia2-cli port's.
+        # and the gaia2-cli and MCP ports'.
         sockets = config.max_connections + 5 * config.max_pending_hellos
         if config.gaia2_port is not None:
             sockets += config.gaia2_max_connections
+        if config.mcp_port is not None:
+            sockets += config.max_connections
         if after < sockets + 64:
             log.warning(
                 "the open files limit (%d) is below the sockets the ports may hold (%d: "

@@ -81,6 +81,23 @@ async def test_notifications_arrive_as_mcp_notifications_and_from_the_wait_tool(
     assert logged.data(NOTIFICATION_LOGGER) == value["notifications"]
 
 
+async def test_are_s_own_wait_tool_lets_fast_time_run_and_its_notification_follows() -> None:
+    logged = Logged()
+    async with (
+        serving(mode=Mode.FAST, mcp_port=0) as service,
+        mcp_client(service, logged=logged) as client,
+    ):
+        session = service.registry.get(TUTORIAL)
+        assert session is not None
+        with anyio.fail_after(WAIT):
+            await client.call_tool(SEND, {"content": "hello"})
+            start = session.sim.clock_state().time
+            waited = await client.call_tool("SystemApp__wait_for_notification", {"timeout": 3600})
+    assert waited.isError is False
+    assert session.sim.clock_state().time > start
+    assert logged.data(NOTIFICATION_LOGGER), "the user's answer, delivered with the wait's result"
+
+
 async def test_the_wait_tool_refuses_a_timeout_beyond_its_bound() -> None:
     async with serving(mcp_port=0, mcp_max_wait=5.0) as service, mcp_client(service) as client:
         with anyio.fail_after(WAIT):

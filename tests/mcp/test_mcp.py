@@ -6,11 +6,13 @@ notifications and through the bounded wait tool, bearer tokens and the port's sc
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import anyio
 import httpx
 import jsonschema
 import pytest
+from mcp import ClientSession
 
 from areasync.protocol.frames import EventItem, ListTools, Mode, Role
 from areasync.service import Service
@@ -178,3 +180,27 @@ async def test_requests_leave_no_task_behind() -> None:
         with anyio.fail_after(WAIT):
             while len(asyncio.all_tasks()) > baseline:  # noqa: ASYNC110 - no event to await
                 await anyio.sleep(0.01)
+
+
+async def test_a_shutdown_ends_a_waiting_call_at_once(tmp_path: Path) -> None:
+    # A suspended session (--state-dir) never ends: nothing in its stream wakes the wait.
+    outcome: list[bool] = []
+
+    async def wait(client: ClientSession) -> None:
+        result = await client.call_tool(WAIT_TOOL, {"timeout": 3600})
+        outcome.append(result.isError is False)
+
+    with anyio.CancelScope() as bound:
+        async with (
+            serving(state_dir=tmp_path, mcp_port=0, mcp_max_wait=3600.0) as service,
+            mcp_client(service) as client,
+        ):
+            await client.list_tools()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait, client)
+                with anyio.fail_after(WAIT):
+                    while not service.mcp.held.waiting():  # noqa: ASYNC110 - no event to await
+                        await anyio.sleep(0.01)
+                service.shutdown()
+                bound.deadline = anyio.current_time() + WAIT  # the call must end by then
+    assert not bound.cancelled_caught and outcome == [True]

@@ -117,7 +117,9 @@ class McpPort:
             keepalive_timeout=config.http_idle_timeout,
             auto_decompress=False,
         )
-        self._runner = web.ServerRunner(server, handle_signals=False)
+        self._runner = web.ServerRunner(
+            server, handle_signals=False, shutdown_timeout=config.close_timeout
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, backlog=1024)
         await site.start()
@@ -146,9 +148,11 @@ class McpPort:
                 tg.cancel_scope.cancel()
 
     async def close(self) -> None:
+        """Stop: the agents leave their sessions (a wait under way returns, answered), then
+        the port closes, giving answers in flight `close_timeout` seconds to be written."""
+        await self.held.close()
         if self._runner is not None:
             await self._runner.cleanup()
-        await self.held.close()
 
     def url(self, session_id: str) -> str:
         """The session's MCP URL (its agent's or the admin token goes in the header)."""

@@ -117,6 +117,7 @@ class Episode:
         self.last_active = time.monotonic()
         self.closed = False
         self._arrived = anyio.Event()  # set by a notification (or the end) since `wait` began
+        self.waiting = False  # a `wait` is under way
 
     # -- the session's client (hub.Subscriber, session.Client) --------------------------------
 
@@ -306,6 +307,7 @@ class Episode:
         await self._end_owned()
         self._leave()
         self.closed = True
+        self._arrived.set()  # a wait under way returns now
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
@@ -376,12 +378,16 @@ class Episode:
         session = self.session
         if session is None:
             raise OpenEnvError(ErrorCode.EXECUTION_ERROR, "no episode: send reset first")
-        if not self.pending() and not session.sim.ended:
+        if not self.pending() and not session.sim.ended and not self.closed:
             self._arrived = anyio.Event()
             if session.sim.clock.mode is Mode.FAST and self._acts:
                 await self.request(Idle(id=0))
-            with anyio.move_on_after(bound):
-                await self._arrived.wait()
+            self.waiting = True
+            try:
+                with anyio.move_on_after(bound):
+                    await self._arrived.wait()
+            finally:
+                self.waiting = False
             self.take_turn()
         await self._durable()
         return self.notifications()

@@ -51,6 +51,10 @@ class HeldEpisodes:
         if episode is not None:
             await episode.close()
 
+    def waiting(self) -> int:
+        """How many episodes are in a bounded wait (`Episode.wait`)."""
+        return sum(1 for episode in self._held.values() if episode.waiting)
+
     def was_reaped(self, key: str) -> bool:
         return key in self._reaped
 

@@ -198,6 +198,9 @@ class ServiceConfig:
     # The most wall seconds one call of the MCP wait tool (areasync__wait_for_notifications)
     # waits; a longer `timeout` is refused, saying so.
     mcp_max_wait: float = 60.0
+    # A listening MCP session's GET stream with nothing to send for this many wall seconds
+    # gets a comment (a client's read timeout is longer: the SDK's is 300 s).
+    mcp_sse_keepalive: float = 15.0
 
     # -- gaia2-cli's HTTP adapter (service/gaia2cli/) ----------------------------------------
     # Its port (0: any free port; None: not served). Harnesses POST bodies and read server-sent
@@ -393,6 +396,7 @@ _SECONDS = (
     "hello_timeout",
     "openenv_idle_timeout",
     "mcp_max_wait",
+    "mcp_sse_keepalive",
     "close_timeout",
     "write_timeout",
     "step_budget",

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
@@ -20,9 +21,17 @@ class Logged:
 
     def __init__(self) -> None:
         self.messages: list[types.LoggingMessageNotificationParams] = []
+        self._more = anyio.Event()
 
     async def __call__(self, params: types.LoggingMessageNotificationParams) -> None:
         self.messages.append(params)
+        self._more.set()
+
+    async def until(self, count: int) -> None:
+        """Return once `count` messages have arrived."""
+        while len(self.messages) < count:
+            self._more = anyio.Event()
+            await self._more.wait()
 
     def data(self, logger: str) -> list[Any]:
         return [m.data for m in self.messages if m.logger == logger]

@@ -5,5 +5,6 @@
 - `calls.py`: what `tools/list` and `tools/call` do to a session, as its agent (shared with
   OpenEnv's `/mcp` route).
 - `port.py`: the port (`--mcp-port`): screens, bearer tokens, the SDK's transport;
-  `asgi.py`: one aiohttp request served by the SDK's ASGI application.
+  `asgi.py`: one aiohttp request served by the SDK's ASGI application; `listening.py`: MCP
+  session ids and the GET stream that carries notifications as they arrive.
 """

@@ -32,9 +32,13 @@ App = Callable[
 
 
 async def serve(
-    app: App, request: web.BaseRequest, body: bytes, extra: dict[str, Any]
+    app: App,
+    request: web.BaseRequest,
+    body: bytes,
+    extra: dict[str, Any],
+    headers: dict[str, str] | None = None,
 ) -> web.StreamResponse:
-    """`request` (its `body` read) answered by `app`."""
+    """`request` (its `body` read) answered by `app`, with `headers` added to the answer."""
     host, port = _peer(request)
     scope: dict[str, Any] = {
         "type": "http",
@@ -66,13 +70,13 @@ async def serve(
     async def send(message: Message) -> None:
         nonlocal response
         if message["type"] == "http.response.start":
-            headers: CIMultiDict[str] = CIMultiDict()
+            fields: CIMultiDict[str] = CIMultiDict()
             for name, value in message.get("headers", []):
-                headers.add(name.decode("latin-1"), value.decode("latin-1"))
-            for name, value in API_HEADERS:
-                headers.setdefault(name, value)
-            headers.popall("Content-Length", None)  # written as it comes
-            response = web.StreamResponse(status=message["status"], headers=headers)
+                fields.add(name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in (*API_HEADERS, *(headers or {}).items()):
+                fields.setdefault(name, value)
+            fields.popall("Content-Length", None)  # written as it comes
+            response = web.StreamResponse(status=message["status"], headers=fields)
             await response.prepare(request)
         elif message["type"] == "http.response.body" and response is not None and not done.is_set():
             try:

@@ -19,13 +19,14 @@ token (503, 429) - before its body is read, which must arrive within `handshake_
 At most `max_connections` sockets are open at once (one beyond is reset); one idle for
 `http_idle_timeout` is closed.
 
-The SDK runs stateless (a transport per request, ended with it: no MCP session to leak, no
-task left behind): each credential's
-state is an OpenEnv `Episode` held between requests and reaped when idle
-(`openenv/held.py`), whose calls go the way a WebSocket agent's do (`calls.py`). Each
-response carries, as MCP `notifications/message` (logger `areasync.notification`, level
-`info`, the notification record as data), the notifications that arrived since the previous
-one, before the call's result; the wait tool returns them too.
+The SDK runs stateless (a transport per request, ended with it: no task left behind), and
+each credential's state is an OpenEnv `Episode` held between requests and reaped when idle
+(`openenv/held.py`), whose calls go the way a WebSocket agent's do (`calls.py`). An
+`initialize` also gets a session id of the port's making, with which the client opens MCP's
+GET stream: the session's notifications are written there as they arrive (`listening.py`).
+Each notification reaches an MCP session once, as MCP `notifications/message` (logger
+`areasync.notification`, level `info`, the notification record as data): on its GET stream
+while one is open, else with the answer to its next call; the wait tool returns them too.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ from areasync.protocol.frames import Role
 from areasync.service import wire
 from areasync.service.auth import token_from_http
 from areasync.service.headers import API_HEADERS
-from areasync.service.mcp import asgi, calls
+from areasync.service.mcp import asgi, calls, listening
 from areasync.service.openenv.episode import Credential, Episode
 from areasync.service.openenv.held import HeldEpisodes
+from areasync.service.openenv.messages import OpenEnvError
 from areasync.service.origin import SitePolicy
 from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
 
@@ -61,8 +63,25 @@ if TYPE_CHECKING:
 logger = logging.getLogger("areasync.service")
 
 PATH = "/mcp"
-NOTIFICATION_LOGGER = "areasync.notification"
+NOTIFICATION_LOGGER = listening.LOGGER
 _EPISODE = "areasync.episode"  # the scope key of the caller's episode
+_LISTENER = "areasync.listener"  # ...and of its listening MCP session, if it has one
+SESSION_HEADER = "Mcp-Session-Id"
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+_NO_SESSION = Refusal(
+    405,
+    "method_not_allowed",
+    "GET and DELETE name an MCP session: send the Mcp-Session-Id that initialize answered",
+)
+
+
+def _is_initialize(body: bytes) -> bool:
+    """`body` is MCP's `initialize` request (it opens a session)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("method") == "initialize"
 
 
 class _Port(web.Server):
@@ -92,7 +111,10 @@ class McpPort:
     def __init__(self, registry: SessionRegistry, config: ServiceConfig) -> None:
         self.registry = registry
         self.config = config
-        self.held = HeldEpisodes(registry, "MCP episodes", self._still_valid)
+        self.listeners = listening.Listeners()
+        self.held = HeldEpisodes(
+            registry, "MCP episodes", self._still_valid, on_gone=self.listeners.close_key
+        )
         self.screen = PortScreen(
             self.body_rule,
             max_bodies=config.max_bodies,
@@ -150,6 +172,7 @@ class McpPort:
     async def close(self) -> None:
         """Stop: the agents leave their sessions (a wait under way returns, answered), then
         the port closes, giving answers in flight `close_timeout` seconds to be written."""
+        self.listeners.close_all()
         await self.held.close()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -235,8 +258,7 @@ class McpPort:
                     )
                 key = f"{found.token}\x00{found.session_id}"
                 episode = self.held.episode(key, found)
-                async with self.held.using(episode):
-                    return await asgi.serve(self._stateless, request, body, {_EPISODE: episode})
+                return await self._answer(request, body, key, episode)
         except (TimeoutError, asyncio.IncompleteReadError):
             return _refused(
                 Refusal(408, "request_timeout", "the body did not arrive in full in time")
@@ -244,11 +266,87 @@ class McpPort:
         except ConnectionError:
             return _refused(Refusal(400, "bad_request", "the connection was lost"))
 
+    async def _answer(
+        self, request: web.BaseRequest, body: bytes, key: str, episode: Episode
+    ) -> web.StreamResponse:
+        """A request past the screens: its MCP session (`listening.py`), then the SDK."""
+        named = request.headers.get(SESSION_HEADER)
+        listener = None if named is None else self.listeners.get(named, key)
+        if named is not None and listener is None:
+            return _refused(
+                Refusal(
+                    404,
+                    "not_found",
+                    "no such MCP session (it ended, or it is another token's): initialize again",
+                )
+            )
+        if request.method == "GET":
+            if listener is None:
+                return _refused(_NO_SESSION)
+            if listener.streaming:
+                return _refused(
+                    Refusal(409, "conflict", "this MCP session's GET stream is open already")
+                )
+            return await self._listen(request, listener, episode)
+        if request.method == "DELETE":
+            if listener is None:
+                return _refused(_NO_SESSION)
+            self.listeners.close(listener.id)
+            return web.Response(status=200, headers=dict(API_HEADERS))
+        added: dict[str, str] = {}
+        async with self.held.using(episode):
+            if listener is None and _is_initialize(body):
+                try:
+                    await calls.joined(episode)
+                except OpenEnvError as refused:
+                    return _refused(Refusal(409, "session_error", refused.message))
+                listener = self.listeners.open(key)
+                listening.due(listener, episode)  # from now on
+                added[SESSION_HEADER] = listener.id
+            scope = {_EPISODE: episode, _LISTENER: listener}
+            return await asgi.serve(self._stateless, request, body, scope, added)
+
+    async def _listen(
+        self, request: web.BaseRequest, listener: listening.Listener, episode: Episode
+    ) -> web.StreamResponse:
+        """A listening session's GET stream: each notification as it arrives."""
+        headers = {**dict(API_HEADERS), **_SSE_HEADERS, SESSION_HEADER: listener.id}
+        response = web.StreamResponse(headers=headers)
+        await response.prepare(request)
+        woken = anyio.Event()
+
+        def wake() -> None:
+            woken.set()
+
+        listener.streaming, listener.wake = True, wake
+        episode.watchers.add(wake)
+        limit = self.config.write_timeout
+        try:
+            while not listener.ended and not episode.closed:
+                woken = anyio.Event()
+                for chunk in listening.events(listening.due(listener, episode)):
+                    await asyncio.wait_for(response.write(chunk), limit)
+                with anyio.move_on_after(self.config.mcp_sse_keepalive) as idle:
+                    await woken.wait()
+                if idle.cancelled_caught:
+                    episode.touch()  # a client listening is still there
+                    await asyncio.wait_for(response.write(listening.KEEPALIVE), limit)
+        except (ConnectionError, TimeoutError):
+            pass  # the client went away, or takes nothing: the stream ends
+        finally:
+            listener.streaming, listener.wake = False, None
+            episode.watchers.discard(wake)
+        return response
+
     def _episode(self) -> Episode:
         request = self.app.request_context.request
         episode = None if request is None else request.scope.get(_EPISODE)
         assert isinstance(episode, Episode)
         return episode
+
+    def _listener(self) -> listening.Listener | None:
+        request = self.app.request_context.request
+        return None if request is None else request.scope.get(_LISTENER)
 
     async def _list_tools(self) -> list[types.Tool]:
         episode = self._episode()
@@ -263,7 +361,12 @@ class McpPort:
         episode = self._episode()
         outcome = await calls.call_tool(episode, name, arguments, self.config.mcp_max_wait)
         context = self.app.request_context
-        for notification in outcome.notifications:
+        listener = self._listener()
+        # Each notification reaches an MCP session once as a log message (`listening.py`).
+        notes = outcome.notifications
+        if listener is not None:
+            notes = [] if listener.streaming else listening.due(listener, episode)
+        for notification in notes:
             await context.session.send_log_message(
                 "info", notification, NOTIFICATION_LOGGER, related_request_id=context.request_id
             )

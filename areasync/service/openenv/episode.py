@@ -118,6 +118,8 @@ class Episode:
         self.closed = False
         self._arrived = anyio.Event()  # set by a notification (or the end) since `wait` began
         self.waiting = False  # a `wait` is under way
+        # Called on each notification, at the session's end and at the episode's close.
+        self.watchers: set[Callable[[], None]] = set()
 
     # -- the session's client (hub.Subscriber, session.Client) --------------------------------
 
@@ -146,9 +148,14 @@ class Episode:
         session = self.session
         if isinstance(item, NotificationItem):
             self.take_turn()
-            self._arrived.set()
+            self._wake()
         elif session is not None and session.sim.ended:
-            self._arrived.set()
+            self._wake()
+
+    def _wake(self) -> None:
+        self._arrived.set()
+        for watcher in tuple(self.watchers):
+            watcher()
 
     def take_turn(self) -> None:
         session = self.session
@@ -307,7 +314,7 @@ class Episode:
         await self._end_owned()
         self._leave()
         self.closed = True
-        self._arrived.set()  # a wait under way returns now
+        self._wake()  # a wait under way returns now, a listener's stream ends
 
     def touch(self) -> None:
         self.last_active = time.monotonic()

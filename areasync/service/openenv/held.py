@@ -27,10 +27,17 @@ logger = logging.getLogger("areasync.service")
 class HeldEpisodes:
     """The held episodes of one kind of client: see the module docstring."""
 
-    def __init__(self, registry: SessionRegistry, what: str, valid: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        what: str,
+        valid: Callable[[str], bool],
+        on_gone: Callable[[str], None] | None = None,
+    ) -> None:
         self.registry = registry
         self.what = what  # what they are, for the log: "OpenEnv HTTP episodes"
         self._valid = valid  # whether a key's credential still opens something
+        self._on_gone = on_gone  # told of each key whose episode was reaped or dropped
         self._held: dict[str, Episode] = {}
         self._busy: dict[Episode, int] = {}  # episodes with a request under way
         self._reaped: set[str] = set()  # keys whose episode was reaped
@@ -49,7 +56,12 @@ class HeldEpisodes:
         """`key`'s client is done: its episode leaves its session (none: nothing to do)."""
         episode = self._held.pop(key, None)
         if episode is not None:
+            self._gone(key)
             await episode.close()
+
+    def _gone(self, key: str) -> None:
+        if self._on_gone is not None:
+            self._on_gone(key)
 
     def waiting(self) -> int:
         """How many episodes are in a bounded wait (`Episode.wait`)."""
@@ -85,6 +97,7 @@ class HeldEpisodes:
         for key, episode in idle:
             del self._held[key]
             self._reaped.add(key)
+            self._gone(key)
             await episode.close()
         # Keys of credentials gone since: nothing can use them again.
         self._reaped = {key for key in self._reaped if self._valid(key)}
@@ -93,7 +106,8 @@ class HeldEpisodes:
     async def close(self) -> None:
         """The server stops: every episode leaves its session."""
         held, self._held = self._held, {}
-        for episode in held.values():
+        for key, episode in held.items():
+            self._gone(key)
             await episode.close()
 
     async def reap_forever(self) -> None:

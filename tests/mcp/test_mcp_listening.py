@@ -99,3 +99,14 @@ async def test_a_session_id_is_its_token_s_own() -> None:
         sid = await initialize(http, service, service.tokens.admin)
         other = await listen(http, service, tokens(service)[Role.AGENT], sid)
     assert other.status_code == 404
+
+
+async def test_a_listening_stream_ends_with_its_session() -> None:
+    async with serving(mcp_port=0) as service, mcp_client(service) as client:
+        with anyio.fail_after(WAIT):
+            await client.list_tools()
+        await until_streaming(service)
+        with anyio.fail_after(WAIT):
+            await service.registry.stop(TUTORIAL)
+            while service.mcp.listeners.streaming():  # noqa: ASYNC110 - no event to await
+                await anyio.sleep(0.01)

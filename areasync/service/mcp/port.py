@@ -322,10 +322,13 @@ class McpPort:
         episode.watchers.add(wake)
         limit = self.config.write_timeout
         try:
-            while not listener.ended and not episode.closed:
+            while True:
                 woken = anyio.Event()
                 for chunk in listening.events(listening.due(listener, episode)):
                     await asyncio.wait_for(response.write(chunk), limit)
+                session = episode.session
+                if listener.ended or episode.closed or session is None or session.sim.ended:
+                    break  # all said: the stream ends with its session, episode or MCP session
                 with anyio.move_on_after(self.config.mcp_sse_keepalive) as idle:
                     await woken.wait()
                 if idle.cancelled_caught:

@@ -22,15 +22,19 @@ another credential's session id gets 404 (the client starts again with `initiali
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anyio
 import msgspec
+from aiohttp import web
 
 from areasync.protocol.frames import NotificationItem
+from areasync.service.headers import API_HEADERS
 from areasync.service.openenv.episode import Episode
 
 PER_KEY = 8
@@ -127,3 +131,46 @@ def events(notifications: list[dict[str, Any]]) -> Iterator[bytes]:
 
 
 KEEPALIVE = b": keep-alive\n\n"
+SESSION_HEADER = "Mcp-Session-Id"
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+
+
+async def stream(
+    request: web.BaseRequest,
+    listener: Listener,
+    episode: Episode,
+    keepalive: float,
+    write_timeout: float,
+) -> web.StreamResponse:
+    """A listening session's GET stream: each notification as it arrives, until the session,
+    the episode or the MCP session ends, or the client goes or takes nothing for
+    `write_timeout` seconds."""
+    headers = {**dict(API_HEADERS), **_SSE_HEADERS, SESSION_HEADER: listener.id}
+    response = web.StreamResponse(headers=headers)
+    await response.prepare(request)
+    woken = anyio.Event()
+
+    def wake() -> None:
+        woken.set()
+
+    listener.streaming, listener.wake = True, wake
+    episode.watchers.add(wake)
+    try:
+        while True:
+            woken = anyio.Event()
+            for chunk in events(due(listener, episode)):
+                await asyncio.wait_for(response.write(chunk), write_timeout)
+            session = episode.session
+            if listener.ended or episode.closed or session is None or session.sim.ended:
+                break  # all said
+            with anyio.move_on_after(keepalive) as idle:
+                await woken.wait()
+            if idle.cancelled_caught:
+                episode.touch()  # a client listening is still there
+                await asyncio.wait_for(response.write(KEEPALIVE), write_timeout)
+    except (ConnectionError, TimeoutError):
+        pass  # the client went away, or takes nothing: the stream ends
+    finally:
+        listener.streaming, listener.wake = False, None
+        episode.watchers.discard(wake)
+    return response

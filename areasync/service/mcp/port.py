@@ -66,8 +66,7 @@ PATH = "/mcp"
 NOTIFICATION_LOGGER = listening.LOGGER
 _EPISODE = "areasync.episode"  # the scope key of the caller's episode
 _LISTENER = "areasync.listener"  # ...and of its listening MCP session, if it has one
-SESSION_HEADER = "Mcp-Session-Id"
-_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+SESSION_HEADER = listening.SESSION_HEADER
 _NO_SESSION = Refusal(
     405,
     "method_not_allowed",
@@ -287,7 +286,10 @@ class McpPort:
                 return _refused(
                     Refusal(409, "conflict", "this MCP session's GET stream is open already")
                 )
-            return await self._listen(request, listener, episode)
+            config = self.config
+            return await listening.stream(
+                request, listener, episode, config.mcp_sse_keepalive, config.write_timeout
+            )
         if request.method == "DELETE":
             if listener is None:
                 return _refused(_NO_SESSION)
@@ -305,41 +307,6 @@ class McpPort:
                 added[SESSION_HEADER] = listener.id
             scope = {_EPISODE: episode, _LISTENER: listener}
             return await asgi.serve(self._stateless, request, body, scope, added)
-
-    async def _listen(
-        self, request: web.BaseRequest, listener: listening.Listener, episode: Episode
-    ) -> web.StreamResponse:
-        """A listening session's GET stream: each notification as it arrives."""
-        headers = {**dict(API_HEADERS), **_SSE_HEADERS, SESSION_HEADER: listener.id}
-        response = web.StreamResponse(headers=headers)
-        await response.prepare(request)
-        woken = anyio.Event()
-
-        def wake() -> None:
-            woken.set()
-
-        listener.streaming, listener.wake = True, wake
-        episode.watchers.add(wake)
-        limit = self.config.write_timeout
-        try:
-            while True:
-                woken = anyio.Event()
-                for chunk in listening.events(listening.due(listener, episode)):
-                    await asyncio.wait_for(response.write(chunk), limit)
-                session = episode.session
-                if listener.ended or episode.closed or session is None or session.sim.ended:
-                    break  # all said: the stream ends with its session, episode or MCP session
-                with anyio.move_on_after(self.config.mcp_sse_keepalive) as idle:
-                    await woken.wait()
-                if idle.cancelled_caught:
-                    episode.touch()  # a client listening is still there
-                    await asyncio.wait_for(response.write(listening.KEEPALIVE), limit)
-        except (ConnectionError, TimeoutError):
-            pass  # the client went away, or takes nothing: the stream ends
-        finally:
-            listener.streaming, listener.wake = False, None
-            episode.watchers.discard(wake)
-        return response
 
     def _episode(self) -> Episode:
         request = self.app.request_context.request

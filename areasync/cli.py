@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
@@ -89,6 +90,14 @@ def port_range(text: str) -> tuple[int, int]:
             "LAST (e.g. 9100-9199: a port per session)"
         )
     return ports
+
+
+def directory(text: str) -> Path:
+    """argparse type of --scenario-dir: an existing directory."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a directory: name an existing one")
+    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -195,6 +204,24 @@ def _parser() -> argparse.ArgumentParser:
         "from this range, http://127.0.0.1:PORT as gaia2-cli's runner reaches one (loopback "
         "only, the user's role, no token); printed per session, in create_session's result "
         "and GET /api/sessions (gaia2_cli_url); a session holds its port until it is discarded",
+    )
+    serve.add_argument(
+        "--mcp-port",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="also serve each session's tools over MCP (Streamable HTTP) on this port (0: any "
+        "free port): a session's URL is http://HOST:PORT/mcp/<session id>, with its agent's "
+        "token in Authorization: Bearer; printed per session",
+    )
+    serve.add_argument(
+        "--scenario-dir",
+        type=directory,
+        default=None,
+        metavar="DIR",
+        help="let OpenEnv clients start the .json scenarios under DIR by path "
+        "(initialize{scenario_path}, relative to DIR) and list them by split (its folders) "
+        "with OpenEnv's Task API; default: registered scenario ids only",
     )
     serve.add_argument(
         "--allow-origin",
@@ -423,6 +450,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             port=args.port,
             gaia2_port=args.gaia2_port,
             gaia2_ports=args.gaia2_ports,
+            scenario_dir=args.scenario_dir,
+            mcp_port=args.mcp_port,
             allow_origins=tuple(args.allow_origin),
             allow_hosts=tuple(args.allow_host),
             admin_token=args.token or os.environ.get("AREASYNC_TOKEN") or None,
@@ -502,10 +531,12 @@ async def _serve(config: Any, scenarios: list[str]) -> None:
         if after > before:
             log.info("open files limit raised from %d to %d (the hard limit)", before, after)
         # Every socket the ports may hold: authenticated, pending and parked (admission.py),
-        # and the gaia2-cli port's.
+        # and the gaia2-cli and MCP ports'.
         sockets = config.max_connections + 5 * config.max_pending_hellos
         if config.gaia2_port is not None:
             sockets += config.gaia2_max_connections
+        if config.mcp_port is not None:
+            sockets += config.max_connections
         if after < sockets + 64:
             log.warning(
                 "the open files limit (%d) is below the sockets the ports may hold (%d: "

@@ -108,6 +108,10 @@ class ServiceConfig:
     # (OpenEnv's trainers leak environments when they die without closing). A token's HTTP
     # episode (POST /reset, /step) with no request for as long leaves its session too.
     openenv_idle_timeout: float = 300.0
+    # The directory whose `.json` scenario files OpenEnv's clients may start by path
+    # (`initialize{scenario_path}`, relative to it) and enumerate by split (the Task API):
+    # `openenv/catalog.py`; None: registered scenario ids only. No other file is ever read.
+    scenario_dir: Path | None = None
     # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
     # reads at most twice this much before refusing outright (1009, message too big).
     max_frame_bytes: int = 16 * 1024 * 1024
@@ -187,6 +191,17 @@ class ServiceConfig:
     # (stalls.py; a client that stops reading on a quiet session goes within ping_interval +
     # write_timeout).
     write_timeout: float = 20.0
+
+    # -- the MCP endpoint (service/mcp/) -----------------------------------------------------
+    # Serve each session's tools over MCP's Streamable HTTP on this port (0: any free port);
+    # None: no MCP endpoint. A session's URL is http://HOST:PORT/mcp/<session id>.
+    mcp_port: int | None = None
+    # The most wall seconds one call of the MCP wait tool (areasync__wait_for_notifications)
+    # waits; a longer `timeout` is refused, saying so.
+    mcp_max_wait: float = 60.0
+    # A listening MCP session's GET stream with nothing to send for this many wall seconds
+    # gets a comment (a client's read timeout is longer: the SDK's is 300 s).
+    mcp_sse_keepalive: float = 15.0
 
     # -- gaia2-cli's HTTP adapter (service/gaia2cli/) ----------------------------------------
     # Its port (0: any free port; None: not served). Harnesses POST bodies and read server-sent
@@ -386,6 +401,8 @@ _SECONDS = (
     "handshake_timeout",
     "hello_timeout",
     "openenv_idle_timeout",
+    "mcp_max_wait",
+    "mcp_sse_keepalive",
     "close_timeout",
     "write_timeout",
     "step_budget",

@@ -52,10 +52,11 @@ from areasync.service.gaia2cli.bare import banner_lines
 from areasync.service.gaia2cli.http import Gaia2Adapter
 from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
+from areasync.service.mcp.port import McpPort
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
 from areasync.service.openenv.routes import base_url as openenv_base_url
-from areasync.service.openenv.routes import split as openenv_split
+from areasync.service.openenv.routes import locate as openenv_locate
 from areasync.service.openenv.socket import serve_socket as serve_openenv
 from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
@@ -124,6 +125,8 @@ class Service:
         self.http = HttpRoutes(self.registry, lambda: self.admission.authenticated)
         # gaia2-cli's HTTP+SSE adapter, on a port of its own when `gaia2_port` is set.
         self.gaia2 = Gaia2Adapter(self.registry, self.config)
+        # Each session's MCP endpoint, on a port of its own when `mcp_port` is set.
+        self.mcp = McpPort(self.registry, self.config)
         self.port: int | None = None
         self._scenarios = list(scenarios)
         self._files: dict[str, Path] = {}  # the JSON file of each session started from one
@@ -190,9 +193,13 @@ class Service:
                 raise ServiceError(listen_error(self.config.host, self.config.port, exc)) from exc
             if self.config.gaia2_port is not None or self.config.gaia2_ports is not None:
                 await self._listen_gaia2(server)
+            if self.config.mcp_port is not None:
+                await self._listen_mcp(server, tg)
             stalls = StallSweep(self.connections, self.config.write_timeout)
             background.start(tg, stalls.run, what="the stalled-connection sweep")
-            background.start(tg, self.http.openenv.reap_forever, what="the OpenEnv episode reaper")
+            background.start(
+                tg, self.http.openenv.held.reap_forever, what="the OpenEnv episode reaper"
+            )
             try:
                 task_status.started(self)
                 await self._stop.wait()
@@ -275,6 +282,19 @@ class Service:
         if self.gaia2.port is not None:
             logger.info("gaia2-cli adapter listening on %s/gaia2/", self.gaia2.base)
 
+    async def _listen_mcp(self, server: Server, tg: anyio.abc.TaskGroup) -> None:
+        config = self.config
+        assert config.mcp_port is not None
+        try:
+            await self.mcp.start(config.host, config.mcp_port, display_host(config.host))
+        except (OSError, OverflowError) as exc:
+            server.close()
+            raise ServiceError(
+                listen_error(config.host, config.mcp_port, exc).replace("--port", "--mcp-port")
+            ) from exc
+        background.start(tg, self.mcp.held.reap_forever, what="the MCP episode reaper")
+        logger.info("MCP endpoint listening on %s/mcp/", self.mcp.base)
+
     def gaia2_url(self, session_id: str, role: Role = Role.USER) -> str:
         """The gaia2-cli adapter's base URL for `session_id` with its `role` token (`role`
         admin: the admin token and the session's id)."""
@@ -307,6 +327,7 @@ class Service:
         # clients get `ended` and their traces are written.
         self.suspended = await self.registry.shutdown()
         await self.gaia2.close()
+        await self.mcp.close()
         reason = (
             "the server is restarting; reconnect with since"
             if self.suspended
@@ -359,8 +380,10 @@ class Service:
         if self._closing:
             await ws.close(CloseCode.GOING_AWAY, "the server is shutting down; retry later")
             return
-        path = urlsplit(ws.request.path if ws.request is not None else "/").path
-        openenv = openenv_split(path)
+        request = ws.request
+        path = urlsplit(request.path if request is not None else "/").path
+        authorization = None if request is None else request.headers.get("Authorization")
+        openenv = openenv_locate(path, authorization)
         if openenv is not None:
             await self._on_openenv(ws, openenv[0])
             return
@@ -466,6 +489,10 @@ class Service:
         if self.gaia2.port is not None:
             lines.append(f"  gaia2-cli   {self.gaia2_url(session.id)}  (the user's token)")
         lines += [f"  gaia2-cli   {line}" for line in banner_lines(session.links)]
+        if self.mcp.port is not None:
+            lines.append(
+                f"  MCP         {self.mcp.url(session.id)}  (Authorization: Bearer <agent token>)"
+            )
         if session.waiting_for_agent:
             lines.append("  waiting for an agent (time stands still until one connects):")
             lines.append(f"    {self._oracle_command(session)}")

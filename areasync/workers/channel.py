@@ -66,9 +66,11 @@ class Cancel:
 
 @dataclass(frozen=True)
 class Ready:
-    """The worker has set up its handlers and takes calls."""
+    """The worker has set up its handlers and takes calls; `confined` is what it applied
+    to itself (`confine.Report`), None when its pool asked for no confinement."""
 
     pid: int
+    confined: Any = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,217 @@
+"""The kernel's confinement of a worker process (`areasync/workers/confine.py`): real workers
+of a real `WorkerPool`, each confined as it starts, try what an agent's code would (the
+handlers of `tests/workers/confined.py`), and the kernel refuses what the spec does not allow.
+
+Nothing is skipped on a kernel with Landlock ABI 6 and seccomp (Linux 6.7 and later); on an
+older one the tests that need a missing feature say which and skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from areasync.service.config import ServiceConfig
+from areasync.service.journals import ADMIN_TOKEN_FILE, Journals
+from areasync.workers import confine
+from areasync.workers.confine import Confinement
+from areasync.workers.pool import CallFailed, WorkerPool
+from tests.workers import confined
+
+BOUND_S = 120.0  # a worker start (the fork server's first one imports its preload) and a call
+PRELOAD = ("tests.workers.confined",)
+FILES = 64  # the fd limit the workers get
+MEMORY = 4 << 30  # the address-space limit the workers get
+
+SUPPORT = confine.probe()
+needs_landlock = pytest.mark.skipif(
+    SUPPORT.landlock_abi < 4, reason=f"needs Landlock ABI 4 (this kernel: {SUPPORT.landlock_abi})"
+)
+needs_scopes = pytest.mark.skipif(
+    SUPPORT.landlock_abi < 6, reason=f"needs Landlock ABI 6 (this kernel: {SUPPORT.landlock_abi})"
+)
+needs_seccomp = pytest.mark.skipif(SUPPORT.seccomp is not None, reason=str(SUPPORT.seccomp))
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> Iterator[Path]:
+    """`tmp_path` with a read-write dir (`rw/`) and a temp root (`tmp/`) for the workers."""
+    (tmp_path / "rw").mkdir()
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "outside.txt").write_text("not the worker's")
+    yield tmp_path
+
+
+async def started(spec: Confinement) -> WorkerPool:
+    pool = WorkerPool(1, confined.serving, preload=PRELOAD, confinement=spec)
+    pool.start()
+    await asyncio.wait_for(pool.ready(), BOUND_S)
+    return pool
+
+
+def spec_for(places: Path, **more: object) -> Confinement:
+    return Confinement(
+        read_write=(str(places / "rw"),),
+        tmp_under=str(places / "tmp"),
+        files=FILES,
+        memory_bytes=MEMORY,
+        **more,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+async def pool(places: Path) -> AsyncIterator[WorkerPool]:
+    running = await started(spec_for(places))
+    yield running
+    await running.close()
+
+
+async def call(pool: WorkerPool, method: str, *args: object) -> object:
+    return await asyncio.wait_for(pool.call(pool.workers[0], method, *args), BOUND_S)
+
+
+async def refused(pool: WorkerPool, method: str, *args: object) -> CallFailed:
+    with pytest.raises(CallFailed) as failed:
+        await call(pool, method, *args)
+    return failed.value
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP listener on loopback, opened by the test: its port."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield server.getsockname()[1]
+
+
+async def test_a_confined_worker_reports_every_layer_applied(pool: WorkerPool) -> None:
+    report = pool.workers[0].confined
+    assert report is not None and report.confined, report
+    assert report.pid == pool.workers[0].pid
+    assert report.files_confined and report.no_new_privs
+    assert (report.files, report.memory_bytes) == (FILES, MEMORY)
+
+
+@needs_landlock
+async def test_reading_a_file_outside_the_workers_paths_is_refused(
+    pool: WorkerPool, places: Path
+) -> None:
+    failed = await refused(pool, "read", str(places / "outside.txt"))
+    assert failed.kind == "PermissionError"
+
+
+@needs_landlock
+async def test_reading_the_home_directory_is_refused(pool: WorkerPool) -> None:
+    home = Path.home()
+    assert (await refused(pool, "read", str(home))).kind in {"PermissionError", "IsADirectoryError"}
+    files = [path for path in home.iterdir() if path.is_file()]
+    if files:
+        assert (await refused(pool, "read", str(files[0]))).kind == "PermissionError"
+
+
+@needs_landlock
+async def test_reading_another_processs_environment_is_refused(pool: WorkerPool) -> None:
+    failed = await refused(pool, "read", f"/proc/{os.getpid()}/environ")
+    assert failed.kind == "PermissionError"
+
+
+@needs_landlock
+async def test_opening_a_state_dirs_admin_token_is_refused(places: Path) -> None:
+    """A session worker may write its state dir's journals, never read the admin token."""
+    state = places / "state"
+    await Journals(ServiceConfig(state_dir=state)).open(None)
+    (state / "sessions").mkdir(exist_ok=True)
+    assert (state / ADMIN_TOKEN_FILE).is_file()
+    pool = await started(Confinement(read_write=(str(state / "sessions"),)))
+    try:
+        failed = await refused(pool, "read", str(state / ADMIN_TOKEN_FILE))
+        assert failed.kind == "PermissionError"
+        assert await call(pool, "write", str(state / "sessions" / "j"), "x")
+    finally:
+        await pool.close()
+
+
+async def test_writing_inside_a_read_write_path_works(pool: WorkerPool, places: Path) -> None:
+    target = places / "rw" / "written.txt"
+    assert await call(pool, "write", str(target), "hello") == str(target)
+    assert target.read_text() == "hello"
+
+
+async def test_the_worker_writes_its_temp_files_in_a_dir_of_its_own(
+    pool: WorkerPool, places: Path
+) -> None:
+    worker = pool.workers[0]
+    own = confine.worker_tmp(str(places / "tmp"), worker.pid or 0)
+    assert await call(pool, "temp_dir") == own
+    assert worker.confined is not None and worker.confined.tmp == own
+    assert await call(pool, "write", os.path.join(own, "t"), "x")
+
+
+@needs_landlock
+async def test_writing_beside_a_read_write_path_is_refused(pool: WorkerPool, places: Path) -> None:
+    failed = await refused(pool, "write", str(places / "beside.txt"), "x")
+    assert failed.kind == "PermissionError"
+    assert not (places / "beside.txt").exists()
+
+
+@needs_seccomp
+async def test_a_tcp_connect_to_a_loopback_listener_is_refused(
+    pool: WorkerPool, listener: int
+) -> None:
+    failed = await refused(pool, "connect", listener)
+    assert failed.kind == "PermissionError"
+
+
+@needs_seccomp
+async def test_creating_a_udp_socket_is_refused(pool: WorkerPool) -> None:
+    assert (await refused(pool, "udp")).kind == "PermissionError"
+
+
+@needs_landlock
+async def test_a_tcp_connect_reaches_only_the_ports_the_spec_allows(
+    places: Path, listener: int
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as other:
+        pool = await started(spec_for(places, connect_ports=(listener,)))
+        try:
+            assert "127.0.0.1" in str(await call(pool, "connect", listener))
+            failed = await refused(pool, "connect", other.getsockname()[1])
+            assert failed.kind == "PermissionError"
+            assert (await refused(pool, "udp")).kind == "PermissionError"
+        finally:
+            await pool.close()
+
+
+async def test_the_fd_limit_holds_and_cannot_be_raised(pool: WorkerPool) -> None:
+    failed = await refused(pool, "open_files", FILES)
+    assert failed.kind == "OSError" and "Too many open files" in failed.message
+    assert (await refused(pool, "raise_fd_limit", FILES * 2)).kind == "ValueError"
+
+
+async def test_the_memory_limit_holds(pool: WorkerPool) -> None:
+    assert (await refused(pool, "allocate", MEMORY)).kind == "MemoryError"
+
+
+async def test_no_new_privs_is_set(pool: WorkerPool) -> None:
+    assert await call(pool, "no_new_privs") == 1
+
+
+@needs_scopes
+async def test_signalling_a_process_outside_the_worker_is_refused(pool: WorkerPool) -> None:
+    failed = await refused(pool, "signal_process", os.getpid())
+    assert failed.kind == "PermissionError"
+
+
+async def test_an_unconfined_pool_reports_no_confinement(places: Path) -> None:
+    pool = WorkerPool(1, confined.serving, preload=PRELOAD)
+    pool.start()
+    try:
+        await asyncio.wait_for(pool.ready(), BOUND_S)
+        assert pool.workers[0].confined is None
+        assert await call(pool, "read", str(places / "outside.txt")) == b"not the worker's"
+    finally:
+        await pool.close()

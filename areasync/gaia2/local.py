@@ -33,7 +33,7 @@ from contextlib import contextmanager
 
 import msgspec
 
-from areasync.gaia2 import confinement
+from areasync.gaia2 import confinement, remote
 from areasync.gaia2.remote import Answer
 from areasync.gaia2.spread import Arguments, Load, Overrun, PlaceLost, Spread
 from areasync.workers.confine import Confinement, worker_tmp
@@ -117,17 +117,17 @@ class WorkerPlace:
 
 @contextmanager
 def local_runs(
-    workers: int, budget_s: float | None, confined: Confinement | None = None
+    workers: int, budget_s: float | None, confined: Confinement | None
 ) -> Iterator[Spread]:
     """A `Spread` over `workers` worker processes, each run bounded by `budget_s` (None: no
-    bound), each worker confined by `confined` (by default: the `--oracle` run's, without
-    network) with a temp dir of its own. The workers start in the background: a run waits
-    for its worker to be ready."""
-    spec = confined or confinement.bench_confinement({"oracle": True}, required=False)
+    bound), each worker confined by `confined` with a temp dir of its own under a folder made
+    here (None: unconfined, as before; only bench/confine.py does it, to measure the cost).
+    The workers start in the background: a run waits for its worker to be ready."""
     tmp_under = tempfile.mkdtemp(prefix="areasync-workers-")
-    spec = msgspec.structs.replace(spec, tmp_under=tmp_under)
+    spec = None if confined is None else msgspec.structs.replace(confined, tmp_under=tmp_under)
+    serve = remote.serving if spec is None else confinement.serving
     thread: LoopThread[None] = LoopThread("areasync workers")
-    pool = WorkerPool(workers, confinement.serving, preload=PRELOAD, confinement=spec)
+    pool = WorkerPool(workers, serve, preload=PRELOAD, confinement=spec)
 
     async def start() -> None:
         pool.start()

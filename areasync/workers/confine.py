@@ -59,6 +59,7 @@ __all__ = [
     "confine_session_worker",
     "probe",
     "runtime_paths",
+    "session_worker_confinement",
     "worker_tmp",
 ]
 
@@ -213,9 +214,10 @@ def _limit(kind: int, value: int | None) -> None:
         resource.setrlimit(kind, (value, value))
 
 
-def confine(spec: Confinement) -> Report:
-    """Apply `spec` to this process (module docstring); what was applied. Irreversible."""
-    support = probe()
+def confine(spec: Confinement, support: Support | None = None) -> Report:
+    """Apply `spec` to this process (module docstring); what was applied. Irreversible.
+    `support` is what the kernel has (by default `probe()`'s answer)."""
+    support = support or probe()
     if spec.required and support.missing:
         raise ConfinementUnavailable(
             "the kernel cannot confine this worker as required: "
@@ -275,17 +277,48 @@ def confine(spec: Confinement) -> Report:
     )
 
 
+def session_worker_confinement(
+    journals_dir: str,
+    sandbox_roots: tuple[str, ...],
+    tmp_under: str,
+    *,
+    connect_ports: tuple[int, ...] = (),
+    required: bool = False,
+) -> Confinement:
+    """The confinement of a worker serving sessions, for its pool (`WorkerPool(confinement=)`).
+
+    The rule: it writes only its sessions' journals (`journals_dir`: the state dir's
+    `sessions/`, never the state dir itself, which holds `admin-token`), the directories its
+    sessions' sandboxes are made under (`sandbox_roots`: they must exist when the worker
+    starts, so give the parent each session's sandbox is made in, e.g. ARE's
+    `ARE_SIMULATION_SANDBOX_PATH` moved under the worker's temp dir as
+    `gaia2.confinement.serving` does, not one directory per session), and its own temp dir
+    (`worker_tmp(tmp_under, pid)`); it reads only what Python and areasync need
+    (`runtime_paths()`); it opens no network socket: the connections it serves reach it over
+    its Unix channel, already accepted; `connect_ports` are the TCP ports it may still connect
+    to (a judge's model endpoint), none by default."""
+    return Confinement(
+        read_write=(journals_dir, *sandbox_roots),
+        connect_ports=connect_ports,
+        tmp_under=tmp_under,
+        required=required,
+    )
+
+
 def confine_session_worker(
-    journals_dir: str, sandbox_roots: tuple[str, ...], tmp: str, *, required: bool = False
+    journals_dir: str,
+    sandbox_roots: tuple[str, ...],
+    tmp_under: str,
+    *,
+    connect_ports: tuple[int, ...] = (),
+    required: bool = False,
 ) -> Report:
-    """Confine a session worker: it may write only its sessions' journals (`journals_dir`),
-    their sandboxes (`sandbox_roots`: each session's `bridge.sandbox` root) and its temp dir
-    (`tmp`, made this process's `tempfile.tempdir` and `TMPDIR`), read only what Python and
-    areasync need (`runtime_paths()`), and reach no network: the sockets it serves are handed
-    to it over its Unix channel, already connected. Call it first thing in the worker, before
-    any thread starts; the paths must exist."""
-    _use_tmp(tmp)
-    return confine(Confinement(read_write=(journals_dir, *sandbox_roots, tmp), required=required))
+    """`session_worker_confinement`'s rule applied by the calling process to itself, for a
+    worker not started by a `WorkerPool`: call it first thing, before any thread starts."""
+    spec = session_worker_confinement(
+        journals_dir, sandbox_roots, tmp_under, connect_ports=connect_ports, required=required
+    )
+    return confine(spec)
 
 
 def worker_tmp(tmp_under: str, pid: int) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -126,11 +128,17 @@ async def test_opening_a_state_dirs_admin_token_is_refused(places: Path) -> None
     await Journals(ServiceConfig(state_dir=state)).open(None)
     (state / "sessions").mkdir(exist_ok=True)
     assert (state / ADMIN_TOKEN_FILE).is_file()
-    pool = await started(Confinement(read_write=(str(state / "sessions"),)))
+    spec = confine.session_worker_confinement(
+        str(state / "sessions"), (str(places / "rw"),), str(places / "tmp")
+    )
+    pool = await started(spec)
     try:
         failed = await refused(pool, "read", str(state / ADMIN_TOKEN_FILE))
         assert failed.kind == "PermissionError"
         assert await call(pool, "write", str(state / "sessions" / "j"), "x")
+        assert await call(pool, "write", str(places / "rw" / "sandbox"), "x")
+        failed = await refused(pool, "write", str(state / "beside-the-journals"), "x")
+        assert failed.kind == "PermissionError"
     finally:
         await pool.close()
 
@@ -215,3 +223,47 @@ async def test_an_unconfined_pool_reports_no_confinement(places: Path) -> None:
         assert await call(pool, "read", str(places / "outside.txt")) == b"not the worker's"
     finally:
         await pool.close()
+
+
+def confining(code: str) -> subprocess.CompletedProcess[str]:
+    """`code` run by a fresh interpreter (a process of its own, which it may confine)."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=BOUND_S
+    )
+
+
+UNCHANGED = """
+from pathlib import Path
+status = Path("/proc/self/status").read_text()
+assert "NoNewPrivs:\t0" in status and "Seccomp:\t0" in status, status
+Path("/etc/passwd").read_bytes()  # no Landlock either
+"""
+
+
+def test_a_required_confinement_the_kernel_lacks_is_refused_and_changes_nothing() -> None:
+    done = confining(
+        "from areasync.workers.confine import *\n"
+        "try:\n"
+        "    confine(Confinement(required=True), Support(landlock_abi=0, seccomp=None))\n"
+        "except ConfinementUnavailable as error:\n"
+        "    print(error)\n" + UNCHANGED
+    )
+    assert done.returncode == 0, done.stderr
+    assert "this kernel has no Landlock" in done.stdout
+    assert "run without --require-confinement" in done.stdout
+
+
+def test_a_process_with_a_thread_running_is_refused_and_changes_nothing() -> None:
+    done = confining(
+        "import threading\n"
+        "from areasync.workers.confine import *\n"
+        "stop = threading.Event()\n"
+        "threading.Thread(target=stop.wait).start()\n"
+        "try:\n"
+        "    confine(Confinement())\n"
+        "except ConfinementError as error:\n"
+        "    print(error)\n"
+        "stop.set()\n" + UNCHANGED
+    )
+    assert done.returncode == 0, done.stderr
+    assert "a process with 2 threads cannot be confined" in done.stdout

@@ -24,6 +24,10 @@ async def read(path: str) -> bytes:
         return f.read()
 
 
+async def listdir(path: str) -> list[str]:
+    return os.listdir(path)
+
+
 async def write(path: str, text: str) -> str:
     with open(path, "w", encoding="utf-8") as f:  # noqa: ASYNC230  # a few bytes
         f.write(text)
@@ -77,6 +81,7 @@ async def temp_dir() -> str:
 def serving() -> Iterator[Handlers]:
     yield {
         "read": read,
+        "listdir": listdir,
         "write": write,
         "connect": connect,
         "udp": udp,

@@ -10,6 +10,8 @@ Prints one JSON document:
   alternated: each worker's start (from asking for it to its `Ready`: the fork, `confine()`,
   the handlers' set-up), and each worker's address space (VmSize) and RSS when ready: what
   `confinement.MEMORY_BYTES` bounds.
+* `call`: `confine()` itself, timed inside `--starts` fresh interpreters (each may confine
+  itself once): the median and the spread, in ms.
 * `sweep`: `areasync bench run --workers 2` of `bench/workers.py`'s quick scenarios against
   the stub model, confined (as the CLI runs it) and unconfined (`local_runs` given no spec),
   each in a fresh process, alternated over `--repeats`: the median wall time of each, and the
@@ -95,6 +97,36 @@ def start(starts: int) -> dict[str, Any]:
     return out
 
 
+CALL = """
+import json, tempfile, time
+import msgspec
+from areasync.gaia2 import confinement
+from areasync.workers.confine import confine
+spec = confinement.bench_confinement({"endpoint": "http://127.0.0.1:8000"}, required=True)
+spec = msgspec.structs.replace(spec, tmp_under=tempfile.mkdtemp())
+began = time.perf_counter()
+report = confine(spec)
+took = time.perf_counter() - began
+assert report.confined, report
+print(json.dumps(took))
+"""
+
+
+def call(times: int) -> dict[str, Any]:
+    """The `call` part: `confine()` in `times` fresh interpreters."""
+    took = []
+    for _ in range(times):
+        done = subprocess.run([sys.executable, "-c", CALL], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-3000:])
+        took.append(json.loads(done.stdout.strip().splitlines()[-1]) * 1000)
+    return {
+        "confine_ms_median": round(statistics.median(took), 2),
+        "confine_ms_min": round(min(took), 2),
+        "confine_ms_max": round(max(took), 2),
+    }
+
+
 @contextmanager
 def _unconfined() -> Any:
     """`local_runs` with no spec: the workers as before confinement."""
@@ -177,7 +209,7 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=10, help="pools of two, of each kind")
     parser.add_argument("--num-runs", type=int, default=6, help="runs of each scenario")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--parts", default="start,sweep")
+    parser.add_argument("--parts", default="start,call,sweep")
     parser.add_argument("--child", choices=MODES, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--start-child", action="store_true", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
@@ -203,6 +235,8 @@ def main() -> None:
         command = [sys.executable, __file__, "--start-child", "--starts", str(args.starts)]
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         report["start"] = json.loads(done.stdout.strip().splitlines()[-1])
+    if "call" in parts:
+        report["call"] = call(args.starts)
     if "sweep" in parts:
         report["sweep"] = sweep(args.num_runs, args.repeats)
     report["machine"]["load_after"] = os.getloadavg()

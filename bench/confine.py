@@ -98,12 +98,12 @@ def start(starts: int) -> dict[str, Any]:
 
 
 CALL = """
-import json, tempfile, time
+import json, sys, time
 import msgspec
 from areasync.gaia2 import confinement
 from areasync.workers.confine import confine
 spec = confinement.bench_confinement({"endpoint": "http://127.0.0.1:8000"}, required=True)
-spec = msgspec.structs.replace(spec, tmp_under=tempfile.mkdtemp())
+spec = msgspec.structs.replace(spec, tmp_under=sys.argv[1])
 began = time.perf_counter()
 report = confine(spec)
 took = time.perf_counter() - began
@@ -116,9 +116,11 @@ def call(times: int) -> dict[str, Any]:
     """The `call` part: `confine()` in `times` fresh interpreters."""
     took = []
     for _ in range(times):
-        done = subprocess.run([sys.executable, "-c", CALL], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-3000:])
+        with tempfile.TemporaryDirectory() as tmp:
+            command = [sys.executable, "-c", CALL, tmp]
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr[-3000:])
         took.append(json.loads(done.stdout.strip().splitlines()[-1]) * 1000)
     return {
         "confine_ms_median": round(statistics.median(took), 2),

@@ -214,6 +214,24 @@ def _limit(kind: int, value: int | None) -> None:
         resource.setrlimit(kind, (value, value))
 
 
+def _ruleset(spec: Confinement, tmp: str | None, version: int) -> landlock.Ruleset:
+    """The Landlock ruleset of `spec` (module docstring), every rule added, not enforced."""
+    ruleset = landlock.Ruleset(version)
+    try:
+        for path in (*runtime_paths(), *spec.read_only):
+            ruleset.allow_path(path, landlock.FS_READ)
+        writable = (*_existing(list(_SYSTEM_WRITE)), *spec.read_write)
+        for path in (*writable, *([tmp] if tmp else [])):
+            ruleset.allow_path(path, landlock.FS_WRITE)
+        if version >= _MIN_ABI:
+            for port in spec.connect_ports:
+                ruleset.allow_port(port, landlock.CONNECT_TCP)
+    except BaseException:
+        ruleset.close()
+        raise
+    return ruleset
+
+
 def confine(spec: Confinement, support: Support | None = None) -> Report:
     """Apply `spec` to this process (module docstring); what was applied. Irreversible.
     `support` is what the kernel has (by default `probe()`'s answer)."""
@@ -238,30 +256,25 @@ def confine(spec: Confinement, support: Support | None = None) -> Report:
     tmp = None if spec.tmp_under is None else worker_tmp(spec.tmp_under, os.getpid())
     if tmp is not None:
         os.makedirs(tmp, mode=0o700, exist_ok=True)
-        _use_tmp(tmp)
-    _limit(resource.RLIMIT_AS, spec.memory_bytes)
-    _limit(resource.RLIMIT_NOFILE, spec.files)
-    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise ConfinementError(f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}")
-    filtered = support.seccomp is None
-    if filtered:
-        seccomp.install(seccomp.Sockets(tcp=bool(spec.connect_ports), udp=spec.datagrams))
     version = support.landlock_abi
-    if version:
-        ruleset = landlock.Ruleset(version)
-        try:
-            for path in (*runtime_paths(), *spec.read_only):
-                ruleset.allow_path(path, landlock.FS_READ)
-            writable = (*_existing(list(_SYSTEM_WRITE)), *spec.read_write)
-            for path in (*writable, *([tmp] if tmp else [])):
-                ruleset.allow_path(path, landlock.FS_WRITE)
-            if version >= _MIN_ABI:
-                for port in spec.connect_ports:
-                    ruleset.allow_port(port, landlock.CONNECT_TCP)
-        except BaseException:
+    # Every rule is made before anything is applied: a rule the kernel refuses changes nothing.
+    ruleset = _ruleset(spec, tmp, version) if version else None
+    try:
+        if tmp is not None:
+            _use_tmp(tmp)
+        _limit(resource.RLIMIT_AS, spec.memory_bytes)
+        _limit(resource.RLIMIT_NOFILE, spec.files)
+        if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            number = ctypes.get_errno()
+            raise ConfinementError(f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(number)}")
+        filtered = support.seccomp is None
+        if filtered:
+            seccomp.install(seccomp.Sockets(tcp=bool(spec.connect_ports), udp=spec.datagrams))
+        if ruleset is not None:
+            ruleset.restrict_self()
+    finally:
+        if ruleset is not None:
             ruleset.close()
-            raise
-        ruleset.restrict_self()
     return Report(
         pid=os.getpid(),
         landlock_abi=version,

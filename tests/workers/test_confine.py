@@ -267,3 +267,19 @@ def test_a_process_with_a_thread_running_is_refused_and_changes_nothing() -> Non
     )
     assert done.returncode == 0, done.stderr
     assert "a process with 2 threads cannot be confined" in done.stdout
+
+
+@needs_landlock
+def test_a_rule_the_kernel_refuses_is_an_error_that_changes_nothing() -> None:
+    done = confining(
+        "from areasync.workers.confine import *\n"
+        "from areasync.workers.landlock import LandlockError\n"
+        "try:\n"
+        "    confine(Confinement(connect_ports=(70000,), files=64))\n"
+        "except LandlockError as error:\n"
+        "    print(error)\n"
+        "import resource\n"
+        "assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] != 64\n" + UNCHANGED
+    )
+    assert done.returncode == 0, done.stderr
+    assert "landlock add_rule port 70000: Invalid argument" in done.stdout

@@ -5,7 +5,8 @@ the driver writes every output (`remote.py`). So a worker needs little:
 
 * **Read:** Python, areasync and ARE (`confine.runtime_paths()`), and ARE's local file-system
   datasets when they are local directories (`FS_PATH`, `DEMO_FS_PATH`): a scenario's
-  file-system app falls back to them.
+  file-system app falls back to them (ARE's default `DEMO_FS_PATH` is on the Hugging Face Hub:
+  reachable only where port 443 is, below).
 * **Write:** its own temp dir only (`Confinement.tmp_under`: a folder the driver makes for the
   pool and removes at the end, and a worker's own when it is lost), where its runs stage their
   files and ARE makes its file-system apps' sandboxes (`serving()` moves them there).

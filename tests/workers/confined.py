@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from tests.workers.handlers import Handlers
 
 _PR_GET_NO_NEW_PRIVS = 39
+_PTRACE_SEIZE = 0x4206
+_PTRACE_DETACH = 17
 
 
 async def read(path: str) -> bytes:
@@ -69,6 +71,15 @@ async def signal_process(pid: int) -> None:
     os.kill(pid, 0)  # no signal sent: only whether it may be
 
 
+async def trace(pid: int) -> None:
+    """`PTRACE_SEIZE` process `pid` (it does not stop the tracee), then let it go."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.ptrace(_PTRACE_SEIZE, pid, None, None) != 0:
+        number = ctypes.get_errno()
+        raise PermissionError(number, os.strerror(number))
+    libc.ptrace(_PTRACE_DETACH, pid, None, None)
+
+
 async def allocate(size: int) -> int:
     return len(bytearray(size))
 
@@ -89,6 +100,7 @@ def serving() -> Iterator[Handlers]:
         "raise_fd_limit": raise_fd_limit,
         "no_new_privs": no_new_privs,
         "signal_process": signal_process,
+        "trace": trace,
         "allocate": allocate,
         "temp_dir": temp_dir,
     }

@@ -214,6 +214,11 @@ async def test_signalling_a_process_outside_the_worker_is_refused(pool: WorkerPo
     assert failed.kind == "PermissionError"
 
 
+@needs_landlock
+async def test_tracing_a_process_outside_the_worker_is_refused(pool: WorkerPool) -> None:
+    assert (await refused(pool, "trace", os.getpid())).kind == "PermissionError"
+
+
 async def test_an_unconfined_pool_reports_no_confinement(places: Path) -> None:
     pool = WorkerPool(1, confined.serving, preload=PRELOAD)
     pool.start()

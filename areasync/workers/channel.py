@@ -22,6 +22,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from areasync.workers.confine import Report
+
 __all__ = [
     "MAX_FRAME",
     "Call",
@@ -70,7 +72,7 @@ class Ready:
     to itself (`confine.Report`), None when its pool asked for no confinement."""
 
     pid: int
-    confined: Any = None
+    confined: Report | None = None
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ the driver writes every output (`remote.py`). So a worker needs little:
   pool and removes at the end, and a worker's own when it is lost), where its runs stage their
   files and ARE makes its file-system apps' sandboxes (`serving()` moves them there).
 * **Network:** TCP to its model endpoints' ports only (`--endpoint`, `--judge_endpoint`,
-  `--a2a_endpoint`: the URL's port, or its scheme's; without an endpoint, a hosted provider:
-  443), and UDP for name resolution only when one is named by a host name (any UDP
-  destination then: said on the start-up line). An `--oracle` run calls no model: no network.
+  `--a2a_endpoint`, which defaults to `--endpoint`: the URL's port, or its scheme's; without
+  an endpoint, a hosted provider: 443), and UDP for name resolution only when one is named by
+  a host name (any UDP destination then: said on the start-up line). An `--oracle` run calls
+  no model: no network.
 * **Limits:** `MEMORY_BYTES` of address space, `FILES` descriptors.
 
 `--require-confinement` refuses to start when the kernel cannot apply all of it
@@ -36,7 +37,7 @@ from areasync.workers.confine import Confinement, Support, probe
 
 __all__ = ["FILES", "MEMORY_BYTES", "bench_confinement", "describe", "refusal", "serving"]
 
-# Far above a worker's needs (BENCHMARKS.md measures its address space after a run): a bound
+# Far above a worker's needs (BENCHMARKS.md measures its address space when ready): a bound
 # on a runaway, not a budget.
 MEMORY_BYTES = 16 << 30
 FILES = 4096
@@ -53,10 +54,11 @@ def _network(options: Mapping[str, Any]) -> tuple[tuple[int, ...], bool]:
     resolve = False
     for name in _ENDPOINTS:
         url = options.get(name)
+        if name == "a2a_endpoint" and not url:
+            continue  # ARE's Agent2Agent apps then call `--endpoint`
         if not url:
-            if name != "a2a_endpoint":
-                ports.add(_HOSTED_PORT)
-                resolve = True
+            ports.add(_HOSTED_PORT)
+            resolve = True
             continue
         parts = urlsplit(url)
         ports.add(parts.port or _DEFAULT_PORTS.get(parts.scheme, _HOSTED_PORT))

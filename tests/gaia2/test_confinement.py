@@ -32,6 +32,12 @@ def test_a_loopback_endpoint_gives_its_port_and_no_name_resolution() -> None:
     assert network(endpoint=endpoint, judge_endpoint=endpoint) == ((8000,), False)
 
 
+def test_an_agent2agent_endpoint_adds_its_port() -> None:
+    endpoint = "http://127.0.0.1:8000/v1"
+    options = {"endpoint": endpoint, "judge_endpoint": endpoint}
+    assert network(**options, a2a_endpoint="http://127.0.0.1:7000") == ((7000, 8000), False)
+
+
 def test_a_hosted_provider_gives_https_and_name_resolution() -> None:
     assert network() == ((443,), True)
     judged_elsewhere = network(endpoint="http://localhost:9000", judge_endpoint="https://j.example")

@@ -63,6 +63,7 @@ __all__ = [
     "worker_tmp",
 ]
 
+_LINUX = sys.platform == "linux"
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_GET_NO_NEW_PRIVS = 39
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -206,7 +207,7 @@ def _threads() -> int:
 
 
 def _no_new_privs() -> bool:
-    return bool(_libc.prctl(_PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
+    return _LINUX and bool(_libc.prctl(_PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
 
 
 def _limit(kind: int, value: int | None) -> None:
@@ -264,7 +265,7 @@ def confine(spec: Confinement, support: Support | None = None) -> Report:
             _use_tmp(tmp)
         _limit(resource.RLIMIT_AS, spec.memory_bytes)
         _limit(resource.RLIMIT_NOFILE, spec.files)
-        if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        if _LINUX and _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             number = ctypes.get_errno()
             raise ConfinementError(f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(number)}")
         filtered = support.seccomp is None

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from dataclasses import dataclass
 
 __all__ = [
@@ -110,8 +111,10 @@ def _check(result: int, what: str) -> int:
 
 
 def abi() -> int:
-    """This kernel's Landlock ABI version; 0 when it has none (not built in, or not enabled
-    at boot: `lsm=` lacks `landlock`)."""
+    """This kernel's Landlock ABI version; 0 when it has none (not Linux, not built in, or
+    not enabled at boot: `lsm=` lacks `landlock`)."""
+    if sys.platform != "linux":
+        return 0
     version = _libc.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
     return max(int(version), 0)
 

@@ -26,6 +26,7 @@ import errno
 import platform
 import socket
 import struct
+import sys
 from dataclasses import dataclass
 
 __all__ = ["SeccompError", "Sockets", "install", "supported"]
@@ -81,6 +82,8 @@ class Sockets:
 
 def supported() -> str | None:
     """None when this kernel and machine can take the filter; otherwise why not."""
+    if sys.platform != "linux":
+        return f"seccomp is Linux's, and this is {sys.platform}"
     machine = platform.machine()
     if machine not in _ARCH:
         return f"the seccomp filter is written for x86-64 and arm64, not {machine}"

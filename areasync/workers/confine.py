@@ -256,7 +256,7 @@ def confine(spec: Confinement, support: Support | None = None) -> Report:
             )
     tmp = None if spec.tmp_under is None else worker_tmp(spec.tmp_under, os.getpid())
     if tmp is not None:
-        os.makedirs(tmp, mode=0o700, exist_ok=True)
+        _make_tmp(tmp)
     version = support.landlock_abi
     # Every rule is made before anything is applied: a rule the kernel refuses changes nothing.
     ruleset = _ruleset(spec, tmp, version) if version else None
@@ -333,6 +333,20 @@ def confine_session_worker(
         journals_dir, sandbox_roots, tmp_under, connect_ports=connect_ports, required=required
     )
     return confine(spec)
+
+
+def _make_tmp(tmp: str) -> None:
+    """Make the worker's temp dir in its `tmp_under`, which must exist: a worker whose pool
+    has already removed it (a start the pool's closing cancelled) must not make it again."""
+    try:
+        os.mkdir(tmp, 0o700)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        raise ConfinementError(
+            f"the temp dir's parent {os.path.dirname(tmp)!r} does not exist (its pool removed "
+            "it, or it was never made): create it before confining"
+        ) from None
 
 
 def worker_tmp(tmp_under: str, pid: int) -> str:

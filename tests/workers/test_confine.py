@@ -22,7 +22,7 @@ from areasync.service.config import ServiceConfig
 from areasync.service.journals import ADMIN_TOKEN_FILE, Journals
 from areasync.workers import confine
 from areasync.workers.confine import Confinement
-from areasync.workers.pool import CallFailed, WorkerPool
+from areasync.workers.pool import CallFailed, PoolError, WorkerPool
 from tests.workers import confined
 
 BOUND_S = 120.0  # a worker start (the fork server's first one imports its preload) and a call
@@ -217,6 +217,23 @@ async def test_signalling_a_process_outside_the_worker_is_refused(pool: WorkerPo
 @needs_landlock
 async def test_tracing_a_process_outside_the_worker_is_refused(pool: WorkerPool) -> None:
     assert (await refused(pool, "trace", os.getpid())).kind == "PermissionError"
+
+
+async def test_a_worker_whose_temp_root_is_gone_does_not_start_nor_make_it_again(
+    places: Path,
+) -> None:
+    """A start its pool's closing cancelled runs after the pool removed the temp root."""
+    gone = places / "removed"
+    pool = WorkerPool(
+        1, confined.serving, preload=PRELOAD, confinement=Confinement(tmp_under=str(gone))
+    )
+    pool.start()
+    try:
+        with pytest.raises(PoolError, match="before it was ready"):
+            await asyncio.wait_for(pool.ready(), BOUND_S)
+        assert not gone.exists()
+    finally:
+        await pool.close()
 
 
 async def test_an_unconfined_pool_reports_no_confinement(places: Path) -> None:

@@ -301,6 +301,10 @@ class WorkerPool:
             _kill(process.pid)
             ours.close()
             raise
+        if isinstance(first, Raised):  # its confinement could not be applied (`worker.py`)
+            writer.close()
+            await asyncio.to_thread(_join, process)
+            raise _StartFailed(f"it could not confine itself: {first.message}")
         if not isinstance(first, Ready):
             writer.close()
             raise _StartFailed(f"it {await asyncio.to_thread(_join, process)} before it was ready")

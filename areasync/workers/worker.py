@@ -14,7 +14,8 @@ imported there, and runs `main(sock, serve)`:
   A call that never waits holds the event loop: nothing in the worker can stop it, so the
   driver kills the worker after a grace (`pool.py`).
 * `confinement`, if the pool gives one, is applied first (`confine.py`): before the handlers
-  are set up and before any thread starts. `Ready` carries what was applied.
+  are set up and before any thread starts. `Ready` carries what was applied; a confinement
+  that cannot be applied is sent as `Raised` (call id 0) instead, and the worker exits.
 * Ctrl-C is ignored here: the terminal sends it to every process of its group, and the
   driver decides what stops (it cancels calls through the channel, then closes it).
 * The driver's end closing (the pool closing, or the driver dying) ends the worker: its calls
@@ -38,7 +39,7 @@ from contextlib import AbstractContextManager
 
 from areasync.workers import channel
 from areasync.workers.channel import Call, Cancel, Cancelled, Message, Raised, Ready, Returned
-from areasync.workers.confine import Confinement, Report, confine
+from areasync.workers.confine import Confinement, ConfinementError, Report, confine
 
 __all__ = ["EXIT_GRACE_S", "Handler", "Serve", "main"]
 
@@ -52,7 +53,12 @@ EXIT_GRACE_S = 5.0
 def main(sock: socket.socket, serve: Serve, confinement: Confinement | None = None) -> None:
     """A worker process's body (the pool's `Process` target)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    report = None if confinement is None else confine(confinement)
+    try:
+        report = None if confinement is None else confine(confinement)
+    except ConfinementError as error:  # said to the pool, which gives it as the start's failure
+        with contextlib.suppress(OSError):
+            sock.sendall(channel.encode(Raised(0, type(error).__name__, str(error))))
+        raise SystemExit(1) from None
     with serve() as handlers:
         asyncio.run(_Worker(sock, handlers, report).serve())
 

@@ -229,7 +229,7 @@ async def test_a_worker_whose_temp_root_is_gone_does_not_start_nor_make_it_again
     )
     pool.start()
     try:
-        with pytest.raises(PoolError, match="before it was ready"):
+        with pytest.raises(PoolError, match="could not confine itself: the temp dir's parent"):
             await asyncio.wait_for(pool.ready(), BOUND_S)
         assert not gone.exists()
     finally:

@@ -18,11 +18,15 @@ output either way (`gaia2/spread.py`). `--workers 0`, and ARE's `--executor_type
 (whose scenarios ARE loads and pre-runs in this process), keep every run in this process.
 
 `bench_command(name)` builds any of the three from `COMMANDS`: one callback, the differences
-are data (`BenchCommand`). Five options are areasync's own, on every command, because each is
+are data (`BenchCommand`). Six options are areasync's own, on every command, because each is
 a long sweep of the same per-run shape (ARE's `process_scenario`):
 
 * `--workers N` and `--run-budget`: where the runs run (above), and how long one may take in
   a worker before it is ended (`gaia2/local.py`).
+
+* `--require-confinement`: refuse to start unless the kernel can confine every worker process
+  (`gaia2/confinement.py`); without it they are confined as far as the kernel allows, and the
+  start-up line says how far.
 
 * `--resume` / records (`areasync.gaia2.sweep`): `run` and `gaia2-run` run agents for hours;
   `judge` calls the judge LLM for every trace of a dataset, which is hours too. Each finished
@@ -129,6 +133,16 @@ RUN_BUDGET = click.Option(
         "does not run again"
     ),
 )
+REQUIRE_CONFINEMENT = click.Option(
+    ["--require-confinement"],
+    is_flag=True,
+    default=False,
+    help=(
+        "areasync: refuse to start unless the kernel can confine each worker process "
+        "(Landlock ABI 4 or later, seccomp): files, network and privileges. Without it the "
+        "workers are confined as far as the kernel allows, said on stderr"
+    ),
+)
 OWN_OPTIONS = ("resume", "retry", "report")
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 HUB_UNREACHABLE = 1
@@ -140,7 +154,8 @@ DIFFERENCES = (
     "thread; idling costs no wall time); the runs go to --workers processes (one per core by "
     "default), up to --max_concurrent_scenarios of them at once, each worker running its "
     "runs on one event loop (--executor_type adds no threads or processes). areasync's "
-    "own options: --workers N, --run-budget, --resume, --retry N, --report/--no-report. "
+    "own options: --workers N, --run-budget, --require-confinement, --resume, --retry N, "
+    "--report/--no-report. "
     "Ctrl-C stops cleanly, writing what finished (twice: at once)."
 )
 
@@ -218,7 +233,7 @@ def bench_command(name: str) -> click.Command:
         try:
             # ARE's callback takes the click context itself (it is `pass_context`): ours, with
             # ARE's parameters, so ARE's parameter-source checks (judge's num_runs) hold.
-            with _no_upload_after(interruption), _runs_elsewhere(where) as spread:
+            with _no_upload_after(interruption), _runs_elsewhere(where, kwargs) as spread:
                 runner.run(
                     lambda: are_callback(command=spec.name, **kwargs),
                     # Runs elsewhere call their models there: the driver needs no LiteLLM.
@@ -286,6 +301,7 @@ def bench_command(name: str) -> click.Command:
             REPORT,
             WORKERS,
             RUN_BUDGET,
+            REQUIRE_CONFINEMENT,
             *([RAY] if spec.on_ray else []),
         ],
         callback=callback,
@@ -300,6 +316,7 @@ class Where:
     ray: str | None = None  # the cluster's address (--ray)
     workers: int = 0  # worker processes (--workers N); 0: this process
     budget_s: float | None = None  # each run's time in a worker (--run-budget); None: unbounded
+    require_confinement: bool = False  # --require-confinement
 
     @property
     def kind(self) -> str:
@@ -313,7 +330,13 @@ def _where(kwargs: dict[str, Any]) -> Where:
     address: str | None = kwargs.pop("ray", None)
     workers: int | None = kwargs.pop("workers", None)
     budget: float | None = kwargs.pop("run_budget", None)
+    required: bool = kwargs.pop("require_confinement", False)
     threads = kwargs.get("executor_type") == "thread"
+    if required and address:
+        raise click.UsageError(
+            "--require-confinement confines worker processes of this machine; a Ray host "
+            "(--ray) runs its runs unconfined: drop --ray, or --require-confinement"
+        )
     if address:
         if threads:
             raise click.UsageError(
@@ -341,6 +364,12 @@ def _where(kwargs: dict[str, Any]) -> Where:
             "--executor_type process does: drop --executor_type thread, or give --workers 0"
         )
     if not workers:
+        if required:
+            raise click.UsageError(
+                "--require-confinement confines worker processes; with --workers 0 (or "
+                "--executor_type thread) the runs share this process, unconfined: give "
+                "--workers N"
+            )
         if budget is not None:
             raise click.UsageError(
                 "--run-budget bounds runs in worker processes: with --workers 0 (or "
@@ -349,16 +378,27 @@ def _where(kwargs: dict[str, Any]) -> Where:
                 "give --workers N"
             )
         return Where()
+    if required:
+        from areasync.gaia2.confinement import refusal
+
+        refused = refusal()
+        if refused is not None:
+            raise click.UsageError(refused)
     if budget is None:
         budget = kwargs.get("scenario_timeout") or None  # ARE's 0: no timeout
-    return Where(workers=workers, budget_s=None if budget is None else float(budget))
+    return Where(
+        workers=workers,
+        budget_s=None if budget is None else float(budget),
+        require_confinement=required,
+    )
 
 
 @contextmanager
-def _runs_elsewhere(where: Where) -> Iterator[Any]:
+def _runs_elsewhere(where: Where, options: dict[str, Any]) -> Iterator[Any]:
     """With `--ray` or `--workers N`: the `Spread` over the cluster's hosts or this machine's
-    worker processes (`gaia2/spread.py`), and at the end what was re-run or ended said on
-    stderr; otherwise None (the runs stay in this process)."""
+    worker processes (`gaia2/spread.py`, the workers confined by ARE's `options`), and at the
+    end what was re-run or ended said on stderr; otherwise None (the runs stay in this
+    process)."""
     if not where.ray and not where.workers:
         yield None
         return
@@ -374,11 +414,13 @@ def _runs_elsewhere(where: Where) -> Iterator[Any]:
                 raise click.UsageError(f"--ray: {error}") from None
             over = f"{len(spread.places)} host(s) of the cluster"
         else:
+            from areasync.gaia2.confinement import bench_confinement, describe
             from areasync.gaia2.local import local_runs
 
-            spread = stack.enter_context(local_runs(where.workers, where.budget_s))
+            spec = bench_confinement(options, required=where.require_confinement)
+            spread = stack.enter_context(local_runs(where.workers, where.budget_s, spec))
             budget = "no" if where.budget_s is None else f"{where.budget_s:g} s"
-            over = f"{where.workers} worker process(es) (run budget: {budget})"
+            over = f"{where.workers} worker process(es) (run budget: {budget}; {describe(spec)})"
         click.echo(f"areasync: runs spread over {over}", err=True)
         try:
             yield spread

@@ -25,6 +25,9 @@ driver's own work.
   worker is killed (SIGKILL) and restarted, and the worker's other calls fail with
   `WorkerLost`. The call raises `BudgetSpent`, saying whether the worker was killed. A call
   its caller cancels is ended the same way.
+* **Confinement.** Given a `confinement` (`confine.Confinement`), each worker applies it to
+  itself as it starts, before its handlers (`worker.py`); `Worker.confined` is what it
+  applied (`confine.Report`).
 * **Closing** closes every channel (a worker ends when its driver's end closes), waits up to
   `STOP_S` for each process, and kills what is left.
 
@@ -53,6 +56,7 @@ from typing import Any
 
 from areasync.workers import channel
 from areasync.workers.channel import Call, Cancel, Cancelled, Message, Raised, Ready, Returned
+from areasync.workers.confine import Confinement, Report
 from areasync.workers.worker import Serve
 from areasync.workers.worker import main as worker_main
 
@@ -134,6 +138,7 @@ class Worker:
         self.gone: str | None = None  # why the slot was given up
         self.starts: list[float] = []  # seconds from asking for each process to it being ready
         self.restarts = 0
+        self.confined: Report | None = None  # what its latest process applied to itself
         self._live: _Live | None = None
         self._settled = asyncio.Event()  # set while a process is ready, or once given up
 
@@ -185,6 +190,7 @@ class WorkerPool:
         *,
         preload: Sequence[str] = (),
         grace_s: float = GRACE_S,
+        confinement: Confinement | None = None,
     ) -> None:
         if size < 1:
             raise ValueError(f"a worker pool needs at least one worker, got {size}")
@@ -193,6 +199,7 @@ class WorkerPool:
         self._serve = serve
         self._preload = list(preload)
         self._grace_s = grace_s
+        self._confinement = confinement
         self._context = multiprocessing.get_context("forkserver")
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -274,7 +281,7 @@ class WorkerPool:
         ours, theirs = socket.socketpair()
         process = self._context.Process(
             target=worker_main,
-            args=(theirs, self._serve),
+            args=(theirs, self._serve, self._confinement),
             name=f"areasync {worker.name}",
             daemon=True,
         )
@@ -294,9 +301,14 @@ class WorkerPool:
             _kill(process.pid)
             ours.close()
             raise
+        if isinstance(first, Raised):  # its confinement could not be applied (`worker.py`)
+            writer.close()
+            await asyncio.to_thread(_join, process)
+            raise _StartFailed(f"it could not confine itself: {first.message}")
         if not isinstance(first, Ready):
             writer.close()
             raise _StartFailed(f"it {await asyncio.to_thread(_join, process)} before it was ready")
+        worker.confined = first.confined
         return _Live(process, process.pid, writer), reader
 
     async def _watch(self, worker: Worker, live: _Live, reader: asyncio.StreamReader) -> None:

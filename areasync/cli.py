@@ -26,6 +26,7 @@ from areasync.cli_durable import add_cluster_options, add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.ports import is_port, port_range_problems
+from areasync.tempdirs import remove_ares_temp_dir_at_exit
 
 IMPORT_MODE_HELP = (
     "how a JSON scenario is imported: benchmark = as Gaia2's runner does (ARE's "
@@ -102,6 +103,7 @@ def directory(text: str) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    remove_ares_temp_dir_at_exit()
     if argv[:1] == ["gaia2-cli"]:
         # gaia2-cli's app commands: stdlib only, so that each starts at once.
         from areasync.agents.gaia2_tools import main as gaia2_tools

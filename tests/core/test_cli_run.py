@@ -1,20 +1,23 @@
 """`areasync run`: the event log as a table, the validation result, the exit status."""
 
 import io
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from areasync.cli import main, print_event_table
 from areasync.protocol.records import EventRecord
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "areasync.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
+        env=env,
     )
 
 
@@ -23,6 +26,18 @@ def test_run_prints_the_event_log_and_passes_with_the_oracle() -> None:
     assert done.returncode == 0, done.stderr
     assert "EmailClientApp.forward_email" in done.stdout
     assert "validation: PASSED" in done.stdout
+
+
+def test_a_command_leaves_no_temporary_directory_of_ares_behind(tmp_path: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    # ARE itself leaves the directory it makes on import (what the command cleans up) ...
+    subprocess.run([sys.executable, "-c", "import are.simulation.config"], env=env, check=True)
+    (made,) = tmp_path.glob("are_simulation_sandbox_*")
+    made.rmdir()
+    # ... and a command that imported ARE and ran a scenario leaves none.
+    done = run_cli("run", "scenario_tutorial", "--mode", "fast", "--oracle", env=env)
+    assert done.returncode == 0, done.stderr
+    assert list(tmp_path.glob("are_simulation_sandbox_*")) == []
 
 
 def test_run_exits_nonzero_when_validation_fails() -> None:

@@ -129,10 +129,22 @@ RUN_BUDGET = click.Option(
         "does not run again"
     ),
 )
+MAX_SCENARIO_BYTES = click.Option(
+    ["--max-scenario-bytes"],
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help=(
+        "areasync: the largest file of the dataset (-d / --dataset_path: every .json and "
+        ".jsonl under it) in bytes, checked before anything runs; one above it stops the "
+        "command with its name (default: 64 MiB)"
+    ),
+)
 OWN_OPTIONS = ("resume", "retry", "report")
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 HUB_UNREACHABLE = 1
 NO_PLACE_LEFT = 1
+TOO_LARGE = 2  # as a usage error: nothing ran
 
 # Said in every command's --help: what areasync changes, and adds.
 DIFFERENCES = (
@@ -140,7 +152,8 @@ DIFFERENCES = (
     "thread; idling costs no wall time); the runs go to --workers processes (one per core by "
     "default), up to --max_concurrent_scenarios of them at once, each worker running its "
     "runs on one event loop (--executor_type adds no threads or processes). areasync's "
-    "own options: --workers N, --run-budget, --resume, --retry N, --report/--no-report. "
+    "own options: --workers N, --run-budget, --resume, --retry N, --report/--no-report, "
+    "--max-scenario-bytes N. "
     "Ctrl-C stops cleanly, writing what finished (twice: at once)."
 )
 
@@ -203,6 +216,10 @@ def bench_command(name: str) -> click.Command:
         from areasync.gaia2 import pool, runner, sweep
 
         resume, retry, report = (kwargs.pop(option) for option in OWN_OPTIONS)
+        too_large = _too_large_file(kwargs, kwargs.pop("max_scenario_bytes"))
+        if too_large is not None:
+            click.echo(f"{spec.prog}: {too_large}", err=True)
+            return TOO_LARGE
         where = _where(kwargs)
         output_dir = kwargs.get("output_dir") or spec.default_output_dir
         try:
@@ -286,11 +303,29 @@ def bench_command(name: str) -> click.Command:
             REPORT,
             WORKERS,
             RUN_BUDGET,
+            MAX_SCENARIO_BYTES,
             *([RAY] if spec.on_ray else []),
         ],
         callback=callback,
         help=f"{spec.summary}\n\n{DIFFERENCES}",
     )
+
+
+def _too_large_file(kwargs: dict[str, Any], limit: int | None) -> str | None:
+    """Why the dataset (-d, --dataset_path) has a file above the operator's limit, if it has."""
+    from areasync.bridge.operator_files import (
+        DEFAULT_MAX_SCENARIO_BYTES,
+        TooLargeError,
+        check_dataset,
+    )
+
+    for root in (kwargs.get("dataset"), kwargs.get("dataset_path")):
+        if root and Path(root).exists():
+            try:
+                check_dataset(root, limit or DEFAULT_MAX_SCENARIO_BYTES)
+            except TooLargeError as error:
+                return str(error)
+    return None
 
 
 @dataclass(frozen=True)

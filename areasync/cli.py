@@ -3,6 +3,7 @@
 areasync run scenario_tutorial --mode fast --oracle
 areasync bench run|judge|gaia2-run [are-benchmark's options] [--resume] [--retry N]
 areasync bench report OUTPUT_DIR
+areasync bench aggregate SHARD_DIR... --output_dir OUT
 areasync schema
 areasync serve [--scenario ID_OR_PATH ...]
 areasync session create|stop|list --url ws://HOST:PORT --token ADMIN_TOKEN
@@ -96,6 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from areasync.gaia2.cli import main as bench
 
         return bench(argv[2:], command=argv[1])
+    if argv[:2] == ["bench", "aggregate"]:
+        from areasync.gaia2.shards import main as bench_aggregate
+
+        return bench_aggregate(argv[2:])
     if argv[:2] == ["bench", "report"]:
         from areasync.gaia2.report import main as bench_report
 
@@ -146,7 +151,8 @@ def _parser() -> argparse.ArgumentParser:
         "bench",
         help="bench run|judge|gaia2-run [are-benchmark's options]: are-benchmark's commands "
         "on the virtual clock (areasync bench run --help, ...); bench report OUTPUT_DIR: "
-        "gaia2-cli's per-run files and an HTML report for any run's output directory",
+        "gaia2-cli's per-run files and an HTML report for any run's output directory; bench "
+        "aggregate DIR... --output_dir OUT: merge the shards of a `bench run --shard I/K`",
     )
     add_agent_parser(sub)
     add_session_parser(sub)

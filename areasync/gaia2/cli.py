@@ -140,6 +140,17 @@ MAX_SCENARIO_BYTES = click.Option(
         "command with its name (default: 64 MiB)"
     ),
 )
+SHARD = click.Option(
+    ["--shard"],
+    metavar="I/K",
+    default=None,
+    help=(
+        "areasync: run shard I of K of the sweep (1 <= I <= K; needs --config): the "
+        "scenarios at positions I-1, I-1+K, ... in scenario-id order, every run of each. Run "
+        "the K shards as independent jobs, each with its own --output_dir, then merge them "
+        "with `areasync bench aggregate DIR... --output_dir OUT`"
+    ),
+)
 OWN_OPTIONS = ("resume", "retry", "report")
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 HUB_UNREACHABLE = 1
@@ -153,7 +164,7 @@ DIFFERENCES = (
     "default), up to --max_concurrent_scenarios of them at once, each worker running its "
     "runs on one event loop (--executor_type adds no threads or processes). areasync's "
     "own options: --workers N, --run-budget, --resume, --retry N, --report/--no-report, "
-    "--max-scenario-bytes N. "
+    "--max-scenario-bytes N; for run, --ray and --shard I/K. "
     "Ctrl-C stops cleanly, writing what finished (twice: at once)."
 )
 
@@ -170,6 +181,8 @@ class BenchCommand:
     per_config_dirs: bool = False
     # Takes `--ray ADDRESS` (runs spread over a Ray cluster's hosts).
     on_ray: bool = False
+    # Takes `--shard I/K` (one of K independent jobs, merged by `bench aggregate`).
+    shardable: bool = False
 
     @property
     def prog(self) -> str:
@@ -180,6 +193,7 @@ RUN = BenchCommand(
     "run",
     "Run a Gaia2 dataset as `are-benchmark run` does (same options).",
     on_ray=True,
+    shardable=True,
 )
 JUDGE = BenchCommand(
     "judge",
@@ -213,19 +227,24 @@ def bench_command(name: str) -> click.Command:
 
     @click.pass_context
     def callback(ctx: click.Context, **kwargs: Any) -> int:
-        from areasync.gaia2 import pool, runner, sweep
+        from areasync.gaia2 import pool, runner, shards, sweep
 
         resume, retry, report = (kwargs.pop(option) for option in OWN_OPTIONS)
         too_large = _too_large_file(kwargs, kwargs.pop("max_scenario_bytes"))
         if too_large is not None:
             click.echo(f"{spec.prog}: {too_large}", err=True)
             return TOO_LARGE
+        shard_text = kwargs.pop("shard", None)
         where = _where(kwargs)
         output_dir = kwargs.get("output_dir") or spec.default_output_dir
         try:
+            shard = _shard(shard_text, kwargs, output_dir)
             plan = sweep.Sweep(Path(output_dir) if output_dir else None, resume=resume, retry=retry)
             if output_dir:
-                sweep.check_options(output_dir, {"command": spec.name, **kwargs}, resume)
+                kept = {"command": spec.name, **kwargs}
+                if shard is not None:
+                    kept["shard"] = str(shard)
+                sweep.check_options(output_dir, kept, resume)
         except (ValueError, sweep.OptionsMismatch) as error:
             raise click.UsageError(str(error)) from None
         are_callback = are_main.callback
@@ -235,7 +254,11 @@ def bench_command(name: str) -> click.Command:
         try:
             # ARE's callback takes the click context itself (it is `pass_context`): ours, with
             # ARE's parameters, so ARE's parameter-source checks (judge's num_runs) hold.
-            with _no_upload_after(interruption), _runs_elsewhere(where) as spread:
+            with (
+                _no_upload_after(interruption),
+                shards.sharded(shard),
+                _runs_elsewhere(where) as spread,
+            ):
                 runner.run(
                     lambda: are_callback(command=spec.name, **kwargs),
                     # Runs elsewhere call their models there: the driver needs no LiteLLM.
@@ -305,10 +328,25 @@ def bench_command(name: str) -> click.Command:
             RUN_BUDGET,
             MAX_SCENARIO_BYTES,
             *([RAY] if spec.on_ray else []),
+            *([SHARD] if spec.shardable else []),
         ],
         callback=callback,
         help=f"{spec.summary}\n\n{DIFFERENCES}",
     )
+
+
+def _shard(text: str | None, kwargs: dict[str, Any], output_dir: str | None) -> Any:
+    """The `--shard I/K` given (None if not), or a ValueError saying what it needs."""
+    from areasync.gaia2.shards import Shard
+
+    if text is None:
+        return None
+    shard = Shard.parse(text)
+    if not kwargs.get("config"):
+        raise ValueError(f"--shard {text} needs --config C: one config per sharded sweep")
+    if not output_dir:
+        raise ValueError(f"--shard {text} needs --output_dir: `bench aggregate` reads it")
+    return shard
 
 
 def _too_large_file(kwargs: dict[str, Any], limit: int | None) -> str | None:

@@ -172,3 +172,29 @@ def test_gaia2_cli_layout_holds_the_documents_of_ares_layout(
 def test_an_unknown_layout_is_refused_with_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"'are', 'gaia2-cli'"):
         write_worlds(tmp_path, SMALL, layout="csv")  # type: ignore[arg-type]
+
+
+def test_a_faithful_agent_passes_every_shape_under_bench_run(
+    dataset: list[Path], tmp_path: Path
+) -> None:
+    # The stub agent plays each scenario's `agent` (the oracle's calls, after waiting for the
+    # environment events its turn has): ARE's judge accepts every run.
+    import os
+
+    from areasync.gaia2 import compare
+    from areasync.gaia2.cli import main as bench_main
+    from areasync.gaia2.stub_llm import Script, StubLLM
+
+    os.environ.setdefault("OPENAI_API_KEY", "stub")
+    root = dataset[0].parents[2]
+    scripts = {e.marker: list(e.agent) for e in scenarios(SMALL, seed=7)}
+    verdicts: dict[str, float] = {}
+    with StubLLM(Script(agent=scripts)) as stub:
+        for config in ("execution", "time"):
+            out = tmp_path / config
+            args = compare.bench_args(root, out, stub.endpoint, config=config)
+            assert bench_main([*args, "--workers", "0", "--no-report"]) == 0
+            for line in (out / "output.jsonl").read_text().splitlines():
+                row = json.loads(line)
+                verdicts[row["task_id"]] = row["score"]
+    assert verdicts == {p.stem: 1.0 for p in dataset}

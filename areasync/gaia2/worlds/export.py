@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from areasync.gaia2.dataset import SPLIT, through_ares_exporter
 from areasync.gaia2.worlds import shapes
@@ -38,11 +38,17 @@ LAYOUTS: tuple[Layout, ...] = ("are", "gaia2-cli")
 
 @dataclass(frozen=True)
 class Exported:
-    """One scenario as ARE's exporter wrote it, and the dataset config it belongs in."""
+    """One scenario as ARE's exporter wrote it, the dataset config it belongs in, and what a
+    faithful agent does on it (`shapes.agent_script`), keyed by its marker for the stub LLM."""
 
     scenario_id: str
     config: str
     text: str
+    agent: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def marker(self) -> str:
+        return f"<{self.scenario_id}>"
 
 
 def derived_seed(seed: int, *parts: object) -> int:
@@ -107,7 +113,8 @@ def scenarios(size: Preset, *, seed: int = 0, count: int = 4) -> Iterator[Export
         scenario_id = f"world_{size.name}_s{seed}_{k:04d}_{kind}"
         rng = random.Random(derived_seed(seed, "scenario", k))
         shape = shapes.SHAPES[kind](worlds[u], rng, f"<{scenario_id}>")
-        yield Exported(scenario_id, shape.config, scenario_json(worlds[u], shape, scenario_id))
+        text = scenario_json(worlds[u], shape, scenario_id)
+        yield Exported(scenario_id, shape.config, text, tuple(shapes.agent_script(shape)))
 
 
 def write_worlds(

@@ -18,12 +18,15 @@ from typing import Any
 
 from areasync.gaia2.dataset import Action, action_event, call, tell
 from areasync.gaia2.worlds.universe import START_TIME, Universe
+from areasync.protocol.records import WAIT_TOOL
 
 # Seconds between a turn's closing message and the next user message: short, since ARE's own
 # runs idle it for real.
 TURN_DELAY = 2.0
 # When the awaited email comes in the Time shape: within the 420 s ARE gives a Time scenario.
 TIME_EVENT = 120.0
+# How long the faithful agent's `wait_for_notification` may wait: past every event it awaits.
+WAIT_TIMEOUT = 300
 
 
 @dataclass(frozen=True)
@@ -39,11 +42,23 @@ class Step:
 
 @dataclass(frozen=True)
 class Shape:
-    """A scenario's events, its capability tag and the dataset config it belongs in."""
+    """A scenario's events, its capability tag and the dataset config it belongs in.
+
+    `waits`: environment events the agent must wait for before its calls (ARE's judge
+    expects every environment event of a turn to have come before the turn ends, as in the
+    oracle's run); `agent_script` is the stub agent's faithful play of the oracle."""
 
     steps: tuple[Step, ...]
     tags: tuple[str, ...]
     config: str
+    waits: int = 0
+
+
+def agent_script(shape: Shape) -> list[dict[str, Any]]:
+    """What a faithful agent does on `shape`: one `wait_for_notification` per environment
+    event it must see come, then the oracle's calls in order."""
+    calls: list[dict[str, Any]] = [dict(s.action) for s in shape.steps if s.kind == "AGENT"]
+    return [call(WAIT_TOOL, timeout=WAIT_TIMEOUT) for _ in range(shape.waits)] + calls
 
 
 def _stamp(seconds_after_start: float) -> str:
@@ -150,7 +165,7 @@ def timed(world: Universe, rng: random.Random, marker: str) -> Shape:
         ),
         Step("done0", "AGENT", tell(f"Done: I answered {person.name}."), "call0", 1.0),
     )
-    return Shape(steps, ("Time",), "time")
+    return Shape(steps, ("Time",), "time", waits=1)
 
 
 def under_noise(world: Universe, rng: random.Random, marker: str) -> Shape:
@@ -206,7 +221,9 @@ def under_noise(world: Universe, rng: random.Random, marker: str) -> Shape:
         ),
         Step("done0", "AGENT", tell("Done: saved and booked."), "call1", 1.0),
     ]
-    return Shape(tuple(steps), ("Execution",), "execution")
+    return Shape(
+        tuple(steps), ("Execution",), "execution", waits=sum(s.kind == "ENV" for s in steps)
+    )
 
 
 SHAPES: dict[str, Callable[[Universe, random.Random, str], Shape]] = {

@@ -42,23 +42,13 @@ import resource
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import log, rss_bytes
-
-
-def _best(run: Callable[[], Any], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
+from bench.common import best_of, log, rss_bytes
 
 
 def _presets(names: list[str]) -> dict[str, Any]:
@@ -151,12 +141,12 @@ def per_world(name: str, size: Any, root: Path, repeat: int, held: int) -> dict[
     log(f"{name}: {megabytes:.2f} MB; imports")
     figures: dict[str, Any] = {
         "json_bytes": len(text.encode()),
-        "are_import_s": round(_best(lambda: _are_import(text), repeat), 3),
+        "are_import_s": round(best_of(lambda: _are_import(text), repeat), 3),
         "areasync_import_s": round(
-            _best(lambda: scenarios.load(text, import_mode="plain"), repeat), 3
+            best_of(lambda: scenarios.load(text, import_mode="plain"), repeat), 3
         ),
         "benchmark_import_s": round(
-            _best(lambda: scenarios.load(text, import_mode="benchmark"), repeat), 3
+            best_of(lambda: scenarios.load(text, import_mode="benchmark"), repeat), 3
         ),
     }
     log(f"{name}: sessions, oracle, snapshot")

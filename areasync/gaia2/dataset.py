@@ -432,29 +432,44 @@ def scenario_json(spec: Spec) -> str:
         Contact(first_name="Ada", last_name="User", is_user=True, email=USER_EMAIL)
     )
     contacts.add_contact(Contact(first_name="Bob", last_name="Smith", email=BOB))
+    apps = [
+        {"name": app.name, "class_name": type(app).__name__, "app_state": app.get_state()}
+        for app in (AgentUserInterface(), contacts, EmailClientV2(), SystemApp())
+    ]
+    document = scenario_document(
+        spec.scenario_id, _duration(spec), list(spec.tags), apps, _events(spec)
+    )
+    return through_ares_exporter(document)
+
+
+def scenario_document(
+    scenario_id: str,
+    duration: float,
+    tags: list[str],
+    apps: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    start_time: float = START_TIME,
+) -> dict[str, Any]:
+    """A Gaia2 scenario document in ARE's JSON shape, before ARE's importer and exporter."""
     definition = {
-        "scenario_id": spec.scenario_id,
+        "scenario_id": scenario_id,
         "seed": 0,
-        "duration": _duration(spec),
+        "duration": duration,
         "time_increment_in_seconds": 1,
-        "start_time": START_TIME,
+        "start_time": start_time,
         "hints": [],
-        "tags": list(spec.tags),
+        "tags": tags,
     }
-    document = {
+    return {
         "version": "are_simulation_v1",
         "context": "",
         "metadata": {"definition": definition},
-        "apps": [
-            {"name": app.name, "class_name": type(app).__name__, "app_state": app.get_state()}
-            for app in (AgentUserInterface(), contacts, EmailClientV2(), SystemApp())
-        ],
-        "events": _events(spec),
+        "apps": apps,
+        "events": events,
         "completed_events": [],
         "world_logs": [],
         "augmentation": None,
     }
-    return through_ares_exporter(document)
 
 
 def through_ares_exporter(document: Mapping[str, Any], *, as_given: Iterable[str] = ()) -> str:

@@ -226,24 +226,6 @@ def _copy_traces(shard_dir: Path, output_dir: Path) -> None:
             shutil.copy2(trace, output_dir / trace.name)
 
 
-def _result(record: RunRecord) -> Any:
-    """ARE's `ScenarioValidationResult` of a record, its exception of the type recorded (so
-    that ARE's `output.jsonl` names it as the shard's did)."""
-    from are.simulation.scenarios.validation_result import ScenarioValidationResult
-
-    exception = None
-    if record.exception_type is not None:
-        kind = type(record.exception_type, (Exception,), {})
-        exception = kind(record.exception_message or "")
-    return ScenarioValidationResult(
-        success=record.success,
-        exception=exception,
-        export_path=record.export_path,
-        rationale=record.rationale,
-        duration=record.duration,
-    )
-
-
 def _job_duration(shards: Sequence[ShardDir], records: Sequence[RunRecord]) -> float:
     """The longest shard's job duration (they ran side by side), as its stats say."""
     durations = []
@@ -274,7 +256,7 @@ def _write_ares_outputs(
     )
     result = MultiScenarioValidationResult(run_config=runner)
     for record in records:
-        result.add_result(_result(record), record.scenario_id, record.run_number)
+        result.add_result(record.to_result(exact=True), record.scenario_id, record.run_number)
     result.duration = _job_duration(shards, records)
     _export_benchmark_result_jsonl(result, str(output_dir))
     noise = bool(options.get("noise"))

@@ -28,15 +28,20 @@ from tests.service.support import json_files
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--mode", "manual"]
 
 
-async def test_serve_prints_urls_and_tokens_then_shuts_down_cleanly_on_sigint(
-    tmp_path: Path,
-) -> None:
-    command = [*SERVE, "--token", "cli-admin", "--trace-dir", str(tmp_path)]
+async def banner_then_sigint(command: list[str]) -> tuple[str, int]:
+    """`areasync serve`'s banner, and its exit status after a SIGINT once it printed it."""
     async with await anyio.open_process(command) as process:
         banner = await read_banner(process)
         process.send_signal(signal.SIGINT)
         with anyio.fail_after(30):
-            code = await process.wait()
+            return banner, await process.wait()
+
+
+async def test_serve_prints_urls_and_tokens_then_shuts_down_cleanly_on_sigint(
+    tmp_path: Path,
+) -> None:
+    command = [*SERVE, "--token", "cli-admin", "--trace-dir", str(tmp_path)]
+    banner, code = await banner_then_sigint(command)
     assert code == 0
     assert re.search(r"http://127\.0\.0\.1:\d+/#token=cli-admin", banner)
     assert re.search(r"ws://127\.0\.0\.1:\d+/sessions/scenario_tutorial", banner)
@@ -58,11 +63,7 @@ async def test_serve_loads_a_scenario_file_above_the_sandbox_file_limit_within_m
     # per-file sandbox limit (max_file_bytes, 10 MiB).
     path = oversized_scenario_file(tmp_path, DEFAULT_MAX_FILE_BYTES + 512 * 1024)
     command = [*SERVE, "--scenario", str(path), "--max-scenario-bytes", str(16 * 1024 * 1024)]
-    async with await anyio.open_process(command) as process:
-        banner = await read_banner(process)
-        process.send_signal(signal.SIGINT)
-        with anyio.fail_after(30):
-            code = await process.wait()
+    banner, code = await banner_then_sigint(command)
     assert code == 0
     assert re.search(r"ws://127\.0\.0\.1:\d+/sessions/oversized", banner)
 

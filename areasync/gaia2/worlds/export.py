@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from areasync.gaia2.dataset import SPLIT, through_ares_exporter
+from areasync.gaia2.dataset import SPLIT, scenario_document, through_ares_exporter
 from areasync.gaia2.worlds import shapes
 from areasync.gaia2.worlds.presets import Preset
 from areasync.gaia2.worlds.universe import START_TIME, Universe, generate
@@ -59,25 +59,14 @@ def derived_seed(seed: int, *parts: object) -> int:
 
 def scenario_json(world: Universe, shape: shapes.Shape, scenario_id: str) -> str:
     """One scenario of `world` with `shape`'s events, as ARE's exporter writes it."""
-    definition = {
-        "scenario_id": scenario_id,
-        "seed": 0,
-        "duration": shapes.duration(shape),
-        "time_increment_in_seconds": 1,
-        "start_time": START_TIME,
-        "hints": [],
-        "tags": list(shape.tags),
-    }
-    document = {
-        "version": "are_simulation_v1",
-        "context": "",
-        "metadata": {"definition": definition},
-        "apps": world.apps,
-        "events": shapes.events(shape),
-        "completed_events": [],
-        "world_logs": [],
-        "augmentation": None,
-    }
+    document = scenario_document(
+        scenario_id,
+        shapes.duration(shape),
+        list(shape.tags),
+        world.apps,
+        shapes.events(shape),
+        START_TIME,
+    )
     return _pinned(through_ares_exporter(document, as_given=("Files",)), scenario_id)
 
 

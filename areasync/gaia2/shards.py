@@ -181,6 +181,12 @@ def aggregate(directories: Sequence[Path], output_dir: Path) -> Path:
     if not shards:
         raise ShardError("give the output directories of the shards to merge")
     check_shards(shards)
+    for s in shards:
+        if s.path.resolve() == output_dir.resolve():
+            raise ShardError(
+                f"--output_dir {output_dir} is shard {s.shard}'s own directory: merge into a "
+                "new one"
+            )
     records: dict[tuple[str, int], RunRecord] = {}
     for s in shards:
         for record in RunRecords(s.path).all():

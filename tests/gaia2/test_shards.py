@@ -127,6 +127,16 @@ def test_aggregate_refuses_a_missing_shard_in_one_line(
     assert not (tmp_path / "out").exists()
 
 
+def test_aggregate_refuses_to_write_into_a_shards_own_directory(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    shards = [str(runs["shard1"]), str(runs["shard2"])]
+    before = (runs["shard1"] / "output.jsonl").read_bytes()
+    assert aggregate_main(["-o", str(runs["shard1"]), *shards]) == 2
+    assert "is shard 1/2's own directory: merge into a new one" in capsys.readouterr().err
+    assert (runs["shard1"] / "output.jsonl").read_bytes() == before
+
+
 def test_aggregate_refuses_an_unsharded_output_directory(
     runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -160,13 +160,24 @@ def test_gaia2_cli_layout_holds_the_documents_of_ares_layout(
 ) -> None:
     files = write_worlds(tmp_path, SMALL, seed=7, layout="gaia2-cli")
     assert sorted(p.relative_to(tmp_path).as_posix() for p in files) == [
-        "execution/validation.jsonl",
-        "time/validation.jsonl",
+        "README.md",
+        "execution/test.jsonl",
+        "time/test.jsonl",
     ]
-    rows = [json.loads(line) for p in files for line in p.read_text().splitlines()]
+    rows = [json.loads(line) for p in files if p.suffix == ".jsonl" for line in p.open()]
     assert {r["scenario_id"]: r["scenario"] for r in rows} == {
-        p.stem: json.loads(p.read_text()) for p in dataset
+        p.stem: p.read_text() for p in dataset
     }
+
+
+def test_gaia2_cli_layout_is_read_by_datasets_as_a_hub_dataset(tmp_path: Path) -> None:
+    import datasets  # type: ignore[import-untyped]
+
+    write_worlds(tmp_path, SMALL, seed=7, layout="gaia2-cli")
+    loaded = datasets.load_dataset(str(tmp_path), "time", split="test")
+    [row] = list(loaded)
+    assert row["scenario_id"] == "world_small_s7_0002_time"
+    assert json.loads(row["scenario"])["metadata"]["definition"]["tags"] == ["Time"]
 
 
 def test_an_unknown_layout_is_refused_with_the_known_ones(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ thousands of items per app (a few MB of JSON per scenario), where the toy scenar
 `areasync.gaia2.dataset` hold a handful. This package writes such worlds, deterministically,
 with ARE's own apps and exporter: `presets` (how big), `universe` (one world's apps),
 `shapes` (the scenarios' events over it), `export` (ARE's and gaia2-cli's layouts).
-`python -m areasync.gaia2.worlds ROOT --preset gaia2` writes a dataset.
+`python -m areasync.gaia2.worlds ROOT --preset gaia2 [--layout gaia2-cli]` writes a dataset.
 """
 
 from areasync.gaia2.worlds.export import LAYOUTS, Exported, Layout, scenarios, write_worlds

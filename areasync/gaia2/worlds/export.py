@@ -11,8 +11,11 @@ Layouts:
 
 * `are`: `ROOT/<config>/<split>/<scenario_id>.json`, what `are-benchmark run -d ROOT
   --config C --split S` (ARE's `find_scenario_paths`) and `areasync bench run` read;
-* `gaia2-cli`: `ROOT/<config>/<split>.jsonl`, one row `{"scenario_id": ..., "scenario": ...}`
-  per line, `scenario` being the document ARE's exporter wrote.
+* `gaia2-cli`: the Hub layout of gaia2-cli's dataset, `ROOT/<config>/<split>.jsonl` (its split
+  is `test`), one row `{"scenario_id": ..., "scenario": ...}` per line, `scenario` being the
+  text ARE's exporter wrote, and `ROOT/README.md`, the dataset card declaring each config's
+  files as the Hub does, so that `datasets.load_dataset(ROOT, config)` (and `--hf-dataset
+  ROOT --hf-config C --hf-split test`) reads it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from areasync.gaia2.worlds.universe import START_TIME, Universe, generate
 
 Layout = Literal["are", "gaia2-cli"]
 LAYOUTS: tuple[Layout, ...] = ("are", "gaia2-cli")
+GAIA2_CLI_SPLIT = "test"  # gaia2-cli's one split per config
 
 
 @dataclass(frozen=True)
@@ -113,27 +117,45 @@ def write_worlds(
     seed: int = 0,
     count: int = 4,
     layout: Layout = "are",
-    split: str = SPLIT,
+    split: str | None = None,
 ) -> list[Path]:
-    """Write the dataset under `root` in `layout`; returns the files written, in order."""
+    """Write the dataset under `root` in `layout` (`split`: ARE's `validation`, gaia2-cli's
+    `test` by default); returns the files written, in order."""
     if layout not in LAYOUTS:
         raise ValueError(f"no dataset layout {layout!r}: choose one of {list(LAYOUTS)}")
     root = Path(root)
     written: list[Path] = []
-    rows: dict[Path, list[str]] = {}
+    rows: dict[str, list[str]] = {}
     for exported in scenarios(size, seed=seed, count=count):
         if layout == "are":
-            folder = root / exported.config / split
+            folder = root / exported.config / (split or SPLIT)
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{exported.scenario_id}.json"
             path.write_text(exported.text, encoding="utf-8")
             written.append(path)
         else:
-            row = {"scenario_id": exported.scenario_id, "scenario": json.loads(exported.text)}
-            path = root / exported.config / f"{split}.jsonl"
-            rows.setdefault(path, []).append(json.dumps(row, ensure_ascii=False) + "\n")
-    for path, lines in rows.items():
+            row = {"scenario_id": exported.scenario_id, "scenario": exported.text}
+            rows.setdefault(exported.config, []).append(json.dumps(row) + "\n")
+    if rows:
+        written += _write_hub_layout(root, rows, split or GAIA2_CLI_SPLIT)
+    return written
+
+
+def _write_hub_layout(root: Path, rows: dict[str, list[str]], split: str) -> list[Path]:
+    """Each config's rows as `<config>/<split>.jsonl`, and the card declaring them."""
+    written: list[Path] = []
+    card = ["---", "configs:"]
+    for config, lines in sorted(rows.items()):
+        path = root / config / f"{split}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(lines), encoding="utf-8")
         written.append(path)
-    return written
+        card += [
+            f"- config_name: {config}",
+            "  data_files:",
+            f"  - split: {split}",
+            f"    path: {config}/{split}.jsonl",
+        ]
+    readme = root / "README.md"
+    readme.write_text("\n".join([*card, "---", ""]), encoding="utf-8")
+    return [*written, readme]

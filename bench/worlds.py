@@ -18,7 +18,12 @@ from gaia2 to gaia2x4). For each, in this process, the best of `--repeat`:
 * `oracle_run_s`: the loaded session's oracle run to its end; `are_oracle_run_s`: ARE's own
   `Environment` (oracle mode, queue-based loop) on the scenario ARE's loader gave;
 * `snapshot_s`, `snapshot_bytes`, `thaw_s`: a fork's copy of the live session
-  (`simulation.snapshots.take`) and one thaw of it.
+  (`simulation.snapshots.take`) and one thaw of it;
+* `restore_s`, `fork_s`, `fresh_create_s`: a durable server (`--state-dir`, manual mode) runs
+  the scenario's session, `--inputs` tool calls (`Emails__list_emails`) are made and made
+  durable, the state dir is copied as a kill -9 leaves it, and a second server is started on
+  the copy: its start-up until it serves (restoring the session from its journal), then a
+  fork of the restored session at its end, and a fresh `create_session` of the same file.
 
 `sweep`: `areasync bench run` against `are-benchmark run --executor_type process` (both as
 subprocesses, each paying its start-up) on `--sweep-count` scenarios of `--sweep-preset` (the
@@ -126,7 +131,60 @@ async def _session_figures(path: Path, held: int) -> dict[str, Any]:
     }
 
 
-def per_world(name: str, size: Any, root: Path, repeat: int, held: int) -> dict[str, Any]:
+async def _durable_figures(path: Path, root: Path, inputs: int) -> dict[str, Any]:
+    import shutil
+
+    import anyio
+
+    from areasync.protocol.frames import Mode
+    from areasync.service.config import ServiceConfig
+    from areasync.service.server import Service
+
+    def config(state_dir: Path) -> ServiceConfig:
+        return ServiceConfig(
+            port=0,
+            admin_token="bench",
+            mode=Mode.MANUAL,
+            trace_dir=None,
+            state_dir=state_dir,
+            max_scenario_bytes=64 * 1024 * 1024,
+        )
+
+    live = Service(config(root / "live"), [str(path)])
+    await live.__aenter__()
+    [session] = live.registry.sessions.values()
+    for _ in range(inputs):
+        await session.sim.call_tool("Emails__list_emails", {"folder_name": "INBOX"})
+    session.sim.flush_records()
+    journal = session.journal
+    assert journal is not None
+    while journal.durable < journal.appended:  # noqa: ASYNC110 - no event per record
+        await anyio.sleep(0.005)
+    await anyio.to_thread.run_sync(shutil.copytree, root / "live", root / "killed")
+    await live.__aexit__(None, None, None)
+    restored = Service(config(root / "killed"), ())
+    started = time.perf_counter()
+    await restored.__aenter__()
+    restore_s = time.perf_counter() - started
+    registry = restored.registry
+    [session_id] = list(registry.sessions)
+    started = time.perf_counter()
+    await registry.fork(session_id)
+    fork_s = time.perf_counter() - started
+    started = time.perf_counter()
+    await registry.create_async(str(path))
+    fresh_s = time.perf_counter() - started
+    await restored.__aexit__(None, None, None)
+    return {
+        "restore_s": round(restore_s, 3),
+        "fork_s": round(fork_s, 3),
+        "fresh_create_s": round(fresh_s, 3),
+    }
+
+
+def per_world(
+    name: str, size: Any, root: Path, repeat: int, held: int, inputs: int
+) -> dict[str, Any]:
     from areasync.bridge import scenarios
     from areasync.gaia2.worlds import scenarios as world_scenarios
 
@@ -151,6 +209,8 @@ def per_world(name: str, size: Any, root: Path, repeat: int, held: int) -> dict[
     }
     log(f"{name}: sessions, oracle, snapshot")
     figures.update(asyncio.run(_session_figures(path, held)))
+    log(f"{name}: restore and fork")
+    figures.update(asyncio.run(_durable_figures(path, folder, inputs)))
     figures["are_oracle_run_s"] = round(min(_are_oracle_run(path) for _ in range(repeat)), 3)
     figures["areasync_import_s_per_mb"] = round(figures["areasync_import_s"] / megabytes, 3)
     figures["are_import_s_per_mb"] = round(figures["are_import_s"] / megabytes, 3)
@@ -208,6 +268,7 @@ def main() -> None:
     parser.add_argument("--presets", default="small,medium,gaia2,gaia2x4")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--held", type=int, default=3, help="live sessions held for memory")
+    parser.add_argument("--inputs", type=int, default=20, help="tool calls before the restart")
     parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--sweep-preset", default="gaia2")
     parser.add_argument("--sweep-count", type=int, default=4)
@@ -221,7 +282,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="areasync-worlds-") as tmp:
         root = Path(tmp)
         document["worlds"] = {
-            name: per_world(name, size, root, options.repeat, options.held)
+            name: per_world(name, size, root, options.repeat, options.held, options.inputs)
             for name, size in _presets(options.presets.split(",")).items()
         }
         if not options.no_sweep:

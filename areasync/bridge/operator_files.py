@@ -45,13 +45,14 @@ def check_file(path: str | os.PathLike[str], limit: int, what: str | None = None
 
 
 def dataset_files(root: str | os.PathLike[str]) -> Iterator[Path]:
-    """The files of a dataset that ARE may read: `root` itself if it is a file, else every
-    `.json` and `.jsonl` under it, in name order."""
+    """The files of a dataset that ARE may read as scenarios: `root` itself if it is a file
+    (a JSONL of trace references), else every `.json` under it (`DIR/<config>/<split>/`), in
+    name order."""
     path = Path(root)
     if not path.is_dir():
         yield path
         return
-    yield from sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
+    yield from sorted(p for p in path.rglob("*.json") if p.is_file())
 
 
 def check_dataset(root: str | os.PathLike[str], limit: int) -> None:

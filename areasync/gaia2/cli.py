@@ -135,8 +135,8 @@ MAX_SCENARIO_BYTES = click.Option(
     default=None,
     metavar="N",
     help=(
-        "areasync: the largest file of the dataset (-d / --dataset_path: every .json and "
-        ".jsonl under it) in bytes, checked before anything runs; one above it stops the "
+        "areasync: the largest scenario file of the dataset (-d / --dataset_path: every "
+        ".json under it) in bytes, checked before anything runs; one above it stops the "
         "command with its name (default: 64 MiB)"
     ),
 )

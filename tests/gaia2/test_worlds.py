@@ -11,6 +11,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +59,14 @@ def ares_loaded(path: Path) -> Any:
     return scenario
 
 
-def test_the_same_seed_writes_the_same_bytes(dataset: list[Path], tmp_path: Path) -> None:
-    again = write_worlds(tmp_path, SMALL, seed=7)
+def test_the_same_seed_writes_the_same_bytes_in_another_process(
+    dataset: list[Path], tmp_path: Path
+) -> None:
+    # Another process, another string hash seed: nothing may depend on a set's order.
+    command = [sys.executable, "-m", "areasync.gaia2.worlds", str(tmp_path), "--seed", "7"]
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    again = [Path(line) for line in done.stdout.splitlines()]
     assert [p.relative_to(tmp_path) for p in again] == [
         p.relative_to(dataset[0].parents[2]) for p in dataset
     ]
@@ -190,8 +199,6 @@ def test_a_faithful_agent_passes_every_shape_under_bench_run(
 ) -> None:
     # The stub agent plays each scenario's `agent` (the oracle's calls, after waiting for the
     # environment events its turn has): ARE's judge accepts every run.
-    import os
-
     from areasync.gaia2 import compare
     from areasync.gaia2.cli import main as bench_main
     from areasync.gaia2.stub_llm import Script, StubLLM

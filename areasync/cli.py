@@ -3,6 +3,7 @@
 areasync run scenario_tutorial --mode fast --oracle
 areasync bench run|judge|gaia2-run [are-benchmark's options] [--resume] [--retry N]
 areasync bench report OUTPUT_DIR
+areasync bench aggregate SHARD_DIR... --output_dir OUT
 areasync schema
 areasync serve [--scenario ID_OR_PATH ...]
 areasync session create|stop|list --url ws://HOST:PORT --token ADMIN_TOKEN
@@ -22,6 +23,7 @@ import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
 from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
+from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
 from areasync.cli_durable import add_cluster_options, add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.protocol.frames import ImportMode, Mode
@@ -65,6 +67,17 @@ def memory_limit(text: str) -> int | str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return "none" if value is None else value
+
+
+def positive_bytes(text: str) -> int:
+    """argparse type of --max-scenario-bytes: a whole number of bytes, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes (a whole number >= 1)")
+    return value
 
 
 def port_number(text: str) -> int:
@@ -115,6 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from areasync.gaia2.cli import main as bench
 
         return bench(argv[2:], command=argv[1])
+    if argv[:2] == ["bench", "aggregate"]:
+        from areasync.gaia2.shards import main as bench_aggregate
+
+        return bench_aggregate(argv[2:])
     if argv[:2] == ["bench", "report"]:
         from areasync.gaia2.report import main as bench_report
 
@@ -150,6 +167,13 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help=IMPORT_MODE_HELP,
     )
+    run.add_argument(
+        "--max-scenario-bytes",
+        type=positive_bytes,
+        default=DEFAULT_MAX_SCENARIO_BYTES,
+        metavar="N",
+        help="largest scenario file read, in bytes (default: %(default)s)",
+    )
     run.add_argument("--json", action="store_true", help="print the event log as JSON lines")
     run.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
 
@@ -158,7 +182,8 @@ def _parser() -> argparse.ArgumentParser:
         "bench",
         help="bench run|judge|gaia2-run [are-benchmark's options]: are-benchmark's commands "
         "on the virtual clock (areasync bench run --help, ...); bench report OUTPUT_DIR: "
-        "gaia2-cli's per-run files and an HTML report for any run's output directory",
+        "gaia2-cli's per-run files and an HTML report for any run's output directory; bench "
+        "aggregate DIR... --output_dir OUT: merge the shards of a `bench run --shard I/K`",
     )
     add_agent_parser(sub)
     add_session_parser(sub)
@@ -371,7 +396,11 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
         "the most of a session's wall time its snapshots may take (0: none as it runs)",
     ),
     ("max_frame_bytes", int, "largest client frame, in bytes"),
-    ("max_scenario_bytes", int, "largest inline create_session scenario, in bytes of JSON"),
+    (
+        "max_scenario_bytes",
+        int,
+        "largest scenario, in bytes of JSON: a --scenario file, or a create_session's inline one",
+    ),
     ("max_file_bytes", int, "largest file a session's tools may read (attachment, document)"),
     ("max_call_bytes", int, "largest call_tool or send_user_message frame, in bytes"),
     (
@@ -603,6 +632,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             oracle=args.oracle,
             speed=args.speed,
             import_mode=args.import_mode,
+            max_scenario_bytes=args.max_scenario_bytes,
         )
     except ScenarioError as exc:
         print(f"areasync: {exc}", file=sys.stderr)

@@ -6,6 +6,8 @@ import asyncio
 import json
 import statistics
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,16 @@ from typing import Any
 def log(message: str) -> None:
     """A progress line on stderr (stdout is the benchmark's JSON)."""
     print(message, file=sys.stderr, flush=True)
+
+
+def best_of(run: Callable[..., object], repeat: int) -> float:
+    """The fastest of `repeat` calls of `run`, in wall seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return best
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -143,10 +143,33 @@ REQUIRE_CONFINEMENT = click.Option(
         "workers are confined as far as the kernel allows, said on stderr"
     ),
 )
+MAX_SCENARIO_BYTES = click.Option(
+    ["--max-scenario-bytes"],
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help=(
+        "areasync: the largest scenario file of the dataset (-d / --dataset_path: every "
+        ".json under it) in bytes, checked before anything runs; one above it stops the "
+        "command with its name (default: 64 MiB)"
+    ),
+)
+SHARD = click.Option(
+    ["--shard"],
+    metavar="I/K",
+    default=None,
+    help=(
+        "areasync: run shard I of K of the sweep (1 <= I <= K; needs --config): the "
+        "scenarios at positions I-1, I-1+K, ... in scenario-id order, every run of each. Run "
+        "the K shards as independent jobs, each with its own --output_dir, then merge them "
+        "with `areasync bench aggregate DIR... --output_dir OUT`"
+    ),
+)
 OWN_OPTIONS = ("resume", "retry", "report")
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 HUB_UNREACHABLE = 1
 NO_PLACE_LEFT = 1
+TOO_LARGE = 2  # as a usage error: nothing ran
 
 # Said in every command's --help: what areasync changes, and adds.
 DIFFERENCES = (
@@ -155,7 +178,7 @@ DIFFERENCES = (
     "default), up to --max_concurrent_scenarios of them at once, each worker running its "
     "runs on one event loop (--executor_type adds no threads or processes). areasync's "
     "own options: --workers N, --run-budget, --require-confinement, --resume, --retry N, "
-    "--report/--no-report. "
+    "--report/--no-report, --max-scenario-bytes N; for run, --ray and --shard I/K. "
     "Ctrl-C stops cleanly, writing what finished (twice: at once)."
 )
 
@@ -172,6 +195,8 @@ class BenchCommand:
     per_config_dirs: bool = False
     # Takes `--ray ADDRESS` (runs spread over a Ray cluster's hosts).
     on_ray: bool = False
+    # Takes `--shard I/K` (one of K independent jobs, merged by `bench aggregate`).
+    shardable: bool = False
 
     @property
     def prog(self) -> str:
@@ -182,6 +207,7 @@ RUN = BenchCommand(
     "run",
     "Run a Gaia2 dataset as `are-benchmark run` does (same options).",
     on_ray=True,
+    shardable=True,
 )
 JUDGE = BenchCommand(
     "judge",
@@ -215,15 +241,24 @@ def bench_command(name: str) -> click.Command:
 
     @click.pass_context
     def callback(ctx: click.Context, **kwargs: Any) -> int:
-        from areasync.gaia2 import pool, runner, sweep
+        from areasync.gaia2 import pool, runner, shards, sweep
 
         resume, retry, report = (kwargs.pop(option) for option in OWN_OPTIONS)
+        too_large = _too_large_file(kwargs, kwargs.pop("max_scenario_bytes"))
+        if too_large is not None:
+            click.echo(f"{spec.prog}: {too_large}", err=True)
+            return TOO_LARGE
+        shard_text = kwargs.pop("shard", None)
         where = _where(kwargs)
         output_dir = kwargs.get("output_dir") or spec.default_output_dir
         try:
+            shard = _shard(shard_text, kwargs, output_dir)
             plan = sweep.Sweep(Path(output_dir) if output_dir else None, resume=resume, retry=retry)
             if output_dir:
-                sweep.check_options(output_dir, {"command": spec.name, **kwargs}, resume)
+                kept = {"command": spec.name, **kwargs}
+                if shard is not None:
+                    kept["shard"] = str(shard)
+                sweep.check_options(output_dir, kept, resume)
         except (ValueError, sweep.OptionsMismatch) as error:
             raise click.UsageError(str(error)) from None
         are_callback = are_main.callback
@@ -233,7 +268,11 @@ def bench_command(name: str) -> click.Command:
         try:
             # ARE's callback takes the click context itself (it is `pass_context`): ours, with
             # ARE's parameters, so ARE's parameter-source checks (judge's num_runs) hold.
-            with _no_upload_after(interruption), _runs_elsewhere(where, kwargs) as spread:
+            with (
+                _no_upload_after(interruption),
+                shards.sharded(shard),
+                _runs_elsewhere(where, kwargs) as spread,
+            ):
                 runner.run(
                     lambda: are_callback(command=spec.name, **kwargs),
                     # Runs elsewhere call their models there: the driver needs no LiteLLM.
@@ -302,11 +341,44 @@ def bench_command(name: str) -> click.Command:
             WORKERS,
             RUN_BUDGET,
             REQUIRE_CONFINEMENT,
+            MAX_SCENARIO_BYTES,
             *([RAY] if spec.on_ray else []),
+            *([SHARD] if spec.shardable else []),
         ],
         callback=callback,
         help=f"{spec.summary}\n\n{DIFFERENCES}",
     )
+
+
+def _shard(text: str | None, kwargs: dict[str, Any], output_dir: str | None) -> Any:
+    """The `--shard I/K` given (None if not), or a ValueError saying what it needs."""
+    from areasync.gaia2.shards import Shard
+
+    if text is None:
+        return None
+    shard = Shard.parse(text)
+    if not kwargs.get("config"):
+        raise ValueError(f"--shard {text} needs --config C: one config per sharded sweep")
+    if not output_dir:
+        raise ValueError(f"--shard {text} needs --output_dir: `bench aggregate` reads it")
+    return shard
+
+
+def _too_large_file(kwargs: dict[str, Any], limit: int | None) -> str | None:
+    """Why the dataset (-d, --dataset_path) has a file above the operator's limit, if it has."""
+    from areasync.bridge.operator_files import (
+        DEFAULT_MAX_SCENARIO_BYTES,
+        TooLargeError,
+        check_dataset,
+    )
+
+    for root in (kwargs.get("dataset"), kwargs.get("dataset_path")):
+        if root and Path(root).exists():
+            try:
+                check_dataset(root, limit or DEFAULT_MAX_SCENARIO_BYTES)
+            except TooLargeError as error:
+                return str(error)
+    return None
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,9 @@ class ServiceConfig:
     # reads at most twice this much before refusing outright (1009, message too big).
     max_frame_bytes: int = 16 * 1024 * 1024
     # An inline scenario (`create_session.scenario_json`) above this many bytes of JSON text
-    # gets `too_large` before it is parsed; the connection stays open.
+    # gets `too_large` before it is parsed; the connection stays open. The operator's own
+    # scenario files (`--scenario FILE`) are held to it too, never to `max_file_bytes`
+    # (`areasync.bridge.operator_files`).
     max_scenario_bytes: int = 8 * 1024 * 1024
     # What one session may take over its life (budget.py; RELIABILITY.md says why these
     # defaults). One `call_tool` or `send_user_message` frame above `max_call_bytes` gets

@@ -267,6 +267,7 @@ class SessionRegistry:
                 max_file_bytes=self.config.max_file_bytes,
                 judge=self.config.judge,
                 seed=seed,
+                max_scenario_bytes=self.config.max_scenario_bytes,
             )
             return scenario, sandbox, source_text(source, self.config.max_scenario_bytes)
 

@@ -6,8 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
 from areasync.cli import main, print_event_table
 from areasync.protocol.records import EventRecord
+from tests.scenarios import oversized_scenario_file
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -76,3 +78,24 @@ def test_event_table_shows_time_since_start_type_and_result() -> None:
     row = out.getvalue().splitlines()[-1]
     assert row.split()[:3] == ["5.0", "ENV", "MessagingApp.add_message"]
     assert '-> "msg-1"' in row
+
+
+def test_run_reads_a_scenario_file_above_the_sandbox_file_limit(tmp_path: Path) -> None:
+    # The operator's file is held to --max-scenario-bytes (64 MiB by default), never to the
+    # agents' per-file sandbox limit (max_file_bytes, 10 MiB).
+    path = oversized_scenario_file(tmp_path, DEFAULT_MAX_FILE_BYTES + 512 * 1024)
+    done = run_cli("run", str(path), "--mode", "fast", "--oracle")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "validation: PASSED" in done.stdout
+
+
+def test_run_refuses_a_scenario_file_above_max_scenario_bytes_in_one_line_naming_it(
+    tmp_path: Path,
+) -> None:
+    path = oversized_scenario_file(tmp_path, 20_000)
+    done = run_cli("run", str(path), "--oracle", "--max-scenario-bytes", "10000")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"areasync: scenario file {str(path)!r} is 20000 bytes, above the 10000-byte limit for "
+        "scenario files (max_scenario_bytes); raise it with --max-scenario-bytes N"
+    ]

@@ -368,6 +368,7 @@ def test_each_command_takes_exactly_are_benchmarks_options(name: str) -> None:
         "resume",
         "retry",
         "report",
+        "max_scenario_bytes",
     }
 
 

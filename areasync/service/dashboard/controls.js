@@ -31,22 +31,24 @@ export class Controls {
     this._bind();
   }
 
-  /** Enable what makes sense now: nothing once ended, only reads while disconnected, and the
-   *  clock controls only for a role that may use them (an observer's would answer "forbidden"). */
+  /** Show only what can act: the clock controls for a role that may use them (an observer's
+   *  would answer "forbidden") and while the session runs (once ended they are gone, not
+   *  greyed), the speed only for a realtime clock; while disconnected, they stay, disabled. */
   render() {
     const view = this.view;
     const role = view.conn?.role;
     const drives = DRIVING_ROLES.has(role);
-    for (const node of $("controls").querySelectorAll("[data-needs=controller]")) node.hidden = !!role && !drives;
-    $("readonly-note").hidden = !role || drives;
     const over = !!view.ended;
+    for (const node of $("controls").querySelectorAll("[data-needs=controller]")) node.hidden = (!!role && !drives) || over;
+    $("form-speed").hidden ||= view.clock?.mode !== "realtime";
+    $("readonly-note").hidden = !role || drives || over;
     const paused = view.clock?.state === "paused";
     const toggle = $("btn-toggle");
     // A fast session without agents is held until a controller resumes it: offer to start it.
     const held = view.waiting && !paused;
     toggle.textContent = paused ? "Resume" : held ? "Start" : "Pause";
     toggle.dataset.action = paused || held ? "resume" : "pause";
-    $("waiting").hidden = !view.waiting || over;
+    $("waiting").hidden = !(view.waiting || view.idle) || over;
     const offline = view.conn?.state !== "live" && !over;
     for (const node of $("controls").querySelectorAll("button, input")) {
       // Reading the apps and forking (over the admin's own socket) still make sense once ended.

@@ -3,6 +3,7 @@
 // without a WebSocket and must survive switching sessions.
 
 import { fmtOffset, plural } from "./format.js";
+import { listedStatus } from "./states.js";
 
 const first = (...values) => values.find((v) => v !== undefined && v !== null);
 
@@ -28,6 +29,14 @@ export function normalizeSession(s) {
     events: count(first(s.events, s.event_count, s.n_events, 0)),
     clients: count(first(s.clients, s.connections, s.subscribers, 0)),
     waiting: !!s.waiting_for_agent && !s.ended,
+    ended: !!s.ended,
+    validation: s.validation || null,
+    endReason: s.end_reason || null,
+    // The simulated time of its next scheduled item; null: nothing is scheduled.
+    nextDue: s.next_due === undefined ? undefined : s.next_due,
+    agents: Number(s.connections?.agent || 0),
+    // The clock as the server last read it (the page shows the later of this and the stream's).
+    clock: s.clock || null,
     url: s.url || "",
     // Set by a cluster's router only: the session then opens on its node's own URL (`url`).
     node: s.node || "",
@@ -124,11 +133,12 @@ export class SessionList {
 
   _fill(li, s) {
     const pill = li.querySelector(".state-pill");
-    const state = s.waiting ? "waiting" : s.state;
-    if (pill.dataset.state !== state) {
-      pill.textContent = state;
-      pill.dataset.state = state;
-      pill.title = s.waiting ? "Held until an agent connects (or a controller resumes it)" : "";
+    // The open session's card shows what its header shows (`patch`), the others their listing.
+    const status = s.status || listedStatus(s);
+    if (pill.dataset.state !== status.label) {
+      pill.textContent = status.label;
+      pill.dataset.state = status.label;
+      pill.title = status.title;
     }
     const time = fmtOffset(s.elapsed, 0);
     const timeEl = li.querySelector(".si-time");

@@ -56,6 +56,7 @@ export class Store {
   add(frame) {
     const row = rowFrom(frame);
     const index = this.rows.length;
+    row.n = index + 1; // what the user reads: rows count from 1 (seq also counts clock items)
     this.rows.push(row);
     this.typeCounts.set(row.type, (this.typeCounts.get(row.type) || 0) + 1);
     if (row.kind === "event") this.events += 1;

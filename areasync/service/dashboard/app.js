@@ -354,6 +354,7 @@ function openSession(id) {
   view.connDetail = "";
   view.waiting = !!sessions?.sessions.find((s) => s.id === id)?.waiting;
   $("last-action").textContent = ""; // it was about the session shown before
+  fillWaiting(); // nor may its banner show the session shown before's command
   store.clear();
   closeDetail();
   timeline.invalidate();

@@ -20,18 +20,14 @@ from tests.dashboard.conftest import (
     CHROMIUM,
     Server,
     chromium_missing_reason,
-    connect,
     create_session,
+    open_session,
+    stopped,
 )
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
 
 COMMAND = re.compile(r"areasync agent oracle --url (\S+) --token (\S+)")
-
-
-async def open_session(page: Page, server: Server, session: str, **query: str) -> None:
-    await page.goto(server.page_url(session=session, **query))
-    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
 
 
 async def shown_command(page: Page) -> tuple[str, str]:
@@ -80,10 +76,7 @@ async def test_the_copy_button_puts_the_agent_command_on_the_clipboard(
 async def test_restart_shows_the_new_sessions_command_with_a_token_that_works(
     server: Server, page: Page
 ) -> None:
-    old = await create_session(server, mode="fast")
-    await open_session(page, server, old["session_id"])
-    async with connect(server, old["session_id"]) as controller:
-        await controller.request({"type": "stop"})
+    old = await stopped(server, page, mode="fast")
     await page.locator("#btn-restart").click()
     await expect(page.locator("#crumb")).not_to_have_text(old["session_id"])
     new = await page.locator("#crumb").inner_text()
@@ -99,10 +92,7 @@ async def test_restart_shows_the_new_sessions_command_with_a_token_that_works(
 async def test_restart_with_the_oracle_runs_the_scenario_to_a_pass_without_an_agent(
     server: Server, page: Page
 ) -> None:
-    old = await create_session(server, mode="fast")
-    await open_session(page, server, old["session_id"])
-    async with connect(server, old["session_id"]) as controller:
-        await controller.request({"type": "stop"})
+    old = await stopped(server, page, mode="fast")
     await expect(page.locator("#state")).to_have_text("stopped")
     await page.get_by_role("button", name="Restart with the oracle", exact=True).click()
     await expect(page.locator("#crumb")).not_to_have_text(old["session_id"])

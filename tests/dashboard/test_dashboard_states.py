@@ -16,19 +16,15 @@ from tests.dashboard.conftest import (
     CHROMIUM,
     Server,
     chromium_missing_reason,
-    connect,
     create_session,
+    open_session,
+    stopped,
 )
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
 
 # Its only event sends the agent the user's request at T+0; then nothing is scheduled.
 IDLE_SCENARIO = "scenario_find_image_file"
-
-
-async def open_session(page: Page, server: Server, session: str, **query: str) -> None:
-    await page.goto(server.page_url(session=session, **query))
-    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
 
 
 async def started_idle(page: Page, server: Server) -> dict[str, str]:
@@ -80,19 +76,13 @@ async def test_a_run_that_passed_reads_passed_in_the_pill_the_banner_and_the_sid
 
 
 async def test_a_stopped_session_reads_stopped_and_by_whom(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
-    async with connect(server, session["session_id"]) as controller:
-        await controller.request({"type": "stop"})
+    await stopped(server, page, mode="manual")
     await expect(page.locator("#state")).to_have_text("stopped")
     await expect(page.locator("#ended .ended-title")).to_have_text("Stopped by a controller")
 
 
 async def test_an_ended_session_shows_no_clock_controls(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
-    async with connect(server, session["session_id"]) as controller:
-        await controller.request({"type": "stop"})
+    await stopped(server, page, mode="manual")
     await expect(page.locator("#ended")).to_be_visible()
     for control in ("#btn-toggle", "#btn-next", "#form-jump", "#form-tick", "#btn-stop"):
         await expect(page.locator(control)).to_be_hidden()

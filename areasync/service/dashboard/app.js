@@ -5,6 +5,7 @@
 // events costs one layout, and per-item work is O(1) (see store.js and timeline.js).
 
 import { Admin, AdminError, readScenarioFile } from "./admin.js";
+import { SessionCharts } from "./charts.js";
 import { Controls } from "./controls.js";
 import { fmtAbsolute, fmtCount, fmtOffset, plural } from "./format.js";
 import { copyable, showDetail, showEnded, toast } from "./panels.js";
@@ -49,6 +50,7 @@ function takeToken() {
 }
 
 const store = new Store();
+const charts = new SessionCharts({ lanes: $("chart-lanes"), clock: $("chart-clock"), store });
 const view = {
   id: null,
   conn: null,
@@ -100,6 +102,8 @@ function frame() {
   timeline.startTime = view.startTime;
   timeline.sync();
   timeline.render();
+  if (view.clock) charts.sample(currentTime() - view.startTime);
+  charts.update(view.startTime);
   if (countsChanged) renderCounts();
   renderClock();
   renderConnection();
@@ -356,6 +360,7 @@ function openSession(id) {
   $("last-action").textContent = ""; // it was about the session shown before
   fillWaiting(); // nor may its banner show the session shown before's command
   store.clear();
+  charts.reset();
   closeDetail();
   timeline.invalidate();
   $("ended").hidden = true;
@@ -444,6 +449,7 @@ function connectSession(id, url) {
         view.ended = null;
         $("ended").hidden = true;
         store.clear();
+        charts.reset();
         closeDetail();
         timeline.invalidate();
         toast($("toasts"), { title: "Stream reset", message: "The server restarted the stream; rebuilding." });
@@ -766,6 +772,7 @@ if (sessions) {
 window.__areasync = {
   store,
   timeline,
+  charts,
   debug,
   get conn() {
     return view.conn;

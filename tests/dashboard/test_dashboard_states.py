@@ -4,6 +4,7 @@ ended, controls show only where they can act, roles and rows read as a user expe
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from tests.dashboard.conftest import (
     chromium_missing_reason,
     create_session,
     open_session,
+    start_server,
     stopped,
 )
 
@@ -133,3 +135,18 @@ async def test_a_scenario_without_a_start_date_shows_no_1970_date(
     await expect(page.locator("#detail")).to_contain_text("T+00:00:05.000")
     await expect(page.locator("#detail .facts")).not_to_contain_text("1970")
     await expect(page.locator("#clock-sub")).not_to_contain_text("1970")
+
+
+async def test_the_overview_counts_the_sessions_by_state_and_their_events_per_second(
+    tmp_path: Path, page: Page
+) -> None:
+    own = start_server(tmp_path, "--mode", "manual")  # a list no other test adds to
+    try:
+        session = await create_session(own, mode="fast", oracle=True)
+        await page.goto(own.page_url(session=session["session_id"]))
+        await expect(page.locator("#state")).to_have_text("passed")
+        overview = page.locator("#overview")
+        await expect(overview).to_contain_text("1 passed · 1 running")
+        await expect(overview).to_contain_text(re.compile(r"· \d+\.\d events/s$"))
+    finally:
+        own.stop()

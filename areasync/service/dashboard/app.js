@@ -732,6 +732,7 @@ if (offline) {
     token,
     onOpen: openSession,
   });
+  sessions.overview = $("overview"); // states and events per second across every session
   sessions.onChange = (list) => {
     // The common case, one session (make serve, or a session token): open it without asking.
     if (!autoOpened && !view.id && list.sessions.length === 1) openSession(list.sessions[0].id);

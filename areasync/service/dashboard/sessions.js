@@ -59,6 +59,8 @@ export class SessionList {
     this.onChange = null;
     this.timer = null;
     this.stopped = false;
+    this.lastTotal = null; // {events, at}: the events of every session at the previous answer
+    this.rate = null; // events per second across sessions, between the last two answers
   }
 
   /** Poll every `intervalMs`; resolves once the first answer (or failure) is in. */
@@ -89,6 +91,7 @@ export class SessionList {
       this.sessions = raw.map(normalizeSession);
       this.access = body.access || null;
       this.cluster = Array.isArray(body.nodes);
+      this._measure();
       this._note("");
       this.render();
       this.onChange?.(this);
@@ -98,8 +101,33 @@ export class SessionList {
     if (!this.stopped) this.timer = setTimeout(() => this.refresh(), this.intervalMs);
   }
 
+  /** Events per second over every session listed, from the previous answer to this one. */
+  _measure() {
+    const events = this.sessions.reduce((sum, s) => sum + s.events, 0);
+    const at = performance.now();
+    const last = this.lastTotal;
+    this.rate = last && at > last.at ? Math.max(0, ((events - last.events) * 1000) / (at - last.at)) : null;
+    this.lastTotal = { events, at };
+  }
+
+  /** How many sessions are in each state (as their pills say), most first. */
+  stateCounts() {
+    const counts = new Map();
+    for (const s of this.sessions) {
+      const label = (s.status || listedStatus(s)).label;
+      counts.set(label, (counts.get(label) || 0) + 1);
+    }
+    return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  }
+
   render() {
     this.counter.textContent = this.sessions.length ? String(this.sessions.length) : "";
+    if (this.overview) {
+      const parts = this.stateCounts().map(([label, n]) => `${n} ${label}`);
+      if (this.rate !== null) parts.push(`${this.rate.toFixed(1)} events/s`);
+      this.overview.textContent = parts.join(" · ");
+      this.overview.hidden = this.sessions.length < 2;
+    }
     const items = this.sessions.map((s) => {
       const li = document.createElement("li");
       li.dataset.id = s.id;

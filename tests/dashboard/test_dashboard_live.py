@@ -141,8 +141,8 @@ async def test_app_state_inspector_shows_the_apps(server: Server, page: Page) ->
     await expect(dialog).to_be_visible()
     messaging = dialog.locator("details", has_text="MessagingApp")
     await expect(messaging).to_be_visible()
-    await messaging.locator("summary").click()
-    await expect(messaging.locator("pre")).to_contain_text("conversations")
+    await messaging.locator("summary").first.click()
+    await expect(messaging.locator(".key", has_text="conversations")).to_be_visible()
 
 
 async def test_stop_shows_the_validation_result(server: Server, page: Page) -> None:

@@ -3,7 +3,8 @@
 // user looks: "✓", or "refused"/"failed" with the server's error code, plus a toast.
 
 import { fmtOffset } from "./format.js";
-import { showState, toast } from "./panels.js";
+import { toast } from "./panels.js";
+import { StateView } from "./state-view.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -28,6 +29,8 @@ export class Controls {
     this.redraw = redraw;
     this.elapsed = elapsed;
     this.stopArmed = null;
+    this.stateView = new StateView($("state-body"));
+    this.lastState = null; // {id, value}: the last read, for "changed since"
     this._bind();
   }
 
@@ -86,9 +89,14 @@ export class Controls {
     const note = (className, text) => Object.assign(document.createElement("p"), { className, textContent: text });
     body.replaceChildren(note("muted", "Loading…"));
     try {
+      const id = this.view.id;
       const value = await this.view.conn.request({ type: "get_state" });
-      $("state-when").textContent = `at ${fmtOffset(this.elapsed())}`;
-      showState(body, value);
+      const before = this.lastState?.id === id ? this.lastState : null;
+      const since = before ? ` · changes since ${before.at}` : "";
+      const at = fmtOffset(this.elapsed());
+      $("state-when").textContent = `at ${at}${since}`;
+      this.stateView.show(value, before?.value ?? null);
+      this.lastState = { id, value, at };
     } catch (err) {
       if (!err.code) throw err;
       body.replaceChildren(note("error-text", `${err.code}: ${err.message}`));
@@ -127,6 +135,7 @@ export class Controls {
     $("btn-stop").addEventListener("click", (ev) => this._stopClicked(ev.currentTarget));
     $("btn-state").addEventListener("click", () => this.openState());
     $("state-refresh").addEventListener("click", () => this.loadState());
+    $("state-search").addEventListener("input", (ev) => this.stateView.search(ev.target.value));
     $("state-close").addEventListener("click", () => $("state-dialog").close());
   }
 

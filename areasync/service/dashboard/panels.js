@@ -1,5 +1,6 @@
-// The page's secondary views: toasts (errors, refusals), the detail pane of a timeline row, the
-// app-state inspector (get_state) and the end-of-session banner with its validation result.
+// The page's secondary views: toasts (errors, refusals), copyable commands, the detail pane of a
+// timeline row and the end-of-session banner with its validation result (the app-state
+// inspector's tree is state-view.js).
 // They only render what they are given; app.js decides when.
 
 import { fmtAbsolute, fmtOffset, humanize, pretty } from "./format.js";
@@ -138,35 +139,6 @@ export function showDetail({ pane, badge, title, body }, row, startTime) {
     );
     nodes.push(section("Message", codeBlock(String(r.message ?? ""), "prose")));
   }
-  body.replaceChildren(...nodes);
-}
-
-// -- app state inspector -----------------------------------------------------------------------
-
-/** Render get_state's value: one collapsible section per app, JSON built only when opened. */
-export function showState(body, value) {
-  const apps = value && typeof value === "object" && !Array.isArray(value) ? value : { state: value };
-  const names = Object.keys(apps);
-  if (!names.length) {
-    body.replaceChildren(el("p", "muted", "No app state."));
-    return;
-  }
-  const nodes = names.map((name) => {
-    const details = el("details", "app-state");
-    const summary = el("summary");
-    const state = apps[name];
-    const size = state && typeof state === "object" ? Object.keys(state).length : 0;
-    summary.append(el("span", "app-name", name), el("span", "muted", `${size} fields`));
-    details.append(summary);
-    details.addEventListener(
-      "toggle",
-      () => {
-        if (details.open && details.childElementCount === 1) details.append(codeBlock(state));
-      },
-      { passive: true },
-    );
-    return details;
-  });
   body.replaceChildren(...nodes);
 }
 

@@ -77,12 +77,12 @@ SESSIONS_PREFIX = "/sessions/"
 
 _PROTECTED = frozenset({"/api/sessions", "/api/schema", "/metrics", "/api/scenarios"})
 _SOURCE_SUFFIX = "/source"
-_AGENT_SUFFIX = "/agent"
+AGENT_SUFFIX = "/agent"
 _ADMIN_ONLY_WHY = {
     "/metrics": "/metrics counts every session on the server",
     "/api/scenarios": "/api/scenarios is for creating sessions, which only the admin may do",
     _SOURCE_SUFFIX: "a session's source is for restarting it, which only the admin may do",
-    _AGENT_SUFFIX: "a session's agent token is handed out only to the admin",
+    AGENT_SUFFIX: "a session's agent token is handed out only to the admin",
 }
 _PAGES = frozenset({"/", "/index.html"})
 
@@ -292,7 +292,7 @@ class HttpRoutes:
         if (
             path in _PROTECTED
             or source_session_of(path) is not None
-            or source_session_of(path, _AGENT_SUFFIX) is not None
+            or source_session_of(path, AGENT_SUFFIX) is not None
         ):
             return self._protected(path, url.query, request.headers.get("Authorization"))
         return self.dashboard.answer(path, [self._socket_host(request)])
@@ -337,12 +337,12 @@ class HttpRoutes:
         if path == "/api/schema":
             return _response(200, self._schema, "application/schema+json")
         restarted = source_session_of(path)
-        agent_of = source_session_of(path, _AGENT_SUFFIX)
+        agent_of = source_session_of(path, AGENT_SUFFIX)
         admin_only = path
         if restarted is not None:
             admin_only = _SOURCE_SUFFIX
         elif agent_of is not None:
-            admin_only = _AGENT_SUFFIX
+            admin_only = AGENT_SUFFIX
         if admin_only in _ADMIN_ONLY_WHY and session_id is not None:
             return error_response(
                 403,

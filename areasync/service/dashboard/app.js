@@ -262,6 +262,28 @@ function buildChips() {
     store.setApp(ev.target.value);
     refiltered();
   });
+  $("text-filter").addEventListener("input", (ev) => {
+    store.setText(ev.target.value);
+    refiltered();
+  });
+  $("btn-download").addEventListener("click", downloadTrace);
+}
+
+/** Save the open session's events and notifications as a JSON Lines file, as the stream gave
+ *  them (one item a line: its seq, type and record). */
+function downloadTrace() {
+  const lines = store.rows.map((row) =>
+    JSON.stringify({ seq: row.seq, type: row.kind, [row.kind === "event" ? "event" : "notification"]: row.record }),
+  );
+  const blob = new Blob([lines.join("\n") + (lines.length ? "\n" : "")], { type: "application/x-ndjson" });
+  const link = Object.assign(document.createElement("a"), {
+    href: URL.createObjectURL(blob),
+    download: `${view.id || "session"}.jsonl`,
+  });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
 }
 
 function refiltered() {
@@ -733,6 +755,10 @@ if (offline) {
     onOpen: openSession,
   });
   sessions.overview = $("overview"); // states and events per second across every session
+  $("sessions-filter").addEventListener("input", (ev) => {
+    sessions.filter = ev.target.value.trim().toLowerCase();
+    sessions.render();
+  });
   sessions.onChange = (list) => {
     // The common case, one session (make serve, or a session token): open it without asking.
     if (!autoOpened && !view.id && list.sessions.length === 1) openSession(list.sessions[0].id);
@@ -752,6 +778,7 @@ if (offline) {
     showRole(view.conn?.role);
     schedule(); // the open session's card and pill follow the new facts
     if (!admin && list.access?.role === "admin") admin = new Admin({ base, token, sessions });
+    $("sessions-filter").hidden = list.sessions.length < 6 && !list.filter; // worth it for a long list
     $("btn-new").hidden = !admin;
     $("btn-fork").hidden = !admin;
     $("detail-fork").hidden = !admin;

@@ -59,6 +59,7 @@ export class SessionList {
     this.onChange = null;
     this.timer = null;
     this.stopped = false;
+    this.filter = ""; // lower case: only sessions whose id or scenario holds it are listed
     this.lastTotal = null; // {events, at}: the events of every session at the previous answer
     this.rate = null; // events per second across sessions, between the last two answers
   }
@@ -128,7 +129,10 @@ export class SessionList {
       this.overview.textContent = parts.join(" · ");
       this.overview.hidden = this.sessions.length < 2;
     }
-    const items = this.sessions.map((s) => {
+    const shown = this.sessions.filter(
+      (s) => !this.filter || `${s.id} ${s.scenario}`.toLowerCase().includes(this.filter),
+    );
+    const items = shown.map((s) => {
       const li = document.createElement("li");
       li.dataset.id = s.id;
       li.className = `session-item${s.id === this.current ? " current" : ""}`;

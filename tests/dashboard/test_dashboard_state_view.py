@@ -1,8 +1,10 @@
-"""The app-state inspector as a tree people search and compare: a search keeps only the apps
-and branches holding the text, opened; a second read marks what changed since the first."""
+"""The app-state inspector as apps people read, search and compare: contacts and an inbox as
+tables, a search that keeps only the apps and branches holding the text, opened, and a
+second read that marks what changed since the first."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,37 @@ async def test_a_second_read_marks_what_changed_since_the_first(server: Server, 
     await expect(changed.locator(".app-name")).to_have_text("MessagingApp")
     await expect(changed.locator(".branch.changed, .leaf.changed").first).to_be_visible()
     await expect(page.locator("#state-when")).to_contain_text("changes since T+00:00:00.0")
+
+
+async def test_contacts_show_as_a_table_of_people(server: Server, page: Page) -> None:
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    await open_state(page)
+    contacts = page.locator("#state-dialog .app-state", has_text="ContactsApp")
+    await contacts.locator("summary").first.click()
+    table = contacts.locator(".app-view table")
+    await expect(table.locator("caption")).to_have_text("Contacts (2)")
+    await expect(table.locator("tbody tr")).to_have_text(
+        [re.compile(r"^John Doe\s*johndoe@example\.com"), re.compile(r"^Greg Barty\s*gregb@")]
+    )
+
+
+async def test_an_email_shows_in_its_folder_with_its_sender_subject_and_date(
+    server: Server, page: Page
+) -> None:
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    async with connect(server, session["session_id"]) as controller:
+        await controller.request({"type": "jump", "by": 20})  # Greg's email comes at T+16
+    await open_state(page)
+    email = page.locator("#state-dialog .app-state", has_text="EmailClientApp")
+    await email.locator("summary").first.click()
+    inbox = email.locator(".app-view table", has_text="INBOX")
+    await expect(inbox.locator("caption")).to_have_text("INBOX (1)")
+    row = inbox.locator("tbody tr")
+    await expect(row.locator("td").nth(0)).to_have_text("gregb@example.com")
+    await expect(row.locator("td").nth(2)).to_have_text("List of music")
+    await expect(row.locator("td").nth(3)).to_have_text(
+        re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")
+    )
+    await expect(row.locator("td").nth(4)).to_have_text("music.pdf")

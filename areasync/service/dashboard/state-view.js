@@ -4,6 +4,7 @@
 // long texts (base64 attachments) clipped; and what changed since the inspector last read the
 // same session, marked, with a count. Pure DOM, no server calls: controls.js fetches.
 
+import { appView } from "./app-views.js";
 import { fmtAbsolute, fmtCount, plural } from "./format.js";
 
 const CLIP = 160; // characters of a long string shown before "… N more"
@@ -109,6 +110,8 @@ export class StateView {
     details.append(summary);
     const fill = () => {
       if (details.childElementCount > 1) return;
+      const shaped = className === "app-state" && !this.needle ? appView(value) : null;
+      if (shaped) details.append(shaped);
       const entries = isBranch(value) ? Object.entries(value) : [["value", value]];
       for (const [k, v] of entries) {
         if (this.needle && !holds(k, v, this.needle)) continue;

@@ -4,8 +4,9 @@ and a stub-LLM sweep, seen by headless chromium (Debian's, as the browser tests 
     PYTHONPATH=$PWD .venv/bin/python bench/screenshots.py [OUT_DIR]   # default docs/screenshots
 
 Each picture shows one state a user meets: a session waiting for its agent (the real command
-with a Copy button), an idle one (what it waits for), one that passed, the sweep report's
-index with a scenario opened, and a failed run's expected-vs-sent table.
+with a Copy button), an idle one (what it waits for, and its pictures), one that passed, its
+apps' state as an inbox, the sweep report's index with a scenario opened, and a failed run's
+expected-vs-sent table.
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ async def dashboard(out: Path) -> None:
                     f"http://127.0.0.1:{PORT}/?session={made['session_id']}#token={TOKEN}"
                 )
                 await shoot(page, out, "dashboard-passed")
+                await page.get_by_role("button", name="App state", exact=True).click()
+                email = page.locator("#state-dialog .app-state", has_text="EmailClientApp")
+                await email.locator("summary").first.click()
+                await shoot(page, out, "dashboard-app-state")
                 await browser.close()
         finally:
             server.terminate()

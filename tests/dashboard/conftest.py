@@ -223,6 +223,18 @@ async def stopped(server: Server, page: Page, **options: Any) -> dict[str, Any]:
     return session
 
 
+async def stepped(server: Server, page: Page, steps: int = 4) -> Client:
+    """A manual session stepped through `steps` events, open in `page`; its stream's items."""
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    async with connect(server, session["session_id"]) as controller:
+        for _ in range(steps):
+            await controller.request({"type": "jump", "next_event": True})
+        await until(page, f"window.__areasync.lastSeq() >= {controller.last_seq}")
+    await page.evaluate("window.__areasync.settled()")
+    return controller
+
+
 async def until(page: Page, expression: str, limit: float = 20.0) -> None:
     """Wait (at most `limit` s) until `expression` is truthy in the page.
 

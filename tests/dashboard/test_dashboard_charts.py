@@ -16,9 +16,9 @@ from tests.dashboard.conftest import (
     CHROMIUM,
     Server,
     chromium_missing_reason,
-    connect,
     create_session,
     open_session,
+    stepped,
     until,
 )
 
@@ -32,21 +32,15 @@ NOTIFICATIONS = 4
 async def test_every_row_is_a_dot_in_its_origins_lane_at_its_simulated_time(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
-    async with connect(server, session["session_id"]) as controller:
-        for _ in range(3):
-            await controller.request({"type": "jump", "next_event": True})
-        await until(page, f"window.__areasync.lastSeq() >= {controller.last_seq}")
-        start = controller.welcome["clock"]["start_time"]
-        expected = []
-        for item in controller.items:
-            if item["type"] == "event":
-                lane = LANE[item["event"]["event_type"]]
-                expected.append((item["event"]["time"] - start, lane))
-            elif item["type"] == "notification":
-                expected.append((item["notification"]["timestamp"] - start, NOTIFICATIONS))
-    await page.evaluate("window.__areasync.settled()")
+    controller = await stepped(server, page, 3)
+    start = controller.welcome["clock"]["start_time"]
+    expected = []
+    for item in controller.items:
+        if item["type"] == "event":
+            lane = LANE[item["event"]["event_type"]]
+            expected.append((item["event"]["time"] - start, lane))
+        elif item["type"] == "notification":
+            expected.append((item["notification"]["timestamp"] - start, NOTIFICATIONS))
     await page.evaluate("window.__areasync.charts.update(0, true)")
     xs, *lanes = await page.evaluate("window.__areasync.charts.lanesData()")
     drawn = [

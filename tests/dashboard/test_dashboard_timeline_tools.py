@@ -15,13 +15,11 @@ from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
     CHROMIUM,
-    Client,
     Server,
     chromium_missing_reason,
-    connect,
     create_session,
     open_session,
-    until,
+    stepped,
 )
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
@@ -36,18 +34,6 @@ def searched(item: dict[str, Any]) -> str:
         n = item["notification"]
         parts = [n["message_type"], n["message"]]
     return " ".join(p if isinstance(p, str) else json.dumps(p) for p in parts if p is not None)
-
-
-async def stepped(server: Server, page: Page, steps: int = 4) -> Client:
-    """A manual session stepped through `steps` events, open in `page`; its stream's items."""
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
-    async with connect(server, session["session_id"]) as controller:
-        for _ in range(steps):
-            await controller.request({"type": "jump", "next_event": True})
-        await until(page, f"window.__areasync.lastSeq() >= {controller.last_seq}")
-    await page.evaluate("window.__areasync.settled()")
-    return controller
 
 
 async def test_the_text_filter_keeps_the_rows_holding_the_text(server: Server, page: Page) -> None:

@@ -20,6 +20,9 @@ const LANE_OF = new Map(LANES.flatMap(([, types], i) => types.map((type) => [typ
 const DRAW_EVERY_MS = 250;
 const MAX_CLOCK_SAMPLES = 4000;
 
+/** A split of a time axis: whole seconds plainly, fractions (a short range) with tenths. */
+const timeTick = (s) => fmtOffset(s, Number.isInteger(s) ? 0 : 1, false);
+
 function cssVar(name, fallback) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 }
@@ -120,7 +123,7 @@ export class SessionCharts {
       cursor: { drag: { x: true, y: false }, points: { show: false } },
       scales: { x: { time: false }, y: { range: [-0.6, LANES.length - 0.4] } },
       axes: [
-        { ...axis, space: 90, values: (u, splits) => splits.map((s) => fmtOffset(s, 0, false)) },
+        { ...axis, space: 90, values: (u, splits) => splits.map(timeTick) },
         {
           ...axis,
           size: 90,
@@ -150,7 +153,7 @@ export class SessionCharts {
       scales: { x: { time: false } },
       axes: [
         { ...axis, values: (u, splits) => splits.map((s) => `${s.toFixed(0)} s`) },
-        { ...axis, size: 70, values: (u, splits) => splits.map((s) => fmtOffset(s, 0, false)) },
+        { ...axis, size: 84, values: (u, splits) => splits.map(timeTick) },
       ],
       series: [{ label: "wall time" }, { label: "simulated time", stroke: cssVar("--accent", "#2563eb"), width: 2 }],
     };

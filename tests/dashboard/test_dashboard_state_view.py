@@ -97,3 +97,18 @@ async def test_an_email_shows_in_its_folder_with_its_sender_subject_and_date(
         re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")
     )
     await expect(row.locator("td").nth(4)).to_have_text("music.pdf")
+
+
+async def test_a_time_in_the_tree_shows_its_date_beside_its_number(
+    server: Server, page: Page
+) -> None:
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    async with connect(server, session["session_id"]) as controller:
+        await controller.request({"type": "jump", "by": 20})  # Greg's email comes at T+16
+    await open_state(page)
+    await page.locator("#state-search").fill("timestamp")  # opens the way to every timestamp
+    stamp = page.locator('#state-dialog .leaf[data-path$="/INBOX/emails/0/timestamp"] .value')
+    await expect(stamp).to_have_text(
+        re.compile(r"^\d+(\.\d+)? \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$")
+    )

@@ -605,6 +605,7 @@ def hf_dataset(root: Path, scenario: Path, configs: Sequence[str]) -> Path:
     return root
 
 
+@pytest.mark.slow  # a gaia2-run process interrupted, then ARE's upload path checked
 def test_an_interrupted_gaia2_run_uploads_nothing(execution_layout: Path, tmp_path: Path) -> None:
     """ARE's Ctrl-C kills gaia2-run before its upload; areasync's stops the sweep and lets ARE's
     code go on, which must not upload (nor say it did) what is only part of an evaluation."""

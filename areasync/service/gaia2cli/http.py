@@ -29,7 +29,7 @@ token (503, 429) - before a byte of its body is read, and its body must then arr
 `handshake_timeout` (408). Every response carries `headers.API_HEADERS`, aiohttp's own
 refusals of malformed requests included (`_Request`), which are logged at INFO, without their
 content. Sockets: at most `gaia2_max_connections` at once (one accepted beyond is reset at once,
-`_Port`); one with no request under way for `http_idle_timeout` is closed (aiohttp's
+`service/capped.py`); one with no request under way for `http_idle_timeout` is closed (aiohttp's
 keep-alive timer, which also runs before a first request). Event streams: at most
 `gaia2_max_streams` on the port and `gaia2_streams_per_token` per token (503, 429 with a JSON
 body naming the bound); one with nothing to send for `gaia2_sse_keepalive` gets a comment, one
@@ -56,11 +56,11 @@ from urllib.parse import quote, unquote
 import msgspec
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.web_protocol import RequestHandler
 
 from areasync.protocol.errors import CloseCode, ErrorCode
 from areasync.protocol.frames import Role
 from areasync.service import wire
+from areasync.service.capped import CappedServer
 from areasync.service.gaia2cli import artifacts
 from areasync.service.gaia2cli import translate as t
 from areasync.service.gaia2cli.agent import HttpAgent
@@ -109,29 +109,6 @@ class _Request(web.BaseRequest):
                 response.headers[name] = value
 
 
-class _Port(web.Server):
-    """aiohttp's low-level server, holding at most `max_connections` sockets: one accepted
-    beyond them is reset at once (its descriptor goes with it)."""
-
-    def __init__(self, handler: Any, *, max_connections: int, **kwargs: Any) -> None:
-        super().__init__(handler, **kwargs)
-        self.max_connections = max_connections
-        self.open: set[RequestHandler] = set()
-        self.refused = 0  # sockets reset at accept, since start
-
-    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
-        if len(self.open) >= self.max_connections:
-            self.refused += 1
-            wire.reset(transport)
-            return
-        self.open.add(handler)
-        super().connection_made(handler, transport)
-
-    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
-        self.open.discard(handler)
-        super().connection_lost(handler, exc)
-
-
 class _HandlerLog(logging.LoggerAdapter[logging.Logger]):
     """aiohttp's request-handler log: a request it cannot parse is the client's doing, logged
     at INFO in one line without its content (which may hold a token); anything else as is."""
@@ -174,7 +151,7 @@ class Gaia2Adapter:
         )
         self.port: int | None = None
         self.base = ""
-        self.server: _Port | None = None
+        self.server: CappedServer | None = None
         self._runner: web.ServerRunner | None = None
         # Each session's own port (`--gaia2-ports`), its screens, and aiohttp's site on it.
         self.bare = None if config.gaia2_ports is None else BarePorts(*config.gaia2_ports)
@@ -190,7 +167,7 @@ class Gaia2Adapter:
         # No access log: a line per request would print the token in its path.
         # handler_cancellation: an /events client that goes away ends its handler (and its
         # subscription) at once, not at the next message of a quiet session.
-        self.server = _Port(
+        self.server = CappedServer(
             self._handle,
             max_connections=config.gaia2_max_connections,
             request_factory=self._request,

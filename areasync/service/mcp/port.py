@@ -40,14 +40,13 @@ from urllib.parse import unquote
 import anyio
 import mcp.types as types
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import Role
-from areasync.service import wire
 from areasync.service.auth import token_from_http
+from areasync.service.capped import CappedServer
 from areasync.service.headers import API_HEADERS
 from areasync.service.mcp import asgi, calls, listening
 from areasync.service.openenv.episode import Credential, Episode
@@ -83,27 +82,6 @@ def _is_initialize(body: bytes) -> bool:
     return isinstance(message, dict) and message.get("method") == "initialize"
 
 
-class _Port(web.Server):
-    """aiohttp's low-level server, holding at most `max_connections` sockets: one accepted
-    beyond them is reset at once."""
-
-    def __init__(self, handler: Any, *, max_connections: int, **kwargs: Any) -> None:
-        super().__init__(handler, **kwargs)
-        self.max_connections = max_connections
-        self.open: set[RequestHandler] = set()
-
-    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
-        if len(self.open) >= self.max_connections:
-            wire.reset(transport)
-            return
-        self.open.add(handler)
-        super().connection_made(handler, transport)
-
-    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
-        self.open.discard(handler)
-        super().connection_lost(handler, exc)
-
-
 class McpPort:
     """The MCP endpoint of every session of a service: see the module docstring."""
 
@@ -130,7 +108,7 @@ class McpPort:
 
     async def start(self, host: str, port: int, shown_host: str) -> None:
         config = self.config
-        server = _Port(
+        server = CappedServer(
             self._handle,
             max_connections=config.max_connections,
             handler_cancellation=True,

@@ -465,9 +465,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
+    from areasync.policies import LeasePolicy
     from areasync.protocol.frames import Mode
-    from areasync.service import ServiceConfig, ServiceError
-    from areasync.simulation import LeasePolicy
+    from areasync.service.config import ServiceConfig
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -515,6 +515,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from areasync.cluster.cli import serve_cluster
 
         return serve_cluster(args.ray, config, args.scenario or [])
+    # Imported once the options are known good: a refusal above answers without loading ARE.
+    from areasync.service.server import ServiceError
+
     failures: list[BaseException] = []
     try:
         anyio.run(_serve, config, args.scenario or ["scenario_tutorial"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import subprocess
 import sys
 import urllib.request
 from pathlib import Path
@@ -87,6 +88,21 @@ async def test_serve_refuses_a_bad_limit_with_its_name() -> None:
     result = await anyio.run_process([*SERVE, "--max-lag", "0"], check=False)
     assert result.returncode == 2
     assert b"max_lag must be >= 1" in result.stderr
+
+
+def test_a_refused_option_is_answered_without_loading_ares() -> None:
+    """A typo in an option is answered at once: the check comes before ARE's imports."""
+    probe = (
+        "import sys\n"
+        "from areasync.cli import main\n"
+        "status = main(['serve', '--max-lag', '0'])\n"
+        "print(status, 'are' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    assert done.stdout.split() == ["2", "False"], done.stderr
+    assert "max_lag must be >= 1" in done.stderr
 
 
 async def test_serve_applies_a_limit_given_on_the_command_line() -> None:

@@ -19,8 +19,9 @@ from areasync.gaia2.dataset import agent_scripts
 from areasync.gaia2.stub_llm import Script, StubLLM
 from areasync.testing import AreasyncServer
 from tests.agents.runs import MODEL, Run, in_process, scenario_text
+from tests.bounds import PROCESS_S
 
-GIVE_UP_S = 120  # a bound, not a speed test: a run takes a few seconds (ARE's imports)
+GIVE_UP_S = PROCESS_S
 NOBODY = "127.0.0.1:9"  # the discard port: nothing listens there
 
 

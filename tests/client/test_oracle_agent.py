@@ -44,9 +44,10 @@ from areasync.conformance.scenario_json import export_scenario_json, load_scenar
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID, offline_scenario_ids
 from areasync.protocol import EventRecord, Role
 from areasync.testing import AreasyncServer
+from tests.bounds import PROCESS_S
 from tests.scenarios import timeline
 
-WAIT = 60  # wall seconds for a whole oracle run; these take well under a second
+WAIT = PROCESS_S  # a whole oracle run, the agent's process started (it imports ARE)
 END_OF_TURN = "AgentUserInterface__send_message_to_user"
 
 

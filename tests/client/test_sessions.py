@@ -19,8 +19,9 @@ from areasync.client import (
 )
 from areasync.protocol import Role
 from areasync.testing import AreasyncServer
+from tests.bounds import PROCESS_S
 
-WAIT = 60
+WAIT = PROCESS_S
 
 
 def server_url(server: AreasyncServer) -> str:

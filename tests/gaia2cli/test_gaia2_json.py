@@ -17,13 +17,14 @@ from areasync.client import connect
 from areasync.gaia2.dataset import DONE, EMAIL, SPECS, scenario_json
 from areasync.protocol.frames import Mode, Role
 from areasync.service import Service
+from tests.bounds import PROCESS_S
 from tests.gaia2cli.runner import Runner
 from tests.gaia2cli.test_runner_contract import PORTS
 from tests.service.support import config
 
 SESSION = "tiny_email"
 ROOT = str(Path(__file__).resolve().parents[2])  # the checkout: what the command imports
-WALL_S = 60.0
+WALL_S = PROCESS_S
 
 
 @asynccontextmanager

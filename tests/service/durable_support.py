@@ -54,6 +54,7 @@ from areasync.protocol import (
     encode_client_frame,
 )
 from areasync.protocol.codec import Encoding, encode_server_frame
+from tests.bounds import PROCESS_S
 
 TOKEN = "restore-admin"  # the servers' admin token (--token)
 
@@ -70,7 +71,7 @@ async def read_until(process: Process, marker: str) -> str:
     """What `process` prints on stdout up to (and with) `marker`."""
     assert process.stdout is not None
     text = ""
-    with anyio.fail_after(60):
+    with anyio.fail_after(PROCESS_S):
         async for chunk in TextReceiveStream(process.stdout):
             text += chunk
             if marker in text:

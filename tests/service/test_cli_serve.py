@@ -22,6 +22,7 @@ from areasync.journal import JournalStore
 from areasync.protocol import CloseCode
 from areasync.service import ServiceConfig
 from bench.misbehaving import RawClient, hello_frame
+from tests.bounds import PROCESS_S
 from tests.scenarios import oversized_scenario_file
 from tests.service.durable_support import read_banner
 from tests.service.support import json_files
@@ -34,7 +35,7 @@ async def banner_then_sigint(command: list[str]) -> tuple[str, int]:
     async with await anyio.open_process(command) as process:
         banner = await read_banner(process)
         process.send_signal(signal.SIGINT)
-        with anyio.fail_after(30):
+        with anyio.fail_after(PROCESS_S):
             return banner, await process.wait()
 
 
@@ -121,7 +122,7 @@ async def test_serve_applies_a_limit_given_on_the_command_line() -> None:
                 with pytest.raises(ConnectionClosed) as closed:
                     await second.recv()
         process.send_signal(signal.SIGINT)
-        with anyio.fail_after(30):
+        with anyio.fail_after(PROCESS_S):
             await process.wait()
     assert refused["type"] == "error" and refused["code"] == "capacity"
     assert closed.value.rcvd is not None and closed.value.rcvd.code == CloseCode.CAPACITY
@@ -155,11 +156,11 @@ async def test_serve_reaps_openenv_clients_after_the_idle_timeout_given() -> Non
         async with connect(f"ws://{match[1]}/openenv/cli-admin/ws") as ws:
             reset = {"type": "reset", "data": {"scenario": "scenario_tutorial", "mode": "manual"}}
             await ws.send(json.dumps(reset))
-            with anyio.fail_after(30):
+            with anyio.fail_after(PROCESS_S):
                 observed = json.loads(await ws.recv())
                 reaped = json.loads(await ws.recv())
         process.send_signal(signal.SIGINT)
-        with anyio.fail_after(30):
+        with anyio.fail_after(PROCESS_S):
             await process.wait()
     assert observed["type"] == "observation"
     assert reaped["type"] == "error" and "no message for 0.3 s" in reaped["data"]["message"]
@@ -213,7 +214,7 @@ async def _start_a_long_tick(banner: str) -> ClientConnection:
     )
     assert json.loads(await ws.recv())["type"] == "welcome"
     await ws.send(json.dumps({"type": "tick", "id": 2, "n": HUGE_N}))
-    with anyio.fail_after(30):
+    with anyio.fail_after(PROCESS_S):
         while True:  # polled over HTTP: the other process signals nothing else
             if await _ticks_of(f"http://127.0.0.1:{match[1]}") > 10:
                 return ws
@@ -259,13 +260,13 @@ async def test_a_second_signal_exits_at_once_with_a_non_zero_status(tmp_path: Pa
         try:
             process.send_signal(signal.SIGTERM)
             said = ""
-            with anyio.fail_after(30):
+            with anyio.fail_after(PROCESS_S):
                 async for chunk in TextReceiveStream(process.stderr):
                     said += chunk
                     if "a second Ctrl-C or SIGTERM exits at once" in said:
                         break
             process.send_signal(signal.SIGTERM)
-            with anyio.fail_after(30):
+            with anyio.fail_after(PROCESS_S):
                 code = await process.wait()
         finally:
             silent.close()
@@ -289,14 +290,14 @@ async def test_serve_passes_allow_origin_and_allow_host_to_the_service() -> None
             match = re.search(r"ws://127\.0\.0\.1:(\d+)/sessions/scenario_tutorial", banner)
             assert match is not None
             hello = {"type": "hello", "id": 1, "role": "observer", "token": "cli-admin"}
-            with anyio.fail_after(30):
+            with anyio.fail_after(PROCESS_S):
                 async with connect(match[0], origin="http://dash.example:9000") as page:  # type: ignore[arg-type]
                     await page.send(json.dumps(hello))
                     welcome = json.loads(await page.recv())
                 by_name = await _status_as(int(match[1]), f"box.lan:{match[1]}")
         finally:
             process.send_signal(signal.SIGINT)
-            with anyio.fail_after(30):
+            with anyio.fail_after(PROCESS_S):
                 await process.wait()
     assert welcome["type"] == "welcome" and by_name == b"HTTP/1.1 200 OK"
 
@@ -317,7 +318,7 @@ async def test_serve_journals_the_seed_given_with_seed(tmp_path: Path) -> None:
             await read_banner(process)
         finally:
             process.send_signal(signal.SIGINT)
-            with anyio.fail_after(30):
+            with anyio.fail_after(PROCESS_S):
                 await process.wait()
     created = JournalStore(tmp_path).read("scenario_tutorial").created
     assert created is not None and created.seed == 4242
@@ -357,7 +358,7 @@ async def test_serve_refuses_new_sessions_past_the_memory_limit_given() -> None:
             await admin.send(json.dumps(create))
             refused = json.loads(await admin.recv())
         process.send_signal(signal.SIGINT)
-        with anyio.fail_after(30):
+        with anyio.fail_after(PROCESS_S):
             await process.wait()
     assert refused["type"] == "error" and refused["code"] == "capacity"
     assert "--memory-limit" in refused["message"]

@@ -48,11 +48,12 @@ from areasync.gaia2.stub_llm import JUDGE_MODEL, Script, StubLLM
 from areasync.protocol import EndedItem, Role
 from areasync.service import Service, ServiceConfig
 from areasync.service.judged import JudgedSimulation
+from tests.bounds import PROCESS_S
 from tests.gaia2cli.harness import Harness
 from tests.service.support import http_get
 
 ADMIN = "judge-admin-token"
-WALL_S = 60.0  # wall seconds any one session may take before the test fails
+WALL_S = PROCESS_S  # any one session, or a server's start, before the test fails
 ACCEPT = "Evaluation: [[Success]]"  # what ARE's event checker reads as a match
 REJECT = "Evaluation: [[Failure]]"
 NO_JUDGE = {"success": None, "exception": None, "rationale": None}  # ARE's "no validation"

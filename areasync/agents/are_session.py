@@ -128,7 +128,7 @@ class SessionLink:
         client = self.client
         if client.ended is None:
             try:
-                await client.idle()
+                await client.idle(seen=seq)  # news not yet in the agent's queue keeps its turn
             except SessionEndedError:
                 pass
             except AreasyncError as exc:

@@ -316,10 +316,16 @@ class Client:
             if isinstance(item, NotificationItem)
         ]
 
-    async def idle(self) -> None:
+    async def idle(self, seen: int | None = None) -> None:
         """Release the agent's busy lease without a timeout: in fast mode the clock may jump
-        to the next due item; the agent gets its turn back with the next notification."""
-        await self._connection.request(lambda id: Idle(id=id))
+        to the next due item; the agent gets its turn back with the next notification.
+
+        ``seen``: the seq of the last stream item the agent has read. If a notification went
+        out after it, the turn stays with the agent: that notification is on its stream, and
+        time waits for the agent to read it. An agent that waits for news passes it; one that
+        is done (whatever comes next) leaves it out.
+        """
+        await self._connection.request(lambda id: Idle(id=id, seen=seen))
 
     async def get_state(self, apps: list[str] | None = None) -> dict[str, Any]:
         """The apps' state (all, or those named), as ARE's ``get_state`` of each app."""

@@ -195,8 +195,22 @@ class SendUserMessage(_ClientFrame, tag="send_user_message", kw_only=True):
     content: str
 
 
-class Idle(_ClientFrame, tag="idle", kw_only=True):
+# A notification the server sent may still be on its way when the agent says it is idle: with
+# `seen`, the server keeps the turn with the agent if a notification came after what it has read
+# (in fast mode time would otherwise run on past news the agent has not read). omit_defaults: an
+# idle without `seen` is encoded as before the field existed.
+class Idle(_ClientFrame, tag="idle", kw_only=True, omit_defaults=True):
     """Release the agent's busy lease: the agent waits for the next notification (fast mode)."""
+
+    seen: Annotated[
+        Annotated[int, Meta(ge=0)] | None,
+        Meta(
+            description=(
+                "The seq of the last stream item the agent has read. A notification after it "
+                "keeps the turn with the agent (it is on its way); absent: the lease goes."
+            )
+        ),
+    ] = None
 
 
 class Pause(_ClientFrame, tag="pause", kw_only=True):

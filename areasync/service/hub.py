@@ -43,7 +43,7 @@ import logging
 from typing import Final, Protocol
 
 from areasync.loop.stream import StreamLog
-from areasync.protocol.frames import EventItem, StreamItem
+from areasync.protocol.frames import EventItem, NotificationItem, StreamItem
 from areasync.service.metrics import Metrics
 from areasync.service.wire import Messages, WireFrame
 
@@ -110,6 +110,12 @@ class StreamHub:
         self._subscribers: dict[Subscriber, None] = {}
         self._watchers: dict[Subscriber, None] = {}  # those that want on_item
         self.events = sum(1 for item in log.items if isinstance(item, EventItem))
+        # The seq of the last notification (0: none yet): an agent's idle that has not read
+        # up to it keeps its turn (requests.py).
+        self.last_notification = max(
+            (seq for seq, item in enumerate(log.items, 1) if type(item) is NotificationItem),
+            default=0,
+        )
         self._flush_scheduled = False
         # Runs built by wire_run since the last flush: subscribers at one position share them.
         self._runs: dict[tuple[int, int, bool, bool, int], tuple[int, int, bytes]] = {}
@@ -189,6 +195,8 @@ class StreamHub:
         self.frames.append(WireFrame(item))
         if type(item) is EventItem:
             self.events += 1
+        elif type(item) is NotificationItem:
+            self.last_notification = seq
         if self.metrics is not None:
             self.metrics.stream_items += 1
         if self._watchers:

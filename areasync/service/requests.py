@@ -54,8 +54,8 @@ async def perform(
             return sim.get_state(apps)
         case CallTool(tool=tool, args=args):
             return await sim.call_tool(tool, args, **_lease_of(frame, role, holder))
-        case Idle():
-            if role is Role.AGENT:
+        case Idle(seen=seen):
+            if role is Role.AGENT and not _has_unread_news(session, seen):
                 sim.end_lease(holder)
             return None
         case SendUserMessage(content=content):
@@ -81,6 +81,11 @@ async def perform(
             forked = await registry.fork(session_id, at_seq=at_seq, at_time=at_time)
             return created_result(forked, registry)
     raise AssertionError(f"no request handler for {type(frame).__name__}")
+
+
+def _has_unread_news(session: Session, seen: int | None) -> bool:
+    """A notification went out after the last item the agent has read: its turn goes on."""
+    return seen is not None and seen < session.hub.last_notification
 
 
 def _lease_of(frame: CallTool, role: Role, holder: str) -> dict[str, Any]:

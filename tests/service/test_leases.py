@@ -89,3 +89,23 @@ async def test_an_oracle_fast_session_runs_without_waiting_for_an_agent() -> Non
     ):
         ended = await observer.until_ended()
     assert ended.validation is not None and ended.validation["success"] is True
+
+
+async def test_an_idle_that_has_not_read_the_latest_notification_keeps_the_agents_turn() -> None:
+    async with serving(mode="fast") as service, attach(service, Role.AGENT) as agent:
+        await agent.call(Idle)
+        note = await agent.until(lambda f: f.__struct_config__.tag == "notification")  # 6 s
+        # As if the notification were still on its way: the agent has read up to before it.
+        await agent.call(Idle, seen=note.seq - 1)
+        await anyio.wait_all_tasks_blocked()
+        sim = service.registry.get("scenario_tutorial").sim  # type: ignore[union-attr]
+        assert sim.now == 6.0 and not sim.ended
+
+
+async def test_an_idle_that_has_read_the_latest_notification_lets_time_run_on() -> None:
+    async with serving(mode="fast") as service, attach(service, Role.AGENT) as agent:
+        await agent.call(Idle)
+        note = await agent.until(lambda f: f.__struct_config__.tag == "notification")  # 6 s
+        await agent.call(Idle, seen=note.seq)
+        ended = await agent.until_ended()
+    assert ended.state == "stopped"

@@ -10,7 +10,7 @@ import pytest
 
 from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
-from areasync.protocol import CallTool, Role, Stop
+from areasync.protocol import CallTool, Mode, Role, Stop
 from areasync.protocol.schema import render_schema
 from areasync.service import ServiceError
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, json_body, serving, tokens
@@ -252,3 +252,19 @@ async def test_the_listing_says_when_a_session_has_nothing_scheduled() -> None:
     [ended] = json_body(body)["sessions"]
     assert ended["next_due"] is None
     assert ended["end_reason"] == "stopped by a controller"
+
+
+async def test_the_listing_counts_the_agents_holding_a_fast_clock_on_their_turn() -> None:
+    async with serving(mode=Mode.FAST) as service:
+
+        async def busy() -> int:
+            _, _, body = await http_get(service, f"/api/sessions?token={ADMIN}")
+            [listed] = json_body(body)["sessions"]
+            return int(listed["agents_busy"])
+
+        assert await busy() == 0  # held for an agent, which is no agent's turn
+        async with attach(service, role=Role.AGENT):
+            assert await busy() == 1  # its turn from its hello on, until it waits
+            async with attach(service, role=Role.CONTROLLER) as controller:
+                await controller.call(Stop)
+            assert await busy() == 0  # an ended session waits for no one

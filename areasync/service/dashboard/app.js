@@ -187,7 +187,14 @@ function currentStatus() {
   const c = view.clock;
   if (!c) return { label: "connecting", kind: "", idle: false, title: "" };
   const listed = listedEntry();
-  const facts = { state: c.state, mode: c.mode, waiting: view.waiting, nextDue: listed?.nextDue, agents: listed?.agents };
+  const facts = {
+    state: c.state,
+    mode: c.mode,
+    waiting: view.waiting,
+    nextDue: listed?.nextDue,
+    agents: listed?.agents,
+    busy: listed?.busy,
+  };
   return { kind: "", ...liveStatus(facts) };
 }
 
@@ -200,8 +207,9 @@ function renderClock() {
     stateEl.textContent = status.label;
     stateEl.title = status.title;
   }
-  if (view.idle !== !!status.idle) {
-    view.idle = !!status.idle;
+  const banner = status.banner || "";
+  if (view.banner !== banner) {
+    view.banner = banner;
     fillWaiting();
     controls.render();
   }
@@ -374,7 +382,7 @@ function openSession(id) {
   view.clock = null;
   view.shownTime = Number.NaN;
   view.polledTime = Number.NaN;
-  view.idle = false;
+  view.banner = "";
   view.ended = null;
   view.pending = [];
   view.connDetail = "";
@@ -536,21 +544,52 @@ function lastMessageToAgent() {
   return "its next action";
 }
 
-/** The banner of a session that cannot move on its own: held for an agent ("waiting"), or with
- *  nothing scheduled and no agent ("idle"). Says why time stands still and what to do, with
- *  the agent command (the real token where this page may see it) and a Copy button. */
+/** When the open session's next scheduled item is due, as the user reads it ("" unknown). */
+function nextDueText() {
+  const due = listedEntry()?.nextDue;
+  if (due === null) return "Nothing is scheduled.";
+  return typeof due === "number" ? `The next scheduled item is due at ${fmtOffset(due - view.startTime, 1)}.` : "";
+}
+
+/** The banner of a session that does not move on its own (states.js's `banner`): held for an
+ *  agent ("waiting"), nothing scheduled and no agent ("idle"), a manual clock ("manual"), a
+ *  paused one ("paused"), an agent's turn in fast mode ("turn"). Says why time stands still
+ *  and what moves it: the controls (or that a controller's token is needed), or the agent
+ *  command (the real token where this page may see it) with a Copy button. */
 function fillWaiting() {
   const box = $("waiting");
-  const kind = view.ended ? "" : view.waiting ? "waiting" : view.idle ? "idle" : "";
+  const kind = view.ended ? "" : view.banner || "";
   box.dataset.kind = kind;
   if (!kind) return; // hidden by controls.render
   const drives = ["controller", "admin"].includes(view.conn?.role);
-  const { command, real } = agentCommand(view.id);
+  const agentKind = kind === "waiting" || kind === "idle";
+  const { command, real } = agentKind ? agentCommand(view.id) : { command: "", real: false };
   const said = kind === "idle" ? lastMessageToAgent() : "";
-  const key = [kind, command, drives, said].join("|");
+  const due = kind === "manual" ? nextDueText() : "";
+  const key = [kind, command, drives, said, due].join("|");
   if (box.dataset.key === key) return; // unchanged: keep its Copy button as it is
   box.dataset.key = key;
   const text = (t) => document.createTextNode(t);
+  const notes = (...parts) =>
+    Object.assign(document.createElement("span"), { className: "waiting-notes", textContent: parts.filter(Boolean).join(" ") });
+  const readOnly = "Moving the clock needs this session's controller token (or the admin's).";
+  if (kind === "manual") {
+    const how = drives ? "Press Next event to run the next scheduled item, Jump to move by seconds, or Tick to run loop ticks." : readOnly;
+    box.replaceChildren(text("Manual clock: time moves only when a controller moves it."), notes(due, how));
+    return;
+  }
+  if (kind === "paused") {
+    const how = drives ? "Press Resume to go on from here." : readOnly;
+    box.replaceChildren(text("Paused: time stands still until a controller resumes it."), notes(how));
+    return;
+  }
+  if (kind === "turn") {
+    box.replaceChildren(
+      text("The agent's turn: the fast clock stands still while the agent acts, until it calls its wait tool (or idle)."),
+      notes(drives ? "If it never does, Stop ends the session." : ""),
+    );
+    return;
+  }
   const nodes =
     kind === "waiting"
       ? [text("Waiting for an agent: time stands still until one connects. Run the scenario's oracle as its agent:")]
@@ -560,12 +599,14 @@ function fillWaiting() {
           ),
         ];
   nodes.push(copyable(command));
-  const notes = [];
-  if (!real) notes.push("AGENT_TOKEN: this session's agent token, printed by areasync serve when it was made (the admin's page shows it).");
-  notes.push("Your own agent connects with the same URL and token.");
-  if (drives && kind === "waiting") notes.push("Or press Start to run it without one, or Next event to step through it.");
-  if (drives && kind === "idle") notes.push("Or Stop to end it and see its checks.");
-  nodes.push(Object.assign(document.createElement("span"), { className: "waiting-notes", textContent: notes.join(" ") }));
+  nodes.push(
+    notes(
+      real ? "" : "AGENT_TOKEN: this session's agent token, printed by areasync serve when it was made (the admin's page shows it).",
+      "Your own agent connects with the same URL and token.",
+      drives && kind === "waiting" ? "Or press Start to run it without one, or Next event to step through it." : "",
+      drives && kind === "idle" ? "Or Stop to end it and see its checks." : "",
+    ),
+  );
   box.replaceChildren(...nodes);
 }
 

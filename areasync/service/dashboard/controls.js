@@ -51,7 +51,7 @@ export class Controls {
     const held = view.waiting && !paused;
     toggle.textContent = paused ? "Resume" : held ? "Start" : "Pause";
     toggle.dataset.action = paused || held ? "resume" : "pause";
-    $("waiting").hidden = !(view.waiting || view.idle) || over;
+    $("waiting").hidden = !view.banner || over;
     const offline = view.conn?.state !== "live" && !over;
     for (const node of $("controls").querySelectorAll("button, input")) {
       // Reading the apps and forking (over the admin's own socket) still make sense once ended.

@@ -844,6 +844,8 @@ const controls = new Controls({
   onClock: setClock,
   redraw: frame,
   elapsed: () => currentTime() - view.startTime,
+  rowAt: rowNumberAt,
+  admin: () => admin,
 });
 
 const wanted = params.get("session");

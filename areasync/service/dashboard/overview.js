@@ -160,7 +160,7 @@ export class ServerOverview {
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: false }, n: { range: (u, min, max) => [0, Math.max(1, max)] }, rate: { range: (u, min, max) => [0, Math.max(1, max)] } },
       axes: [
-        { ...axis, values: (u, splits) => splits.map((s) => `${Math.round(s)} s`) },
+        { ...axis, values: (u, splits) => splits.map((s) => `${Number.isInteger(s) ? s : s.toFixed(1)} s`) },
         { ...axis, scale: "n" },
         { ...axis, scale: "rate", side: 1, grid: { show: false } },
       ],

@@ -81,9 +81,7 @@ async def test_fork_at_a_selected_row_cuts_the_stream_there(server: Server, page
     first_event = next(item for item in before if item["type"] == "event")
     cut = int(first_event["seq"])
     # Rows count from 1 over events and notifications; the cut is the stream's seq.
-    row = sum(
-        1 for item in before if item["type"] in ("event", "notification") and item["seq"] <= cut
-    )
+    row = len(rows_to(before, cut))
     await page.locator(".row", has_text=first_event["event"]["function"]).first.click()
     await page.get_by_role("button", name=f"Fork after row {row}", exact=True).click()
     fork = await opened_fork(page, source)
@@ -148,9 +146,10 @@ async def cut_of(server: Server, fork: str) -> int:
         return int(client.welcome["forked_from"]["seq"])
 
 
-def row_number(items: list[dict[str, Any]], seq: int) -> int:
-    """What the timeline numbers the last row at or before `seq`: rows count from 1."""
-    return sum(1 for i in items if i["type"] in ("event", "notification") and i["seq"] <= seq)
+def rows_to(items: list[dict[str, Any]], seq: int) -> list[dict[str, Any]]:
+    """The timeline's rows (events and notifications) up to `seq`: rows count from 1, so the
+    last one's number is how many there are."""
+    return [i for i in items if i["type"] in ("event", "notification") and i["seq"] <= seq]
 
 
 async def test_a_fork_says_after_which_of_its_sources_rows_it_was_forked(
@@ -158,7 +157,7 @@ async def test_a_fork_says_after_which_of_its_sources_rows_it_was_forked(
 ) -> None:
     source, fork, before = await forked_at_first_event(server, page)
     at = await cut_of(server, fork)
-    n = row_number(before, at)
+    n = len(rows_to(before, at))
     await expect(page.locator("#forked-from")).to_have_text(
         f"Forked from {source} after row {n} (stream item {at}): rows 1 to {n} are its rows, "
         "numbered as there."
@@ -169,8 +168,7 @@ async def test_a_forks_rows_up_to_its_cut_carry_its_sources_numbers(
     server: Server, page: Page
 ) -> None:
     _, fork, before = await forked_at_first_event(server, page)
-    at = await cut_of(server, fork)
-    shared = [i for i in before if i["type"] in ("event", "notification") and i["seq"] <= at]
+    shared = rows_to(before, await cut_of(server, fork))
     for number, item in enumerate(shared, start=1):
         row = page.locator(f'.row[data-seq="{item["seq"]}"]')
         await expect(row.locator(".c-seq")).to_have_text(str(number))
@@ -181,8 +179,8 @@ async def test_a_forks_link_opens_its_source_at_the_cut_with_that_row_selected(
 ) -> None:
     source, fork, before = await forked_at_first_event(server, page)
     at = await cut_of(server, fork)
-    n = row_number(before, at)
-    last = [i for i in before if i["type"] in ("event", "notification") and i["seq"] <= at][-1]
+    shared = rows_to(before, at)
+    n, last = len(shared), shared[-1]
     await page.locator("#forked-from").get_by_role("link", name=source).click()
     await expect(page.locator("#crumb")).to_have_text(source)
     selected = page.locator(".row.selected")

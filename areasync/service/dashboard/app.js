@@ -269,7 +269,11 @@ function renderForkedFrom() {
   const line = $("forked-from");
   const from = view.forkedFrom;
   line.hidden = !from;
-  if (!from) return line.replaceChildren();
+  if (!from) {
+    delete line.dataset.key;
+    line.replaceChildren();
+    return;
+  }
   const n = rowNumberAt(from.seq);
   const key = `${from.session_id}|${from.seq}|${n}`;
   if (line.dataset.key === key) return;

@@ -9,7 +9,8 @@ import { SessionCharts } from "./charts.js";
 import { Controls } from "./controls.js";
 import { ServerOverview } from "./overview.js";
 import { fmtAbsolute, fmtCount, fmtOffset, plural } from "./format.js";
-import { copyable, showDetail, showEnded, toast } from "./panels.js";
+import { fillBanner } from "./banner.js";
+import { showDetail, showEnded, toast } from "./panels.js";
 import { Connection } from "./protocol.js";
 import { SessionList } from "./sessions.js";
 import { endedStatus, liveStatus } from "./states.js";
@@ -622,63 +623,19 @@ function nextDueText() {
   return typeof due === "number" ? `The next scheduled item is due at ${fmtOffset(due - view.startTime, 1)}.` : "";
 }
 
-/** The banner of a session that does not move on its own (states.js's `banner`): held for an
- *  agent ("waiting"), nothing scheduled and no agent ("idle"), a manual clock ("manual"), a
- *  paused one ("paused"), an agent's turn in fast mode ("turn"). Says why time stands still
- *  and what moves it: the controls (or that a controller's token is needed), or the agent
- *  command (the real token where this page may see it) with a Copy button. */
+/** The open session's banner (banner.js), from what this page knows of it now. */
 function fillWaiting() {
-  const box = $("waiting");
   const kind = view.ended ? "" : view.banner || "";
-  box.dataset.kind = kind;
-  if (!kind) return; // hidden by controls.render
-  const drives = ["controller", "admin"].includes(view.conn?.role);
   const agentKind = kind === "waiting" || kind === "idle";
   const { command, real } = agentKind ? agentCommand(view.id) : { command: "", real: false };
-  const said = kind === "idle" ? lastMessageToAgent() : "";
-  const due = kind === "manual" ? nextDueText() : "";
-  const key = [kind, command, drives, said, due].join("|");
-  if (box.dataset.key === key) return; // unchanged: keep its Copy button as it is
-  box.dataset.key = key;
-  const text = (t) => document.createTextNode(t);
-  const notes = (...parts) =>
-    Object.assign(document.createElement("span"), { className: "waiting-notes", textContent: parts.filter(Boolean).join(" ") });
-  const readOnly = "Moving the clock needs this session's controller token (or the admin's).";
-  if (kind === "manual") {
-    const how = drives ? "Press Next event to run the next scheduled item, Jump to move by seconds, or Tick to run loop ticks." : readOnly;
-    box.replaceChildren(text("Manual clock: time moves only when a controller moves it."), notes(due, how));
-    return;
-  }
-  if (kind === "paused") {
-    const how = drives ? "Press Resume to go on from here." : readOnly;
-    box.replaceChildren(text("Paused: time stands still until a controller resumes it."), notes(how));
-    return;
-  }
-  if (kind === "turn") {
-    box.replaceChildren(
-      text("The agent's turn: the fast clock stands still while the agent acts, until it calls its wait tool (or idle)."),
-      notes(drives ? "If it never does, Stop ends the session." : ""),
-    );
-    return;
-  }
-  const nodes =
-    kind === "waiting"
-      ? [text("Waiting for an agent: time stands still until one connects. Run the scenario's oracle as its agent:")]
-      : [
-          text(
-            `Idle: nothing is scheduled and no agent is connected, so time stands still. The scenario waits for an agent to answer ${said}. Connect one:`,
-          ),
-        ];
-  nodes.push(copyable(command));
-  nodes.push(
-    notes(
-      real ? "" : "AGENT_TOKEN: this session's agent token, printed by areasync serve when it was made (the admin's page shows it).",
-      "Your own agent connects with the same URL and token.",
-      drives && kind === "waiting" ? "Or press Start to run it without one, or Next event to step through it." : "",
-      drives && kind === "idle" ? "Or Stop to end it and see its checks." : "",
-    ),
-  );
-  box.replaceChildren(...nodes);
+  fillBanner($("waiting"), {
+    kind,
+    drives: ["controller", "admin"].includes(view.conn?.role),
+    command,
+    real,
+    said: kind === "idle" ? lastMessageToAgent() : "",
+    due: kind === "manual" ? nextDueText() : "",
+  });
 }
 
 // -- admin: new session, restart, fork -------------------------------------------------------------
@@ -892,7 +849,10 @@ if (offline) {
     schedule(); // the open session's card and pill follow the new facts
     if (!admin && list.access?.role === "admin") {
       admin = new Admin({ base, token, sessions });
-      overview = new ServerOverview({ box: $("server-metrics"), chart: $("metrics-chart"), summary: $("metrics-summary"), base, token });
+      // A cluster's router has no /metrics of its own (each node has its own): no overview there.
+      if (!list.cluster) {
+        overview = new ServerOverview({ box: $("server-metrics"), chart: $("metrics-chart"), summary: $("metrics-summary"), base, token });
+      }
     }
     overview?.refresh(); // the server's /metrics, at the list's pace
     $("sessions-filter").hidden = list.sessions.length < 6 && !list.filter; // worth it for a long list

@@ -193,3 +193,17 @@ async def test_a_fork_compared_with_its_cut_marks_what_it_did_since(
     )
     changed = await changed_apps(page)
     assert "EmailClientApp" in changed and "MessagingApp" not in changed
+
+
+async def test_a_message_of_a_scenario_without_a_start_date_shows_its_time_as_the_timeline_does(
+    server: Server, page: Page
+) -> None:
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    async with connect(server, session["session_id"]) as controller:
+        await controller.request({"type": "jump", "next_event": True})  # a message at T+5
+    await open_state(page)
+    messaging = page.locator("#state-dialog .app-state", has_text="MessagingApp")
+    await messaging.locator("summary").first.click()
+    time = messaging.locator(".app-view tbody tr td").nth(2)  # Sender, Message, Time
+    await expect(time).to_have_text("T+00:00:05")

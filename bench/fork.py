@@ -8,8 +8,9 @@ once started), driven over loopback WebSockets by an admin client sending the pr
 frames. The scenario is `bench.synthetic`'s N-event Gaia2-shaped export, run by its oracle.
 Each run below is one session; once it has ended, the client forks it at a quarter, half,
 three quarters and 99.9% of its stream and with no cut (`fork_session`, timed from the frame
-sent to its reply), and stops each fork at once (a fast fork would run on meanwhile). Beside
-them, `create_session` of the same scenario: what a fork saves against loading it afresh.
+sent to its reply), and stops each fork at once (a fast fork would run on meanwhile), then reads
+its apps' state at the same cuts (`get_state{at_seq}`: a fork read and thrown away) and now.
+Beside them, `create_session` of the same scenario: what a fork saves against loading it afresh.
 
 - `fast`: a fast-mode session under the default policy (`--fork-within 1`,
   `--snapshot-overhead 0.1`). It computes without a pause, so its snapshots are held to a tenth
@@ -98,6 +99,19 @@ async def forks(service: Service, ws: ClientConnection, source: str) -> dict[str
     return timings
 
 
+async def states_at(service: Service, source: str) -> dict[str, Any]:
+    """`get_state{at_seq}` of `source` at each cut (the dashboard's comparison: a fork read and
+    thrown away), and `get_state` now, over a connection to `source`; each round trip, in s."""
+    end = service.registry.sessions[source].sim.log.seq
+    ws = await admin(service, source)
+    timings: dict[str, Any] = {"now": round((await call(ws, {"type": "get_state"}))[1], 3)}
+    for c in CUTS:
+        _, elapsed = await call(ws, {"type": "get_state", "at_seq": max(1, int(end * c))})
+        timings[f"at_{c}"] = round(elapsed, 3)
+    await ws.close()
+    return timings
+
+
 def snapshots_of(service: Service, session_id: str) -> dict[str, Any]:
     kept = service.registry.sessions[session_id].snapshots
     assert kept is not None
@@ -121,6 +135,7 @@ async def fast_run(text: str, overhead: float, with_forks: bool) -> dict[str, An
             out.update(snapshots_of(service, created["session_id"]))
             out["stream_seq"] = service.registry.sessions[created["session_id"]].sim.log.seq
             out["fork_s"] = await forks(service, ws, created["session_id"])
+            out["state_at_s"] = await states_at(service, created["session_id"])
             loads = []
             for _ in range(2):
                 fresh, elapsed = await call(ws, {**frame, "mode": "manual"})
@@ -154,6 +169,7 @@ async def paced_run(text: str, step_s: float, think_s: float) -> dict[str, Any]:
             "stream_seq": sim.log.seq,
             **snapshots_of(service, session_id),
             "fork_s": await forks(service, ws, session_id),
+            "state_at_s": await states_at(service, session_id),
         }
         await ws.close()
     return out

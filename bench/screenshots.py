@@ -5,8 +5,9 @@ and a stub-LLM sweep, seen by headless chromium (Debian's, as the browser tests 
 
 Each picture shows one state a user meets: a session waiting for its agent (the real command
 with a Copy button), an idle one (what it waits for, and its pictures), one that passed, its
-apps' state as an inbox, the sweep report's index with a scenario opened, and a failed run's
-expected-vs-sent table.
+apps' state as an inbox, a manual one (what moves it) with the server's metrics beside, a fork
+(where it came from) and its apps compared with its source's, the sweep report's index with a
+scenario opened, and a failed run's expected-vs-sent table.
 """
 
 from __future__ import annotations
@@ -96,10 +97,32 @@ async def dashboard(out: Path) -> None:
                 email = page.locator("#state-dialog .app-state", has_text="EmailClientApp")
                 await email.locator("summary").first.click()
                 await shoot(page, out, "dashboard-app-state")
+                await stepped_and_forked(page, out)
                 await browser.close()
         finally:
             server.terminate()
             server.wait()
+
+
+async def stepped_and_forked(page: Page, out: Path) -> None:
+    """A manual session stepped by its controls, a fork of it gone its own way, and the fork's
+    apps compared with its source's."""
+    frame = {"type": "create_session", "scenario": "scenario_tutorial", "mode": "manual"}
+    made = await admin_request(frame)
+    await page.goto(f"http://127.0.0.1:{PORT}/?session={made['session_id']}#token={TOKEN}")
+    for _ in range(2):
+        await page.get_by_role("button", name="Next event", exact=True).click()
+        await page.wait_for_timeout(300)
+    await shoot(page, out, "dashboard-manual")
+    await page.get_by_role("button", name="Fork here", exact=True).click()
+    await page.locator("#forked-from").wait_for()
+    await page.locator("#jump-by").fill("12")
+    await page.get_by_role("button", name="Jump", exact=True).click()
+    await shoot(page, out, "dashboard-fork")
+    await page.get_by_role("button", name="App state", exact=True).click()
+    await page.locator("#state-compare").select_option(value="source")
+    await page.locator("#state-dialog .state-changes").wait_for()
+    await shoot(page, out, "dashboard-state-compare")
 
 
 async def report(out: Path) -> None:

@@ -327,9 +327,15 @@ class Client:
         """
         await self._connection.request(lambda id: Idle(id=id, seen=seen))
 
-    async def get_state(self, apps: list[str] | None = None) -> dict[str, Any]:
-        """The apps' state (all, or those named), as ARE's ``get_state`` of each app."""
-        value = await self._connection.request(lambda id: GetState(id=id, apps=apps), resend=True)
+    async def get_state(
+        self, apps: list[str] | None = None, *, at_seq: int | None = None
+    ) -> dict[str, Any]:
+        """The apps' state (all, or those named), as ARE's ``get_state`` of each app; with
+        `at_seq`, as it was where the stream had reached that seq (the server rebuilds it as
+        a fork cut there would start: it costs what a fork costs)."""
+        value = await self._connection.request(
+            lambda id: GetState(id=id, apps=apps, at_seq=at_seq), resend=True
+        )
         if not isinstance(value, dict):
             raise AreasyncError(f"get_state answered {type(value).__name__}, not an object")
         return value

@@ -183,10 +183,27 @@ class CallTool(_ClientFrame, tag="call_tool", kw_only=True):
     ] = msgspec.field(default_factory=dict)
 
 
+# A state at a seq is the state a fork cut there would start with (`fork_session`), made off the
+# loop as a fork is, read and thrown away: it costs what a fork costs, and is admitted as one.
 class GetState(_ClientFrame, tag="get_state", kw_only=True):
-    """Ask for the apps' state (all apps, or only those named in `apps`)."""
+    """Ask for the apps' state (all apps, or only those named in `apps`), now or at a seq."""
 
     apps: list[str] | None = None
+    at_seq: (
+        Annotated[
+            int,
+            Meta(
+                ge=0,
+                description=(
+                    "The state where the session's stream had reached this seq (the first point "
+                    "between two inputs or steps where it had, as `fork_session` cuts), rebuilt "
+                    "from its inputs: a dashboard's comparison with an earlier point. Absent: "
+                    "the state now."
+                ),
+            ),
+        ]
+        | None
+    ) = None
 
 
 class SendUserMessage(_ClientFrame, tag="send_user_message", kw_only=True):

@@ -193,12 +193,14 @@ class StreamHub:
 
     def _on_append(self, seq: int, item: StreamItem) -> None:
         self.frames.append(WireFrame(item))
-        if type(item) is EventItem:
+        is_event = type(item) is EventItem
+        if is_event:
             self.events += 1
         elif type(item) is NotificationItem:
             self.last_notification = seq
         if self.metrics is not None:
             self.metrics.stream_items += 1
+            self.metrics.events += is_event
         if self._watchers:
             for watcher in tuple(self._watchers):  # a copy: one may leave while we iterate
                 watcher.on_item(seq, item)

@@ -64,6 +64,7 @@ class Metrics:
         self.frames_sent = 0
         self.frames_received = 0
         self.stream_items = 0
+        self.events = 0  # the events among the stream items (ARE's completed events)
         self.sessions_created = 0
         self.connections_opened = 0
         self.slow_consumer_disconnects = 0  # every 4008, write timeouts included
@@ -133,6 +134,7 @@ class Metrics:
                 "Stream items produced by all sessions.",
                 self.stream_items,
             ),
+            ("areasync_events_total", "Events logged by all sessions.", self.events),
             (
                 "areasync_slow_consumer_disconnects_total",
                 "Clients closed with 4008 because they read too slowly.",

@@ -251,6 +251,44 @@ class SessionRegistry:
         await journal_created(session)
         return session
 
+    async def state_at(
+        self, session: Session, at_seq: int, apps: list[str] | None = None
+    ) -> dict[str, Any]:
+        """The apps' state (`get_state(apps)`) where `session`'s stream had reached `at_seq`:
+        the fork of it there (`restore.forked`, from a snapshot or replayed from its load),
+        made in a worker thread as a fork is, read, and thrown away. It costs what a fork
+        costs, so it is admitted as one: it counts against `max_sessions` and the memory
+        ceiling while it runs, one at a time with imports and forks. Raises ProtocolError
+        (an unknown app, a seq past the end, no room, a rebuild that failed)."""
+        names = session.sim.app_names(apps)  # an unknown app costs no rebuild
+        inputs = fork_inputs(session, at_seq, None, done="read at a seq")
+        self._admit(inputs[0], "state at a seq")
+        judge = self.config.judge if session.judge is not None else None
+        limiter = self._judge_limiter
+
+        def read() -> dict[str, Any]:
+            sim = forked(inputs, snapshot, at_seq, None, judge=judge, judge_limiter=limiter)
+            try:
+                return sim.get_state(names)
+            finally:
+                sim.sandbox.remove_directories()  # made for this read alone
+
+        self._importing += 1
+        try:
+            snapshot = await fork_snapshot(session, at_seq, None)
+            return await anyio.to_thread.run_sync(read, limiter=self._import_limiter)
+        except ProtocolError:
+            raise
+        except Exception as exc:
+            logger.warning("session %s: no state at seq %d", session.id, at_seq, exc_info=True)
+            raise ProtocolError(
+                ErrorCode.INTERNAL,
+                f"cannot rebuild session {session.id!r} at seq {at_seq} "
+                f"({type(exc).__name__}: {exc}); read its state now (no at_seq) instead",
+            ) from exc
+        finally:
+            self._importing -= 1
+
     def _builder(
         self, source: ScenarioSource, oracle: bool, import_mode: ImportMode | str | None
     ) -> Callable[[], Built]:

@@ -50,8 +50,10 @@ async def perform(
     match frame:
         case ListTools():
             return sim.list_tools()
-        case GetState(apps=apps):
+        case GetState(apps=apps, at_seq=None):
             return sim.get_state(apps)
+        case GetState(apps=apps, at_seq=int() as at_seq):
+            return await registry.state_at(session, at_seq, apps)
         case CallTool(tool=tool, args=args):
             return await sim.call_tool(tool, args, **_lease_of(frame, role, holder))
         case Idle(seen=seen):

@@ -206,11 +206,12 @@ def replayed(
 
 
 def fork_inputs(
-    session: Session, at_seq: int | None, at_time: float | None
+    session: Session, at_seq: int | None, at_time: float | None, *, done: str = "forked"
 ) -> tuple[str, str, Creation, list[InputRecord]]:
     """What a fork of `session` replays: its source, import mode, creation and records (on
     the loop: the records are the live session's, `sim.flush_records()`). Raises
-    ProtocolError when it cannot be forked there."""
+    ProtocolError when it cannot be forked there (`done`: what its message says cannot be
+    done to it: forked, or its state read at a seq)."""
     sim = session.sim
     recipe = session.recipe
     why = None
@@ -221,20 +222,20 @@ def fork_inputs(
     if why is not None or recipe is None or sim.creation is None:
         raise ProtocolError(
             ErrorCode.INVALID_FIELD,
-            f"session {session.id!r} cannot be forked: {why}; create a new session instead",
+            f"session {session.id!r} cannot be {done}: {why}; create a new session instead",
         )
     end_seq, now = sim.log.seq, sim.clock.now()
     if at_seq is not None and at_seq > end_seq:
         raise ProtocolError(
             ErrorCode.INVALID_FIELD,
             f"at_seq {at_seq} is past the end of session {session.id!r}, whose stream is at seq "
-            f"{end_seq}: give a seq up to {end_seq}, or leave it out to fork it as it is now",
+            f"{end_seq}: give a seq up to {end_seq}, or leave it out for the session as it is now",
         )
     if at_time is not None and at_time > now:
         raise ProtocolError(
             ErrorCode.INVALID_FIELD,
             f"at_time {at_time} is past the end of session {session.id!r}, whose clock is at "
-            f"{now}: give a time up to {now}, or leave it out to fork it as it is now",
+            f"{now}: give a time up to {now}, or leave it out for the session as it is now",
         )
     source = recipe.scenario if recipe.scenario is not None else recipe.scenario_json
     assert source is not None  # a recipe keeps exactly one of them

@@ -219,6 +219,14 @@ class Session:
         due = self.sim.engine.next_due_us()
         return None if due is None else to_s(due)
 
+    def agents_busy(self) -> int:
+        """How many agents hold the fast clock now (their turn, between a notification and
+        their next wait or idle): over any connection, WebSocket, OpenEnv or gaia2-cli. What
+        the dashboard tells a user a fast session with an agent waits for."""
+        if self.ended:
+            return 0
+        return sum(1 for holder in self.sim.leases if holder != WAITING_HOLDER)
+
     def describe(self, ws_url: str) -> dict[str, Any]:
         """The session as `/api/sessions` lists it (no tokens: they are handed out once)."""
         return {
@@ -233,6 +241,7 @@ class Session:
             "judge": self.judge,
             "waiting_for_agent": self.waiting_for_agent,
             "next_due": self.next_due(),
+            "agents_busy": self.agents_busy(),
             "end_reason": self.sim.end_reason if self.ended else None,
             "restartable": self.recipe is not None,
             "clock": self.sim.clock_state(peek=True),

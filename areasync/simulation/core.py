@@ -178,15 +178,20 @@ class SimulationCore:
     def list_tools(self) -> list[ToolInfo]:
         return self.tools.infos()
 
-    def get_state(self, apps: list[str] | None = None) -> dict[str, Any]:
-        """The apps' state (ARE's `get_state` of each app), optionally only the named apps."""
+    def app_names(self, apps: list[str] | None = None) -> list[str]:
+        """The apps `get_state(apps)` reads: all of them for None; raises InvalidRequestError
+        for a name the session has no app of."""
         names = list(self.env.apps) if apps is None else apps
         unknown = [name for name in names if name not in self.env.apps]
         if unknown:
             raise InvalidRequestError(
                 f"unknown app(s) {', '.join(unknown)}: the session has {', '.join(self.env.apps)}"
             )
-        return {name: to_plain(self.env.apps[name].get_state()) for name in names}
+        return names
+
+    def get_state(self, apps: list[str] | None = None) -> dict[str, Any]:
+        """The apps' state (ARE's `get_state` of each app), optionally only the named apps."""
+        return {name: to_plain(self.env.apps[name].get_state()) for name in self.app_names(apps)}
 
     def stream(self, since: int = 0) -> AsyncIterator[StreamItem]:
         """Every stream item after `since`, then live ones, until (and including) `ended`."""

@@ -134,6 +134,21 @@ async def test_controls_return_typed_clock_states(areasync_server: AreasyncServe
     assert isinstance(ended, EndedItem)
 
 
+async def test_get_state_at_a_seq_gives_the_state_the_session_had_there(
+    areasync_server: AreasyncServer,
+) -> None:
+    session_id = areasync_server.create_session("scenario_tutorial", mode="manual")
+    url = areasync_server.session_url(session_id)
+    async with connect(url, role="controller", token=areasync_server.token) as controller:
+        with anyio.fail_after(WAIT):
+            cut = areasync_server.simulation(session_id).log.seq
+            await controller.next_event()  # a message at T+5 s
+            now = await controller.get_state(["MessagingApp"])
+            then = await controller.get_state(["MessagingApp"], at_seq=cut)
+    assert now != then
+    assert list(then) == ["MessagingApp"]
+
+
 async def test_an_exclusive_jump_lets_the_agent_act_at_the_target_before_its_events(
     areasync_server: AreasyncServer,
 ) -> None:

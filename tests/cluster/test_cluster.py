@@ -412,6 +412,17 @@ async def test_fork_on_the_routers_dashboard_forks_on_the_sessions_node(
     assert link is not None and link.node_id == router.where[source]
 
 
+async def test_the_routers_dashboard_draws_no_server_metrics_it_has_none_of(
+    router: Router, page: Page
+) -> None:
+    opened = sorted(CREATED)[0]
+    await page.goto(f"{router.http_url}/?session={opened}#token={ADMIN}")
+    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    await expect(page.locator("#btn-new")).to_be_visible()  # the list came: the admin's page
+    await expect(page.locator("#server-metrics")).to_be_hidden()
+    assert await page.evaluate("window.__areasync.overview") is None
+
+
 async def test_a_session_token_opens_its_session_on_the_routers_dashboard(
     router: Router, page: Page
 ) -> None:

@@ -66,7 +66,7 @@ async def test_fork_here_opens_a_session_whose_stream_is_the_sources_so_far(
     before = await stream(server, source)
     await page.get_by_role("button", name="Fork here", exact=True).click()
     fork = await opened_fork(page, source)
-    await expect(page.locator("#clock-sub")).to_contain_text(f"forked from {source}")
+    await expect(page.locator("#forked-from")).to_contain_text(f"Forked from {source} after row")
     assert fork in [s["id"] for s in server.sessions()]
     forked = await stream(server, fork)
     assert forked[: len(before)] == before
@@ -81,17 +81,15 @@ async def test_fork_at_a_selected_row_cuts_the_stream_there(server: Server, page
     first_event = next(item for item in before if item["type"] == "event")
     cut = int(first_event["seq"])
     # Rows count from 1 over events and notifications; the cut is the stream's seq.
-    row = sum(
-        1 for item in before if item["type"] in ("event", "notification") and item["seq"] <= cut
-    )
+    row = len(rows_to(before, cut))
     await page.locator(".row", has_text=first_event["event"]["function"]).first.click()
     await page.get_by_role("button", name=f"Fork after row {row}", exact=True).click()
     fork = await opened_fork(page, source)
-    label = page.locator("#clock-sub")
-    await expect(label).to_contain_text(f"forked from {source} at #")
+    label = page.locator("#forked-from")
+    await expect(label).to_contain_text(f"Forked from {source} after row")
     # The fork stands where its replay stopped: at the cut, or past it when the record that
     # reached the cut appended more than one item (an event and its notification).
-    at = int(re.search(r"forked from \S+ at #(\d+)", await label.inner_text())[1])  # type: ignore[index]
+    at = int(re.search(r"stream item (\d+)", await label.inner_text())[1])  # type: ignore[index]
     forked = await stream(server, fork)
     assert at >= cut and forked[:at] == before[:at]
     later = [item for item in before if item["type"] == "event" and item["seq"] > cut]
@@ -127,3 +125,79 @@ async def test_an_observer_page_offers_no_fork(server: Server, page: Page) -> No
     await page.locator(".row").first.click()
     await expect(page.locator("#detail")).to_be_visible()
     await expect(page.get_by_role("button", name="Fork", exact=False)).to_have_count(0)
+
+
+async def forked_at_first_event(
+    server: Server, page: Page
+) -> tuple[str, str, list[dict[str, Any]]]:
+    """A session with a few events, forked from the page after its first event's row: the
+    source's id, the fork's id and the source's stream."""
+    source = await session_with_events(server, page)
+    before = await stream(server, source)
+    first_event = next(item for item in before if item["type"] == "event")
+    await page.locator(f'.row[data-seq="{first_event["seq"]}"]').click()
+    await page.get_by_role("button", name=re.compile(r"^Fork after row \d+$")).click()
+    return source, await opened_fork(page, source), before
+
+
+async def cut_of(server: Server, fork: str) -> int:
+    """The seq of the source's stream the fork shares, as its welcome says."""
+    async with connect(server, fork, role="observer") as client:
+        return int(client.welcome["forked_from"]["seq"])
+
+
+def rows_to(items: list[dict[str, Any]], seq: int) -> list[dict[str, Any]]:
+    """The timeline's rows (events and notifications) up to `seq`: rows count from 1, so the
+    last one's number is how many there are."""
+    return [i for i in items if i["type"] in ("event", "notification") and i["seq"] <= seq]
+
+
+async def test_a_fork_says_after_which_of_its_sources_rows_it_was_forked(
+    server: Server, page: Page
+) -> None:
+    source, fork, before = await forked_at_first_event(server, page)
+    at = await cut_of(server, fork)
+    n = len(rows_to(before, at))
+    await expect(page.locator("#forked-from")).to_have_text(
+        f"Forked from {source} after row {n} (stream item {at}): rows 1 to {n} are its rows, "
+        "numbered as there."
+    )
+
+
+async def test_a_forks_rows_up_to_its_cut_carry_its_sources_numbers(
+    server: Server, page: Page
+) -> None:
+    _, fork, before = await forked_at_first_event(server, page)
+    shared = rows_to(before, await cut_of(server, fork))
+    for number, item in enumerate(shared, start=1):
+        row = page.locator(f'.row[data-seq="{item["seq"]}"]')
+        await expect(row.locator(".c-seq")).to_have_text(str(number))
+
+
+async def test_a_forks_link_opens_its_source_at_the_cut_with_that_row_selected(
+    server: Server, page: Page
+) -> None:
+    source, fork, before = await forked_at_first_event(server, page)
+    at = await cut_of(server, fork)
+    shared = rows_to(before, at)
+    n, last = len(shared), shared[-1]
+    await page.locator("#forked-from").get_by_role("link", name=source).click()
+    await expect(page.locator("#crumb")).to_have_text(source)
+    selected = page.locator(".row.selected")
+    await expect(selected).to_have_attribute("data-seq", str(last["seq"]))
+    await expect(selected.locator(".c-seq")).to_have_text(str(n))
+    await expect(page.get_by_role("button", name=f"Fork after row {n}", exact=True)).to_be_visible()
+    assert f"seq={at}" in page.url
+    await expect(page.locator("#forked-from")).to_be_hidden()  # the source is no fork
+
+
+async def test_a_url_with_a_seq_opens_the_session_with_that_row_selected(
+    server: Server, page: Page
+) -> None:
+    source = await session_with_events(server, page)
+    before = await stream(server, source)
+    first_event = next(item for item in before if item["type"] == "event")
+    await page.goto(server.page_url(session=source, seq=str(first_event["seq"])))
+    selected = page.locator(".row.selected")
+    await expect(selected).to_have_attribute("data-seq", str(first_event["seq"]))
+    await expect(page.locator("#detail")).to_be_visible()

@@ -36,7 +36,7 @@ async def test_page_lists_the_default_session(server: Server, page: Page) -> Non
     await page.goto(server.page_url())
     item = page.locator(f'.session-item[data-id="{DEFAULT_SESSION}"]')
     await expect(item).to_be_visible()
-    await expect(item.locator(".state-pill")).to_have_text("running")
+    await expect(item.locator(".state-pill")).to_have_text("manual")  # the server's --mode manual
     await expect(item).to_contain_text("events")
     await expect(item).to_contain_text(re.compile(r"\d+ clients?"))
 

@@ -1,6 +1,7 @@
 """The app-state inspector as apps people read, search and compare: contacts and an inbox as
-tables, a search that keeps only the apps and branches holding the text, opened, and a
-second read that marks what changed since the first."""
+tables, a search that keeps only the apps and branches holding the text, opened, and what
+changed marked: since the last read, since a selected row (the server rebuilds the state
+there), and for a fork since its cut or against its source now."""
 
 from __future__ import annotations
 
@@ -62,7 +63,9 @@ async def test_a_second_read_marks_what_changed_since_the_first(server: Server, 
     await expect(changed).to_have_count(1)
     await expect(changed.locator(".app-name")).to_have_text("MessagingApp")
     await expect(changed.locator(".branch.changed, .leaf.changed").first).to_be_visible()
-    await expect(page.locator("#state-when")).to_contain_text("changes since T+00:00:00.0")
+    await expect(page.locator("#state-when")).to_contain_text(
+        "changes since the last read (at T+00:00:00.0)"
+    )
 
 
 async def test_contacts_show_as_a_table_of_people(server: Server, page: Page) -> None:
@@ -112,3 +115,95 @@ async def test_a_time_in_the_tree_shows_its_date_beside_its_number(
     await expect(stamp).to_have_text(
         re.compile(r"^\d+(\.\d+)? \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$")
     )
+
+
+async def changed_apps(page: Page) -> list[str]:
+    """The apps the inspector marks changed, once it has read and compared."""
+    await expect(page.locator("#state-dialog .state-changes")).to_be_visible()
+    names = page.locator("#state-dialog .app-state.changed .app-name")
+    return [str(name) for name in await names.all_inner_texts()]
+
+
+async def test_the_state_compared_with_a_selected_row_marks_what_changed_after_it(
+    server: Server, page: Page
+) -> None:
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    async with connect(server, session["session_id"]) as controller:
+        await controller.request({"type": "jump", "next_event": True})  # a message at T+5
+        await page.locator(".row").first.click()
+        await controller.request({"type": "jump", "by": 20})  # Greg's email comes at T+16
+    await open_state(page)
+    await page.locator("#state-compare").select_option(label="the state after row 1 (selected)")
+    await expect(page.locator("#state-when")).to_contain_text("changes since row 1")
+    changed = await changed_apps(page)
+    assert "EmailClientApp" in changed and "MessagingApp" not in changed
+    await expect(page.locator("#state-dialog .state-changes")).to_contain_text("since row 1")
+
+
+async def test_with_no_row_selected_the_row_comparison_is_not_offered(
+    server: Server, page: Page
+) -> None:
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    await open_state(page)
+    row = page.locator('#state-compare option[value="row"]')
+    await expect(row).to_be_disabled()
+    await expect(row).to_have_text("the state after a row (select one)")
+    await expect(page.locator('#state-compare option[value="cut"]')).to_be_disabled()
+
+
+async def forked_then_emailed(server: Server, page: Page) -> str:
+    """A session stepped to its first message, forked from the page as it is; the fork then
+    jumped past Greg's email (T+16). The source's id; the page shows the fork."""
+    session = await create_session(server, mode="manual")
+    source = session["session_id"]
+    await open_session(page, server, source)
+    async with connect(server, source) as controller:
+        await controller.request({"type": "jump", "next_event": True})
+    await expect(page.locator(".row")).not_to_have_count(0)
+    await page.get_by_role("button", name="Fork here", exact=True).click()
+    await expect(page.locator("#crumb")).not_to_have_text(source)
+    await expect(page.locator("#forked-from")).to_contain_text(f"Forked from {source}")
+    fork = str(await page.locator("#crumb").text_content())
+    async with connect(server, fork) as controller:
+        await controller.request({"type": "jump", "by": 20})
+    return source
+
+
+async def test_a_fork_compared_with_its_source_now_marks_where_it_went_its_own_way(
+    server: Server, page: Page
+) -> None:
+    source = await forked_then_emailed(server, page)
+    await open_state(page)
+    await page.locator("#state-compare").select_option(label=f"{source} now")
+    await expect(page.locator("#state-when")).to_contain_text(f"changes since {source} now")
+    changed = await changed_apps(page)
+    assert "EmailClientApp" in changed and "MessagingApp" not in changed
+
+
+async def test_a_fork_compared_with_its_cut_marks_what_it_did_since(
+    server: Server, page: Page
+) -> None:
+    source = await forked_then_emailed(server, page)
+    await open_state(page)
+    await page.locator("#state-compare").select_option(value="cut")
+    await expect(page.locator("#state-when")).to_contain_text(
+        f"changes since the fork's cut ({source} after row"
+    )
+    changed = await changed_apps(page)
+    assert "EmailClientApp" in changed and "MessagingApp" not in changed
+
+
+async def test_a_message_of_a_scenario_without_a_start_date_shows_its_time_as_the_timeline_does(
+    server: Server, page: Page
+) -> None:
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    async with connect(server, session["session_id"]) as controller:
+        await controller.request({"type": "jump", "next_event": True})  # a message at T+5
+    await open_state(page)
+    messaging = page.locator("#state-dialog .app-state", has_text="MessagingApp")
+    await messaging.locator("summary").first.click()
+    time = messaging.locator(".app-view tbody tr td").nth(2)  # Sender, Message, Time
+    await expect(time).to_have_text("T+00:00:05")

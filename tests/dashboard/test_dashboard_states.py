@@ -17,6 +17,7 @@ from tests.dashboard.conftest import (
     CHROMIUM,
     Server,
     chromium_missing_reason,
+    connect,
     create_session,
     open_session,
     start_server,
@@ -146,7 +147,88 @@ async def test_the_overview_counts_the_sessions_by_state_and_their_events_per_se
         await page.goto(own.page_url(session=session["session_id"]))
         await expect(page.locator("#state")).to_have_text("passed")
         overview = page.locator("#overview")
-        await expect(overview).to_contain_text("1 passed · 1 running")
+        await expect(overview).to_contain_text("1 manual · 1 passed")
         await expect(overview).to_contain_text(re.compile(r"· \d+\.\d events/s$"))
     finally:
         own.stop()
+
+
+async def test_a_manual_session_reads_manual_not_running(server: Server, page: Page) -> None:
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    await expect(page.locator("#state")).to_have_text("manual")
+    card = page.locator(f'.session-item[data-id="{session["session_id"]}"]')
+    await expect(card.locator(".state-pill")).to_have_text("manual")
+
+
+async def test_a_manual_session_says_the_controls_move_it_and_when_the_next_item_is_due(
+    server: Server, page: Page
+) -> None:
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    banner = page.locator("#waiting")
+    await expect(banner).to_contain_text("Manual clock: time moves only when a controller moves it")
+    await expect(banner).to_contain_text("Press Next event to run the next scheduled item")
+    # scenario_tutorial's first event is due 5 s after its start.
+    await expect(banner).to_contain_text("The next scheduled item is due at T+00:00:05.0")
+    await page.get_by_role("button", name="Next event", exact=True).click()
+    await expect(banner).not_to_contain_text("due at T+00:00:05.0")
+    await expect(page.locator("#state")).to_have_text("manual")
+
+
+async def test_an_observer_of_a_manual_session_is_told_a_controller_token_moves_it(
+    server: Server, page: Page
+) -> None:
+    session = await create_session(server, mode="manual")
+    token = session["tokens"]["observer"]
+    await open_session(page, server, session["session_id"], token=token)
+    banner = page.locator("#waiting")
+    await expect(banner).to_contain_text("Manual clock")
+    await expect(banner).to_contain_text("needs this session's controller token")
+    await expect(banner).not_to_contain_text("Press Next event")
+
+
+async def test_a_paused_session_reads_paused_and_says_resume_goes_on(
+    server: Server, page: Page
+) -> None:
+    session = await create_session(server, mode="realtime")
+    await open_session(page, server, session["session_id"])
+    await expect(page.locator("#state")).to_have_text("running")
+    await expect(page.locator("#waiting")).to_be_hidden()
+    await page.get_by_role("button", name="Pause", exact=True).click()
+    await expect(page.locator("#state")).to_have_text("paused")
+    banner = page.locator("#waiting")
+    await expect(banner).to_contain_text("Paused: time stands still until a controller resumes it")
+    await expect(banner.locator(".waiting-notes")).to_have_text("Press Resume to go on from here.")
+    card = page.locator(f'.session-item[data-id="{session["session_id"]}"]')
+    await expect(card.locator(".state-pill")).to_have_text("paused")
+    await page.get_by_role("button", name="Resume", exact=True).click()
+    await expect(page.locator("#state")).to_have_text("running")
+    await expect(page.locator("#waiting")).to_be_hidden()
+
+
+async def test_a_fast_session_on_its_agents_turn_says_it_waits_for_the_agent(
+    server: Server, page: Page
+) -> None:
+    session = await create_session(server, mode="fast")
+    await open_session(page, server, session["session_id"])
+    await expect(page.locator("#state")).to_have_text("waiting")
+    # An agent that connects holds the fast clock on its turn, until it waits: it never does.
+    async with connect(server, session["session_id"], role="agent"):
+        await expect(page.locator("#state")).to_have_text("agent's turn", timeout=15_000)
+        await expect(page.locator("#waiting")).to_contain_text(
+            "The agent's turn: the fast clock stands still while the agent acts"
+        )
+        card = page.locator(f'.session-item[data-id="{session["session_id"]}"]')
+        await expect(card.locator(".state-pill")).to_have_text("agent's turn")
+
+
+async def test_a_run_whose_checks_failed_reads_failed(server: Server, page: Page) -> None:
+    session = await create_session(server, mode="fast")
+    await open_session(page, server, session["session_id"])
+    # Started without an agent: the scenario runs to its end with nobody acting on it.
+    await page.get_by_role("button", name="Start", exact=True).click()
+    await expect(page.locator("#state")).to_have_text("failed", timeout=15_000)
+    await expect(page.locator("#ended .ended-title")).to_have_text(
+        "Failed: ran to the end, checks failed"
+    )

@@ -10,7 +10,7 @@ import pytest
 
 from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
-from areasync.protocol import CallTool, Role, Stop
+from areasync.protocol import CallTool, Jump, Mode, Role, Stop
 from areasync.protocol.schema import render_schema
 from areasync.service import ServiceError
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, json_body, serving, tokens
@@ -101,6 +101,18 @@ async def test_metrics_are_prometheus_text_with_the_service_counters() -> None:
     assert samples["areasync_tool_call_seconds_count"] == "1"
     assert int(samples["areasync_frames_sent_total"]) >= 2
     assert samples["areasync_slow_consumer_disconnects_total"] == "0"
+
+
+async def test_metrics_count_the_events_among_the_stream_items() -> None:
+    async with serving() as service, attach(service, Role.CONTROLLER) as controller:
+        await controller.call(Jump, next_event=True)  # the tutorial's first event, at T+5 s
+        _, _, body = await http_get(service, f"/metrics?token={ADMIN}")
+        events = service.registry.sessions[TUTORIAL].hub.events
+    samples = dict(
+        line.rsplit(" ", 1) for line in body.decode().splitlines() if not line.startswith("#")
+    )
+    assert events >= 1 and samples["areasync_events_total"] == str(events)
+    assert int(samples["areasync_stream_items_total"]) > events  # its notification, the clock
 
 
 async def test_the_dashboard_page_is_served_without_a_token_and_holds_no_session_data() -> None:
@@ -252,3 +264,19 @@ async def test_the_listing_says_when_a_session_has_nothing_scheduled() -> None:
     [ended] = json_body(body)["sessions"]
     assert ended["next_due"] is None
     assert ended["end_reason"] == "stopped by a controller"
+
+
+async def test_the_listing_counts_the_agents_holding_a_fast_clock_on_their_turn() -> None:
+    async with serving(mode=Mode.FAST) as service:
+
+        async def busy() -> int:
+            _, _, body = await http_get(service, f"/api/sessions?token={ADMIN}")
+            [listed] = json_body(body)["sessions"]
+            return int(listed["agents_busy"])
+
+        assert await busy() == 0  # held for an agent, which is no agent's turn
+        async with attach(service, role=Role.AGENT):
+            assert await busy() == 1  # its turn from its hello on, until it waits
+            async with attach(service, role=Role.CONTROLLER) as controller:
+                await controller.call(Stop)
+            assert await busy() == 0  # an ended session waits for no one

@@ -43,6 +43,11 @@ export class Admin {
     return this._get(`api/sessions/${encodeURIComponent(id)}/agent`, `read the agent token of ${id}`);
   }
 
+  /** Session `id`'s apps' state now (get_state over an admin connection to it). */
+  async state(id) {
+    return this._request({ type: "get_state" }, id, `read the state of ${id}`);
+  }
+
   /** Send create_session{...fields}; resolves with its result (session_id, tokens...). */
   async create(fields, through) {
     if (this.sessions.cluster) return this._post("api/sessions", fields, "create the session");

@@ -3,7 +3,7 @@
 // person reads at a glance. Recognised by the state's shape (ARE's field names), not the app's
 // name, so a renamed or extended app still shows; anything else shows only as the tree.
 
-import { fmtAbsolute } from "./format.js";
+import { fmtAbsolute, fmtOffset } from "./format.js";
 
 const el = (tag, className, text) => {
   const node = document.createElement(tag);
@@ -14,9 +14,10 @@ const el = (tag, className, text) => {
 const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 const list = (value) => (Array.isArray(value) ? value : isObject(value) ? Object.values(value) : []);
 
-/** A time as a date where it is one (seconds since the epoch), else as it is. */
+/** A time as a date where it is one (seconds since the epoch); a small one is a scenario's with
+ *  no start date, which counts from 0: shown as the timeline shows it (T+HH:MM:SS). */
 function when(value) {
-  if (typeof value === "number") return value > 1e8 ? fmtAbsolute(value) : `${value} s`;
+  if (typeof value === "number") return value > 1e8 ? fmtAbsolute(value) : fmtOffset(value, 0);
   return value === null || value === undefined ? "" : String(value);
 }
 

@@ -7,8 +7,10 @@
 import { Admin, AdminError, readScenarioFile } from "./admin.js";
 import { SessionCharts } from "./charts.js";
 import { Controls } from "./controls.js";
+import { ServerOverview } from "./overview.js";
 import { fmtAbsolute, fmtCount, fmtOffset, plural } from "./format.js";
-import { copyable, showDetail, showEnded, toast } from "./panels.js";
+import { fillBanner } from "./banner.js";
+import { showDetail, showEnded, toast } from "./panels.js";
 import { Connection } from "./protocol.js";
 import { SessionList } from "./sessions.js";
 import { endedStatus, liveStatus } from "./states.js";
@@ -57,6 +59,7 @@ const view = {
   welcomeSeq: 0,
   restored: false, // welcome.restored: rebuilt from its journal after a server restart
   forkedFrom: null, // welcome.forked_from: the source and seq of a fork
+  revealSeq: null, // ?seq=: select the row where the stream had reached it, once replayed
   clock: null,
   clockAt: 0,
   polledTime: Number.NaN, // the latest time /api/sessions reported: the shown time never falls below it
@@ -99,12 +102,16 @@ function frame() {
     debug.applied += take;
     countsChanged = true;
   }
+  if (view.revealSeq !== null) revealWanted();
   timeline.startTime = view.startTime;
   timeline.sync();
   timeline.render();
   if (view.clock) charts.sample(currentTime() - view.startTime);
   charts.update(view.startTime);
-  if (countsChanged) renderCounts();
+  if (countsChanged) {
+    renderCounts();
+    renderForkedFrom();
+  }
   renderClock();
   renderConnection();
   if (view.clock && sessions) {
@@ -187,7 +194,14 @@ function currentStatus() {
   const c = view.clock;
   if (!c) return { label: "connecting", kind: "", idle: false, title: "" };
   const listed = listedEntry();
-  const facts = { state: c.state, mode: c.mode, waiting: view.waiting, nextDue: listed?.nextDue, agents: listed?.agents };
+  const facts = {
+    state: c.state,
+    mode: c.mode,
+    waiting: view.waiting,
+    nextDue: listed?.nextDue,
+    agents: listed?.agents,
+    busy: listed?.busy,
+  };
   return { kind: "", ...liveStatus(facts) };
 }
 
@@ -200,8 +214,9 @@ function renderClock() {
     stateEl.textContent = status.label;
     stateEl.title = status.title;
   }
-  if (view.idle !== !!status.idle) {
-    view.idle = !!status.idle;
+  const banner = status.banner || "";
+  if (view.banner !== banner) {
+    view.banner = banner;
     fillWaiting();
     controls.render();
   }
@@ -217,10 +232,8 @@ function renderClock() {
   const parts = [c.mode === "realtime" ? `realtime ×${c.speed}` : c.mode, `${plural(c.tick, "loop tick")}`];
   if (c.lag > 0.5) parts.push(`lag ${c.lag.toFixed(1)} s`);
   // A realtime session restored after a restart comes back paused: say why, and what to do.
-  // welcome.restored is true for a fork too; the page tells the forks it made itself apart.
-  if (view.forkedFrom) parts.push(`forked from ${view.forkedFrom.session_id} at #${view.forkedFrom.seq}`);
-  else if (forkedFrom.has(view.id)) parts.push(`forked from ${forkedFrom.get(view.id)}`);
-  else if (view.restored) parts.push(c.state === "paused" ? "restored after a restart: paused, Resume goes on" : "restored after a restart");
+  // welcome.restored is true for a fork too: a fork says where it came from on its own line.
+  if (!view.forkedFrom && view.restored) parts.push(c.state === "paused" ? "restored after a restart: paused, Resume goes on" : "restored after a restart");
   // A scenario that sets no start date counts from 0: a 1970 date would only mislead.
   if (view.startTime > 0) parts.push(fmtAbsolute(t));
   const sub = parts.join(" · ");
@@ -232,6 +245,67 @@ function renderClock() {
     $("progress-bar").style.width = `${(fraction * 100).toFixed(2)}%`;
     $("progress").title = `${fmtOffset(t - view.startTime, 0)} of ${fmtOffset(c.duration, 0)}`;
   }
+}
+
+// -- forks and their sources ---------------------------------------------------------------------
+
+/** The number the timeline gives the last row at or before stream item `seq` (rows count
+ *  events and notifications from 1; a seq counts clock items too), 0 when none is. A fork's
+ *  stream up to its cut is its source's item for item, so both number those rows alike. */
+function rowNumberAt(seq) {
+  const rows = store.rows;
+  let lo = 0;
+  let hi = rows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (rows[mid].seq <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** A fork's line: the session it was forked from (a link that opens it at the cut, its row
+ *  selected) and after which of its rows; the rows up to there are the source's. */
+function renderForkedFrom() {
+  const line = $("forked-from");
+  const from = view.forkedFrom;
+  line.hidden = !from;
+  if (!from) {
+    delete line.dataset.key;
+    line.replaceChildren();
+    return;
+  }
+  const n = rowNumberAt(from.seq);
+  const key = `${from.session_id}|${from.seq}|${n}`;
+  if (line.dataset.key === key) return;
+  line.dataset.key = key;
+  const url = new URL(location.href);
+  url.searchParams.set("session", from.session_id);
+  url.searchParams.set("seq", String(from.seq));
+  const link = Object.assign(document.createElement("a"), { href: url.href, textContent: from.session_id });
+  link.title = `Open ${from.session_id} at stream item ${from.seq}, the fork's cut`;
+  link.addEventListener("click", (ev) => {
+    if (ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey) return; // a new tab: the URL does it
+    ev.preventDefault();
+    openSession(from.session_id, { seq: from.seq });
+  });
+  const item = `stream item ${fmtCount(from.seq)}`;
+  const tail = n ? ` after row ${fmtCount(n)} (${item}): rows 1 to ${fmtCount(n)} are its rows, numbered as there.` : ` before its first row (${item}).`;
+  line.replaceChildren("Forked from ", link, tail);
+}
+
+/** ?seq= (or a fork's link): once the stream has been replayed up to that seq, select the last
+ *  row at or before it and stop following, so the user sees where the stream had reached. */
+function revealWanted() {
+  const want = view.revealSeq;
+  const reached = view.conn?.lastSeq ?? 0;
+  if (!view.conn || view.pending.length || (reached < want && reached < view.welcomeSeq) || !view.clock) return;
+  view.revealSeq = null;
+  const n = rowNumberAt(want);
+  if (!n) return;
+  timeline.setFollow(false);
+  selectRow(store.rows[n - 1]);
+  timeline.reveal(store.rows[n - 1].seq);
 }
 
 // -- counts and filters ---------------------------------------------------------------------------
@@ -364,17 +438,20 @@ function rolesFor(tokenRole) {
   return ["controller", "observer"];
 }
 
-function openSession(id) {
+/** Open session `id`; `seq`: then select the row where its stream had reached that seq (a link
+ *  from a fork to its source at the cut). */
+function openSession(id, { seq = null } = {}) {
   if (view.conn) view.conn.stop();
   view.conn = null;
   view.id = id;
   view.welcomeSeq = 0;
   view.restored = false;
   view.forkedFrom = null;
+  view.revealSeq = seq;
   view.clock = null;
   view.shownTime = Number.NaN;
   view.polledTime = Number.NaN;
-  view.idle = false;
+  view.banner = "";
   view.ended = null;
   view.pending = [];
   view.connDetail = "";
@@ -395,6 +472,8 @@ function openSession(id) {
   sessions?.setCurrent(id);
   const url = new URL(location.href);
   url.searchParams.set("session", id);
+  if (seq === null) url.searchParams.delete("seq");
+  else url.searchParams.set("seq", String(seq));
   history.replaceState(null, "", url);
 
   // Through a cluster's router, straight to the session's node: a browser's WebSocket cannot
@@ -458,6 +537,7 @@ function connectSession(id, url) {
         view.welcomeSeq = w.seq;
         view.restored = !!w.restored;
         view.forkedFrom = w.forked_from || null; // welcome.forked_from: {session_id, seq} of a fork
+        renderForkedFrom();
         $("session-title").textContent = w.session_id || id;
         $("session-scenario").textContent = w.scenario_id && w.scenario_id !== w.session_id ? w.scenario_id : "";
         const role = $("role");
@@ -536,44 +616,33 @@ function lastMessageToAgent() {
   return "its next action";
 }
 
-/** The banner of a session that cannot move on its own: held for an agent ("waiting"), or with
- *  nothing scheduled and no agent ("idle"). Says why time stands still and what to do, with
- *  the agent command (the real token where this page may see it) and a Copy button. */
+/** When the open session's next scheduled item is due, as the user reads it ("" unknown). */
+function nextDueText() {
+  const due = listedEntry()?.nextDue;
+  if (due === null) return "Nothing is scheduled.";
+  return typeof due === "number" ? `The next scheduled item is due at ${fmtOffset(due - view.startTime, 1)}.` : "";
+}
+
+/** The open session's banner (banner.js), from what this page knows of it now. */
 function fillWaiting() {
-  const box = $("waiting");
-  const kind = view.ended ? "" : view.waiting ? "waiting" : view.idle ? "idle" : "";
-  box.dataset.kind = kind;
-  if (!kind) return; // hidden by controls.render
-  const drives = ["controller", "admin"].includes(view.conn?.role);
-  const { command, real } = agentCommand(view.id);
-  const said = kind === "idle" ? lastMessageToAgent() : "";
-  const key = [kind, command, drives, said].join("|");
-  if (box.dataset.key === key) return; // unchanged: keep its Copy button as it is
-  box.dataset.key = key;
-  const text = (t) => document.createTextNode(t);
-  const nodes =
-    kind === "waiting"
-      ? [text("Waiting for an agent: time stands still until one connects. Run the scenario's oracle as its agent:")]
-      : [
-          text(
-            `Idle: nothing is scheduled and no agent is connected, so time stands still. The scenario waits for an agent to answer ${said}. Connect one:`,
-          ),
-        ];
-  nodes.push(copyable(command));
-  const notes = [];
-  if (!real) notes.push("AGENT_TOKEN: this session's agent token, printed by areasync serve when it was made (the admin's page shows it).");
-  notes.push("Your own agent connects with the same URL and token.");
-  if (drives && kind === "waiting") notes.push("Or press Start to run it without one, or Next event to step through it.");
-  if (drives && kind === "idle") notes.push("Or Stop to end it and see its checks.");
-  nodes.push(Object.assign(document.createElement("span"), { className: "waiting-notes", textContent: notes.join(" ") }));
-  box.replaceChildren(...nodes);
+  const kind = view.ended ? "" : view.banner || "";
+  const agentKind = kind === "waiting" || kind === "idle";
+  const { command, real } = agentKind ? agentCommand(view.id) : { command: "", real: false };
+  fillBanner($("waiting"), {
+    kind,
+    drives: ["controller", "admin"].includes(view.conn?.role),
+    command,
+    real,
+    said: kind === "idle" ? lastMessageToAgent() : "",
+    due: kind === "manual" ? nextDueText() : "",
+  });
 }
 
 // -- admin: new session, restart, fork -------------------------------------------------------------
 
 let admin = null; // an Admin once the server says our token is the admin's
+let overview = null; // the server's /metrics drawn, for the admin
 const created = new Map(); // session id -> tokens, for sessions this page created
-const forkedFrom = new Map(); // session id -> its source's id, for the forks this page made
 
 /** A new session from `fields` (create_session's): remember its tokens, list it, open it. */
 async function createAndOpen(fields, label) {
@@ -593,10 +662,8 @@ async function openCreated(result, label) {
  *  fork as Restart opens its new session. */
 async function forkAndOpen(button, atSeq) {
   button.disabled = true;
-  const source = view.id;
   try {
-    const result = await admin.fork(source, atSeq);
-    forkedFrom.set(result.session_id, atSeq === null ? source : `${source} at #${atSeq}`);
+    const result = await admin.fork(view.id, atSeq);
     await openCreated(result, "Forked");
   } catch (err) {
     if (!(err instanceof AdminError)) throw err;
@@ -738,9 +805,12 @@ const controls = new Controls({
   onClock: setClock,
   redraw: frame,
   elapsed: () => currentTime() - view.startTime,
+  rowAt: rowNumberAt,
+  admin: () => admin,
 });
 
 const wanted = params.get("session");
+const wantedSeq = params.has("seq") && Number.isInteger(Number(params.get("seq"))) ? Number(params.get("seq")) : null;
 let sessions = null;
 let autoOpened = !!wanted;
 if (offline) {
@@ -777,7 +847,14 @@ if (offline) {
     }
     showRole(view.conn?.role);
     schedule(); // the open session's card and pill follow the new facts
-    if (!admin && list.access?.role === "admin") admin = new Admin({ base, token, sessions });
+    if (!admin && list.access?.role === "admin") {
+      admin = new Admin({ base, token, sessions });
+      // A cluster's router has no /metrics of its own (each node has its own): no overview there.
+      if (!list.cluster) {
+        overview = new ServerOverview({ box: $("server-metrics"), chart: $("metrics-chart"), summary: $("metrics-summary"), base, token });
+      }
+    }
+    overview?.refresh(); // the server's /metrics, at the list's pace
     $("sessions-filter").hidden = list.sessions.length < 6 && !list.filter; // worth it for a long list
     $("btn-new").hidden = !admin;
     $("btn-fork").hidden = !admin;
@@ -791,9 +868,9 @@ if (!token && !offline) {
 }
 if (sessions) {
   // Open ?session= once the server said what our token is (observer tokens skip controller).
-  sessions.start(2000).then(() => wanted && !view.id && openSession(wanted));
+  sessions.start(2000).then(() => wanted && !view.id && openSession(wanted, { seq: wantedSeq }));
 } else if (wanted) {
-  openSession(wanted);
+  openSession(wanted, { seq: wantedSeq });
 }
 
 // A small API for tests and benchmarks (and curious humans in the console).
@@ -802,6 +879,9 @@ window.__areasync = {
   timeline,
   charts,
   debug,
+  get overview() {
+    return overview;
+  },
   get conn() {
     return view.conn;
   },

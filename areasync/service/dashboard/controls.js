@@ -2,6 +2,7 @@
 // app-state inspector (get_state). Each click sends one request and shows its outcome where the
 // user looks: "✓", or "refused"/"failed" with the server's error code, plus a toast.
 
+import { AdminError } from "./admin.js";
 import { fmtOffset } from "./format.js";
 import { toast } from "./panels.js";
 import { StateView } from "./state-view.js";
@@ -22,12 +23,16 @@ export class Controls {
    * @param onClock  called with a control's result when it is a clock state
    * @param redraw   redraws the page now (the effect of a click is shown in the next paint)
    * @param elapsed  simulated seconds since the scenario start, for the inspector's header
+   * @param rowAt    the timeline's number of the last row at or before a seq
+   * @param admin    the page's Admin, or null (it reads a fork's source's state)
    */
-  constructor({ view, onClock, redraw, elapsed }) {
+  constructor({ view, onClock, redraw, elapsed, rowAt, admin }) {
     this.view = view;
     this.onClock = onClock;
     this.redraw = redraw;
     this.elapsed = elapsed;
+    this.rowAt = rowAt;
+    this.admin = admin;
     this.stopArmed = null;
     this.stateView = new StateView($("state-body"));
     this.lastState = null; // {id, value}: the last read, for "changed since"
@@ -51,7 +56,7 @@ export class Controls {
     const held = view.waiting && !paused;
     toggle.textContent = paused ? "Resume" : held ? "Start" : "Pause";
     toggle.dataset.action = paused || held ? "resume" : "pause";
-    $("waiting").hidden = !(view.waiting || view.idle) || over;
+    $("waiting").hidden = !view.banner || over;
     const offline = view.conn?.state !== "live" && !over;
     for (const node of $("controls").querySelectorAll("button, input")) {
       // Reading the apps and forking (over the admin's own socket) still make sense once ended.
@@ -80,8 +85,51 @@ export class Controls {
 
   async openState() {
     const dialog = $("state-dialog");
+    this._offerComparisons();
     if (!dialog.open) dialog.showModal();
     await this.loadState();
+  }
+
+  /** What the state can be compared with here: the last read always; the state after the
+   *  selected row; for a fork, the state at its cut (its source's then) and, for the admin,
+   *  its source's now. */
+  _offerComparisons() {
+    const view = this.view;
+    const select = $("state-compare");
+    const option = (value) => select.querySelector(`option[value="${value}"]`);
+    const row = view.selectedSeq === null ? 0 : this.rowAt(view.selectedSeq);
+    option("row").disabled = !row;
+    option("row").textContent = row ? `the state after row ${row} (selected)` : "the state after a row (select one)";
+    const from = view.forkedFrom;
+    option("cut").hidden = option("cut").disabled = !from;
+    option("source").hidden = option("source").disabled = !from || !this.admin();
+    if (from) {
+      option("cut").textContent = `the fork's cut: ${from.session_id} after row ${this.rowAt(from.seq)}`;
+      option("source").textContent = `${from.session_id} now`;
+    }
+    if (select.selectedOptions[0]?.disabled) select.value = "last";
+  }
+
+  /** The state to compare with (the select's choice): {value, since} or null (none yet). */
+  async _baseline(id) {
+    const view = this.view;
+    const from = view.forkedFrom;
+    switch ($("state-compare").value) {
+      case "row": {
+        const seq = view.selectedSeq;
+        const value = await view.conn.request({ type: "get_state", at_seq: seq });
+        return { value, since: `row ${this.rowAt(seq)}` };
+      }
+      case "cut": {
+        // A fork's stream up to its cut is its source's: its own state there is the source's.
+        const value = await view.conn.request({ type: "get_state", at_seq: from.seq });
+        return { value, since: `the fork's cut (${from.session_id} after row ${this.rowAt(from.seq)})` };
+      }
+      case "source":
+        return { value: await this.admin().state(from.session_id), since: `${from.session_id} now` };
+      default:
+        return this.lastState?.id === id ? { value: this.lastState.value, since: `the last read (at ${this.lastState.at})` } : null;
+    }
   }
 
   async loadState() {
@@ -91,15 +139,14 @@ export class Controls {
     try {
       const id = this.view.id;
       const value = await this.view.conn.request({ type: "get_state" });
-      const before = this.lastState?.id === id ? this.lastState : null;
-      const since = before ? ` · changes since ${before.at}` : "";
       const at = fmtOffset(this.elapsed());
-      $("state-when").textContent = `at ${at}${since}`;
-      this.stateView.show(value, before?.value ?? null);
+      const base = await this._baseline(id);
+      $("state-when").textContent = `at ${at}${base ? ` · changes since ${base.since}` : ""}`;
+      this.stateView.show(value, base?.value ?? null, base?.since);
       this.lastState = { id, value, at };
     } catch (err) {
-      if (!err.code) throw err;
-      body.replaceChildren(note("error-text", `${err.code}: ${err.message}`));
+      if (!err.code && !(err instanceof AdminError)) throw err;
+      body.replaceChildren(note("error-text", err.code ? `${err.code}: ${err.message}` : err.message));
     }
   }
 
@@ -135,6 +182,7 @@ export class Controls {
     $("btn-stop").addEventListener("click", (ev) => this._stopClicked(ev.currentTarget));
     $("btn-state").addEventListener("click", () => this.openState());
     $("state-refresh").addEventListener("click", () => this.loadState());
+    $("state-compare").addEventListener("change", () => this.loadState());
     $("state-search").addEventListener("input", (ev) => this.stateView.search(ev.target.value));
     $("state-close").addEventListener("click", () => $("state-dialog").close());
   }

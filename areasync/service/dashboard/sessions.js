@@ -35,6 +35,8 @@ export function normalizeSession(s) {
     // The simulated time of its next scheduled item; null: nothing is scheduled.
     nextDue: s.next_due === undefined ? undefined : s.next_due,
     agents: Number(s.connections?.agent || 0),
+    // Agents holding a fast clock on their turn (over any connection): it waits for them.
+    busy: Number(s.agents_busy || 0),
     // The clock as the server last read it (the page shows the later of this and the stream's).
     clock: s.clock || null,
     url: s.url || "",

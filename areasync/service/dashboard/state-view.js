@@ -66,12 +66,17 @@ export class StateView {
     this.value = null;
     this.changed = new Set();
     this.needle = "";
+    this.since = "";
+    this.compared = false;
   }
 
-  /** Show `value` (get_state's: {app: state}); `before` is the same session's previous read. */
-  show(value, before = null) {
+  /** Show `value` (get_state's: {app: state}), marking what differs from `before` (the state
+   *  at another point, or null), which `since` names ("the last read", "row 12"...). */
+  show(value, before = null, since = "the last read") {
     this.value = value && typeof value === "object" && !Array.isArray(value) ? value : { state: value };
     this.changed = before ? changedPaths(before, this.value) : new Set();
+    this.since = since;
+    this.compared = !!before;
     this.render();
   }
 
@@ -86,8 +91,10 @@ export class StateView {
     const names = Object.keys(apps).filter((name) => !this.needle || holds(name, apps[name], this.needle));
     const nodes = [];
     if (this.changed.size) {
-      const note = el("p", "state-changes", `${plural(this.changed.size, "change")} since the last read, marked`);
+      const note = el("p", "state-changes", `${plural(this.changed.size, "change")} since ${this.since}, marked`);
       nodes.push(note);
+    } else if (this.compared) {
+      nodes.push(el("p", "state-changes same", `No change since ${this.since}.`));
     }
     if (!Object.keys(apps).length) nodes.push(el("p", "muted", "No app state."));
     else if (!names.length) nodes.push(el("p", "muted", `Nothing matches "${this.needle}".`));

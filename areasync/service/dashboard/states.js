@@ -1,5 +1,5 @@
 // What a session's state is called on the page, and what it waits for. One rule for the header's
-// pill, the sidebar's cards and the end-of-session banner, so that they never disagree: a session
+// pill, the sidebar's cards and the banners, so that they never disagree: a session
 // that ran to its end and passed its checks reads "passed" everywhere, an idle one "idle" with
 // the reason, never "running" while nothing can happen. Pure functions of plain facts (no DOM).
 
@@ -25,22 +25,36 @@ export function endedStatus({ state, validation, reason }) {
 
 /**
  * The state of a live session, as the user should read it.
- * @param facts  {state, mode, waiting, nextDue, agents}: the clock's state and mode; whether the
- *   server holds it for an agent (`waiting_for_agent`); the simulated time of its next scheduled
- *   item (`next_due`, null: nothing scheduled; undefined: not known yet); agents connected.
- * @returns {{label: string, idle: boolean, title: string}}
+ * @param facts  {state, mode, waiting, nextDue, agents, busy}: the clock's state and mode;
+ *   whether the server holds it for an agent (`waiting_for_agent`); the simulated time of its
+ *   next scheduled item (`next_due`, null: nothing scheduled; undefined: not known yet); agents
+ *   connected; agents holding the fast clock on their turn (`agents_busy`).
+ * @returns {{label: string, idle: boolean, title: string, banner: string}}
+ *   banner: the kind of the banner that says what moves it (waiting | idle | manual | paused |
+ *   turn), "" when it moves on its own.
  */
-export function liveStatus({ state, mode, waiting, nextDue, agents }) {
-  if (state === "running" && waiting) {
-    return { label: "waiting", idle: false, title: "Held until an agent connects (or a controller presses Start)" };
+export function liveStatus({ state, mode, waiting, nextDue, agents, busy }) {
+  if (state === "paused") {
+    return { label: "paused", idle: false, banner: "paused", title: "Paused: time stands still until a controller presses Resume" };
   }
-  // Fast and manual clocks move only to what is scheduled: with nothing scheduled and no agent
-  // to act, nothing can happen until someone does something.
-  const stands = mode === "fast" || mode === "manual";
-  if (state === "running" && stands && nextDue === null && !agents) {
-    return { label: "idle", idle: true, title: "Nothing is scheduled and no agent is connected: time stands still" };
+  if (state !== "running") return { label: state || "unknown", idle: false, banner: "", title: "" };
+  if (waiting) {
+    return { label: "waiting", idle: false, banner: "waiting", title: "Held until an agent connects (or a controller presses Start)" };
   }
-  return { label: state || "unknown", idle: false, title: "" };
+  // A manual clock moves only with the controls, whatever is scheduled or connected.
+  if (mode === "manual") {
+    return { label: "manual", idle: false, banner: "manual", title: "Manual clock: time moves only when a controller presses Next event, Jump or Tick" };
+  }
+  // A fast clock stands still while an agent acts on its turn: the session waits for its reply.
+  if (mode === "fast" && busy > 0) {
+    return { label: "agent's turn", idle: false, banner: "turn", title: "An agent is acting on its turn: time stands still until it calls its wait (or idle)" };
+  }
+  // A fast clock moves only to what is scheduled: with nothing scheduled and no agent to act,
+  // nothing can happen until someone does something.
+  if (mode === "fast" && nextDue === null && !agents) {
+    return { label: "idle", idle: true, banner: "idle", title: "Nothing is scheduled and no agent is connected: time stands still" };
+  }
+  return { label: "running", idle: false, banner: "", title: mode === "realtime" ? "Running: the clock follows the wall at its speed" : "Running: time jumps to each scheduled item" };
 }
 
 /** The pill of a session from /api/sessions' entry (normalised by sessions.js). */

@@ -64,12 +64,14 @@ export class Timeline {
     this.selectedSeq = null;
     this.startTime = 0;
     this.dirty = true;
+    this.ownTop = null; // where our last scroll to the end put scrollTop
     viewport.addEventListener("scroll", () => this._onScroll(), { passive: true });
     viewport.addEventListener("click", (ev) => {
       const el = ev.target.closest(".row");
       if (el && el._row) this.onSelect?.(el._row);
     });
     new ResizeObserver(() => {
+      if (this.follow) this.scrollToEnd(); // a banner shown or hidden: still at the end
       this.dirty = true;
       this.requestRender?.();
     }).observe(viewport);
@@ -88,6 +90,7 @@ export class Timeline {
 
   scrollToEnd() {
     const target = Math.max(0, this.count * this.rowHeight - this.viewport.clientHeight);
+    this.ownTop = target;
     if (Math.abs(this.viewport.scrollTop - target) > 1) {
       this.viewport.scrollTop = target;
       this.dirty = true;
@@ -128,9 +131,13 @@ export class Timeline {
     // A scroll we made ourselves lands at the end, so it keeps `follow` on; a user scrolling
     // up turns it off, scrolling back to the end turns it on again.
     // Measured against our own row count, not scrollHeight, which can lag a filter change.
+    // The event of our own scroll may come after the layout changed (a banner shown squeezes
+    // the viewport): only a scroll up from where we put it is the user's.
     const vp = this.viewport;
     const end = this.count * this.rowHeight;
-    this.setFollow(vp.scrollTop + vp.clientHeight >= end - this.rowHeight / 2);
+    const ours = this.follow && this.ownTop !== null && vp.scrollTop >= this.ownTop - 1;
+    this.setFollow(ours || vp.scrollTop + vp.clientHeight >= end - this.rowHeight / 2);
+    if (ours) this.scrollToEnd();
     this.dirty = true;
     this.requestRender?.();
   }

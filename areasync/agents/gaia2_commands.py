@@ -273,6 +273,9 @@ def _missing(message: str) -> tuple[str, str]:
     return ("No such file or directory", message)
 
 
+_OUTSIDE: Final = ("not allowed outside", "Operation not allowed outside sandbox: {path}")
+
+
 def _not_empty(value: Any, args: Mapping[str, Any]) -> str | None:
     """rmdir's refusal: a file (ls lists it alone, as itself), or a folder with entries."""
     path = s.drive_path(args.get("path"))
@@ -772,6 +775,7 @@ CLIS: Final[dict[str, tuple[Command, ...]]] = {
             errors=(
                 _missing("File not found: {path}"),
                 ("Is a directory", "Is a directory: {path}"),
+                _OUTSIDE,
             ),
         ),
         Command(
@@ -780,16 +784,22 @@ CLIS: Final[dict[str, tuple[Command, ...]]] = {
             "List the contents of a directory.",
             (_req("--path"), opt("--detail", kind=Kind.FLAG)),
             s.listing,
-            errors=(_missing("Directory not found: {path}"),),
+            errors=(_missing("Directory not found: {path}"), _OUTSIDE),
         ),
-        Command("exists", "exists", "Check if a file or directory exists.", (_req("--path"),)),
+        Command(
+            "exists",
+            "exists",
+            "Check if a file or directory exists.",
+            (_req("--path"),),
+            errors=(_OUTSIDE,),
+        ),
         Command(
             "info",
             "info",
             "Get metadata about a file or directory.",
             (_req("--path"),),
             s.file_info,
-            errors=(_missing("Path not found: {path}"),),
+            errors=(_missing("Path not found: {path}"), _OUTSIDE),
         ),
         Command(
             "tree",
@@ -800,6 +810,7 @@ CLIS: Final[dict[str, tuple[Command, ...]]] = {
             errors=(
                 _missing("Path not found: {path}"),
                 ("Not a directory", "Not a directory: {path}"),
+                _OUTSIDE,
             ),
         ),
         Command(
@@ -809,7 +820,7 @@ CLIS: Final[dict[str, tuple[Command, ...]]] = {
             (_req("--path"), opt("--create-parents", kind=Kind.FLAG)),
             s.path_done,
             write=True,
-            errors=(_missing("Parent directory does not exist: {parent}"),),
+            errors=(_missing("Parent directory does not exist: {parent}"), _OUTSIDE),
         ),
         Command(
             "makedirs",
@@ -818,7 +829,7 @@ CLIS: Final[dict[str, tuple[Command, ...]]] = {
             (_req("--path"), opt("--exist-ok", kind=Kind.FLAG)),
             s.path_done,
             write=True,
-            errors=(("File exists", "Directory already exists: {path}"),),
+            errors=(("File exists", "Directory already exists: {path}"), _OUTSIDE),
         ),
         Command(
             "mv",
@@ -839,6 +850,7 @@ CLIS: Final[dict[str, tuple[Command, ...]]] = {
             errors=(
                 _missing("Path not found: {path}"),
                 ("recursive=True", "Is a directory (use --recursive): {path}"),
+                _OUTSIDE,
             ),
         ),
         Command(  # ARE's file system has no rmdir tool: its rm, once `ls` found the folder empty
@@ -848,7 +860,7 @@ CLIS: Final[dict[str, tuple[Command, ...]]] = {
             (_req("--path"),),
             s.path_done,
             write=True,
-            errors=(_missing("Path not found: {path}"),),
+            errors=(_missing("Path not found: {path}"), _OUTSIDE),
             fixed=(("recursive", True),),
             guard=Guard("ls", _not_empty),
         ),

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -202,10 +203,27 @@ def _why(tool: str, error: str, found: Command, args: Mapping[str, Any]) -> str:
     for phrase, message in found.errors:
         if phrase in text:
             parent = posixpath.dirname(str(args.get("path", "")).rstrip("/"))
-            return message.format(parent=parent, **args)
+            return message.format_map(_Words(args, parent=parent))
     if len(text) > 1 and text[0] == text[-1] == "'":  # a KeyError's text is its key's repr
         text = text[1:-1]
-    return text
+    return _SANDBOX.sub("", text) or text
+
+
+# Where ARE's file system keeps a session's files on this machine, as its errors name it: the
+# agent sees paths from the drive's root, as upstream's errors show them.
+_SANDBOX: Final = re.compile(
+    r"[^\s'\"]*are_simulation_sandbox_[^/\s'\"]*(?:/are_simulation_fs_sandbox_[^/\s'\"]*)?"
+)
+
+
+class _Words(dict[str, Any]):
+    """A message's words: the command's arguments (one it lacks reads as nothing)."""
+
+    def __init__(self, args: Mapping[str, Any], **more: Any) -> None:
+        super().__init__(args, **more)
+
+    def __missing__(self, key: str) -> str:
+        return ""
 
 
 _WAIT: Final = Command(

@@ -218,6 +218,8 @@ async def test_an_app_the_session_lacks_is_refused_naming_its_apps(tmp_path: Pat
         ("cloud-drive cat --path /nope", "File not found: /nope"),
         ("cloud-drive mkdir --path /a/b", "Parent directory does not exist: /a"),
         ("cloud-drive rm --path /Documents", "Is a directory (use --recursive): /Documents"),
+        ("cloud-drive ls --path ../..", "Operation not allowed outside sandbox: ../.."),
+        ("cloud-drive mv --source /nope/a --destination /b", "Source not found: /nope/a"),
     ],
 )
 async def test_a_failing_action_prints_upstreams_message_on_stderr_and_exits_1(
@@ -226,6 +228,12 @@ async def test_a_failing_action_prints_upstreams_message_on_stderr_and_exits_1(
     async with session(tmp_path) as (_service, env):
         done = await shell(env, command)
     assert (done.returncode, done.stdout, done.stderr.decode()) == (1, b"", error + "\n")
+
+
+async def test_no_error_names_where_the_sandbox_is_on_this_machine(tmp_path: Path) -> None:
+    async with session(tmp_path) as (_service, env):
+        done = await shell(env, "cloud-drive mkdir --path /Documents")  # ARE says where
+    assert (done.returncode, done.stderr) == (1, b"/Documents\n")
 
 
 async def test_rmdir_refuses_a_folder_with_entries_and_removes_an_empty_one(

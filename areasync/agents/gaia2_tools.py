@@ -27,7 +27,8 @@ agent is done for now, without waiting.
 Environment, as upstream's runtimes set it: `GAIA2_ADAPTER_URL`, the session's adapter URL with
 the agent's token (`http://HOST:PORT/gaia2/<agent token>`: areasync's addition, since an
 areasync adapter serves many sessions), else `GAIA2_ADAPTER_PORT` (upstream's: the adapter at
-`http://127.0.0.1:PORT`, which acts as the user: its commands can read, not act).
+`http://127.0.0.1:PORT`, which acts as the user: the adapter refuses the app commands there,
+saying to use the agent's token).
 `GAIA2_STATE_DIR`: each successful command appends upstream's line to `events.jsonl` there,
 tagged with `GAIA2_EVENT_ID` when set (`gaia2_log.py`). A command imports nothing of ARE or of
 the server.

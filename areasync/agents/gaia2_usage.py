@@ -124,7 +124,7 @@ def help_page(cli: str, command: Command | None = None) -> str:
 
 
 def _flags(option: Option) -> str:
-    names = " / ".join(option.flags) if len(option.flags) > 1 else option.flags[0]
+    names = ", ".join(option.flags)
     if option.kind is Kind.FLAG:
         return names
     metavar = {Kind.INT: "INTEGER", Kind.FLOAT: "FLOAT"}.get(option.kind, "TEXT")

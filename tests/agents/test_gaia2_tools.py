@@ -169,7 +169,7 @@ async def test_help_lists_upstreams_commands_and_options_without_a_session(
     assert group.returncode == 0 and group.stdout.startswith(b"Usage: emails [OPTIONS] COMMAND")
     assert b"  search-emails " in group.stdout and b"  create-and-add-email" not in group.stdout
     assert one.returncode == 0
-    assert b"--source-folder-name / --source-folder TEXT" in one.stdout
+    assert b"--source-folder-name, --source-folder TEXT" in one.stdout
 
 
 async def test_schema_describes_each_command_as_upstreams_build_schema_does(
@@ -246,6 +246,16 @@ async def test_rmdir_refuses_a_folder_with_entries_and_removes_an_empty_one(
         left = output(await shell(env, "cloud-drive exists --path /a/b"))
     assert (full.returncode, full.stderr) == (1, b"Directory not empty: /a\n")
     assert output(empty) == {"status": "success", "path": "/a/b"} and left is False
+
+
+async def test_the_users_adapter_refuses_app_commands_saying_to_use_the_agents_token(
+    tmp_path: Path,
+) -> None:
+    async with session(tmp_path) as (service, env):
+        env["GAIA2_ADAPTER_URL"] = service.gaia2_url(TUTORIAL, Role.USER)
+        done = await shell(env, "calendar get-all-tags")
+        calls = agent_calls(service)
+    assert done.returncode == 1 and b"agent token" in done.stderr and calls == []
 
 
 async def test_without_a_session_in_the_environment_it_says_which_variable_to_set(

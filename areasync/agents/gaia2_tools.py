@@ -8,23 +8,16 @@ live areasync session, as its agent, through the session's gaia2-cli adapter (`P
 session's clock, judged by ARE. `areasync gaia2-cli bin DIR` writes the eleven commands into
 DIR (`PATH=DIR:$PATH`); each is `areasync gaia2-cli <name> ...`.
 
-The commands keep upstream's names, subcommands and options: `calendar add-event --title T
---start-datetime "2024-10-16 12:00:00" ...`, `emails send-email --recipients '["a@b.c"]'
---subject S --content C`. A subcommand is the ARE function's name in kebab case (upstream's
-rule, `gaia2_cli.daemon.cli_executor.build_cli_cmd`), but for the few upstream renamed
-(`_RENAMED`); an option is an argument's name in kebab case; a value is JSON when the ARE
-argument is a list or a dict (upstream's CLIs take JSON there), a number when it is one, and
-an argument of type bool is a flag (`--saved-only`) or takes true/false. Each command finds its
-app among the session's apps by upstream's names for it (canonical and aliases,
-`gaia2_cli.app_registry`), and its arguments' types from the session's tools (`GET /tools`).
-
-Output: upstream's `json_output` (JSON, indent 2) of what ARE's tool returned; where upstream
-prints a status around it, so does the command (`_STATUS`: `{"status": "success", "event_id":
-...}`, emails' `{"status": "ok", "email_id": ...}`, cabs' `{"status": "success", "data":
-...}`). What upstream's CLIs compute themselves is not reproduced: shopping's `checkout` has no
-`total`, `get-discount-code-info` prints ARE's value, cloud-drive's paths are the ones given,
-and reads print ARE's objects as they are. A failure is upstream's
-`cli_error`: its message on stderr, exit status 1; a session that cannot be reached, exit 2.
+The commands are upstream's, as its CLIs (Click groups) document them: each command, its
+options (aliases included: emails' `--folder`, cloud-drive's `--path1`) and its defaults are
+written down in `gaia2_commands.py`, with the ARE function it calls. Each CLI finds its app
+among the session's apps by upstream's names for it (canonical and aliases,
+`gaia2_cli.app_registry`). Upstream's outputs are printed (`gaia2_shapes.py`): its records'
+fields in its order, its status around a write's result, cloud-drive's `cat` and `tree` as
+text. A usage error, `--help` and `schema` are Click's (`gaia2_usage.py`: exit status 2 for a
+usage error) and need no session. A failure is upstream's `cli_error`: the app's own message
+on stderr (ARE's exception text; cloud-drive's in upstream's words), exit status 1; a session
+that cannot be reached, exit 2.
 
 `gaia2-wait` is the primitive upstream lacks: it waits on the session's virtual clock
 (`SystemApp__wait_for_notification`, `--timeout` simulated seconds, the agent's turn handed
@@ -34,19 +27,30 @@ agent is done for now, without waiting.
 Environment, as upstream's runtimes set it: `GAIA2_ADAPTER_URL`, the session's adapter URL with
 the agent's token (`http://HOST:PORT/gaia2/<agent token>`: areasync's addition, since an
 areasync adapter serves many sessions), else `GAIA2_ADAPTER_PORT` (upstream's: the adapter at
-`http://127.0.0.1:PORT`, which acts as the user: its commands can read, not act).
-Stdlib only: a command imports nothing of ARE or of the server.
+`http://127.0.0.1:PORT`, which acts as the user: the adapter refuses the app commands there,
+saying to use the agent's token).
+`GAIA2_STATE_DIR`: each successful command appends upstream's line to `events.jsonl` there,
+tagged with `GAIA2_EVENT_ID` when set (`gaia2_log.py`). A command imports nothing of ARE or of
+the server.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
+import re
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
+
+from areasync.agents import gaia2_log
+from areasync.agents.are_results import app_error_text
+from areasync.agents.gaia2_commands import Command, Kind, command, opt, schema
+from areasync.agents.gaia2_shapes import Text
+from areasync.agents.gaia2_usage import USAGE_STATUS, UsageError, help_page, parse, wants_help
 
 # Each CLI, and the names its app has in Gaia2 scenarios (upstream's canonical name, aliases).
 APPS: Final[dict[str, tuple[str, ...]]] = {
@@ -64,73 +68,6 @@ APPS: Final[dict[str, tuple[str, ...]]] = {
 WAIT: Final = "gaia2-wait"
 COMMANDS: Final = (*APPS, WAIT)
 
-# Upstream's subcommands that are not the function's name in kebab case.
-_RENAMED: Final[dict[tuple[str, str], str]] = {
-    ("calendar", "add-event"): "add_calendar_event",
-    ("calendar", "get-event"): "get_calendar_event",
-    ("calendar", "delete-event"): "delete_calendar_event",
-    ("calendar", "get-events"): "get_calendar_events_from_to",
-    ("calendar", "today-events"): "read_today_calendar_events",
-    ("calendar", "get-events-by-tag"): "get_calendar_events_by_tag",
-    ("shopping", "search-products"): "search_product",
-}
-
-# Upstream's commands that print a status around the result: (status, key, arg), printed as
-# {"status": status, key: ARE's return value}, or the argument `arg` when one is named, or the
-# return value's own keys when `key` is "*". Every other command prints the return value.
-_STATUS: Final[dict[tuple[str, str], tuple[str, str, str | None]]] = {
-    **{
-        ("rent-a-flat", f): ("success", "data", None)
-        for f in (
-            "list_all_apartments",
-            "get_apartment_details",
-            "list_saved_apartments",
-            "search_apartments",
-        )
-    },
-    **{
-        ("cabs", f): ("success", "data", None)
-        for f in (
-            "get_quotation",
-            "list_rides",
-            "order_ride",
-            "get_current_ride_status",
-            "get_ride",
-            "get_ride_history",
-            "get_ride_history_length",
-        )
-    },
-    ("cabs", "user_cancel_ride"): ("success", "message", None),
-    **{
-        ("city", f): ("success", "data", None)
-        for f in ("get_crime_rate", "get_api_call_count", "get_api_call_limit")
-    },
-    ("calendar", "add_calendar_event"): ("success", "event_id", None),
-    ("calendar", "delete_calendar_event"): ("success", "message", None),
-    ("contacts", "add_new_contact"): ("success", "contact_id", None),
-    ("contacts", "edit_contact"): ("success", "message", None),
-    ("contacts", "delete_contact"): ("success", "message", None),
-    **{
-        ("emails", f): ("ok", "email_id", None)
-        for f in ("send_email", "forward_email", "reply_to_email", "move_email", "delete_email")
-    },
-    ("emails", "download_attachments"): ("ok", "downloaded", None),
-    ("shopping", "list_all_products"): ("success", "*", None),
-    ("shopping", "get_product_details"): ("success", "product", None),
-    ("shopping", "search_product"): ("success", "products", None),
-    ("shopping", "remove_from_cart"): ("success", "item_id", None),
-    ("shopping", "list_cart"): ("success", "cart", None),
-    ("shopping", "checkout"): ("success", "order_id", None),
-    ("shopping", "get_all_discount_codes"): ("success", "discount_codes", None),
-    ("shopping", "list_orders"): ("success", "orders", None),
-    ("shopping", "get_order_details"): ("success", "order", None),
-    ("shopping", "cancel_order"): ("success", "order_id", None),
-    **{
-        ("cloud-drive", f): ("success", "path", "path")
-        for f in ("mkdir", "makedirs", "rm", "rmdir")
-    },
-}
-
 _WAIT_TOOL: Final = "SystemApp__wait_for_notification"
 _TIMEOUT_S: Final = 3600.0  # wall seconds one request may take (a long wait included)
 
@@ -146,7 +83,7 @@ class ToolError(Exception):
 # -- the adapter --------------------------------------------------------------------------
 
 
-def adapter_url(environ: dict[str, str]) -> str:
+def adapter_url(environ: Mapping[str, str]) -> str:
     url = environ.get("GAIA2_ADAPTER_URL", "").rstrip("/")
     if url:
         return url
@@ -189,64 +126,13 @@ def _shown(base: str) -> str:
 # -- commands -----------------------------------------------------------------------------
 
 
-def parse_options(words: Sequence[str], types: dict[str, str | None]) -> dict[str, Any]:
-    """`--kebab-name value` words as ARE arguments, converted by each argument's type."""
-    args: dict[str, Any] = {}
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if not word.startswith("--"):
-            raise ToolError(f"unexpected argument {word!r}: options are --name value")
-        name, eq, inline = word[2:].partition("=")
-        arg = name.replace("-", "_")
-        if arg not in types:
-            known = ", ".join("--" + a.replace("_", "-") for a in types) or "none"
-            raise ToolError(f"no such option --{name}; the options are {known}")
-        kind = (types[arg] or "").lower()
-        if eq:
-            raw: str | None = inline
-        elif kind == "bool" and (i + 1 >= len(words) or words[i + 1].startswith("--")):
-            raw = None  # a flag
-        elif i + 1 < len(words):
-            i += 1
-            raw = words[i]
-        else:
-            raise ToolError(f"option --{name} needs a value")
-        args[arg] = _value(raw, kind, name)
-        i += 1
-    return args
-
-
-def _value(raw: str | None, kind: str, name: str) -> Any:
-    if raw is None:
-        return True
-    if kind == "bool":
-        if raw.lower() in ("true", "1", "yes"):
-            return True
-        if raw.lower() in ("false", "0", "no"):
-            return False
-        raise ToolError(f"--{name} is true or false, not {raw!r}")
-    if kind.startswith(("list", "dict")) or kind.startswith(("tuple", "set")):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise ToolError(f'--{name} takes JSON ({kind}), e.g. \'["a", "b"]\'') from None
-    if kind in ("int", "float"):
-        try:
-            return int(raw) if kind == "int" else float(raw)
-        except ValueError:
-            raise ToolError(f"--{name} takes a number ({kind}), not {raw!r}") from None
-    return raw
-
-
-def app_tools(cli: str, tools: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]]]:
-    """The session's app for `cli`, and its tools by function name."""
-    names = APPS[cli]
-    by_app: dict[str, dict[str, dict[str, Any]]] = {}
+def app_tools(cli: str, tools: list[dict[str, Any]]) -> tuple[str, set[str]]:
+    """The session's app for `cli` (by upstream's names for it), and its functions."""
+    by_app: dict[str, set[str]] = {}
     for tool in tools:
         app, _, function = str(tool["name"]).partition("__")
-        by_app.setdefault(app, {})[function] = tool
-    for name in names:
+        by_app.setdefault(app, set()).add(function)
+    for name in APPS[cli]:
         if name in by_app:
             return name, by_app[name]
     raise ToolError(
@@ -254,63 +140,114 @@ def app_tools(cli: str, tools: list[dict[str, Any]]) -> tuple[str, dict[str, dic
     )
 
 
-def run_app(cli: str, words: Sequence[str], base: str) -> Any:
-    """`cli words...` on the session at `base`: what it prints."""
-    tools = _call(base, "GET", "/tools")["tools"]
-    app, functions = app_tools(cli, tools)
-    renamed = {f: c for (x, c), f in _RENAMED.items() if x == cli}
-    commands = {renamed.get(f, f.replace("_", "-")): f for f in functions}
-    if not words or words[0] in ("-h", "--help", "help"):
-        return {"commands": sorted(commands)}
-    command, options = words[0], words[1:]
-    if command == "schema":
-        return [_schema(c, functions[f]) for c, f in sorted(commands.items())]
-    function = commands.get(command)
-    if function is None:
-        raise ToolError(
-            f"No such command '{command}'. The commands are: {', '.join(sorted(commands))}"
+def run_app(cli: str, words: Sequence[str], environ: Mapping[str, str]) -> Any:
+    """`cli words...` on the session `environ` names: what it prints (`Text`, or JSON
+    data). Help, `schema` and usage errors need no session, as upstream's need no state."""
+    if not words or words[0] == "--help":
+        return Text(help_page(cli))
+    name, options = words[0], words[1:]
+    if name == "schema":
+        return schema(cli)
+    found = command(cli, name)
+    if found is None:
+        raise UsageError(f"No such command '{name}'.", cli)
+    if wants_help(options):
+        return Text(help_page(cli, found))
+    args = parse(cli, found, options)
+    base = adapter_url(environ)
+    app, functions = app_tools(cli, _call(base, "GET", "/tools")["tools"])
+    if found.function not in functions:
+        raise ToolError(f"{cli} {name}: this session's {app} has no {found.function}")
+    if found.guard is not None:
+        seen, _ = _act(base, app, found, {"path": args.get("path")}, found.guard.function)
+        refusal = found.guard.refusal(seen, args)
+        if refusal is not None:
+            raise ToolError(refusal)
+    value, time = _act(base, app, found, {**args, **dict(found.fixed)})
+    if found.then is None:
+        output = found.shape(value, args)
+    else:
+        reads = [_act(base, app, found, a, f)[0] for f, a in found.then.reads(value, args)]
+        output = found.then.printed(value, args, reads)
+    state_dir = environ.get(gaia2_log.STATE_DIR, "")
+    if state_dir:
+        line = gaia2_log.entry(
+            app, found.function, args, value, found.write, time, environ.get(gaia2_log.EVENT_ID)
         )
-    types = {arg["name"]: arg.get("type") for arg in functions[function].get("args", [])}
-    args = parse_options(options, types)
-    answer = _call(base, "POST", "/call_tool", {"app": app, "action": function, "args": args})
-    if not answer.get("ok"):
-        raise ToolError(str(answer.get("error", "the action failed")))
-    return printed(_STATUS.get((cli, function)), answer.get("value"), args)
+        try:
+            gaia2_log.append(state_dir, line)
+        except OSError as exc:
+            raise ToolError(
+                f"the action was done, but {gaia2_log.STATE_DIR}={state_dir} cannot take its "
+                f"line of events.jsonl ({exc}): point it at a writable directory, or unset it"
+            ) from None
+    return output
 
 
-def printed(status: tuple[str, str, str | None] | None, value: Any, args: dict[str, Any]) -> Any:
-    """What a command prints of ARE's `value` (`_STATUS`)."""
-    if status is None:
-        return value
-    word, key, arg = status
-    if key == "*" and isinstance(value, dict):
-        return {"status": word, **value}
-    return {"status": word, key: args.get(arg) if arg is not None else value}
+def _act(
+    base: str, app: str, found: Command, args: Mapping[str, Any], function: str | None = None
+) -> tuple[Any, float | None]:
+    """ARE's `function` (the command's by default) called as the agent: (its value, the
+    session's simulated time), or ToolError saying why as upstream's CLI says it."""
+    function = function or found.function
+    body = {"app": app, "action": function, "args": dict(args)}
+    answer = _call(base, "POST", "/call_tool", body)
+    if answer.get("ok"):
+        return answer.get("value"), answer.get("time")
+    raise ToolError(_why(f"{app}__{function}", str(answer.get("error")), found, args))
 
 
-def _schema(command: str, tool: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "command": command,
-        "function": str(tool["name"]).partition("__")[2],
-        "description": tool.get("description", ""),
-        "parameters": [
-            {
-                "name": "--" + a["name"].replace("_", "-"),
-                "type": a.get("type"),
-                "required": a.get("required", True),
-                "help": a.get("description"),
-            }
-            for a in tool.get("args", [])
-        ],
-    }
+def _why(tool: str, error: str, found: Command, args: Mapping[str, Any]) -> str:
+    """The app's own words for a failure (ARE's exception text, as upstream's CLIs print
+    theirs); cloud-drive's missing path in upstream's words."""
+    text = app_error_text(tool, error)
+    for phrase, message in found.errors:
+        if phrase in text:
+            parent = posixpath.dirname(str(args.get("path", "")).rstrip("/"))
+            return message.format_map(_Words(args, parent=parent))
+    if len(text) > 1 and text[0] == text[-1] == "'":  # a KeyError's text is its key's repr
+        text = text[1:-1]
+    return _SANDBOX.sub("", text) or text
 
 
-def run_wait(words: Sequence[str], base: str) -> Any:
+# Where ARE's file system keeps a session's files on this machine, as its errors name it: the
+# agent sees paths from the drive's root, as upstream's errors show them.
+_SANDBOX: Final = re.compile(
+    r"[^\s'\"]*are_simulation_sandbox_[^/\s'\"]*(?:/are_simulation_fs_sandbox_[^/\s'\"]*)?"
+)
+
+
+class _Words(dict[str, Any]):
+    """A message's words: the command's arguments (one it lacks reads as nothing)."""
+
+    def __init__(self, args: Mapping[str, Any], **more: Any) -> None:
+        super().__init__(args, **more)
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+_WAIT: Final = Command(
+    "",
+    "wait_for_notification",
+    "Wait on the session's clock; print what the agent was told meanwhile.",
+    (
+        opt("--timeout", kind=Kind.FLOAT, default=60.0, help="Simulated seconds, at most."),
+        opt("--idle", kind=Kind.FLAG, help="Say the agent is done for now; do not wait."),
+    ),
+)
+
+
+def run_wait(words: Sequence[str], environ: Mapping[str, str]) -> Any:
     """`gaia2-wait [--timeout S] | --idle`: what the agent was told while it waited."""
-    if list(words) == ["--idle"]:
+    if wants_help(words):
+        return Text(help_page(WAIT, _WAIT).replace(f"{WAIT}  [OPTIONS]", f"{WAIT} [OPTIONS]"))
+    args = parse(WAIT, _WAIT, words)
+    base = adapter_url(environ)
+    if args["idle"]:
         _call(base, "POST", "/idle", {})
         return {"status": "idle"}
-    timeout = parse_options(words, {"timeout": "float"}).get("timeout", 60.0)
+    timeout = args["timeout"]
     before = _call(base, "GET", "/notifications")["lastSeq"]
     answer = _call(
         base,
@@ -336,12 +273,17 @@ def main(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
         print(usage, file=sys.stderr)
         return 2
     try:
-        base = adapter_url(env)
-        output = run_wait(argv[1:], base) if argv[0] == WAIT else run_app(argv[0], argv[1:], base)
+        output = run_wait(argv[1:], env) if argv[0] == WAIT else run_app(argv[0], argv[1:], env)
+    except UsageError as exc:
+        print(exc if argv[0] != WAIT else f"Error: {exc.message}", file=sys.stderr)
+        return USAGE_STATUS
     except ToolError as exc:
         print(exc, file=sys.stderr)
         return exc.status
-    print(json.dumps(output, indent=2))
+    if isinstance(output, Text):
+        sys.stdout.write(output.text)
+    else:
+        print(json.dumps(output, indent=2))
     return 0
 
 

@@ -91,5 +91,14 @@ def banner(router: Router, created: list[dict[str, object]]) -> str:
         lines += [f"  {role:<11} {token}" for role, token in tokens.items()]
         if "gaia2_url" in session:
             lines.append(f"  gaia2-cli   {session['gaia2_url']}  (the user's token, on its node)")
+        if "gaia2_cli_url" in session:
+            lines.append(
+                f"  gaia2-cli   {session['gaia2_cli_url']}  (its own port, on the loopback of "
+                f"{session['node_host']})"
+            )
+        if "mcp_url" in session:
+            lines.append(
+                f"  MCP         {session['mcp_url']}  (Authorization: Bearer <agent token>)"
+            )
     lines.append("Ctrl-C stops every host: live sessions are suspended in their journals.")
     return "\n".join(lines)

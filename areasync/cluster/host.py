@@ -24,6 +24,7 @@ import dataclasses
 import os
 import resource
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import msgspec
 import ray
@@ -59,6 +60,14 @@ class HostLink:
     actor: Any  # the host actor's handle
     info: HostInfo
     load: Load = dataclasses.field(default_factory=Load)
+
+    def shown(self) -> dict[str, Any]:
+        """What a session's entry on the router adds to its node's (`/api/sessions`,
+        `create_session`'s result): its `node`, and `node_host`, the host its node's URLs
+        name. Its node's links come as a single server gives them: `mcp_url` on that host,
+        `gaia2_cli_url` on the node's loopback (the port has no credential: a runner on that
+        host reaches it)."""
+        return {"node": self.node_id, "node_host": urlsplit(self.info.http_url).hostname}
 
 
 class Host:

@@ -218,9 +218,11 @@ class Router:
     async def create_session(self, **request: Any) -> dict[str, Any]:
         """Create a session on the least loaded host (`placement.py`); `request` holds
         `create_session`'s fields. Its result's `url` is the router's; `node` says where it
-        runs; with --gaia2-port, `gaia2_url` is its node's gaia2-cli adapter (the user's token:
-        after a node loss, `/api/sessions/<id>/url` gives the new one). Raises ProtocolError
-        as `create_session` does, or when no node is up."""
+        runs and `node_host` the host its node's URLs name; with --gaia2-port, `gaia2_url` is
+        its node's gaia2-cli adapter (the user's token: after a node loss,
+        `/api/sessions/<id>/url` gives the new one); the node's links follow as a single
+        server gives them (`mcp_url` on the node's host, `gaia2_cli_url` on its loopback).
+        Raises ProtocolError as `create_session` does, or when no node is up."""
         async with self._create_lock:  # one placement at a time: each sees the last one
             loads = {node: link.load for node, link in self.hosts.items()}
             try:
@@ -240,7 +242,7 @@ class Router:
         session_id = answer["session_id"]
         self.where[session_id] = node
         self.misses.discard(session_id)
-        created = {**answer, "url": self.ws_url(session_id), "node": node}
+        created = {**answer, "url": self.ws_url(session_id), **link.shown()}
         if link.info.gaia2_base is not None:  # its node's adapter, the user's token (a banner's)
             created["gaia2_url"] = adapter_url(link.info.gaia2_base, answer["tokens"]["user"])
         return created

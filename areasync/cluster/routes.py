@@ -339,7 +339,7 @@ class Routes:
             if isinstance(answer, BaseException):
                 node["answered"] = False
             else:
-                shown += [{**s, "node": link.node_id} for s in answer["sessions"]]
+                shown += [{**s, **link.shown()} for s in answer["sessions"]]
                 refused.update(answer.get("refused_journals", {}))
             nodes.append(node)
         return {

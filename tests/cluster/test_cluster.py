@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
@@ -26,6 +27,7 @@ from areasync.protocol.frames import StreamItem
 from areasync.service import ServiceConfig
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.gaia2cli.test_bare import free_port
 
 try:
     from playwright.async_api import Browser, Page, async_playwright, expect
@@ -56,8 +58,16 @@ async def router(ray_cluster: Any, request: pytest.FixtureRequest) -> AsyncItera
     # other processes, still write their journals there.
     state = Path(tempfile.mkdtemp(prefix="areasync-cluster-state-"))
     request.addfinalizer(lambda: shutil.rmtree(state, ignore_errors=True))
+    first = free_port()  # each session's own gaia2-cli port from here on each node's loopback
     config = ServiceConfig(
-        port=0, admin_token=ADMIN, state_dir=state, trace_dir=None, mode="manual", gaia2_port=0
+        port=0,
+        admin_token=ADMIN,
+        state_dir=state,
+        trace_dir=None,
+        mode="manual",
+        gaia2_port=0,
+        gaia2_ports=(first, min(first + 63, 65535)),
+        mcp_port=0,
     )
     router = Router(config, check_interval=0.25)
     await asyncio.wait_for(router.start(), HOST_START_S)
@@ -170,6 +180,39 @@ async def test_the_cluster_banner_prints_a_created_sessions_gaia2_cli_url(router
     expected = f"{link.info.gaia2_base}/gaia2/{created['tokens']['user']}"
     assert created["gaia2_url"] == expected
     assert f"gaia2-cli   {expected}" in banner(router, [created])
+
+
+def own_links(entry: dict[str, Any], router: Router) -> tuple[str | None, str | None]:
+    """The hosts of `entry`'s MCP URL and own gaia2-cli port, once its node's host is checked
+    to be shown beside them and its MCP URL to be its node's."""
+    session_id = entry.get("session_id", entry.get("id"))
+    node_host = urlsplit(router.hosts[entry["node"]].info.http_url).hostname
+    mcp, bare = urlsplit(entry["mcp_url"]), urlsplit(entry["gaia2_cli_url"])
+    assert entry["node_host"] == node_host and mcp.path == f"/mcp/{session_id}"
+    return mcp.hostname, bare.hostname
+
+
+async def test_create_sessions_result_shows_its_mcp_url_and_own_gaia2_cli_port_with_its_nodes_host(
+    router: Router,
+) -> None:
+    created = await router.create_session(scenario=SCENARIO, mode="manual")
+    mcp_host, bare_host = own_links(created, router)
+    assert (mcp_host, bare_host) == (created["node_host"], "127.0.0.1")
+    status, text = await http_text(f"{created['gaia2_cli_url']}/status")  # its own port answers
+    assert status == 200 and created["session_id"] in text
+
+
+async def test_the_routers_session_list_shows_every_sessions_mcp_url_and_gaia2_cli_port(
+    router: Router,
+) -> None:
+    status, body = await http_json(f"{router.http_url}/api/sessions?token={ADMIN}")
+    assert status == 200
+    listed = {entry["id"]: entry for entry in body["sessions"]}
+    assert set(CREATED) <= set(listed)
+    for entry in listed.values():
+        own_links(entry, router)
+    mcp_status, _ = await http_text(listed[sorted(CREATED)[0]]["mcp_url"])
+    assert mcp_status == 401  # the node's MCP endpoint, asking for the agent's token
 
 
 async def test_the_lookup_route_answers_an_unknown_token_401(router: Router) -> None:

@@ -14,12 +14,12 @@ import jsonschema
 import pytest
 from mcp import ClientSession
 
-from areasync.protocol.frames import EventItem, ListTools, Mode, Role
+from areasync.protocol.frames import CreateSession, EventItem, ListTools, Mode, Role
 from areasync.service import Service
 from areasync.service.mcp.port import NOTIFICATION_LOGGER
 from areasync.service.mcp.tools import WAIT as WAIT_TOOL
 from tests.mcp.support import Logged, mcp_client, text
-from tests.service.support import TUTORIAL, WAIT, attach, serving, tokens
+from tests.service.support import ADMIN, TUTORIAL, WAIT, attach, http_get, serving, tokens
 
 SEND = "AgentUserInterface__send_message_to_user"
 
@@ -204,3 +204,13 @@ async def test_a_shutdown_ends_a_waiting_call_at_once(tmp_path: Path) -> None:
                 service.shutdown()
                 bound.deadline = anyio.current_time() + WAIT  # the call must end by then
     assert not bound.cancelled_caught and outcome == [True]
+
+
+async def test_a_sessions_mcp_url_is_in_its_listing_and_in_create_sessions_result() -> None:
+    async with serving(mcp_port=0) as service, attach(service, Role.ADMIN) as admin:
+        created = await admin.call(CreateSession, scenario=TUTORIAL, mode="manual")
+        status, _, body = await http_get(service, f"/api/sessions?token={ADMIN}")
+        urls = {sid: service.mcp.url(sid) for sid in (TUTORIAL, created["session_id"])}
+    listed = {entry["id"]: entry.get("mcp_url") for entry in json.loads(body)["sessions"]}
+    assert status == 200 and created["mcp_url"] == urls[created["session_id"]]
+    assert listed == urls  # the one given at the start too, made before the port listened

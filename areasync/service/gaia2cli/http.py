@@ -483,7 +483,8 @@ class Gaia2Adapter:
         if isinstance(act, t.Done):
             return t.Reply(200, {"ok": True})
         text = value if isinstance(value, str) else json.dumps(value)
-        return t.Reply(200, {"ok": True, "result": text, "value": value})
+        time = session.sim.clock_state(peek=True).time  # when it was done, simulated
+        return t.Reply(200, {"ok": True, "result": text, "value": value, "time": time})
 
     async def _carry_out(self, session: Session, role: Role, token: str, act: t.Act) -> Any:
         """`act` as `role` would send its frame: the agent's token acts as the agent."""

@@ -32,8 +32,10 @@ GET  /events[?after=N]      every role                   SSE: `event: chat` per 
 POST /notify                user, admin                  {ok, runId}: the user writes to the
 POST /send_user_message                                  agent (ARE's send_message_to_agent)
 POST /send_notifications
-POST /call_tool             agent, admin                 {ok, result} | {ok: false, error}:
-                                                         `App__action(**args)` on the session
+POST /call_tool             agent, admin                 {ok, result, value, time} | {ok:
+                                                         false, error}: `App__action(**args)`
+                                                         on the session (`value`: ARE's as
+                                                         JSON; `time`: simulated seconds then)
 POST /idle                  agent, admin                 {ok}: the agent is done for now
 POST /execute_action        nobody                       501: see below
 ==========================  ===========================  =====================================

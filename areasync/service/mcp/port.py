@@ -58,6 +58,7 @@ from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
     from areasync.service.registry import SessionRegistry
+    from areasync.service.session import Session
 
 logger = logging.getLogger("areasync.service")
 
@@ -103,6 +104,8 @@ class McpPort:
         self.port: int | None = None
         self.base = ""
         self._runner: web.ServerRunner | None = None
+        if config.mcp_port is not None:
+            registry.watchers.append(self)  # each session's `mcp_url`, once the port listens
 
     # -- life -------------------------------------------------------------------------------
 
@@ -127,6 +130,8 @@ class McpPort:
         self.screen.site = SitePolicy.for_server(
             host, self.port, config.allow_hosts, config.allow_origins
         )
+        for session in self.registry.sessions.values():  # those registered before it listened
+            self.created(session)
 
     async def _stateless(self, scope: Any, receive: Any, send: Any) -> None:
         """One request on a transport of its own, ended with it (the SDK's stateless mode,
@@ -157,6 +162,20 @@ class McpPort:
     def url(self, session_id: str) -> str:
         """The session's MCP URL (its agent's or the admin token goes in the header)."""
         return f"{self.base}{PATH}/{session_id}"
+
+    # -- the registry's sessions (registry.SessionWatcher) ----------------------------------
+
+    def created(self, session: Session) -> None:
+        """The session's `mcp_url` in its links: the banner's, `create_session`'s result and
+        `/api/sessions` show it (a cluster's router too, with its node's host)."""
+        if self.port is not None:
+            session.links["mcp_url"] = self.url(session.id)
+
+    def ended(self, session: Session) -> None:
+        pass
+
+    def discarded(self, session: Session) -> None:
+        pass
 
     # -- who calls --------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 
 import msgspec
 
-from areasync.gaia2 import confinement, remote
+from areasync.gaia2 import confinement, remote, timings
 from areasync.gaia2.remote import Answer
 from areasync.gaia2.spread import Arguments, Load, Overrun, PlaceLost, Spread
 from areasync.workers.confine import Confinement, worker_tmp
@@ -99,11 +99,16 @@ class WorkerPlace:
         return self._worker.gone is None
 
     async def run(self, item: str, arguments: Arguments) -> Answer:
-        call = self._pool.call(
-            self._worker, "run", item, *arguments.values(), budget=self._budget_s
-        )
+        async def call() -> Answer:  # on the pool's thread
+            await self._pool.wait_ready(self._worker)
+            timings.first("first_run_started")
+            answer: Answer = await self._pool.call(
+                self._worker, "run", item, *arguments.values(), budget=self._budget_s
+            )
+            return answer
+
         try:
-            answer: Answer = await self._thread.run(call)
+            answer = await self._thread.run(call())
         except WorkerLost as lost:
             if lost.pid is not None:  # what its runs staged, and ARE's sandboxes
                 shutil.rmtree(worker_tmp(self._tmp_under, lost.pid), ignore_errors=True)

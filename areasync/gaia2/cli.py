@@ -64,7 +64,7 @@ from unittest.mock import patch
 
 import click
 
-from areasync.gaia2 import timings
+from areasync.gaia2 import boot, timings
 
 
 def are_command() -> click.Command:
@@ -567,9 +567,17 @@ def _write_report(output_dir: Path) -> None:
     click.echo(f"Report: {index.resolve().as_uri()}")
 
 
-def main(argv: Sequence[str], command: str = "run") -> int:
-    """Entry point for `areasync bench COMMAND ARGS...`; returns the exit status."""
+def main(argv: Sequence[str], command: str = "run", *, owns_process: bool = False) -> int:
+    """Entry point for `areasync bench COMMAND ARGS...`; returns the exit status.
+
+    `owns_process`: the command is its process's (run from the command line, not called by
+    other code): the workers' fork server is booted at once and the process exits without a
+    last collection (`boot.py`)."""
+    timings.reset()
     timings.first("entered")
+    if owns_process:
+        boot.exit_uncollected()
+        boot.boot_workers(argv)  # beside ARE's import, which bench_command does next
     spec = COMMANDS[command]
     try:
         status = bench_command(command).main(

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 import msgspec
 
 from areasync.gaia2 import confinement, remote, timings
+from areasync.gaia2.boot import PRELOAD
 from areasync.gaia2.remote import Answer
 from areasync.gaia2.spread import Arguments, Load, Overrun, PlaceLost, Spread
 from areasync.workers.confine import Confinement, worker_tmp
@@ -41,30 +42,6 @@ from areasync.workers.pool import BudgetSpent, CallFailed, Worker, WorkerLost, W
 from areasync.workers.thread import LoopThread
 
 __all__ = ["PRELOAD", "WorkerPlace", "default_workers", "local_runs"]
-
-# What the fork server imports once, so that no worker imports it: areasync's side of a run,
-# and what ARE imports to load, pre-run, judge and run a scenario with its default agent and
-# LiteLLM (most of a worker's import time), down to what a worker's first run imported on its
-# own when these were fewer (the event loop's anyio backend, ARE's agent factory, the OpenAI
-# client's chat resources). tests/gaia2/test_local.py checks that each exists.
-PRELOAD = (
-    "areasync.gaia2.remote",
-    "areasync.gaia2.confinement",
-    "anyio._backends._asyncio",
-    "are.simulation.multi_scenario_runner",
-    "are.simulation.scenario_runner",
-    "are.simulation.scenarios.scenario_imported_from_json.utils",
-    "are.simulation.agents.default_agent.are_simulation_main",
-    "are.simulation.agents.default_agent.agent_factory",
-    "are.simulation.agents.llm.litellm.litellm_engine",
-    "are.simulation.agents.are_simulation_agent_config",
-    "are.simulation.benchmark.scenario_loader",
-    "are.simulation.validation.judge",
-    "are.simulation.data_handler.exporter",
-    "litellm",
-    "openai.resources.chat",
-    "openai.lib.streaming.chat",
-)
 
 
 def default_workers() -> int:

@@ -3,12 +3,13 @@
 A sweep's wall time is its fixed costs (start-up: imports, the workers' fork server, loading
 the dataset; and the end: ARE's outputs, the report, closing the workers) plus what its runs
 take. `--timings PATH` writes the marks below to PATH as JSON when the command ends, so a
-bench (bench/bench_startup.py) reads what the command itself saw rather than guessing from
+bench (bench/fixed_costs.py) reads what the command itself saw rather than guessing from
 its output. Each mark is wall-clock seconds since the epoch (`time.time()`), comparable with a
 parent process's own clock; a mark never reached is null.
 
-The marks are process-global (`MARKS`): a command runs once per process. `first` keeps the
-earliest time a mark was reached, `latest` the last.
+The marks are process-global (`MARKS`, emptied by `reset` as a command starts: code may run
+several commands in one process, one after the other). `first` keeps the earliest time a mark
+was reached since, `latest` the last.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Literal
 
 import msgspec
 
-__all__ = ["MARKS", "Mark", "Marks", "first", "latest", "write"]
+__all__ = ["MARKS", "Mark", "Marks", "first", "latest", "reset", "write"]
 
 Mark = Literal[
     "entered",
@@ -59,6 +60,12 @@ class Marks(msgspec.Struct):
 
 
 MARKS = Marks()
+
+
+def reset() -> None:
+    """Forget every mark: a command starts."""
+    for name in MARKS.__struct_fields__:
+        setattr(MARKS, name, None)
 
 
 def first(name: Mark) -> None:

@@ -1,0 +1,115 @@
+"""What `areasync bench` does once per process (`areasync/gaia2/boot.py`), checked without timing
+anything: the workers' fork server is already starting when the driver imports ARE's CLI, only
+for a command line that wants workers; the fork server freezes what it preloaded; the command's
+process exits with its heap frozen; a command called in-process does neither."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import pytest
+
+from areasync.gaia2.boot import PRELOAD, wants_workers
+
+BOUND_S = 300.0
+
+# In a fresh interpreter: note whether the fork server was started when ARE's CLI began to be
+# imported, and the garbage collector's frozen count in the very last atexit hook; then run
+# `areasync ARGV...` as the process's own command (`areasync.cli.main()` reads sys.argv).
+PROBE = """
+import atexit, gc, importlib.abc, json, sys
+from multiprocessing import forkserver
+
+seen = {}
+
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "are.simulation.benchmark.cli" and "booted" not in seen:
+            seen["booted"] = forkserver._forkserver._forkserver_pid is not None
+        return None
+
+sys.meta_path.insert(0, Watch())
+atexit.register(lambda: print(json.dumps({**seen, "frozen": gc.get_freeze_count()})))
+sys.argv = ["areasync", *json.loads(sys.argv[1])]
+from areasync.cli import main
+main()
+"""
+
+
+def probe(argv: Sequence[str]) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(list(argv))],
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
+    seen: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return seen
+
+
+# Refused by click once ARE's CLI is imported (its options are the command's): nothing runs.
+REFUSED = ["bench", "run", "-d", "nowhere", "--run-budget", "0"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "wanted"),
+    [
+        ([], True),  # the default: a worker per core
+        (["--workers", "2"], True),
+        (["--workers=1"], True),
+        (["--workers", "0"], False),
+        (["--workers=0"], False),
+        (["--workers", "two"], False),  # refused as it is parsed
+        (["--executor_type", "thread"], False),
+        (["--executor_type=thread"], False),
+        (["--executor_type", "process"], True),
+        (["--ray", "auto"], False),
+        (["--ray=auto"], False),
+        (["--help"], False),
+        (["-d", "DIR", "--workers", "2", "--workers", "0"], False),  # click keeps the last
+    ],
+)
+def test_a_command_line_wanting_workers_is_told_from_one_that_does_not(
+    argv: list[str], wanted: bool
+) -> None:
+    assert wants_workers(argv) is wanted
+
+
+def test_the_fork_server_is_starting_before_the_driver_imports_ares_cli() -> None:
+    seen = probe([*REFUSED, "--workers", "1"])
+    assert seen["booted"] is True
+
+
+def test_no_fork_server_is_started_for_a_command_without_workers() -> None:
+    seen = probe([*REFUSED, "--workers", "0"])
+    assert seen["booted"] is False
+
+
+def test_the_commands_process_exits_with_its_heap_frozen() -> None:
+    """CPython's finalisation would otherwise collect ARE's whole heap (seconds)."""
+    seen = probe([*REFUSED, "--workers", "0"])
+    assert isinstance(seen["frozen"], int) and seen["frozen"] > 0
+
+
+def test_a_command_called_in_process_leaves_the_collector_alone() -> None:
+    code = (
+        "import gc, sys; from areasync.cli import main; "
+        f"main({[*REFUSED, '--workers', '0']!r}); print(gc.get_freeze_count())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=BOUND_S
+    )
+    assert done.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_the_fork_server_freezes_what_it_preloaded_last() -> None:
+    """Neither its workers' collections nor its own exit walk ARE and LiteLLM again."""
+    assert PRELOAD[-1] == "areasync.gaia2.preloaded"
+    code = "import gc, areasync.gaia2.preloaded; print(gc.get_freeze_count())"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=BOUND_S
+    )
+    assert int(done.stdout.strip()) > 0

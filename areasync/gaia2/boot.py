@@ -35,7 +35,9 @@ __all__ = ["PRELOAD", "boot_workers", "exit_uncollected", "wants_workers"]
 # LiteLLM (most of a worker's import time), down to what a worker's first run imported on its
 # own when these were fewer (the event loop's anyio backend, ARE's agent factory, the OpenAI
 # client's chat resources), then `preloaded`, last, which freezes them out of the garbage
-# collector. tests/gaia2/test_local.py checks that each exists.
+# collector. Not ARE's benchmark package (its CLI, Hugging Face's `datasets`): only the driver
+# loads datasets. tests/gaia2/test_local.py checks that each exists, test_boot.py what they
+# leave out.
 PRELOAD = (
     "areasync.gaia2.remote",
     "areasync.gaia2.confinement",
@@ -47,7 +49,6 @@ PRELOAD = (
     "are.simulation.agents.default_agent.agent_factory",
     "are.simulation.agents.llm.litellm.litellm_engine",
     "are.simulation.agents.are_simulation_agent_config",
-    "are.simulation.benchmark.scenario_loader",
     "are.simulation.validation.judge",
     "are.simulation.data_handler.exporter",
     "litellm",

@@ -113,3 +113,23 @@ def test_the_fork_server_freezes_what_it_preloaded_last() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=BOUND_S
     )
     assert int(done.stdout.strip()) > 0
+
+
+def test_the_fork_server_does_not_import_what_only_the_driver_needs() -> None:
+    """ARE's benchmark CLI and Hugging Face's `datasets` load the dataset, in the driver: a
+    worker runs a scenario from its JSON. The fork server imports beside the driver, and the
+    first run waits for the slower of the two."""
+    code = (
+        "import importlib, json, sys\n"
+        "from areasync.gaia2.boot import PRELOAD\n"
+        "for name in PRELOAD: importlib.import_module(name)\n"
+        "print(json.dumps(sorted(set(sys.modules) & set(sys.argv[1:]))))"
+    )
+    driver_only = ["datasets", "are.simulation.benchmark", "are.simulation.benchmark.cli"]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *driver_only],
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

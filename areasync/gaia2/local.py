@@ -1,7 +1,8 @@
 """`areasync bench run --workers N`: an evaluation's runs spread over worker processes here.
 
 Each worker is a process of this machine (`areasync/workers/`), forked from a fork server that
-imported ARE's benchmark pipeline once (`PRELOAD`), serving `remote.serving()`'s handler
+imported ARE's benchmark pipeline once (`boot.PRELOAD`; the command boots it as it starts,
+`boot.py`), serving `remote.serving()`'s handler
 (through `confinement.serving()`): each run a greenlet on the worker's event loop under the
 virtual clock, many at once, as in one process. A worker is a place (`spread.py`), as a Ray
 host is: the driver keeps ARE's runner, the sweep's records and every output, and the runs go

@@ -7,12 +7,13 @@ bench/fixed_costs.py). Both apply only when the command is its process's own (`c
 neither, since both act on the whole process:
 
 * **The workers' fork server boots as the command starts** (`boot_workers`). A run in a worker
-  (`--workers N`, the default) cannot start before the fork server has imported `PRELOAD` (ARE
-  and LiteLLM), and the driver cannot hand it one before it has imported ARE's CLI, whose
-  options are the command's. Booted once the options were parsed, the fork server imported
-  after the driver; booted here, from the command line as given (`wants_workers`), both import
-  at once, each on a core. A command line that turns out to be refused leaves a fork server
-  that ends with the command.
+  (`--workers N`, the default) cannot start before the fork server has imported `PRELOAD`
+  (ARE and LiteLLM; ARE alone for `--oracle` runs, which call no model: `ORACLE_PRELOAD`),
+  and the driver cannot hand it one before it has imported ARE's CLI, whose options are the
+  command's. Booted once the options were parsed, the fork server imported after the driver;
+  booted here, from the command line as given (`wants_workers`), both import at once, each
+  on a core. A command line that turns out to be refused leaves a fork server that ends with
+  the command.
 * **The process exits without a last collection** (`exit_uncollected`): at exit, CPython's
   finalisation collects the whole heap, ARE's and LiteLLM's millions of objects, which took
   seconds. An `atexit` hook freezes the heap out of collection instead: objects are still
@@ -28,7 +29,14 @@ import gc
 import multiprocessing
 from collections.abc import Sequence
 
-__all__ = ["PRELOAD", "boot_workers", "exit_uncollected", "wants_workers"]
+__all__ = [
+    "ORACLE_PRELOAD",
+    "PRELOAD",
+    "boot_workers",
+    "exit_uncollected",
+    "preload",
+    "wants_workers",
+]
 
 # What the fork server imports once, so that no worker imports it: areasync's side of a run,
 # and what ARE imports to load, pre-run, judge and run a scenario with its default agent and
@@ -56,6 +64,14 @@ PRELOAD = (
     "openai.lib.streaming.chat",
     "areasync.gaia2.preloaded",
 )
+# What only runs that call a model import: an `--oracle` command's fork server leaves it out.
+MODEL_ONLY = (
+    "are.simulation.agents.llm.litellm.litellm_engine",
+    "litellm",
+    "openai.resources.chat",
+    "openai.lib.streaming.chat",
+)
+ORACLE_PRELOAD = tuple(name for name in PRELOAD if name not in MODEL_ONLY)
 
 HELP = ("--help", "-h")
 
@@ -83,15 +99,21 @@ def wants_workers(argv: Sequence[str]) -> bool:
     return _value(argv, "--executor_type") != "thread"
 
 
+def preload(*, models: bool) -> tuple[str, ...]:
+    """What the fork server imports for runs that call models (`models`), or not (`--oracle`)."""
+    return PRELOAD if models else ORACLE_PRELOAD
+
+
 def boot_workers(argv: Sequence[str]) -> bool:
-    """Start the fork server with `PRELOAD` now if `argv` will want workers (and this process
-    has none running yet); whether it was asked to start. Returns at once: the fork server
-    imports in its own process."""
+    """Start the fork server with its `preload` now if `argv` will want workers (and this
+    process has none running yet); whether it was asked to start. Returns at once: the fork
+    server imports in its own process."""
     if not wants_workers(argv):
         return False
     from multiprocessing import forkserver
 
-    multiprocessing.get_context("forkserver").set_forkserver_preload(list(PRELOAD))
+    modules = preload(models="--oracle" not in argv)
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(modules))
     forkserver.ensure_running()
     return True
 

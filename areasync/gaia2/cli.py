@@ -516,7 +516,10 @@ def _runs_elsewhere(where: Where, options: dict[str, Any]) -> Iterator[Any]:
             from areasync.gaia2.local import local_runs
 
             spec = bench_confinement(options, required=where.require_confinement)
-            spread = stack.enter_context(local_runs(where.workers, where.budget_s, spec))
+            models = not options.get("oracle")
+            spread = stack.enter_context(
+                local_runs(where.workers, where.budget_s, spec, models=models)
+            )
             budget = "no" if where.budget_s is None else f"{where.budget_s:g} s"
             over = f"{where.workers} worker process(es) (run budget: {budget}; {describe(spec)})"
         click.echo(f"areasync: runs spread over {over}", err=True)

@@ -35,12 +35,13 @@ from contextlib import contextmanager
 import msgspec
 
 from areasync.gaia2 import confinement, remote, timings
-from areasync.gaia2.boot import PRELOAD
+from areasync.gaia2.boot import PRELOAD, preload
 from areasync.gaia2.remote import Answer
 from areasync.gaia2.spread import Arguments, Load, Overrun, PlaceLost, Spread
 from areasync.workers.confine import Confinement, worker_tmp
 from areasync.workers.pool import BudgetSpent, CallFailed, Worker, WorkerLost, WorkerPool
 from areasync.workers.thread import LoopThread
+from areasync.workers.worker import Serve
 
 __all__ = ["PRELOAD", "WorkerPlace", "default_workers", "local_runs"]
 
@@ -100,17 +101,22 @@ class WorkerPlace:
 
 @contextmanager
 def local_runs(
-    workers: int, budget_s: float | None, confined: Confinement | None
+    workers: int, budget_s: float | None, confined: Confinement | None, *, models: bool = True
 ) -> Iterator[Spread]:
     """A `Spread` over `workers` worker processes, each run bounded by `budget_s` (None: no
     bound), each worker confined by `confined` with a temp dir of its own under a folder made
     here (None: unconfined, as before; only bench/confine.py does it, to measure the cost).
+    `models`: the runs call models (False for `--oracle`: the workers import no LiteLLM).
     The workers start in the background: a run waits for its worker to be ready."""
     tmp_under = tempfile.mkdtemp(prefix="areasync-workers-")
     spec = None if confined is None else msgspec.structs.replace(confined, tmp_under=tmp_under)
-    serve = remote.serving if spec is None else confinement.serving
+    serve: Serve
+    if models:
+        serve = remote.serving if spec is None else confinement.serving
+    else:
+        serve = remote.oracle_serving if spec is None else confinement.oracle_serving
     thread: LoopThread[None] = LoopThread("areasync workers")
-    pool = WorkerPool(workers, serve, preload=PRELOAD, confinement=spec)
+    pool = WorkerPool(workers, serve, preload=preload(models=models), confinement=spec)
 
     async def start() -> None:
         pool.start()

@@ -6,13 +6,17 @@ process exits with its heap frozen; a command called in-process does neither."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
-from areasync.gaia2.boot import PRELOAD, wants_workers
+from areasync.gaia2 import compare
+from areasync.gaia2.boot import ORACLE_PRELOAD, PRELOAD, wants_workers
+from areasync.gaia2.dataset import write_dataset
 
 BOUND_S = 300.0
 
@@ -29,6 +33,7 @@ class Watch(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name == "are.simulation.benchmark.cli" and "booted" not in seen:
             seen["booted"] = forkserver._forkserver._forkserver_pid is not None
+            seen["preload"] = list(forkserver._forkserver._preload_modules)
         return None
 
 sys.meta_path.insert(0, Watch())
@@ -115,21 +120,52 @@ def test_the_fork_server_freezes_what_it_preloaded_last() -> None:
     assert int(done.stdout.strip()) > 0
 
 
-def test_the_fork_server_does_not_import_what_only_the_driver_needs() -> None:
+DRIVER_ONLY = ("datasets", "are.simulation.benchmark", "are.simulation.benchmark.cli")
+MODELS = ("litellm", "openai")
+
+
+@pytest.mark.parametrize(
+    ("preload", "left_out"),
+    [(PRELOAD, DRIVER_ONLY), (ORACLE_PRELOAD, DRIVER_ONLY + MODELS)],
+    ids=["models", "oracle"],
+)
+def test_the_fork_server_does_not_import_what_its_workers_never_need(
+    preload: Sequence[str], left_out: Sequence[str]
+) -> None:
     """ARE's benchmark CLI and Hugging Face's `datasets` load the dataset, in the driver: a
-    worker runs a scenario from its JSON. The fork server imports beside the driver, and the
-    first run waits for the slower of the two."""
+    worker runs a scenario from its JSON. An `--oracle` run calls no model: no LiteLLM. The
+    fork server imports beside the driver, and the first run waits for the slower of the two."""
     code = (
         "import importlib, json, sys\n"
-        "from areasync.gaia2.boot import PRELOAD\n"
-        "for name in PRELOAD: importlib.import_module(name)\n"
-        "print(json.dumps(sorted(set(sys.modules) & set(sys.argv[1:]))))"
+        "names = json.loads(sys.argv[1])\n"
+        "for name in names: importlib.import_module(name)\n"
+        "print(json.dumps(sorted(set(sys.modules) & set(sys.argv[2:]))))"
     )
-    driver_only = ["datasets", "are.simulation.benchmark", "are.simulation.benchmark.cli"]
     done = subprocess.run(
-        [sys.executable, "-c", code, *driver_only],
+        [sys.executable, "-c", code, json.dumps(list(preload)), *left_out],
         capture_output=True,
         text=True,
         timeout=BOUND_S,
     )
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_an_oracle_commands_fork_server_preloads_no_model_client() -> None:
+    seen = probe([*REFUSED, "--workers", "1", "--oracle"])
+    assert seen["preload"] == list(ORACLE_PRELOAD)
+
+
+def test_an_oracle_sweep_runs_in_workers_booted_without_a_model_client(tmp_path: Path) -> None:
+    dataset = write_dataset(tmp_path / "dataset", only=["tiny_email", "tiny_skip"])
+    out = tmp_path / "out"
+    args = compare.bench_args(dataset, out, "http://127.0.0.1:9/v1", oracle=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "areasync.cli", "bench", "run", *args, "--workers", "1"],
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+        env={**os.environ, "OPENAI_API_KEY": "stub"},
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    statuses = {key: row["status"] for key, row in compare.verdicts(out).items()}
+    assert statuses == {("tiny_email", None): "success", ("tiny_skip", None): "success"}

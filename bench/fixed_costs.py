@@ -5,9 +5,11 @@
 
 Prints one JSON document. Each repeat measures, one after the other on the same machine:
 
-* `are_cli_import_s`: a fresh `python -c "import are.simulation.benchmark.cli"` (what
-  `are-benchmark`'s entry point imports), from spawn to exit; and `are_benchmark_help_s`:
-  `are-benchmark run --help`, ARE's command doing nothing.
+* `fresh_imports_s`: a fresh `python -c "import are.simulation.benchmark.cli"` (what
+  `are-benchmark`'s entry point imports), from spawn to exit (`are_cli`), and the same
+  importing ARE's LiteLLM engine too (`are_cli_and_litellm`: what ARE's own run with a model
+  imports before its first model call); and `are_benchmark_help_s`: `are-benchmark run
+  --help`, ARE's command doing nothing.
 * each configuration of `--configs` (`MODEL:WORKERS`, MODEL `stub` or `oracle`): `areasync
   bench run` as a subprocess, of the four basic scenarios of `areasync/gaia2/dataset.py`
   (one- and two-turn, passed and failed) `--num-runs` times each, 8 under way at once, against
@@ -15,9 +17,10 @@ Prints one JSON document. Each repeat measures, one after the other on the same 
   come from the marks the command itself writes (`--timings`, areasync/gaia2/timings.py)
   against this process's clock: `start_s` (spawn to the first run started where it runs),
   `sweep_s` (first run started to last run ended), `end_s` (last run ended to the process's
-  exit), `fixed_s` (start + end), `over_are_import_s` (fixed minus the same repeat's ARE CLI
-  import), and the steps within each; `outputs_closed_s`: spawn to the end of its stdout and
-  stderr, which every process it started holds too (what a pipeline waits for).
+  exit), `fixed_s` (start + end), `over_are_import_s` and `over_are_and_litellm_import_s`
+  (fixed minus the same repeat's fresh imports), and the steps within each;
+  `outputs_closed_s`: spawn to the end of its stdout and stderr, which every process it
+  started holds too (what a pipeline waits for).
 
 Per configuration: the median of each figure over the repeats, and every repeat's. `--source
 DIR` measures another checkout of areasync (put first on PYTHONPATH), e.g. an export of an
@@ -36,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +97,16 @@ def timed(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, fl
     return spawned, exited, closed[0], status
 
 
-def are_import(env: dict[str, str], cwd: Path) -> float:
-    command = [sys.executable, "-c", "import are.simulation.benchmark.cli"]
+ARE_CLI = "are.simulation.benchmark.cli"
+# What ARE's own run with its default agent imports besides, before its first model call.
+ARE_MODEL_CLIENT = "are.simulation.agents.llm.litellm.litellm_engine"
+
+
+def fresh_import(modules: Sequence[str], env: dict[str, str], cwd: Path) -> float:
+    """A fresh interpreter importing `modules`, from spawn to exit."""
+    command = [sys.executable, "-c", f"import {', '.join(modules)}"]
     spawned, exited, _, status = timed(command, env, cwd)
-    assert status == 0, "importing ARE's CLI failed"
+    assert status == 0, f"importing {modules} failed"
     return exited - spawned
 
 
@@ -110,7 +120,7 @@ def are_help(env: dict[str, str], cwd: Path) -> float | None:
 
 
 def bench_run(
-    args: list[str], env: dict[str, str], cwd: Path, marks_to: Path, are_import_s: float
+    args: list[str], env: dict[str, str], cwd: Path, marks_to: Path, imports: dict[str, float]
 ) -> dict[str, float]:
     """One `areasync bench run`: its phases (module docstring)."""
     command = [sys.executable, "-m", "areasync.cli", "bench", "run", *args]
@@ -127,7 +137,8 @@ def bench_run(
         "sweep_s": marks["last_run_ended"] - marks["first_run_started"],
         "end_s": end,
         "fixed_s": start + end,
-        "over_are_import_s": start + end - are_import_s,
+        "over_are_import_s": start + end - imports["are_cli"],
+        "over_are_and_litellm_import_s": start + end - imports["are_cli_and_litellm"],
         "wall_s": exited - spawned,
         "outputs_closed_s": closed - spawned,
     }
@@ -164,7 +175,7 @@ def main() -> None:
     ]
     chosen = select(only=BASICS)
     script = Script(agent=agent_scripts(chosen), judge=judge_rules(chosen))
-    imports: list[float] = []
+    imports: list[dict[str, float]] = []
     helps: list[float] = []
     runs: dict[str, list[dict[str, float]]] = {f"{m}:{w}": [] for m, w in configs}
     load_before = os.getloadavg()
@@ -172,7 +183,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, StubLLM(script) as stub:
         dataset = write_dataset(Path(tmp) / "dataset", only=BASICS)
         for repeat in range(args.repeats):
-            imports.append(are_import(env, source))
+            imports.append(
+                {
+                    "are_cli": fresh_import([ARE_CLI], env, source),
+                    "are_cli_and_litellm": fresh_import([ARE_CLI, ARE_MODEL_CLIENT], env, source),
+                }
+            )
             help_s = are_help(env, source)
             if help_s is not None:
                 helps.append(help_s)
@@ -203,7 +219,7 @@ def main() -> None:
         "runs_per_sweep": len(chosen) * args.num_runs,
         "concurrent": CONCURRENT,
         "repeats": args.repeats,
-        "are_cli_import_s": _median([{"s": s} for s in imports]),
+        "fresh_imports_s": _median(imports),
         "are_benchmark_help_s": _median([{"s": s} for s in helps]) if helps else None,
         "bench_run": {name: _median(samples) for name, samples in runs.items()},
     }

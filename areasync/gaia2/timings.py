@@ -45,7 +45,7 @@ class Marks(msgspec.Struct):
     # The first run handed to ARE's `process_scenario` (or, with --workers, to a worker).
     first_run_dispatched: float | None = None
     # The first run under way where it runs: in this process, as it is dispatched; in a
-    # worker process, once that worker is ready and the run sent to it.
+    # worker process, once that worker is ready and the run sent to it (null with --ray).
     first_run_started: float | None = None
     # The last run's result back in this process (its files written, its record kept).
     last_run_ended: float | None = None

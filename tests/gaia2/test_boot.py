@@ -1,7 +1,8 @@
 """What `areasync bench` does once per process (`areasync/gaia2/boot.py`), checked without timing
 anything: the workers' fork server is already starting when the driver imports ARE's CLI, only
-for a command line that wants workers; the fork server freezes what it preloaded; the command's
-process exits with its heap frozen; a command called in-process does neither."""
+for a command line that wants workers; the fork server imports only what its workers need, and
+freezes it; a driver whose runs go to workers imports no LiteLLM; the command's process exits
+with its heap frozen; a command called in-process does neither."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 
 from areasync.gaia2 import compare
 from areasync.gaia2.boot import ORACLE_PRELOAD, PRELOAD, wants_workers
-from areasync.gaia2.dataset import write_dataset
+from areasync.gaia2.dataset import agent_scripts, select, write_dataset
+from areasync.gaia2.stub_llm import Script, StubLLM
 
 BOUND_S = 300.0
 
@@ -37,7 +39,11 @@ class Watch(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Watch())
-atexit.register(lambda: print(json.dumps({**seen, "frozen": gc.get_freeze_count()})))
+atexit.register(
+    lambda: print(
+        json.dumps({**seen, "frozen": gc.get_freeze_count(), "litellm": "litellm" in sys.modules})
+    )
+)
 sys.argv = ["areasync", *json.loads(sys.argv[1])]
 from areasync.cli import main
 main()
@@ -50,6 +56,7 @@ def probe(argv: Sequence[str]) -> dict[str, object]:
         capture_output=True,
         text=True,
         timeout=BOUND_S,
+        env={**os.environ, "OPENAI_API_KEY": "stub"},  # LiteLLM wants one; the stub ignores it
     )
     seen: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return seen
@@ -169,3 +176,14 @@ def test_an_oracle_sweep_runs_in_workers_booted_without_a_model_client(tmp_path:
     assert done.returncode == 0, done.stderr[-4000:]
     statuses = {key: row["status"] for key, row in compare.verdicts(out).items()}
     assert statuses == {("tiny_email", None): "success", ("tiny_skip", None): "success"}
+
+
+def test_a_driver_whose_runs_go_to_workers_never_imports_litellm(tmp_path: Path) -> None:
+    """The workers call the model; the driver only loads the dataset and writes the outputs."""
+    chosen = select(only=["tiny_email"])
+    dataset = write_dataset(tmp_path / "dataset", only=["tiny_email"])
+    with StubLLM(Script(agent=agent_scripts(chosen))) as stub:
+        args = compare.bench_args(dataset, tmp_path / "out", stub.endpoint)
+        seen = probe(["bench", "run", *args, "--workers", "1", "--no-report"])
+    assert seen["litellm"] is False
+    assert compare.verdicts(tmp_path / "out")[("tiny_email", None)]["status"] == "success"

@@ -115,6 +115,8 @@ def directory(text: str) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # No argv: this is the process's own command (the `areasync` script, `python -m`).
+    owns_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     remove_ares_temp_dir_at_exit()
     if argv[:1] == ["gaia2-cli"]:
@@ -127,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # only here.
         from areasync.gaia2.cli import main as bench
 
-        return bench(argv[2:], command=argv[1])
+        return bench(argv[2:], command=argv[1], owns_process=owns_process)
     if argv[:2] == ["bench", "aggregate"]:
         from areasync.gaia2.shards import main as bench_aggregate
 

@@ -64,6 +64,8 @@ from unittest.mock import patch
 
 import click
 
+from areasync.gaia2 import boot, timings
+
 
 def are_command() -> click.Command:
     from are.simulation.benchmark.cli import main
@@ -165,6 +167,16 @@ SHARD = click.Option(
         "with `areasync bench aggregate DIR... --output_dir OUT`"
     ),
 )
+TIMINGS = click.Option(
+    ["--timings"],
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    metavar="PATH",
+    help=(
+        "areasync: write the command's phase marks to PATH as JSON when it ends (start-up, "
+        "first run started, last run ended, outputs, report, exit: areasync/gaia2/timings.py)"
+    ),
+)
 OWN_OPTIONS = ("resume", "retry", "report")
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 HUB_UNREACHABLE = 1
@@ -178,7 +190,7 @@ DIFFERENCES = (
     "default), up to --max_concurrent_scenarios of them at once, each worker running its "
     "runs on one event loop (--executor_type adds no threads or processes). areasync's "
     "own options: --workers N, --run-budget, --require-confinement, --resume, --retry N, "
-    "--report/--no-report, --max-scenario-bytes N; for run, --ray and --shard I/K. "
+    "--report/--no-report, --max-scenario-bytes N, --timings PATH; for run, --ray and --shard I/K. "
     "Ctrl-C stops cleanly, writing what finished (twice: at once)."
 )
 
@@ -237,10 +249,20 @@ def bench_command(name: str) -> click.Command:
     """A click command with `are-benchmark NAME`'s options, running ARE's body on virtual time."""
     spec = COMMANDS[name]
     are_main = are_command()
+    timings.first("are_cli_imported")
     params = [p for p in are_main.params if p.name != "command"]
 
     @click.pass_context
     def callback(ctx: click.Context, **kwargs: Any) -> int:
+        marks_to = kwargs.pop("timings")
+        try:
+            return sweep_command(ctx, **kwargs)
+        finally:
+            if marks_to:
+                timings.latest("exiting")
+                timings.write(marks_to)
+
+    def sweep_command(ctx: click.Context, **kwargs: Any) -> int:
         from areasync.gaia2 import pool, runner, shards, sweep
 
         resume, retry, report = (kwargs.pop(option) for option in OWN_OPTIONS)
@@ -282,6 +304,8 @@ def bench_command(name: str) -> click.Command:
                     dispatch=None if spread is None else spread.dispatch,
                     dispatch_bounds_runs=spread is not None and spread.bounds_runs,
                 )
+                timings.latest("are_returned")
+            timings.latest("places_closed")
         except AssertionError:
             # ARE asserts that a run finished; after Ctrl-C none may have.
             if not interruption.requested:
@@ -306,6 +330,7 @@ def bench_command(name: str) -> click.Command:
         if report and output_dir:
             for folder in _output_folders(Path(output_dir), spec):
                 _write_report(folder)
+            timings.latest("report_written")
         if plan.resumed or plan.retried:
             click.echo(
                 f"areasync: {plan.resumed} runs resumed from {output_dir}, "
@@ -342,6 +367,7 @@ def bench_command(name: str) -> click.Command:
             RUN_BUDGET,
             REQUIRE_CONFINEMENT,
             MAX_SCENARIO_BYTES,
+            TIMINGS,
             *([RAY] if spec.on_ray else []),
             *([SHARD] if spec.shardable else []),
         ],
@@ -490,7 +516,10 @@ def _runs_elsewhere(where: Where, options: dict[str, Any]) -> Iterator[Any]:
             from areasync.gaia2.local import local_runs
 
             spec = bench_confinement(options, required=where.require_confinement)
-            spread = stack.enter_context(local_runs(where.workers, where.budget_s, spec))
+            models = not options.get("oracle")
+            spread = stack.enter_context(
+                local_runs(where.workers, where.budget_s, spec, models=models)
+            )
             budget = "no" if where.budget_s is None else f"{where.budget_s:g} s"
             over = f"{where.workers} worker process(es) (run budget: {budget}; {describe(spec)})"
         click.echo(f"areasync: runs spread over {over}", err=True)
@@ -541,8 +570,17 @@ def _write_report(output_dir: Path) -> None:
     click.echo(f"Report: {index.resolve().as_uri()}")
 
 
-def main(argv: Sequence[str], command: str = "run") -> int:
-    """Entry point for `areasync bench COMMAND ARGS...`; returns the exit status."""
+def main(argv: Sequence[str], command: str = "run", *, owns_process: bool = False) -> int:
+    """Entry point for `areasync bench COMMAND ARGS...`; returns the exit status.
+
+    `owns_process`: the command is its process's (run from the command line, not called by
+    other code): the workers' fork server is booted at once and the process exits without a
+    last collection (`boot.py`)."""
+    timings.reset()
+    timings.first("entered")
+    if owns_process:
+        boot.exit_uncollected()
+        boot.boot_workers(argv)  # beside ARE's import, which bench_command does next
     spec = COMMANDS[command]
     try:
         status = bench_command(command).main(

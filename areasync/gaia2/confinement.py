@@ -28,7 +28,7 @@ import ipaddress
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 from unittest.mock import patch
 from urllib.parse import urlsplit
@@ -125,8 +125,8 @@ def refusal(support: Support | None = None) -> str | None:
 
 
 @contextmanager
-def serving() -> Iterator[Any]:
-    """A confined bench worker's handlers: `remote.serving()`'s, with ARE's file-system
+def serving(models: bool = True) -> Iterator[Any]:
+    """A confined bench worker's handlers: `remote.serving(models)`'s, with ARE's file-system
     sandboxes made in the worker's own temp dir (the fork server made ARE's default one
     before the worker existed, outside what the worker may write)."""
     from are.simulation.apps import sandbox_file_system
@@ -136,6 +136,11 @@ def serving() -> Iterator[Any]:
     own = tempfile.mkdtemp(prefix="are_simulation_sandbox_")
     with (
         patch.object(sandbox_file_system, "ARE_SIMULATION_SANDBOX_PATH", own),
-        remote.serving() as handlers,
+        remote.serving(models) as handlers,
     ):
         yield handlers
+
+
+def oracle_serving() -> AbstractContextManager[Any]:
+    """`serving()` for `--oracle` runs, which call no model (a `Serve`: no arguments)."""
+    return serving(models=False)

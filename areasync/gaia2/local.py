@@ -1,7 +1,8 @@
 """`areasync bench run --workers N`: an evaluation's runs spread over worker processes here.
 
 Each worker is a process of this machine (`areasync/workers/`), forked from a fork server that
-imported ARE's benchmark pipeline once (`PRELOAD`), serving `remote.serving()`'s handler
+imported ARE's benchmark pipeline once (`boot.PRELOAD`; the command boots it as it starts,
+`boot.py`), serving `remote.serving()`'s handler
 (through `confinement.serving()`): each run a greenlet on the worker's event loop under the
 virtual clock, many at once, as in one process. A worker is a place (`spread.py`), as a Ray
 host is: the driver keeps ARE's runner, the sweep's records and every output, and the runs go
@@ -33,38 +34,16 @@ from contextlib import contextmanager
 
 import msgspec
 
-from areasync.gaia2 import confinement, remote
+from areasync.gaia2 import confinement, remote, timings
+from areasync.gaia2.boot import PRELOAD, preload
 from areasync.gaia2.remote import Answer
 from areasync.gaia2.spread import Arguments, Load, Overrun, PlaceLost, Spread
 from areasync.workers.confine import Confinement, worker_tmp
 from areasync.workers.pool import BudgetSpent, CallFailed, Worker, WorkerLost, WorkerPool
 from areasync.workers.thread import LoopThread
+from areasync.workers.worker import Serve
 
 __all__ = ["PRELOAD", "WorkerPlace", "default_workers", "local_runs"]
-
-# What the fork server imports once, so that no worker imports it: areasync's side of a run,
-# and what ARE imports to load, pre-run, judge and run a scenario with its default agent and
-# LiteLLM (most of a worker's import time), down to what a worker's first run imported on its
-# own when these were fewer (the event loop's anyio backend, ARE's agent factory, the OpenAI
-# client's chat resources). tests/gaia2/test_local.py checks that each exists.
-PRELOAD = (
-    "areasync.gaia2.remote",
-    "areasync.gaia2.confinement",
-    "anyio._backends._asyncio",
-    "are.simulation.multi_scenario_runner",
-    "are.simulation.scenario_runner",
-    "are.simulation.scenarios.scenario_imported_from_json.utils",
-    "are.simulation.agents.default_agent.are_simulation_main",
-    "are.simulation.agents.default_agent.agent_factory",
-    "are.simulation.agents.llm.litellm.litellm_engine",
-    "are.simulation.agents.are_simulation_agent_config",
-    "are.simulation.benchmark.scenario_loader",
-    "are.simulation.validation.judge",
-    "are.simulation.data_handler.exporter",
-    "litellm",
-    "openai.resources.chat",
-    "openai.lib.streaming.chat",
-)
 
 
 def default_workers() -> int:
@@ -99,11 +78,16 @@ class WorkerPlace:
         return self._worker.gone is None
 
     async def run(self, item: str, arguments: Arguments) -> Answer:
-        call = self._pool.call(
-            self._worker, "run", item, *arguments.values(), budget=self._budget_s
-        )
+        async def call() -> Answer:  # on the pool's thread
+            await self._pool.wait_ready(self._worker)
+            timings.first("first_run_started")
+            answer: Answer = await self._pool.call(
+                self._worker, "run", item, *arguments.values(), budget=self._budget_s
+            )
+            return answer
+
         try:
-            answer: Answer = await self._thread.run(call)
+            answer = await self._thread.run(call())
         except WorkerLost as lost:
             if lost.pid is not None:  # what its runs staged, and ARE's sandboxes
                 shutil.rmtree(worker_tmp(self._tmp_under, lost.pid), ignore_errors=True)
@@ -117,17 +101,22 @@ class WorkerPlace:
 
 @contextmanager
 def local_runs(
-    workers: int, budget_s: float | None, confined: Confinement | None
+    workers: int, budget_s: float | None, confined: Confinement | None, *, models: bool = True
 ) -> Iterator[Spread]:
     """A `Spread` over `workers` worker processes, each run bounded by `budget_s` (None: no
     bound), each worker confined by `confined` with a temp dir of its own under a folder made
     here (None: unconfined, as before; only bench/confine.py does it, to measure the cost).
+    `models`: the runs call models (False for `--oracle`: the workers import no LiteLLM).
     The workers start in the background: a run waits for its worker to be ready."""
     tmp_under = tempfile.mkdtemp(prefix="areasync-workers-")
     spec = None if confined is None else msgspec.structs.replace(confined, tmp_under=tmp_under)
-    serve = remote.serving if spec is None else confinement.serving
+    serve: Serve
+    if models:
+        serve = remote.serving if spec is None else confinement.serving
+    else:
+        serve = remote.oracle_serving if spec is None else confinement.oracle_serving
     thread: LoopThread[None] = LoopThread("areasync workers")
-    pool = WorkerPool(workers, serve, preload=PRELOAD, confinement=spec)
+    pool = WorkerPool(workers, serve, preload=preload(models=models), confinement=spec)
 
     async def start() -> None:
         pool.start()

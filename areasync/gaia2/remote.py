@@ -33,7 +33,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Coroutine, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,11 +194,17 @@ async def run(item: str, config: Any, agent_config_builder: Any, agent_builder: 
 
 
 @contextmanager
-def serving() -> Iterator[dict[str, Callable[..., Coroutine[Any, Any, Answer]]]]:
+def serving(models: bool = True) -> Iterator[dict[str, Callable[..., Coroutine[Any, Any, Answer]]]]:
     """The handlers of a process that runs bench runs for a driver (`workers.worker.Serve`):
-    ARE's pipeline on the virtual clock, staged, for as long as the block lasts."""
-    with runner.virtual_clock(), _staged_output():
+    ARE's pipeline on the virtual clock, staged, for as long as the block lasts. `models`:
+    the runs call models (False for `--oracle` runs: LiteLLM is left unimported)."""
+    with runner.virtual_clock(models=models), _staged_output():
         yield {"run": run}
+
+
+def oracle_serving() -> AbstractContextManager[dict[str, Callable[..., Any]]]:
+    """`serving()` for `--oracle` runs, which call no model (a `Serve`: no arguments)."""
+    return serving(models=False)
 
 
 class BenchWorker:

@@ -63,7 +63,7 @@ import anyio
 
 from areasync.bridge import judge_templates
 from areasync.bridge.sync import SyncEnvironment, VirtualWall
-from areasync.gaia2 import cooperative, layouts, pool, sweep
+from areasync.gaia2 import cooperative, layouts, pool, sweep, timings
 
 R = TypeVar("R")
 
@@ -162,10 +162,14 @@ def _noting_hub_failures(load: Callable[..., Any], plan: sweep.Sweep) -> Callabl
     return load_dataset
 
 
-def _process_scenario(original: Callable[..., Any], plan: sweep.Sweep | None) -> Callable[..., Any]:
-    """ARE's `process_scenario` for one run, on a wall of its own, with `plan`'s resume, retry
-    and records (if any)."""
+def _process_scenario(
+    dispatch: Callable[..., Any] | None, plan: sweep.Sweep | None
+) -> Callable[..., Any]:
+    """ARE's `process_scenario` (or `dispatch`, which runs it elsewhere) for one run, on a
+    wall of its own, with `plan`'s resume, retry and records (if any); its phase marks."""
     import are.simulation.multi_scenario_runner as multi
+
+    original = dispatch or multi.process_scenario
 
     def attempt_run(item: Any, *args: Any, **kwargs: Any) -> tuple[Any, sweep.RunAttempt]:
         # Each run is its own greenlet with its own context: this wall is the run's alone.
@@ -178,6 +182,15 @@ def _process_scenario(original: Callable[..., Any], plan: sweep.Sweep | None) ->
             return None, attempt
 
     def process_scenario(item: Any, *args: Any, **kwargs: Any) -> Any:
+        timings.first("first_run_dispatched")
+        if dispatch is None:
+            timings.first("first_run_started")
+        try:
+            return run_scenario(item, *args, **kwargs)
+        finally:
+            timings.latest("last_run_ended")
+
+    def run_scenario(item: Any, *args: Any, **kwargs: Any) -> Any:
         if plan is None:
             _wall.set(VirtualWall())
             return original(item, *args, **kwargs)
@@ -241,7 +254,7 @@ def virtual_clock(
 
     stats = RunStats()
     environment = _environment_class(stats)
-    process_scenario = _process_scenario(dispatch or multi.process_scenario, plan)
+    process_scenario = _process_scenario(dispatch, plan)
 
     main_thread = threading.current_thread() is threading.main_thread()
     sigint = signal.getsignal(signal.SIGINT) if main_thread else None

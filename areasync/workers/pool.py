@@ -385,6 +385,11 @@ class WorkerPool:
             raise CallFailed(reply.kind, reply.message)
         raise CallFailed("CancelledError", "the call was cancelled in its worker")
 
+    async def wait_ready(self, worker: Worker) -> None:
+        """Wait until `worker` has a ready process; `WorkerLost` if the slot was given up or
+        the pool is closing."""
+        await self._ready(worker)
+
     async def _ready(self, worker: Worker) -> _Live:
         while True:
             if worker.gone is not None:

@@ -357,7 +357,7 @@ def _signature(param: click.Parameter) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("name", ["judge", "gaia2-run"])
 def test_each_command_takes_exactly_are_benchmarks_options(name: str) -> None:
-    """ARE's options (not its command argument), plus areasync's own six."""
+    """ARE's options (not its command argument), plus areasync's own eight."""
     ours_ = {_signature(p) for p in bench_command(name).params}
     are = {_signature(p) for p in are_command().params if p.name != "command"}
     assert are <= ours_
@@ -369,6 +369,7 @@ def test_each_command_takes_exactly_are_benchmarks_options(name: str) -> None:
         "retry",
         "report",
         "max_scenario_bytes",
+        "timings",
     }
 
 

@@ -22,7 +22,7 @@ Everything ARE users know keeps working (`event_log`, `apps`, `tick`, `process_e
 * ARE's scaling traps are avoided: the queue length is `len(queue)`, not a sorted copy; the
   sorted log view is built only for events whose arguments hold a `{{placeholder}}`; the event
   queue compares plain tuples (`queues.FastEventQueue`); log lines are formatted only when
-  they will be printed.
+  they will be printed (`tick` is ARE's without building its debug lines).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from are.simulation.types import (
     EventType,
     OracleEvent,
     StopEvent,
+    ValidationException,
 )
 
 from areasync.bridge import notifications, tool_cache
@@ -179,6 +180,33 @@ class AsyncEnvironment(Environment):
             self.add_to_log(completed)
             return self.get_successors(event)
         return super().process_event(event)
+
+    def tick(self) -> None:
+        # ARE's `tick()`, step for step, except for its debug lines: ARE builds five f-strings
+        # per tick (two more per event) before `log_debug` can decide not to print them, and
+        # walks its validators (none, in a session) to tell each the tick count. With ARE's
+        # logger at DEBUG, ARE's own runs, lines included.
+        if self.agent_action_validators or _are_logger.isEnabledFor(logging.DEBUG):
+            super().tick()
+            return
+        self.current_time = self.time_manager.time()
+        if self.notification_system is not None:
+            self.notification_system.handle_time_based_notifications()
+        while events_to_process := self.event_queue.pop_events_to_process(self.current_time):
+            for event in events_to_process:
+                try:
+                    event_successors = self.process_event(event)
+                except ValidationException as e:
+                    self.log_error(f"Validation failed with exception: {e}")
+                    self.log_error("Stopping environment")
+                    self.stop(final_state=EnvironmentState.FAILED)
+                    return
+                for suc in event_successors:
+                    if suc.event_time is None:
+                        suc.event_time = event.event_time + suc.event_relative_time
+                    self.event_queue.put(suc)
+        if self.notification_system is not None:
+            self.notification_system.handle_timeout_after_events()
 
     def _execute(self, event: Event) -> CompletedEvent:
         """ARE's `event.execute()`, within the budget. ARE logs an action that raises as a
@@ -367,8 +395,10 @@ class PublishingEventLog(EventLog):
         self.logged = 0
 
     def put(self, event: CompletedEvent | list[CompletedEvent]) -> None:
-        for one in event if isinstance(event, list) else [event]:
-            super().put(one)
+        for one in event if type(event) is list else [event]:
+            # ARE's `EventLog.put` of one event: a copy, so that later changes to the event
+            # are not logged.
+            self.past_events.put(one.copy())
             self.logged += 1
             self._hook(one)
 

@@ -392,9 +392,12 @@ def client_main(argv: list[str]) -> int:
     return 0
 
 
-async def run_client(spec: dict[str, Any], *, ready: anyio.Event | None = None) -> Any:
-    """Run a client process; if `ready` is given, set it when the client prints "ready"."""
-    command = [sys.executable, SCRIPT, "client", json.dumps(spec)]
+async def run_client(
+    spec: dict[str, Any], *, ready: anyio.Event | None = None, script: str = SCRIPT
+) -> Any:
+    """Run a client process (`script client SPEC`); if `ready` is given, set it when the
+    client prints "ready"."""
+    command = [sys.executable, script, "client", json.dumps(spec)]
     async with await anyio.open_process(command, stderr=None) as process:
         assert process.stdout is not None
         buffer = b""

@@ -293,12 +293,7 @@ def cli() -> None:
     parser.add_argument(
         "--bounded", action="store_true", help="hot and events with the service's per-call bounds"
     )
-    parser.add_argument(
-        "--clock",
-        choices=("wall", "cpu"),
-        default="wall",
-        help="time with the wall (default) or with this process's CPU time (a shared machine)",
-    )
+    CLOCK.add_option(parser)
     args = parser.parse_args()
     CLOCK.use(args.clock)
     logging.disable(logging.WARNING)

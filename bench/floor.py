@@ -13,6 +13,7 @@ Both take a fresh, initialized scenario (see `bench.synthetic`) and return a `Ti
 
 from __future__ import annotations
 
+import argparse
 import gc
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +37,16 @@ class Clock:
 
     def use(self, name: str) -> None:
         self.read = {"wall": time.perf_counter, "cpu": time.process_time}[name]
+
+    @staticmethod
+    def add_option(parser: argparse.ArgumentParser) -> None:
+        """`--clock wall|cpu` (then `CLOCK.use(args.clock)`)."""
+        parser.add_argument(
+            "--clock",
+            choices=("wall", "cpu"),
+            default="wall",
+            help="time with the wall (default) or this process's CPU time (a shared machine)",
+        )
 
 
 CLOCK = Clock()

@@ -217,12 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)))
     parser.add_argument("--repeats", type=int, default=3, help="samples per runner and size")
     parser.add_argument("--are-loop-max", type=int, default=1_000, help="largest N for ARE's loop")
-    parser.add_argument(
-        "--clock",
-        choices=("wall", "cpu"),
-        default="wall",
-        help="time with the wall (default) or with this process's CPU time (a shared machine)",
-    )
+    CLOCK.add_option(parser)
     args = parser.parse_args(argv)
     CLOCK.use(args.clock)
     sizes = sorted(int(size) for size in args.sizes.split(","))

@@ -26,7 +26,6 @@ import argparse
 import json
 import logging
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
 
 import anyio
 
-from bench.common import log
+from bench.common import log, print_report
 from bench.service import PING_TOOL, TOKEN, _service, run_client, settle
 
 SCRIPT = str(Path(__file__).resolve())
@@ -211,19 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     load = [round(x, 2) for x in os.getloadavg()]
     started = time.perf_counter()
     results = anyio.run(run_all, args)
-    report = {
-        "benchmark": "areasync service: tool calls per core-second of the server, beside pings",
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_average_at_start": load,
-        },
-        **results,
-        "total_wall_s": round(time.perf_counter() - started, 1),
-    }
-    print(json.dumps(report, indent=2))
-    return 0
+    return print_report(
+        "areasync service: tool calls per core-second of the server, beside pings",
+        load,
+        results,
+        started,
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import platform
 import statistics
 import sys
 import time
@@ -63,3 +65,25 @@ async def client_process(script: str, spec: dict[str, Any]) -> Any:
     if proc.returncode != 0:
         raise RuntimeError(f"client {spec['kind']} failed ({proc.returncode})")
     return json.loads(out)
+
+
+def print_report(
+    benchmark: str, load: list[float], results: dict[str, Any], started: float, **versions: str
+) -> int:
+    """Print a benchmark's JSON report: its name, the machine (Python, platform, cores, the
+    packages named in `versions`, the load average at the start: other work on the machine),
+    its results and its wall time since `started` (`time.perf_counter`). Returns 0."""
+    report = {
+        "benchmark": benchmark,
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            **versions,
+            "load_average_at_start": load,
+        },
+        **results,
+        "total_wall_s": round(time.perf_counter() - started, 1),
+    }
+    print(json.dumps(report, indent=2))
+    return 0

@@ -13,6 +13,7 @@ Both take a fresh, initialized scenario (see `bench.synthetic`) and return a `Ti
 
 from __future__ import annotations
 
+import argparse
 import gc
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +25,31 @@ from are.simulation.environment import Environment
 from are.simulation.scenarios.scenario import Scenario
 
 from areasync.conformance.reference_loops import oracle_config
+
+
+class Clock:
+    """What the runners time with: the wall (`perf_counter`, the default), or this process's
+    CPU time (`process_time`, every thread of it: ARE's loop runs in one), which a shared
+    machine's other work does not inflate (`bench/loop.py --clock cpu`)."""
+
+    def __init__(self) -> None:
+        self.read: Callable[[], float] = time.perf_counter
+
+    def use(self, name: str) -> None:
+        self.read = {"wall": time.perf_counter, "cpu": time.process_time}[name]
+
+    @staticmethod
+    def add_option(parser: argparse.ArgumentParser) -> None:
+        """`--clock wall|cpu` (then `CLOCK.use(args.clock)`)."""
+        parser.add_argument(
+            "--clock",
+            choices=("wall", "cpu"),
+            default="wall",
+            help="time with the wall (default) or this process's CPU time (a shared machine)",
+        )
+
+
+CLOCK = Clock()
 
 
 @dataclass(frozen=True)
@@ -71,10 +97,10 @@ def run_floor(scenario: Scenario) -> Timing:
     events.sort(key=lambda event: event.event_time)  # stable: ties keep scenario order
     execute_and_log = _execute_and_log(env)
     with quiet_gc():
-        started = time.perf_counter()
+        started = CLOCK.read()
         for event in events:
             execute_and_log(event)
-        seconds = time.perf_counter() - started
+        seconds = CLOCK.read() - started
     return Timing(seconds, len(events), env)
 
 
@@ -90,8 +116,8 @@ def _execute_and_log(env: Environment) -> Callable[[Any], None]:
 def run_are_queue_loop(scenario: Scenario) -> Timing:
     """ARE's oracle run on its queue-based loop, timed from construction to the end of the run."""
     with quiet_gc():
-        started = time.perf_counter()
+        started = CLOCK.read()
         env = Environment(oracle_config(scenario, queue_based_loop=True))
         env.run(scenario)  # registers apps, schedules, runs ARE's thread and joins it
-        seconds = time.perf_counter() - started
+        seconds = CLOCK.read() - started
     return Timing(seconds, len(scenario.events), env)

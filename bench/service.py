@@ -51,7 +51,6 @@ import contextlib
 import json
 import logging
 import os
-import platform
 import statistics
 import sys
 import time
@@ -66,7 +65,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
 import anyio
 import msgspec
 
-from bench.common import log, percentile, rss_bytes
+from bench.common import log, percentile, print_report, rss_bytes
 
 TOKEN = "bench-admin"
 SCRIPT = str(Path(__file__).resolve())
@@ -392,9 +391,12 @@ def client_main(argv: list[str]) -> int:
     return 0
 
 
-async def run_client(spec: dict[str, Any], *, ready: anyio.Event | None = None) -> Any:
-    """Run a client process; if `ready` is given, set it when the client prints "ready"."""
-    command = [sys.executable, SCRIPT, "client", json.dumps(spec)]
+async def run_client(
+    spec: dict[str, Any], *, ready: anyio.Event | None = None, script: str = SCRIPT
+) -> Any:
+    """Run a client process (`script client SPEC`); if `ready` is given, set it when the
+    client prints "ready"."""
+    command = [sys.executable, script, "client", json.dumps(spec)]
     async with await anyio.open_process(command, stderr=None) as process:
         assert process.stdout is not None
         buffer = b""
@@ -749,22 +751,15 @@ def main(argv: list[str] | None = None) -> int:
     load = [round(x, 2) for x in os.getloadavg()]  # other work on the machine, at the start
     started = time.perf_counter()
     results = anyio.run(run_all, args)
-    report = {
-        "benchmark": "areasync service: round trips, fan-out, concurrent sessions",
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "websockets": metadata.version("websockets"),
-            "msgspec": metadata.version("msgspec"),
-            "are": metadata.version("meta-agents-research-environments"),
-            "load_average_at_start": load,
-        },
-        **results,
-        "total_wall_s": round(time.perf_counter() - started, 1),
-    }
-    print(json.dumps(report, indent=2))
-    return 0
+    return print_report(
+        "areasync service: round trips, fan-out, concurrent sessions",
+        load,
+        results,
+        started,
+        websockets=metadata.version("websockets"),
+        msgspec=metadata.version("msgspec"),
+        are=metadata.version("meta-agents-research-environments"),
+    )
 
 
 if __name__ == "__main__":

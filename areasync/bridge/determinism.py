@@ -55,6 +55,11 @@ __all__ = ["SessionEntropy", "install", "outside_session", "session_entropy", "s
 T = TypeVar("T")
 
 _real_uuid4 = uuid.uuid4
+# What `uuid.UUID(int=..., version=4)` clears and sets: the variant (RFC 4122) and the version.
+_VERSION_4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_VERSION_4_SET = (0x8000 << 48) | (4 << 76)
+_new_uuid = object.__new__
+_set_attribute = object.__setattr__
 _real_time = time.time
 _real_set_seed = App.set_seed
 _installed = False
@@ -76,7 +81,13 @@ class SessionEntropy:
         self.clock: VirtualClock | None = None
 
     def uuid4(self) -> uuid.UUID:
-        return uuid.UUID(int=self._rng.getrandbits(128), version=4)
+        # `uuid.UUID(int=..., version=4)`, bit for bit, without its argument checks (a
+        # session draws one per event and three per tool call).
+        value = self._rng.getrandbits(128) & _VERSION_4_CLEAR | _VERSION_4_SET
+        made = _new_uuid(uuid.UUID)
+        _set_attribute(made, "int", value)
+        _set_attribute(made, "is_safe", uuid.SafeUUID.unknown)
+        return made
 
     def time(self) -> float:
         """What `time.time()` answers the session's ARE code: never binds the clock (a reading

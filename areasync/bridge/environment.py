@@ -22,7 +22,8 @@ Everything ARE users know keeps working (`event_log`, `apps`, `tick`, `process_e
 * ARE's scaling traps are avoided: the queue length is `len(queue)`, not a sorted copy; the
   sorted log view is built only for events whose arguments hold a `{{placeholder}}`; the event
   queue compares plain tuples (`queues.FastEventQueue`); log lines are formatted only when
-  they will be printed.
+  they will be printed (`tick`, `schedule` and `prepare_events_for_start` are ARE's
+  without building their debug lines).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from are.simulation.types import (
     EventType,
     OracleEvent,
     StopEvent,
+    ValidationException,
 )
 
 from areasync.bridge import notifications, tool_cache
@@ -173,12 +175,61 @@ class AsyncEnvironment(Environment):
         if type(event) is OracleEvent and self.oracle_mode:
             event = event.make(self).with_type(EventType.AGENT)
         if isinstance(event, Event) and type(event) is not StopEvent:
-            past = self._placeholder_sources(event)
-            event = self.resolve_arg_placeholders(event, past)
+            ids = _placeholder_ids(event)
+            if ids:
+                event = self.resolve_arg_placeholders(event, self._placeholder_sources(ids))
+            elif event.action is not None and event.action.args is not None:
+                # What ARE's resolver does to arguments none of which is a placeholder (the
+                # same test as `_placeholder_ids`): each is its own resolved value.
+                event.action.resolved_args.update(event.action.args)
             completed = self._execute(event) if self.budget.bounded else event.execute()
             self.add_to_log(completed)
             return self.get_successors(event)
         return super().process_event(event)
+
+    # ARE's `tick()`, `schedule()` and `prepare_events_for_start()`, step for step, except for
+    # their debug lines: ARE builds them (f-strings, a datetime per event scheduled) before
+    # `log_debug` can decide not to print them, per event and per tick. With ARE's logger at
+    # DEBUG, ARE's own run, lines included.
+
+    def schedule(self, events: AbstractEvent | list[AbstractEvent]) -> None:
+        if _are_logger.isEnabledFor(logging.DEBUG):
+            super().schedule(events)
+            return
+        self.events_to_schedule.extend(self._get_events_to_schedule(events))
+
+    def prepare_events_for_start(self) -> None:
+        if _are_logger.isEnabledFor(logging.DEBUG):
+            super().prepare_events_for_start()
+            return
+        for event in self.events_to_schedule:
+            if len(event.dependencies) == 0:
+                event.compute_absolute_time(self.start_time)
+                self.event_queue.put(event)
+
+    def tick(self) -> None:
+        # Also: ARE walks its validators (none, in a session) to tell each the tick count.
+        if self.agent_action_validators or _are_logger.isEnabledFor(logging.DEBUG):
+            super().tick()
+            return
+        self.current_time = self.time_manager.time()
+        if self.notification_system is not None:
+            self.notification_system.handle_time_based_notifications()
+        while events_to_process := self.event_queue.pop_events_to_process(self.current_time):
+            for event in events_to_process:
+                try:
+                    event_successors = self.process_event(event)
+                except ValidationException as e:
+                    self.log_error(f"Validation failed with exception: {e}")
+                    self.log_error("Stopping environment")
+                    self.stop(final_state=EnvironmentState.FAILED)
+                    return
+                for suc in event_successors:
+                    if suc.event_time is None:
+                        suc.event_time = event.event_time + suc.event_relative_time
+                    self.event_queue.put(suc)
+        if self.notification_system is not None:
+            self.notification_system.handle_timeout_after_events()
 
     def _execute(self, event: Event) -> CompletedEvent:
         """ARE's `event.execute()`, within the budget. ARE logs an action that raises as a
@@ -195,13 +246,10 @@ class AsyncEnvironment(Environment):
                 metadata=EventMetadata(exception=str(exc)),
             )
 
-    def _placeholder_sources(self, event: Event) -> list[CompletedEvent]:
-        """What ARE's placeholder resolver needs of the log for `event`: the logged events its
-        placeholders name (in the log's order), or the whole sorted log when the index cannot
-        say (an id logged twice, a log ARE replaced)."""
-        ids = _placeholder_ids(event)
-        if not ids:
-            return []
+    def _placeholder_sources(self, ids: set[str]) -> list[CompletedEvent]:
+        """What ARE's placeholder resolver needs of the log for an event whose placeholders
+        name `ids`: those logged events (in the log's order), or the whole sorted log when the
+        index cannot say (an id logged twice, a log ARE replaced)."""
         queue = self.event_log.past_events
         if not isinstance(queue, EventLogQueue):
             return self.event_log.list_view()
@@ -367,8 +415,10 @@ class PublishingEventLog(EventLog):
         self.logged = 0
 
     def put(self, event: CompletedEvent | list[CompletedEvent]) -> None:
-        for one in event if isinstance(event, list) else [event]:
-            super().put(one)
+        for one in event if type(event) is list else [event]:
+            # ARE's `EventLog.put` of one event: a copy, so that later changes to the event
+            # are not logged.
+            self.past_events.put(one.copy())
             self.logged += 1
             self._hook(one)
 

@@ -111,10 +111,9 @@ def cannot_notify(event: Any) -> bool:
     docstring); False if it might, or if the question is not this simple."""
     if type(event) is not CompletedEvent or type(event.action) is not Action:
         return False
-    try:
-        name = event.function_name()
-    except Exception:  # ARE may never ask (it reads the class first): let ARE decide
-        return False
+    # ARE's `function_name()` is the function's `__name__` when it has one (a partial's is
+    # looked up further: let ARE decide those); read here without ARE's two calls.
+    name = getattr(event.action.function, "__name__", None)
     return type(name) is str and name not in MAY_NOTIFY
 
 

@@ -37,22 +37,26 @@ from areasync.loop.clock import to_us
 
 
 class TimeOrderedHeap:
-    """The subset of ARE's `PriorityQueue` API that ARE uses on the event queue."""
+    """The subset of ARE's `PriorityQueue` API that ARE uses on the event queue.
+
+    Each entry is `(time in whole microseconds, event_time, event_id, insertion count, event)`:
+    rounding to the microsecond never reverses two times, so the entries sort exactly as
+    ARE's `(event_time, event_id)`, and whether the head is due is one integer comparison
+    (`FastEventQueue.pop_events_to_process`)."""
 
     def __init__(self) -> None:
-        self.queue: list[tuple[float, str, int, Any]] = []
+        self.queue: list[tuple[int, float, str, int, Any]] = []
         self._counter = itertools.count()
 
     def put(self, item: Any) -> None:
-        heapq.heappush(
-            self.queue, (item.event_time, item.event_id or "", next(self._counter), item)
-        )
+        t = item.event_time
+        heapq.heappush(self.queue, (to_us(t), t, item.event_id or "", next(self._counter), item))
 
     def get(self) -> Any:
-        return heapq.heappop(self.queue)[3]
+        return heapq.heappop(self.queue)[_ITEM]
 
     def peek(self) -> Any:
-        return self.queue[0][3] if self.queue else None
+        return self.queue[0][_ITEM] if self.queue else None
 
     def empty(self) -> bool:
         return not self.queue
@@ -64,7 +68,10 @@ class TimeOrderedHeap:
         return len(self.queue)
 
     def __iter__(self) -> Iterator[Any]:
-        return iter([entry[3] for entry in sorted(self.queue)])
+        return iter([entry[_ITEM] for entry in sorted(self.queue)])
+
+
+_ITEM = 4  # where a `TimeOrderedHeap` entry holds its event
 
 
 class FastEventQueue(EventQueue):
@@ -88,10 +95,12 @@ class FastEventQueue(EventQueue):
         # ARE's float comparison the engine's tick at 350,000 us would find it not yet due, and
         # the queue-based loop, whose next tick is at that same microsecond, would never move.
         heap = self.future_events.queue
-        due = []
         now_us = to_us(timestamp)
-        while heap and to_us(heap[0][0]) <= now_us:
-            due.append(heapq.heappop(heap)[3])
+        if not heap or heap[0][0] > now_us:
+            return []
+        due = []
+        while heap and heap[0][0] <= now_us:
+            due.append(heapq.heappop(heap)[_ITEM])
         return due
 
     def __len__(self) -> int:
@@ -119,6 +128,16 @@ class EventLogQueue(PriorityQueue[Any]):
         # placeholder `{{event_id.key}}` reads, found without sorting the whole log (see
         # `logged_with_id`). None once anything but a push changed the heap.
         self._by_id: dict[str, list[Any]] | None = {}
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        # `Queue.put` of an unbounded queue (the log never is full), taking its mutex
+        # directly, and waking a waiting `get` only when one waits: nothing reads the log
+        # from another thread in a session, and ARE's environments do not `get` from it.
+        with self.mutex:
+            self._put(item)
+            self.unfinished_tasks += 1
+            if self.not_empty._waiters:
+                self.not_empty.notify()
 
     def _put(self, item: Any) -> None:
         with self.lock:

@@ -90,7 +90,8 @@ def event_record(event: CompletedEvent) -> EventRecord:
     app, function = event_names(event)
     return EventRecord(
         event_id=str(event.event_id),
-        event_type=event.event_type.value,
+        # `_value_`: what the enum's `.value` (a descriptor: two calls) reads.
+        event_type=event.event_type._value_,
         time=float(event.event_time) if event.event_time is not None else 0.0,
         app=app,
         function=function,
@@ -109,6 +110,11 @@ def event_names(event: CompletedEvent) -> tuple[str | None, str | None]:
     callable's name, as ARE names the function of any action.
     """
     action = event.action
+    if type(action) is Action:  # ARE's `app_name()` and `function_name()`, without the calls
+        function = action.function
+        name = getattr(function, "__name__", None)
+        if name is not None or function is None:
+            return (None if action.app is None else action.app.name), name
     if isinstance(action, Action | ConditionCheckAction):
         return event.app_name(), event.function_name()
     if callable(action):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from are.simulation.time_manager import TimeManager
 
-from areasync.loop.clock import VirtualClock, to_s, to_us
+from areasync.loop.clock import US_PER_S, VirtualClock, to_s, to_us
 
 
 class VirtualTimeManager(TimeManager):
@@ -36,7 +36,7 @@ class VirtualTimeManager(TimeManager):
         pass
 
     def time(self) -> float:
-        return self.clock.now()
+        return self.clock.now_us() / US_PER_S  # `clock.now()`, one call less: ARE reads it often
 
     def time_passed(self) -> float:
         return to_s(self.clock.now_us() - to_us(self.start_time or 0.0))

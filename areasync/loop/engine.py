@@ -52,6 +52,8 @@ class Engine:
     def __init__(self, env: SteppableEnvironment) -> None:
         self.env = env
         self.clock = env.clock
+        self._geometry_key: tuple[float | None, float, float | None] | None = None
+        self._geometry_us: tuple[int, int, int | None] = (0, 1, None)
         self.started = False
         self.finished = False
         # The time-based loop's schedule: its last tick, and the clock's jump total then. Before
@@ -63,23 +65,36 @@ class Engine:
 
     # -- geometry of time --------------------------------------------------------------------
 
+    def _geometry(self) -> tuple[int, int, int | None]:
+        """(start, increment, exclusive end or None) in microseconds, read from the
+        environment on every step (ARE's `run()` may set them) and converted only when one
+        of them changed."""
+        env = self.env
+        key = (env.start_time, env.time_increment_in_seconds, env.duration)
+        if key != self._geometry_key:
+            start_us = to_us(key[0] or 0.0)
+            end_us = None if key[2] is None else start_us + to_us(key[2])
+            self._geometry_us = (start_us, to_us(key[1] or 1), end_us)
+            self._geometry_key = key
+        return self._geometry_us
+
     @property
     def start_us(self) -> int:
-        return to_us(self.env.start_time or 0.0)
+        return self._geometry()[0]
 
     @property
     def increment_us(self) -> int:
-        return to_us(self.env.time_increment_in_seconds or 1)
+        return self._geometry()[1]
 
     @property
     def end_us(self) -> int | None:
         """The exclusive end of the run, or None when the scenario has no duration."""
-        duration = self.env.duration
-        return None if duration is None else self.start_us + to_us(duration)
+        return self._geometry()[2]
 
     def tick_index(self, t_us: int) -> int:
         """ARE's tick number for time `t` (`jump_to_next_event_time`)."""
-        return math.ceil((t_us - self.start_us) / self.increment_us)
+        start_us, increment_us, _ = self._geometry()
+        return math.ceil((t_us - start_us) / increment_us)
 
     def next_grid_us(self) -> int:
         """When the time-based loop ticks next: one increment after its last tick.
@@ -120,7 +135,7 @@ class Engine:
         return min(event, timeout)
 
     def at_end(self, t_us: int) -> bool:
-        end = self.end_us
+        end = self._geometry()[2]
         return end is not None and t_us >= end
 
     @property

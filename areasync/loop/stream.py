@@ -42,7 +42,10 @@ class StreamLog(Generic[T]):
         self.items.append(item)
         for listener in self.listeners:
             listener(seq, item)
-        self._notify()
+        changed = self._changed  # `_notify`, inline: once per item of every session
+        if changed is not None:
+            self._changed = None
+            changed.set()
         return item
 
     def close(self) -> None:

@@ -349,8 +349,9 @@ class Session:
 
     async def _keep_within_bounds(self) -> None:
         """Stop the session once it is past one of its bounds (`budget.py`), checked after each
-        stretch that logged a record: what it made on its own took it there (its requests are
-        refused at the gate before)."""
+        stretch that logged a record (`SessionBudget.on_record`, which wakes this task only
+        when one is past): what it made on its own took it there (its requests are refused at
+        the gate before)."""
         budget = self.budget
         while not self.sim.ended:
             why = budget.past()

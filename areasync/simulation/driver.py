@@ -134,25 +134,23 @@ class Driver(SimulationCore):
 
     def _step(self) -> bool:
         """One engine step. False when the driver should plan again (wait, or done)."""
+        clock = self.clock
+        if clock.mode is Mode.FAST and not self._leases and not clock.paused:
+            return self._fast_step()  # which ends a finished or stopping run itself
         engine = self.engine
         if engine.finished or engine.stopping:
             return self._fast_step()
-        if self.clock.mode is not Mode.FAST:
+        if clock.mode is not Mode.FAST:
             self._realtime_tick()  # one tick per wake-up: the next one is paced by the wall
             return False
-        if self._leases or self.clock.paused:
-            return False
-        return self._fast_step()
+        return False  # an agent holds a busy lease, or the clock is paused
 
     def _fast_step(self) -> bool:
         """One step whose effect follows from the state alone (a replay runs it again): the
         end, or a step of the queue-based loop. Counted, not logged one by one."""
         self._pending_steps += 1
         engine = self.engine
-        if engine.finished or engine.stopping:
-            engine.finish()
-            return False
-        if engine.step_fast():
+        if engine.step_fast():  # which ends a finished or stopping run (`Engine.finish`)
             return True
         if not engine.finished and engine.next_due_us() is None:
             engine.run_out()

@@ -153,6 +153,21 @@ async def test_a_session_past_its_memory_bound_on_its_own_is_stopped_naming_it()
     assert "--max-session-memory-bytes" in ended.reason
 
 
+async def test_calls_within_the_bounds_never_wake_the_sessions_watch() -> None:
+    # The bounds are checked after each stretch that logged a record, by a callback; the task
+    # that stops a session past one (`Session._keep_within_bounds`) is woken only then. Each
+    # time it wakes it waits again on a new event: the same event after the calls means it
+    # was never woken.
+    async with serving(seed=SEED) as service, attach(service, Role.AGENT) as agent:
+        await agent.call(CallTool, **INBOX)
+        budget = tutorial(service).budget
+        waited_on = budget.changed
+        for _ in range(10):
+            await agent.call(CallTool, **INBOX)
+        assert len(tutorial(service).sim.inputs) == 11
+        assert budget.changed is waited_on and not waited_on.is_set()
+
+
 async def test_the_session_list_shows_each_bound_and_what_is_used_of_it(tmp_path: Path) -> None:
     async with serving(state_dir=tmp_path) as service, attach(service, Role.AGENT) as agent:
         await agent.call(CallTool, **INBOX)

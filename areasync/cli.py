@@ -257,6 +257,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     add_durability_options(serve)
     add_cluster_options(serve)
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run sessions in N worker processes behind this one (the front: it alone holds "
+        "the admin token and accepts connections, then hands each socket to its session's "
+        "worker); a worker that dies or whose event loop stays stuck past --tool-budget is "
+        "restarted and its sessions restored from their journals. 0 (the default): every "
+        "session in this process, unconfined (for debugging)",
+    )
     limits = serve.add_argument_group(
         "limits and tuning", "ServiceConfig fields (defaults in parentheses; see RELIABILITY.md)"
     )
@@ -414,6 +425,20 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"areasync serve: {exc}", file=sys.stderr)
         return 2
+    if args.workers < 0:
+        print("areasync serve: --workers is a count of processes: 0 or more", file=sys.stderr)
+        return 2
+    if args.workers and (args.ray or config.gaia2_port is not None):
+        print(
+            "areasync serve: --workers does not combine with --ray or --gaia2-port yet; "
+            "drop --workers (or use --workers 0)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.workers:
+        from areasync.front.cli import serve_front
+
+        return serve_front(config, args.workers, args.scenario or ["scenario_tutorial"])
     if args.ray:
         from areasync.cluster.cli import serve_cluster
 

@@ -62,11 +62,12 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode, ProtocolError
-from areasync.protocol.frames import PROTOCOL, CreateSession
+from areasync.protocol.frames import PROTOCOL
 from areasync.service.auth import token_from_http
 from areasync.service.gaia2cli.http import adapter_url
 from areasync.service.http import (
     Dashboard,
+    create_fields,
     error_response,
     head_of,
     json_response,
@@ -276,7 +277,7 @@ class Routes:
         created, and a refused placement creates nothing either."""
         if not self._is_admin(token):
             return _unauthorized("POST /api/sessions (creating a session) needs the admin token")
-        fields = _create_fields(body)
+        fields = create_fields(body)
         if isinstance(fields, Response):
             return fields
         try:
@@ -393,40 +394,3 @@ def _refusal_401(what: str) -> Refusal:
 
 def _unauthorized(what: str) -> Response:
     return refusal_response(_refusal_401(what))
-
-
-def _create_fields(body: bytes) -> dict[str, Any] | Response:
-    """The `create_session` fields of a POST /api/sessions body (its size was screened from
-    its head), checked as the frame is (`protocol/frames.py`), or the 4xx that says what is
-    wrong with it."""
-    try:
-        fields = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
-        return error_response(
-            400, ErrorCode.BAD_FRAME, f"the body is not JSON ({exc}): send a JSON object"
-        )
-    if not isinstance(fields, dict):
-        return error_response(
-            400,
-            ErrorCode.BAD_FRAME,
-            "the body must be a JSON object of create_session's fields, e.g. "
-            '{"scenario": "scenario_tutorial", "mode": "fast"}',
-        )
-    for frame_only in ("id", "type"):
-        if frame_only in fields:
-            return error_response(
-                400,
-                ErrorCode.INVALID_FIELD,
-                f"unknown field {frame_only!r}: the body holds create_session's fields only "
-                "(scenario or scenario_json, mode, speed, oracle, import_mode)",
-            )
-    try:
-        msgspec.convert({"id": 0, **fields}, CreateSession)
-    except (msgspec.ValidationError, ValueError) as exc:
-        return error_response(
-            400,
-            ErrorCode.INVALID_FIELD,
-            f"create_session: {exc}; its fields are scenario or scenario_json, mode, speed, "
-            "oracle, import_mode",
-        )
-    return fields

@@ -92,8 +92,12 @@ class Connection:
         number: int,
         *,
         admission: Admission | None = None,
+        hello: str | bytes | None = None,
     ) -> None:
         self.ws = ws
+        # A hello already read, its token checked, by the front that handed the socket over
+        # (`handoff.py`): the connection starts from it instead of reading one.
+        self._handed_hello = hello
         self.admission = admission
         self.registry = registry
         self.config = registry.config
@@ -102,7 +106,12 @@ class Connection:
         self.id = f"conn-{number}"
         self.holder = f"agent:{self.id}"  # its fast-mode lease, when it is an agent
         self.core = ConnectionCore(
-            registry, session_id, name=self.id, admission=admission, admission_key=ws
+            registry,
+            session_id,
+            name=self.id,
+            admission=admission,
+            admission_key=ws,
+            verified=hello is not None,
         )
         self._hello_scope = anyio.CancelScope()
         self.outbox = Outbox(ws, self.config, self.metrics, overfull=self._overfull)
@@ -245,14 +254,15 @@ class Connection:
     async def _hello(self) -> bool:
         """Read the first frame and let the core judge it; on success the connection is
         attached."""
-        data: str | bytes | None = None
+        data: str | bytes | None = self._handed_hello
         if self.admission is not None:
             self.admission.on_evict(self.ws, self.evict)
-        with self._hello_scope, anyio.move_on_after(self.config.hello_timeout):
-            try:
-                data = await self.ws.recv()
-            except ConnectionClosed:
-                return False
+        if data is None:
+            with self._hello_scope, anyio.move_on_after(self.config.hello_timeout):
+                try:
+                    data = await self.ws.recv()
+                except ConnectionClosed:
+                    return False
         welcome: Reply | None = None
         for action in self.core.hello(data):
             match action:

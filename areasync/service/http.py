@@ -61,7 +61,7 @@ from websockets.http11 import Request, Response
 
 from areasync.bridge.scenarios import registered_ids
 from areasync.protocol.errors import ErrorCode
-from areasync.protocol.frames import PROTOCOL, Role
+from areasync.protocol.frames import PROTOCOL, CreateSession, Role
 from areasync.protocol.schema import render_schema
 from areasync.service.auth import token_from_http
 from areasync.service.headers import API_CSP, BASE_HEADERS, dashboard_csp
@@ -406,3 +406,41 @@ _PLACEHOLDER = (
     "<h1>areasync</h1><p>The dashboard is not installed. With a token: "
     "<code>/api/sessions</code>, <code>/api/schema</code>, <code>/metrics</code>.</p>"
 )
+
+
+def create_fields(body: bytes) -> dict[str, Any] | Response:
+    """The `create_session` fields of a POST /api/sessions body (a cluster's router, a
+    front of workers) (its size was screened from
+    its head), checked as the frame is (`protocol/frames.py`), or the 4xx that says what is
+    wrong with it."""
+    try:
+        fields = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        return error_response(
+            400, ErrorCode.BAD_FRAME, f"the body is not JSON ({exc}): send a JSON object"
+        )
+    if not isinstance(fields, dict):
+        return error_response(
+            400,
+            ErrorCode.BAD_FRAME,
+            "the body must be a JSON object of create_session's fields, e.g. "
+            '{"scenario": "scenario_tutorial", "mode": "fast"}',
+        )
+    for frame_only in ("id", "type"):
+        if frame_only in fields:
+            return error_response(
+                400,
+                ErrorCode.INVALID_FIELD,
+                f"unknown field {frame_only!r}: the body holds create_session's fields only "
+                "(scenario or scenario_json, mode, speed, oracle, import_mode)",
+            )
+    try:
+        msgspec.convert({"id": 0, **fields}, CreateSession)
+    except (msgspec.ValidationError, ValueError) as exc:
+        return error_response(
+            400,
+            ErrorCode.INVALID_FIELD,
+            f"create_session: {exc}; its fields are scenario or scenario_json, mode, speed, "
+            "oracle, import_mode",
+        )
+    return fields

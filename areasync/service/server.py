@@ -48,6 +48,7 @@ from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.connection import Connection
 from areasync.service.gaia2cli.http import Gaia2Adapter
+from areasync.service.handoff import Handoff
 from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.metrics import Metrics
@@ -106,11 +107,20 @@ class Service:
         scenarios: Sequence[ScenarioSource] = DEFAULT_SCENARIOS,
         *,
         restore_at_start: bool = True,
+        listen: bool = True,
+        ws_base: str | None = None,
+        keep_admin_token: bool = True,
     ) -> None:
         self.config = config or ServiceConfig()
         # False when the state dir is shared with other servers (a cluster's hosts,
-        # `areasync.cluster`): this one restores only the sessions it is assigned (`restore`).
+        # `areasync.cluster`, a front's workers): this one restores only the sessions it is
+        # assigned (`restore`).
         self.restore_at_start = restore_at_start
+        # False in a session worker (`areasync/sessionworker/`): it opens no port; its
+        # connections are handed over by the front (`adopt`), whose URL is `ws_base`, and the
+        # state dir's admin token is the front's alone (`keep_admin_token=False`).
+        self.listens = listen
+        self.keep_admin_token = keep_admin_token
         self.tokens = Tokens(self.config.admin_token)
         self.metrics = Metrics()
         self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
@@ -129,6 +139,9 @@ class Service:
         self._numbers = 0
         self._runner: asyncio.Task[None] | None = None
         self.suspended = 0  # sessions the shutdown suspended in their journals
+        self._no_connections = anyio.Event()  # set whenever the last connection ends
+        if ws_base is not None:
+            self.registry.ws_base = ws_base
 
     # -- addresses ---------------------------------------------------------------------------
 
@@ -179,12 +192,16 @@ class Service:
                     await self.registry.create_async(source, ceiling=False)
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
-            try:
-                server = await self._listen()
-            except (OSError, OverflowError) as exc:
-                raise ServiceError(listen_error(self.config.host, self.config.port, exc)) from exc
-            if self.config.gaia2_port is not None:
-                await self._listen_gaia2(server)
+            server: Server | None = None
+            if self.listens:
+                try:
+                    server = await self._listen()
+                except (OSError, OverflowError) as exc:
+                    raise ServiceError(
+                        listen_error(self.config.host, self.config.port, exc)
+                    ) from exc
+                if self.config.gaia2_port is not None:
+                    await self._listen_gaia2(server)
             stalls = StallSweep(self.connections, self.config.write_timeout)
             background.start(tg, stalls.run, what="the stalled-connection sweep")
             background.start(tg, self.http.openenv.reap_forever, what="the OpenEnv episode reaper")
@@ -201,7 +218,8 @@ class Service:
         token it keeps (`journals.py`)."""
         journals = Journals(self.config)
         try:
-            self.tokens.admin = await journals.open(self.config.admin_token)
+            kept = await journals.open(self.config.admin_token, keep=self.keep_admin_token)
+            self.tokens.admin = kept or self.tokens.admin
         except StateDirError as exc:
             raise ServiceError(str(exc)) from exc
         self.registry.journals = journals
@@ -294,9 +312,10 @@ class Service:
         if self._stop is not None:
             self._stop.set()
 
-    async def _shutdown(self, server: Server) -> None:
+    async def _shutdown(self, server: Server | None) -> None:
         self._closing = True
-        server.close(close_connections=False)  # no new connections from here on
+        if server is not None:
+            server.close(close_connections=False)  # no new connections from here on
         # Journaled sessions are suspended (resumed by the next start); the others end: their
         # clients get `ended` and their traces are written.
         self.suspended = await self.registry.shutdown()
@@ -314,7 +333,11 @@ class Service:
                 for ws in list(self.openenv_sockets):
                     tg.start_soon(ws.close, CloseCode.GOING_AWAY, "the server is shutting down")
         with anyio.move_on_after(config.shutdown_grace + config.close_timeout + 1.0):
-            await server.wait_closed()
+            if server is not None:
+                await server.wait_closed()
+                return
+            if self.connections:  # handed-over connections: no server of their own
+                await self._no_connections.wait()
             return
         for connection in list(self.connections):  # pragma: no cover - a handler that hangs
             wire.abort(connection.ws)
@@ -358,16 +381,34 @@ class Service:
         if openenv is not None:
             await self._on_openenv(ws, openenv[0])
             return
+        await self._serve_client(ws, session_id_of(path) or "")
+
+    async def serve_handed(self, ws: ServerConnection, handoff: Handoff) -> None:
+        """Serve a connection the front handed over (`handoff.py`): its hello was read and its
+        token checked there, so it starts from that hello (which holds no token)."""
+        if self._closing:
+            await ws.close(CloseCode.GOING_AWAY, "the server is shutting down; retry later")
+            return
+        hello = handoff.hello.decode() if handoff.text else handoff.hello
+        await self._serve_client(ws, handoff.session_id, hello)
+
+    async def _serve_client(
+        self, ws: ServerConnection, session_id: str, hello: str | bytes | None = None
+    ) -> None:
         self._numbers += 1
+        admission = self.admission if hello is None else None  # the front's pool counted it
         connection = Connection(
-            ws, self.registry, session_id_of(path) or "", self._numbers, admission=self.admission
+            ws, self.registry, session_id, self._numbers, admission=admission, hello=hello
         )
         self.connections[connection] = None
+        self._no_connections = anyio.Event()
         self.metrics.connections_opened += 1
         try:
             await connection.run()
         finally:
             self.connections.pop(connection, None)
+            if not self.connections:
+                self._no_connections.set()
 
     async def _on_openenv(self, ws: ServerConnection, token: str) -> None:
         credential = self.http.openenv.credential(token)

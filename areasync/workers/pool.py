@@ -25,6 +25,13 @@ driver's own work.
   worker is killed (SIGKILL) and restarted, and the worker's other calls fail with
   `WorkerLost`. The call raises `BudgetSpent`, saying whether the worker was killed. A call
   its caller cancels is ended the same way.
+* **A side channel** (`side_channel=True`): each process also gets a Unix `SOCK_SEQPACKET`
+  socketpair of its own, for what the pickled channel cannot carry (a file descriptor with
+  `socket.send_fds`: the front hands accepted sockets to session workers over it). Its
+  worker end is passed to `serve(side)`; `Worker.side` is the driver's end for the running
+  process (None while it starts).
+* **Losses are told** (`on_lost`): called with the slot and the pid of a process once that
+  process has ended (whatever ended it), before its slot starts a new one.
 * **Closing** closes every channel (a worker ends when its driver's end closes), waits up to
   `STOP_S` for each process, and kills what is left.
 
@@ -46,7 +53,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -121,6 +128,7 @@ class _Live:
     process: BaseProcess
     pid: int
     writer: asyncio.StreamWriter
+    side: socket.socket | None = None  # the driver's end of its side channel
     calls: dict[int, asyncio.Future[Message]] = field(default_factory=dict)
     killed: str | None = None  # why the pool killed it
     ending: asyncio.Future[str] | None = None  # the one wait for its exit (`_ended`)
@@ -141,6 +149,11 @@ class Worker:
     def pid(self) -> int | None:
         """The running process's id (None while it starts, or once the slot is given up)."""
         return None if self._live is None else self._live.pid
+
+    @property
+    def side(self) -> socket.socket | None:
+        """The driver's end of the running process's side channel (pool's `side_channel`)."""
+        return None if self._live is None else self._live.side
 
     @property
     def running(self) -> int:
@@ -185,6 +198,8 @@ class WorkerPool:
         *,
         preload: Sequence[str] = (),
         grace_s: float = GRACE_S,
+        side_channel: bool = False,
+        on_lost: Callable[[Worker, int], None] | None = None,
     ) -> None:
         if size < 1:
             raise ValueError(f"a worker pool needs at least one worker, got {size}")
@@ -193,6 +208,8 @@ class WorkerPool:
         self._serve = serve
         self._preload = list(preload)
         self._grace_s = grace_s
+        self._side_channel = side_channel
+        self._on_lost = on_lost
         self._context = multiprocessing.get_context("forkserver")
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -228,6 +245,8 @@ class WorkerPool:
         lives = [worker._live for worker in self.workers if worker._live is not None]
         for live in lives:
             live.writer.close()
+            if live.side is not None:
+                live.side.close()
             for future in live.calls.values():
                 if not future.done():
                     future.set_exception(WorkerLost("the pool was closed", live.pid))
@@ -272,9 +291,13 @@ class WorkerPool:
 
     async def _spawn(self, worker: Worker) -> tuple[_Live, asyncio.StreamReader]:
         ours, theirs = socket.socketpair()
+        side_ours: socket.socket | None = None
+        side_theirs: socket.socket | None = None
+        if self._side_channel:
+            side_ours, side_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         process = self._context.Process(
             target=worker_main,
-            args=(theirs, self._serve),
+            args=(theirs, self._serve, side_theirs),
             name=f"areasync {worker.name}",
             daemon=True,
         )
@@ -282,9 +305,11 @@ class WorkerPool:
             # Blocks until the fork server has forked: the first time, until it has imported
             # its preload. Cancelled, the thread still starts it: the process then finds its
             # channel closed, and ends.
-            await asyncio.to_thread(_start, process, theirs)
+            await asyncio.to_thread(_start, process, theirs, side_theirs)
         except BaseException:
             ours.close()
+            if side_ours is not None:
+                side_ours.close()
             raise
         assert process.pid is not None
         try:
@@ -296,8 +321,10 @@ class WorkerPool:
             raise
         if not isinstance(first, Ready):
             writer.close()
+            if side_ours is not None:
+                side_ours.close()
             raise _StartFailed(f"it {await asyncio.to_thread(_join, process)} before it was ready")
-        return _Live(process, process.pid, writer), reader
+        return _Live(process, process.pid, writer, side_ours), reader
 
     async def _watch(self, worker: Worker, live: _Live, reader: asyncio.StreamReader) -> None:
         """Hand each reply to its call until the channel ends; then the worker is lost."""
@@ -316,12 +343,19 @@ class WorkerPool:
         worker._live = None
         worker._settled.clear()
         live.writer.close()
+        if live.side is not None:
+            live.side.close()
         ended = await self._ended(live)
         reason = live.killed or ended
         where = f"{worker.name} (pid {live.pid}) {reason}"
         for future in live.calls.values():
             if not future.done():
                 future.set_exception(WorkerLost(where, live.pid))
+        if self._on_lost is not None and not self._closing:
+            try:
+                self._on_lost(worker, live.pid)
+            except Exception:  # the listener's bug must not stop the restart
+                logger.exception("on_lost failed for %s", worker.name)
         if self._closing:
             return
         worker.restarts += 1
@@ -416,13 +450,15 @@ class _StartFailed(Exception):
 _POLLING = threading.Lock()
 
 
-def _start(process: BaseProcess, theirs: socket.socket) -> None:
-    """Start the process with the worker's end of its channel, then close that end here."""
+def _start(process: BaseProcess, theirs: socket.socket, side: socket.socket | None) -> None:
+    """Start the process with the worker's ends of its channels, then close those ends here."""
     try:
         with _POLLING:
             process.start()
     finally:
         theirs.close()
+        if side is not None:
+            side.close()
 
 
 def _join(process: BaseProcess) -> str:

@@ -40,16 +40,18 @@ from areasync.workers.channel import Call, Cancel, Cancelled, Message, Raised, R
 __all__ = ["EXIT_GRACE_S", "Handler", "Serve", "main"]
 
 Handler = Callable[..., Awaitable[object]]
-Serve = Callable[[], AbstractContextManager[Mapping[str, Handler]]]
+# `serve()`, or `serve(side)` for a pool with a side channel.
+Serve = Callable[..., AbstractContextManager[Mapping[str, Handler]]]
 
 # After its driver went away: how long a worker whose loop is held by a call may take to end.
 EXIT_GRACE_S = 5.0
 
 
-def main(sock: socket.socket, serve: Serve) -> None:
-    """A worker process's body (the pool's `Process` target)."""
+def main(sock: socket.socket, serve: Serve, side: socket.socket | None = None) -> None:
+    """A worker process's body (the pool's `Process` target); `side`, the pool's side channel
+    (`side_channel=True`), is handed to `serve`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with serve() as handlers:
+    with serve() if side is None else serve(side) as handlers:
         asyncio.run(_Worker(sock, handlers).serve())
 
 

@@ -438,7 +438,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.workers:
         from areasync.front.cli import serve_front
 
-        return serve_front(config, args.workers, args.scenario or ["scenario_tutorial"])
+        scenarios = args.scenario or ["scenario_tutorial"]
+        # The workers' stops, then the pool's kill of what is left (workers/pool.py: STOP_S).
+        return serve_front(config, args.workers, scenarios, shutdown_deadline(config) + 10.0)
     if args.ray:
         from areasync.cluster.cli import serve_cluster
 

@@ -138,7 +138,9 @@ MAY_IMPORT = {
     },
     # The front process: the service's screens, hello and hand-off, the worker pool and the
     # session workers' handlers (which it names); never ARE-facing layers directly.
-    "front": {"protocol", "journal", "service", "workers", "sessionworker", "front"},
+    "front": {
+        "protocol", "journal", "service", "workers", "sessionworker", "front", "cli_signals",
+    },
 }
 
 

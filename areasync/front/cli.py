@@ -11,6 +11,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+from areasync.cli_signals import ShutdownSignals
 from areasync.front.server import Front
 from areasync.protocol.frames import Role
 from areasync.service.config import ServiceConfig
@@ -19,25 +20,28 @@ from areasync.service.server import ServiceError
 __all__ = ["banner", "serve_front"]
 
 
-def serve_front(config: ServiceConfig, workers: int, scenarios: Sequence[str]) -> int:
-    """Run the front until a signal; the exit status."""
+def serve_front(
+    config: ServiceConfig, workers: int, scenarios: Sequence[str], shutdown_within: float
+) -> int:
+    """Run the front until a signal (the whole shutdown bounded by `shutdown_within`
+    seconds); the exit status."""
     try:
-        asyncio.run(_main(config, workers, scenarios))
+        asyncio.run(_main(config, workers, scenarios, shutdown_within))
     except ServiceError as exc:
         print(f"areasync serve: {exc}", file=sys.stderr)
         return 2
     return 0
 
 
-async def _main(config: ServiceConfig, workers: int, scenarios: Sequence[str]) -> None:
-    from areasync.cli import shutdown_deadline
-    from areasync.cli_signals import ShutdownSignals
+async def _main(
+    config: ServiceConfig, workers: int, scenarios: Sequence[str], shutdown_within: float
+) -> None:
 
     front = Front(config, workers, scenarios)
     signals = ShutdownSignals(
         saying="stopping the session workers, suspending their sessions in their journals",
         answer_within=config.shutdown_timeout,
-        shutdown_within=shutdown_deadline(config) + 10.0,
+        shutdown_within=shutdown_within,
     )
     signals.install()
     async with front:

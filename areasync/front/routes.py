@@ -256,6 +256,10 @@ class FrontRoutes:
                 "sessions": shown,
                 "restoring": sorted(front.restoring),
                 "refused_journals": refused,
+                "workers": [
+                    {"name": w.name, "pid": w.pid, "restarts": w.restarts}
+                    for w in front.pool.workers
+                ],
             },
         )
 

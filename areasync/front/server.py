@@ -64,6 +64,7 @@ from areasync.service.handoff import (
     CLOSE_OPCODE,
     DATA_OPCODES,
     REST_BYTES,
+    TEXT_OPCODE,
     BadFrame,
     DivertingConnection,
     Handoff,
@@ -78,6 +79,7 @@ from areasync.service.journals import Journals, StateDirError
 from areasync.service.redact import RedactingLogger
 from areasync.service.server import ServiceError, display_host, listen_error
 from areasync.service.wire import screened_connection
+from areasync.sessionworker.busy import BUSY_DIR, read_busy
 from areasync.sessionworker.handlers import Seat, serving, worker_config
 from areasync.workers.pool import CallFailed, Worker, WorkerLost, WorkerPool
 
@@ -90,6 +92,7 @@ logger = logging.getLogger("areasync.front")
 PRELOAD = ("areasync.sessionworker.handlers", "anyio._backends._asyncio")
 _BACKLOG = 1024
 _RETRY = "retry in a second and resume with since"
+HELD_OUT_DIR = "held-out"  # sessions never to restore, each file saying why
 
 
 class Front:
@@ -193,6 +196,7 @@ class Front:
             raise ServiceError(str(exc)) from exc
         if admin is not None:
             self.tokens.admin = admin
+        self._read_held_out()
 
     async def _listen(self) -> None:
         config = self.config
@@ -294,13 +298,42 @@ class Front:
             if w.pid is not None and self._started.get(w.name) == w.pid and w.gone is None
         ]
 
-    def _on_lost(self, worker: Worker, pid: int) -> None:
+    def _on_lost(self, worker: Worker, pid: int, killed: bool) -> None:
         lost = self.seats.lose(worker.name)
         self._started.pop(worker.name, None)
+        assert self.state_dir is not None
+        busy = self.state_dir / BUSY_DIR / str(pid)
+        if killed:  # its loop was held: most likely by a call under way (`busy.py`)
+            why = (
+                f"a tool call held its worker's event loop for more than "
+                f"{self.supervisor.budget:g} s (--tool-budget plus a margin), so the worker was "
+                "killed; the session is not restored, since its replay would repeat that call "
+                "(its journal is kept)"
+            )
+            for session_id in read_busy(busy):
+                self.hold_out(session_id, why)
+        busy.unlink(missing_ok=True)
+        lost = [sid for sid in lost if sid not in self.refused]
         self.restoring.update(lost)
         self.lost.append(f"{worker.name} (pid {pid}) ended with {len(lost)} session(s)")
         logger.warning("%s (pid %d) ended; restoring its sessions %s", worker.name, pid, lost)
         self._track(self._recover())
+
+    def hold_out(self, session_id: str, why: str) -> None:
+        """Never restore `session_id` (kept in the state dir, for the next start too)."""
+        assert self.state_dir is not None
+        self.refused[session_id] = why
+        self.restoring.discard(session_id)
+        held = self.state_dir / HELD_OUT_DIR
+        held.mkdir(mode=0o700, exist_ok=True)
+        (held / session_id).write_text(why, encoding="utf-8")
+
+    def _read_held_out(self) -> None:
+        assert self.state_dir is not None
+        held = self.state_dir / HELD_OUT_DIR
+        if held.is_dir():
+            for entry in held.iterdir():
+                self.refused[entry.name] = entry.read_text(encoding="utf-8", errors="replace")
 
     async def _recover(self) -> None:
         """Restore a lost worker's sessions on the workers up (its restarted process
@@ -421,12 +454,20 @@ class Front:
             return
         (opcode, payload, taken) = read
         worker = await self.locate(session_id)
-        verdict = judge(opcode, payload, session_id, self.tokens, worker is not None)
+        known = worker is not None or session_id in self.refused
+        verdict = judge(opcode, payload, session_id, self.tokens, known)
         if isinstance(verdict, Refusal):
-            encoding = Encoding.JSON if opcode == 1 else Encoding.MSGPACK
-            frame = encode_server_frame(error_frame(verdict.error), encoding)
+            frame = encode_server_frame(error_frame(verdict.error), _encoding(opcode))
             reason = f"{verdict.error.code.value}: {verdict.error.message}"
             await _refuse(ws, frame, verdict.code, reason)
+            return
+        if session_id in self.refused and worker is None:
+            error = ProtocolError(
+                ErrorCode.SESSION_ENDED,
+                f"session {session_id!r} cannot resume: {self.refused[session_id]}",
+            )
+            frame = encode_server_frame(error_frame(error), _encoding(opcode))
+            await _refuse(ws, frame, CloseCode.SESSION_NOT_FOUND, error.message)
             return
         if session_id in self.restoring or worker is None or worker.side is None:
             reason = f"session {session_id!r} is being restored on another worker; {_RETRY}"
@@ -518,6 +559,10 @@ class Front:
             logger.info("could not hand a socket to %s: %s", worker.name, exc)
         finally:
             os.close(fd)
+
+
+def _encoding(opcode: int) -> Encoding:
+    return Encoding.JSON if opcode == TEXT_OPCODE else Encoding.MSGPACK
 
 
 async def _refuse(

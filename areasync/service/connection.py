@@ -439,9 +439,14 @@ class Connection:
                 self._apply(self.core.succeeded(frame, value))
             return
         started = time.perf_counter()
+        calls = self.registry.calls
+        if calls is not None:
+            calls.enter(self.session_id)
         try:
             value = await self._perform(frame)
         except BaseException as exc:
+            if calls is not None:
+                calls.leave(self.session_id)
             self.metrics.tool_call_seconds.observe(time.perf_counter() - started)
             self.take_turn()
             if not isinstance(exc, Exception):
@@ -449,6 +454,8 @@ class Connection:
             self._apply(self.core.failed(frame, exc))
             return
         elapsed = time.perf_counter() - started
+        if calls is not None:
+            calls.leave(self.session_id)
         self._apply(self.core.succeeded(frame, value))
         self.metrics.tool_call_seconds.observe(elapsed)
         self.take_turn()

@@ -37,7 +37,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import anyio
 import anyio.abc
@@ -73,6 +73,14 @@ KeptSource: TypeAlias = tuple[str | None, str | None, str]
 Built: TypeAlias = tuple[Scenario, Sandbox, KeptSource]
 
 
+class CallsUnderWay(Protocol):
+    """Told when a session's tool call starts and when it is answered."""
+
+    def enter(self, session_id: str) -> None: ...
+
+    def leave(self, session_id: str) -> None: ...
+
+
 class SessionRegistry:
     """Every session of the server, by id; creates, stops and forgets them."""
 
@@ -92,6 +100,9 @@ class SessionRegistry:
         self._judge_limiter = anyio.CapacityLimiter(config.judge_calls)
         # The state directory's journals (`--state-dir`), once the service has opened it.
         self.journals: Journals | None = None
+        # Told of every tool call under way, by session (a session worker's record of what
+        # held its loop should it be killed for that: `sessionworker/busy.py`).
+        self.calls: CallsUnderWay | None = None
 
     def bind(self, task_group: anyio.abc.TaskGroup) -> None:
         """Sessions created from now on run in `task_group`."""

@@ -40,6 +40,7 @@ from areasync.service.auth import Credentials
 from areasync.service.handoff import adopt, adopting_server, handoff_of, receive
 from areasync.service.memory import resident_bytes
 from areasync.service.requests import create_session
+from areasync.sessionworker.busy import BUSY_DIR, Busy
 from areasync.sessionworker.confine import confine_session_worker
 from areasync.workers.worker import Handler
 
@@ -73,7 +74,11 @@ class SessionWorker:
         if self.service is not None:
             return os.getpid()
         assert config.state_dir is not None
-        writable = [config.state_dir / "sessions", Path(tempfile.gettempdir())]
+        writable = [
+            config.state_dir / "sessions",
+            config.state_dir / BUSY_DIR,
+            Path(tempfile.gettempdir()),
+        ]
         if config.trace_dir is not None:
             writable.append(config.trace_dir)
         confine_session_worker(writable)
@@ -85,6 +90,7 @@ class SessionWorker:
             ws_base=ws_base,
             keep_admin_token=False,
         )
+        service.registry.calls = Busy(config.state_dir / BUSY_DIR / str(os.getpid()))
         await service.__aenter__()
         self.service = service
         server = adopting_server(self._serve, logging.getLogger("websockets.server"))

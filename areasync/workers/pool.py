@@ -30,8 +30,9 @@ driver's own work.
   `socket.send_fds`: the front hands accepted sockets to session workers over it). Its
   worker end is passed to `serve(side)`; `Worker.side` is the driver's end for the running
   process (None while it starts).
-* **Losses are told** (`on_lost`): called with the slot and the pid of a process once that
-  process has ended (whatever ended it), before its slot starts a new one.
+* **Losses are told** (`on_lost`): called with the slot, the pid of a process once that
+  process has ended (whatever ended it), and whether the pool killed it (a call that did not
+  give way), before its slot starts a new one.
 * **Closing** closes every channel (a worker ends when its driver's end closes), waits up to
   `STOP_S` for each process, and kills what is left.
 
@@ -199,7 +200,7 @@ class WorkerPool:
         preload: Sequence[str] = (),
         grace_s: float = GRACE_S,
         side_channel: bool = False,
-        on_lost: Callable[[Worker, int], None] | None = None,
+        on_lost: Callable[[Worker, int, bool], None] | None = None,
     ) -> None:
         if size < 1:
             raise ValueError(f"a worker pool needs at least one worker, got {size}")
@@ -353,7 +354,7 @@ class WorkerPool:
                 future.set_exception(WorkerLost(where, live.pid))
         if self._on_lost is not None and not self._closing:
             try:
-                self._on_lost(worker, live.pid)
+                self._on_lost(worker, live.pid, live.killed is not None)
             except Exception:  # the listener's bug must not stop the restart
                 logger.exception("on_lost failed for %s", worker.name)
         if self._closing:

@@ -139,7 +139,13 @@ MAY_IMPORT = {
     # The front process: the service's screens, hello and hand-off, the worker pool and the
     # session workers' handlers (which it names); never ARE-facing layers directly.
     "front": {
-        "protocol", "journal", "service", "workers", "sessionworker", "front", "cli_signals",
+        "protocol",
+        "journal",
+        "service",
+        "workers",
+        "sessionworker",
+        "front",
+        "cli_signals",
     },
 }
 

@@ -392,10 +392,10 @@ class Front:
             )
             restored: list[str] = []
             for (name, ids), result in zip(plan.items(), results, strict=True):
-                for session_id in ids:
-                    if self.seats.where.get(session_id) == name:
-                        del self.seats.where[session_id]  # seated again from the answer
                 if isinstance(result, BaseException):
+                    for session_id in ids:  # not restored there: an orphan again
+                        if self.seats.where.get(session_id) == name:
+                            del self.seats.where[session_id]
                     logger.warning("%s could not restore %s: %s", name, ids, result)
                     continue
                 restored += result
@@ -403,6 +403,8 @@ class Front:
 
     async def _restore_on(self, worker: Worker, session_ids: list[str]) -> list[str]:
         seats, refused = await self.pool.call(worker, "restore", session_ids)
+        for session_id in set(session_ids) - {seat.session_id for seat in seats}:
+            self.seats.where.pop(session_id, None)  # refused: held by no worker
         self.seats.seat(worker.name, seats)
         self.refused.update(refused)
         done = [seat.session_id for seat in seats]
@@ -454,7 +456,7 @@ class Front:
             return
         (opcode, payload, taken) = read
         worker = await self.locate(session_id)
-        known = worker is not None or session_id in self.refused
+        known = worker is not None or session_id in self.refused or session_id in self.restoring
         verdict = judge(opcode, payload, session_id, self.tokens, known)
         if isinstance(verdict, Refusal):
             frame = encode_server_frame(error_frame(verdict.error), _encoding(opcode))

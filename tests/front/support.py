@@ -1,0 +1,161 @@
+"""A real `areasync serve --workers 2` process for the front's tests, and what they read of it.
+
+`front(tmp_path)` starts the command line (with the runaway test scenario registered in
+every process: `runaway_front.py`), reads its banner, and kills it on the way out if it still
+runs. The admin's `/api/sessions` names each worker's pid; `/proc` says which process holds
+which socket and what each was given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import urllib.request
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from tests.service.durable_support import read_banner
+
+ADMIN = "front-admin-token-not-for-workers"
+WAIT = 60.0
+
+
+@dataclass
+class Front:
+    process: Process
+    banner: str
+    port: int
+
+    @property
+    def base(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def url(self, session_id: str) -> str:
+        return f"ws://{self.base}/sessions/{session_id}"
+
+    def token(self, session_id: str, role: str) -> str:
+        block = self.banner.split(f"session {session_id} ", 1)[1]
+        found = re.search(rf"^  {role}\s+(\S+)$", block, re.MULTILINE)
+        assert found, self.banner
+        return found[1]
+
+    def get(self, path: str, token: str = ADMIN) -> Any:
+        request = urllib.request.Request(
+            f"http://{self.base}{path}", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=WAIT) as response:
+            return json.loads(response.read())
+
+    async def sessions(self) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(self.get, "/api/sessions")  # type: ignore[no-any-return]
+
+    async def worker_pids(self) -> dict[str, int]:
+        listed = await self.sessions()
+        return {w["name"]: w["pid"] for w in listed["workers"] if w["pid"] is not None}
+
+    async def holder(self, session_id: str) -> int:
+        """The pid of the worker holding `session_id`."""
+        listed = await self.sessions()
+        name = next(s["worker"] for s in listed["sessions"] if s["id"] == session_id)
+        return next(w["pid"] for w in listed["workers"] if w["name"] == name)
+
+
+def command(*extra: str) -> list[str]:
+    return [
+        *(sys.executable, "-m", "tests.front.runaway_front", "serve", "--workers", "2"),
+        *("--port", "0", "--mode", "manual", "--token", ADMIN, *extra),
+    ]
+
+
+@contextlib.asynccontextmanager
+async def front(*extra: str, log: Path) -> AsyncIterator[Front]:
+    """A running front with two session workers; killed on the way out if still running."""
+    with log.open("ab") as stderr:
+        process = await anyio.open_process(command(*extra), stderr=stderr)
+    try:
+        banner = await read_banner(process)
+        found = re.search(r"serving on http://127\.0\.0\.1:(\d+)", banner)
+        assert found, banner
+        yield Front(process, banner, int(found[1]))
+    finally:
+        if process.returncode is None:
+            process.kill()
+        with anyio.fail_after(30), anyio.CancelScope(shield=True):
+            await process.wait()
+
+
+async def hello(
+    url: str, role: str, token: str, **fields: Any
+) -> tuple[ClientConnection, dict[str, Any]]:
+    """The first frame answering a hello (`{"type": "closed", "code"}` if the socket was
+    closed without one: a session being restored is refused 4503)."""
+    ws = await connect(url)
+    await ws.send(json.dumps({"type": "hello", "id": 0, "role": role, "token": token, **fields}))
+    with anyio.fail_after(WAIT):
+        try:
+            return ws, json.loads(await ws.recv())
+        except ConnectionClosed:
+            return ws, {"type": "closed", "code": ws.close_code}
+
+
+async def reply(
+    ws: ClientConnection, request_id: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The reply to `request_id`, and the stream items before it."""
+    items = []
+    with anyio.fail_after(WAIT):
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame.get("id") == request_id:
+                return frame, items
+            items.append(frame)
+
+
+async def call(ws: ClientConnection, request_id: int, tool: str, **args: Any) -> None:
+    frame = {"type": "call_tool", "id": request_id, "tool": tool, "args": args}
+    await ws.send(json.dumps(frame))
+
+
+def socket_inodes(pid: int) -> set[int]:
+    """The socket inodes `pid` holds a descriptor of."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def server_side_inode(port: int, peer_port: int) -> int:
+    """The inode of the server side of the TCP connection from `peer_port` to `port`."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, inode = fields[1], fields[2], int(fields[9])
+        if int(local.split(":")[1], 16) == port and int(remote.split(":")[1], 16) == peer_port:
+            return inode
+    raise AssertionError(f"no connection from port {peer_port} to {port}")
+
+
+def proc_bytes(pid: int, part: str) -> bytes:
+    """`/proc/<pid>/<part>` (environ, cmdline)."""
+    return Path(f"/proc/{pid}/{part}").read_bytes()
+
+
+def ended(pid: int) -> bool:
+    """Whether process `pid` has ended (gone, or a zombie its parent has not reaped)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    return "(zombie)" in status

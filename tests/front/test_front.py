@@ -1,0 +1,169 @@
+"""`areasync serve --workers 2`, as real processes: a front and two session workers.
+
+A client dials the front's one URL per session and gets what a single process gives it; the
+front reads the hello, then hands the socket itself to the session's worker and keeps no
+descriptor of it; the admin token never reaches a worker; a worker killed (SIGKILL) or stuck
+(a tool call holding its loop in C) is replaced and its sessions come back from their
+journals, resumed by their clients with `since`; SIGTERM stops every process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.front.support import (
+    ADMIN,
+    WAIT,
+    call,
+    ended,
+    front,
+    hello,
+    proc_bytes,
+    reply,
+    server_side_inode,
+    socket_inodes,
+)
+from tests.scenarios import RUNAWAY_STARTED, RunawayScenario
+from tests.service.durable_support import read_until
+
+pytestmark = pytest.mark.xdist_group("front")
+
+TUTORIAL = "scenario_tutorial"
+RUNAWAY = RunawayScenario.scenario_id
+MARK = "RunawayApp__mark"
+
+
+async def test_a_client_through_the_front_is_welcomed_answered_and_resumes_with_since(
+    tmp_path: Path,
+) -> None:
+    async with front("--scenario", RUNAWAY, log=tmp_path / "log") as served:
+        url, token = served.url(RUNAWAY), served.token(RUNAWAY, "agent")
+        ws, welcome = await hello(url, "agent", token)
+        assert welcome["type"] == "welcome" and welcome["session_id"] == RUNAWAY
+        await call(ws, 1, MARK, label="one")
+        result, items = await reply(ws, 1)
+        assert result == {"type": "result", "id": 1, "value": None} or result["type"] == "result"
+        assert [i["type"] for i in items] == ["event"]  # its AGENT event, before its result
+        last = items[-1]["seq"]
+        await ws.close()
+        again, rewelcome = await hello(url, "agent", token, since=last - 1, epoch=welcome["epoch"])
+        assert rewelcome["replay"] == "full" and rewelcome["epoch"] == welcome["epoch"]
+        await call(again, 2, MARK, label="two")
+        _, replayed = await reply(again, 2)
+        assert replayed[0]["seq"] == last  # the item after `since`, replayed
+        await again.close()
+
+
+async def test_a_wrong_token_is_refused_by_the_front_as_by_a_server(tmp_path: Path) -> None:
+    async with front("--scenario", RUNAWAY, log=tmp_path / "log") as served:
+        ws, refused = await hello(served.url(RUNAWAY), "agent", "not-a-token")
+        assert refused["type"] == "error" and refused["code"] == "unauthorized"
+        with anyio.fail_after(WAIT):
+            await ws.wait_closed()
+        assert ws.close_code == 4001
+
+
+async def test_the_front_keeps_no_descriptor_of_a_socket_it_handed_over(tmp_path: Path) -> None:
+    async with front("--scenario", RUNAWAY, log=tmp_path / "log") as served:
+        ws, welcome = await hello(served.url(RUNAWAY), "agent", served.token(RUNAWAY, "agent"))
+        assert welcome["type"] == "welcome"
+        inode = server_side_inode(served.port, ws.local_address[1])
+        worker = await served.holder(RUNAWAY)
+        assert inode in socket_inodes(worker)
+        assert inode not in socket_inodes(served.process.pid)
+        await call(ws, 1, MARK, label="after the hand-off")
+        result, _ = await reply(ws, 1)
+        assert result["type"] == "result"
+        await ws.close()
+
+
+async def test_the_admin_token_is_in_no_worker_environment_nor_command_line(
+    tmp_path: Path,
+) -> None:
+    async with front("--scenario", RUNAWAY, log=tmp_path / "log") as served:
+        ws, welcome = await hello(served.url(RUNAWAY), "admin", ADMIN)  # an admin hello too
+        assert welcome["type"] == "welcome"
+        pids = await served.worker_pids()
+        assert len(pids) == 2
+        for pid in pids.values():
+            for part in ("environ", "cmdline"):
+                assert ADMIN.encode() not in proc_bytes(pid, part)
+        await ws.close()
+
+
+async def test_a_killed_workers_sessions_resume_on_a_live_worker_with_since(
+    tmp_path: Path,
+) -> None:
+    async with front("--scenario", RUNAWAY, log=tmp_path / "log") as served:
+        url, token = served.url(RUNAWAY), served.token(RUNAWAY, "agent")
+        ws, welcome = await hello(url, "agent", token)
+        await call(ws, 1, MARK, label="before the kill")
+        _, items = await reply(ws, 1)
+        seq = items[-1]["seq"]
+        os.kill(await served.holder(RUNAWAY), signal.SIGKILL)
+        with anyio.fail_after(WAIT):
+            await ws.wait_closed()
+        with anyio.fail_after(WAIT):
+            while True:  # 4503 while it is restored: the client retries, as areasync's does
+                again, rewelcome = await hello(
+                    url, "agent", token, since=seq, epoch=welcome["epoch"]
+                )
+                if rewelcome["type"] == "welcome":
+                    break
+                assert rewelcome == {"type": "closed", "code": 4503}, rewelcome
+                await anyio.sleep(0.1)
+        assert rewelcome["restored"] is True
+        assert rewelcome["epoch"] == welcome["epoch"] and rewelcome["seq"] == seq
+        await call(again, 2, MARK, label="after the kill")
+        result, after = await reply(again, 2)
+        assert result["type"] == "result" and after[0]["seq"] == seq + 1
+        await again.close()
+
+
+async def test_a_worker_stuck_in_c_is_killed_and_the_others_answer_again(tmp_path: Path) -> None:
+    extra = ("--scenario", RUNAWAY, "--scenario", TUTORIAL, "--tool-budget", "1")
+    async with front(*extra, log=tmp_path / "log") as served:
+        stuck_url, stuck_token = served.url(RUNAWAY), served.token(RUNAWAY, "agent")
+        ws, _ = await hello(stuck_url, "agent", stuck_token)
+        other, welcome = await hello(
+            served.url(TUTORIAL), "observer", served.token(TUTORIAL, "observer")
+        )
+        assert welcome["type"] == "welcome"
+        same = await served.holder(RUNAWAY) == await served.holder(TUTORIAL)
+        await call(ws, 1, "RunawayApp__backtrack", length=60)
+        await read_until(served.process, RUNAWAY_STARTED)
+        with anyio.fail_after(WAIT):
+            await ws.wait_closed()  # its worker was killed
+        _, refused = await hello(stuck_url, "agent", stuck_token, since=0)
+        assert refused["type"] == "error" and refused["code"] == "session_ended"
+        assert "held its worker's event loop" in refused["message"]
+        if same:  # the tutorial shared the stuck worker: it comes back on a live one
+            await other.wait_closed()
+        with anyio.fail_after(WAIT):
+            while True:
+                observer, back = await hello(
+                    served.url(TUTORIAL), "observer", served.token(TUTORIAL, "observer"), since=0
+                )
+                if back["type"] == "welcome":
+                    break
+                await observer.wait_closed()
+                await anyio.sleep(0.1)
+        await observer.send('{"type": "ping", "id": 5}')
+        pong, _ = await reply(observer, 5)
+        assert pong["type"] == "pong"
+
+
+async def test_sigterm_stops_the_front_and_every_worker(tmp_path: Path) -> None:
+    async with front("--scenario", RUNAWAY, log=tmp_path / "log") as served:
+        pids = list((await served.worker_pids()).values())
+        served.process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(WAIT):
+            code = await served.process.wait()
+        assert code == 0
+        # The front waits for each worker to end before it exits (workers/pool.py, close).
+        assert all(ended(pid) for pid in pids)

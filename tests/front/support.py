@@ -108,6 +108,19 @@ async def hello(
             return ws, {"type": "closed", "code": ws.close_code}
 
 
+async def hello_past_restore(
+    url: str, role: str, token: str, **fields: Any
+) -> tuple[ClientConnection, dict[str, Any]]:
+    """`hello`, said again while the session is being restored (4503, which areasync's
+    client retries too) until it is answered otherwise."""
+    with anyio.fail_after(WAIT):
+        while True:
+            ws, answer = await hello(url, role, token, **fields)
+            if answer != {"type": "closed", "code": 4503}:
+                return ws, answer
+            await anyio.sleep(0.05)
+
+
 async def reply(
     ws: ClientConnection, request_id: int
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:

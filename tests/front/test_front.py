@@ -23,6 +23,7 @@ from tests.front.support import (
     ended,
     front,
     hello,
+    hello_past_restore,
     proc_bytes,
     reply,
     server_side_inode,
@@ -108,15 +109,9 @@ async def test_a_killed_workers_sessions_resume_on_a_live_worker_with_since(
         os.kill(await served.holder(RUNAWAY), signal.SIGKILL)
         with anyio.fail_after(WAIT):
             await ws.wait_closed()
-        with anyio.fail_after(WAIT):
-            while True:  # 4503 while it is restored: the client retries, as areasync's does
-                again, rewelcome = await hello(
-                    url, "agent", token, since=seq, epoch=welcome["epoch"]
-                )
-                if rewelcome["type"] == "welcome":
-                    break
-                assert rewelcome == {"type": "closed", "code": 4503}, rewelcome
-                await anyio.sleep(0.1)
+        again, rewelcome = await hello_past_restore(
+            url, "agent", token, since=seq, epoch=welcome["epoch"]
+        )
         assert rewelcome["restored"] is True
         assert rewelcome["epoch"] == welcome["epoch"] and rewelcome["seq"] == seq
         await call(again, 2, MARK, label="after the kill")
@@ -126,36 +121,30 @@ async def test_a_killed_workers_sessions_resume_on_a_live_worker_with_since(
 
 
 async def test_a_worker_stuck_in_c_is_killed_and_the_others_answer_again(tmp_path: Path) -> None:
-    extra = ("--scenario", RUNAWAY, "--scenario", TUTORIAL, "--tool-budget", "1")
-    async with front(*extra, log=tmp_path / "log") as served:
+    # Placed on the least loaded worker in turn: the runaway and the second tutorial share one.
+    scenarios = ("--scenario", RUNAWAY, "--scenario", TUTORIAL, "--scenario", TUTORIAL)
+    async with front(*scenarios, "--tool-budget", "1", log=tmp_path / "log") as served:
+        neighbour = f"{TUTORIAL}-2"
+        assert await served.holder(RUNAWAY) == await served.holder(neighbour)
         stuck_url, stuck_token = served.url(RUNAWAY), served.token(RUNAWAY, "agent")
         ws, _ = await hello(stuck_url, "agent", stuck_token)
-        other, welcome = await hello(
-            served.url(TUTORIAL), "observer", served.token(TUTORIAL, "observer")
-        )
-        assert welcome["type"] == "welcome"
-        same = await served.holder(RUNAWAY) == await served.holder(TUTORIAL)
         await call(ws, 1, "RunawayApp__backtrack", length=60)
         await read_until(served.process, RUNAWAY_STARTED)
         with anyio.fail_after(WAIT):
             await ws.wait_closed()  # its worker was killed
-        _, refused = await hello(stuck_url, "agent", stuck_token, since=0)
+        _, refused = await hello_past_restore(stuck_url, "agent", stuck_token, since=0)
         assert refused["type"] == "error" and refused["code"] == "session_ended"
         assert "held its worker's event loop" in refused["message"]
-        if same:  # the tutorial shared the stuck worker: it comes back on a live one
-            await other.wait_closed()
-        with anyio.fail_after(WAIT):
-            while True:
-                observer, back = await hello(
-                    served.url(TUTORIAL), "observer", served.token(TUTORIAL, "observer"), since=0
-                )
-                if back["type"] == "welcome":
-                    break
-                await observer.wait_closed()
-                await anyio.sleep(0.1)
-        await observer.send('{"type": "ping", "id": 5}')
-        pong, _ = await reply(observer, 5)
-        assert pong["type"] == "pong"
+        for session_id in (TUTORIAL, neighbour):  # the neighbour restored on a live worker
+            token = served.token(session_id, "observer")
+            observer, back = await hello_past_restore(
+                served.url(session_id), "observer", token, since=0
+            )
+            assert back["type"] == "welcome"
+            await observer.send('{"type": "ping", "id": 5}')
+            pong, _ = await reply(observer, 5)
+            assert pong["type"] == "pong"
+            await observer.close()
 
 
 async def test_sigterm_stops_the_front_and_every_worker(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ which socket and what each was given.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -22,7 +23,10 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.client import ClientProtocol
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Frame, Opcode
+from websockets.uri import parse_uri
 
 from tests.service.durable_support import read_banner
 
@@ -172,3 +176,34 @@ def ended(pid: int) -> bool:
     except OSError:
         return True
     return "(zombie)" in status
+
+
+async def pipelined(url: str, frames: list[dict[str, Any]], until_id: int) -> list[dict[str, Any]]:
+    """Open `url`, then send every frame of `frames` in one write (hello and what follows it,
+    as a client that does not wait for its welcome would); the frames answered, up to the
+    reply to `until_id`."""
+    protocol = ClientProtocol(parse_uri(url))
+    protocol.send_request(protocol.connect())
+    uri = parse_uri(url)
+    reader, writer = await asyncio.open_connection(uri.host, uri.port)
+    answers: list[dict[str, Any]] = []
+    try:
+        writer.write(b"".join(protocol.data_to_send()))
+        with anyio.fail_after(WAIT):
+            while protocol.handshake_exc is None and protocol.state.name == "CONNECTING":
+                protocol.receive_data(await reader.read(65536))
+            assert protocol.state.name == "OPEN", protocol.handshake_exc
+            protocol.events_received()  # the response
+            for frame in frames:
+                protocol.send_text(json.dumps(frame).encode())
+            writer.write(b"".join(protocol.data_to_send()))  # one write: every frame
+            while not any(a.get("id") == until_id for a in answers):
+                data = await reader.read(65536)
+                assert data, f"closed after {answers}"
+                protocol.receive_data(data)
+                for event in protocol.events_received():
+                    if isinstance(event, Frame) and event.opcode is Opcode.TEXT:
+                        answers.append(json.loads(event.data))
+    finally:
+        writer.close()
+    return answers

@@ -24,6 +24,7 @@ from tests.front.support import (
     front,
     hello,
     hello_past_restore,
+    pipelined,
     proc_bytes,
     reply,
     server_side_inode,
@@ -156,3 +157,18 @@ async def test_sigterm_stops_the_front_and_every_worker(tmp_path: Path) -> None:
         assert code == 0
         # The front waits for each worker to end before it exits (workers/pool.py, close).
         assert all(ended(pid) for pid in pids)
+
+
+async def test_frames_sent_with_the_hello_in_one_write_are_handed_over_and_answered(
+    tmp_path: Path,
+) -> None:
+    async with front("--scenario", RUNAWAY, log=tmp_path / "log") as served:
+        token = served.token(RUNAWAY, "agent")
+        hello_frame = {"type": "hello", "id": 0, "role": "agent", "token": token}
+        calls = [
+            {"type": "call_tool", "id": n, "tool": MARK, "args": {"label": f"piped {n}"}}
+            for n in (1, 2)
+        ]
+        answers = await pipelined(served.url(RUNAWAY), [hello_frame, *calls], until_id=2)
+        assert answers[0]["type"] == "welcome"
+        assert [a["id"] for a in answers if a["type"] == "result"] == [1, 2]

@@ -257,7 +257,7 @@ class FrontRoutes:
                 "restoring": sorted(front.restoring),
                 "refused_journals": refused,
                 "workers": [
-                    {"name": w.name, "pid": w.pid, "restarts": w.restarts}
+                    {"name": w.name, "pid": w.pid, "restarts": w.restarts, "starts_s": w.starts}
                     for w in front.pool.workers
                 ],
             },

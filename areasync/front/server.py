@@ -77,7 +77,7 @@ from areasync.service.hello import Refusal
 from areasync.service.http import session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.redact import RedactingLogger
-from areasync.service.server import ServiceError, display_host, listen_error
+from areasync.service.server import ServiceError, display_host, listen_error, natural_id
 from areasync.service.wire import screened_connection
 from areasync.sessionworker.busy import BUSY_DIR, read_busy
 from areasync.sessionworker.handlers import Seat, serving, worker_config
@@ -170,10 +170,11 @@ class Front:
             await asyncio.gather(*(self._ensure_started(w) for w in self.pool.workers))
             restored = await self.adopt_orphans()
             for source in self._scenarios:
-                if source in restored:
+                if natural_id(source) in restored:
+                    logger.info("session %s was restored: not starting it again", source)
                     continue
                 try:
-                    await self.create_session(scenario=source)
+                    await self._create("open_scenario", source)
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
             self.supervisor.start()
@@ -191,7 +192,8 @@ class Front:
         self.state_dir = directory
         journals = Journals(worker_config(self.config, directory))
         try:
-            admin = await journals.open(self.config.admin_token)
+            # Kept for the next start only in a state dir that outlives this one.
+            admin = await journals.open(self.config.admin_token, keep=not self._private_dir)
         except StateDirError as exc:
             raise ServiceError(str(exc)) from exc
         if admin is not None:
@@ -415,6 +417,9 @@ class Front:
     async def create_session(self, **request: Any) -> dict[str, Any]:
         """Create a session on the least loaded worker; `request` holds `create_session`'s
         fields. Raises ProtocolError as `create_session` does, or when no worker is up."""
+        return await self._create("create", request)
+
+    async def _create(self, method: str, *args: Any) -> dict[str, Any]:
         # One create at a time: each worker reads the ids the others gave from the journals.
         async with self._create_lock:
             workers = self.up()
@@ -423,7 +428,7 @@ class Front:
             except ValueError as exc:
                 raise ProtocolError(ErrorCode.CAPACITY, f"{exc}; retry later") from exc
             worker = self.worker(name)
-            answer = await self.call(worker, "create", request)
+            answer = await self.call(worker, method, *args)
             if "error" in answer:
                 error = answer["error"]
                 raise ProtocolError(ErrorCode(error["code"]), error["message"])

@@ -183,7 +183,7 @@ class Service:
             elif self.registry.journals is not None:
                 restored = await restore_sessions(self.registry)
             for source in self._scenarios:
-                if _natural_id(source) in restored:
+                if natural_id(source) in restored:
                     # The same command run again after a crash: its session is back already.
                     logger.info("session %s was restored: not starting it again", source)
                     continue
@@ -501,7 +501,7 @@ class Service:
         return lines
 
 
-def _natural_id(source: Any) -> str | None:
+def natural_id(source: Any) -> str | None:
     """The session id a `--scenario` source gets when none is taken (`session_id_for`), if
     it can be told without loading it."""
     if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json")):

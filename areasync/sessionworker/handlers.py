@@ -39,7 +39,7 @@ from areasync.service import Service, ServiceConfig
 from areasync.service.auth import Credentials
 from areasync.service.handoff import adopt, adopting_server, handoff_of, receive
 from areasync.service.memory import resident_bytes
-from areasync.service.requests import create_session
+from areasync.service.requests import create_session, created_result
 from areasync.sessionworker.busy import BUSY_DIR, Busy
 from areasync.sessionworker.confine import confine_session_worker
 from areasync.workers.worker import Handler
@@ -154,6 +154,20 @@ class SessionWorker:
             message = f"create_session: {exc}; see the protocol's create_session fields"
             return {"error": {"code": str(ErrorCode.INVALID_FIELD), "message": message}}
 
+    async def open_scenario(self, source: str) -> dict[str, Any]:
+        """A session of the operator's `--scenario` (a registered id or a JSON file's path),
+        made as a server makes its own at start-up: the configuration's mode, speed and
+        oracle, whatever the memory ceiling says. A refusal as `create`'s."""
+        service = self._service()
+        try:
+            journals = service.registry.journals
+            if journals is not None:
+                await journals.refresh_taken()
+            session = await service.registry.create_async(source, ceiling=False)
+        except ProtocolError as exc:
+            return {"error": {"code": str(exc.code), "message": exc.message}}
+        return created_result(session, service.registry)
+
     async def restore(self, session_ids: list[str]) -> tuple[list[Seat], dict[str, str]]:
         """Restore these sessions from their journals: their seats, and why each other one
         was not."""
@@ -204,6 +218,7 @@ class SessionWorker:
             "start": self.start,
             "beat": self.beat,
             "create": self.create,
+            "open_scenario": self.open_scenario,
             "restore": self.restore,
             "seats": self.seats,
             "live_journals": self.live_journals,

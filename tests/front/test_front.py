@@ -14,7 +14,6 @@ import signal
 from pathlib import Path
 
 import anyio
-import pytest
 
 from tests.front.support import (
     ADMIN,
@@ -32,8 +31,6 @@ from tests.front.support import (
 )
 from tests.scenarios import RUNAWAY_STARTED, RunawayScenario
 from tests.service.durable_support import read_until
-
-pytestmark = pytest.mark.xdist_group("front")
 
 TUTORIAL = "scenario_tutorial"
 RUNAWAY = RunawayScenario.scenario_id

@@ -8,12 +8,14 @@ admin token `TOKEN`), its clients plain `websockets` clients in this process:
 
 * `rtt`: sequential round trips on one agent's socket, `call_tool` of a cheap tool
   (`SystemApp__get_current_time`) and `ping` (answered by the connection, no tool), in
-  microseconds (median, p90, p99), with `--workers 0`, 1 and 2.
+  microseconds (median, p90, p99), with `--workers 0` (with and without `--state-dir`:
+  workers always journal), 1 and 2.
 * `throughput`: `--sessions` sessions, one agent each, all calling at once (`--agent-calls`
   sequential calls each): calls per second over all, with `--workers 0`, 1 and 2.
-* `start`: the front's worker processes: seconds from the command to its banner (the fork
-  server's boot and preload, both workers started and their services up), and a worker's
-  restart after SIGKILL (from the kill to its session answering a hello again).
+* `start`: seconds from the command to the banner of `--workers 2` (the fork server's boot
+  and preload, both workers started and their services up); each worker's first start and,
+  after the kills below, its restarts (the pool's measure: from asking the fork server for a
+  process to its `Ready`).
 * `memory`: each worker's RSS, PSS and USS once started (PSS/USS: what it adds beside the fork
   server's shared pages), then what 20 more sessions add to the workers' PSS, per session.
 * `recovery`: from SIGKILL of the worker holding a session to that session's welcome on a live
@@ -33,6 +35,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -71,9 +74,11 @@ def _memory(pid: int) -> dict[str, float]:
 class Server:
     """A running `areasync serve` and what its banner says."""
 
-    def __init__(self, workers: int, sessions: int) -> None:
+    def __init__(self, workers: int, sessions: int, state_dir: str | None = None) -> None:
         command = [*SERVE, "serve", "--port", "0", "--mode", "manual", "--token", TOKEN]
         command += ["--workers", str(workers), "--log-level", "warning"]
+        if state_dir is not None:
+            command += ["--state-dir", state_dir]
         for _ in range(sessions):
             command += ["--scenario", "scenario_tutorial"]
         self.started = time.perf_counter()
@@ -220,18 +225,30 @@ async def memory(server: Server, more: int) -> dict[str, Any]:
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"rtt": {}, "throughput": {}}
-    for workers in (0, 1, 2):
-        server = Server(workers, args.sessions)
-        try:
-            out["rtt"][f"workers_{workers}"] = await rtt(server, args.calls)
-            out["throughput"][f"workers_{workers}"] = await throughput(server, args.agent_calls)
-        finally:
-            server.stop()
+    # Workers always journal (a private directory without --state-dir): the single process
+    # is measured both without journals (its default) and with them, the same durability.
+    configurations = [("workers_0", 0, False), ("workers_0_journaled", 0, True)]
+    configurations += [("workers_1", 1, False), ("workers_2", 2, False)]
+    for name, workers, journaled in configurations:
+        with tempfile.TemporaryDirectory(prefix="bench-front-") as directory:
+            server = Server(workers, args.sessions, directory if journaled else None)
+            try:
+                out["rtt"][name] = await rtt(server, args.calls)
+                out["throughput"][name] = await throughput(server, args.agent_calls)
+            finally:
+                server.stop()
     server = Server(2, 1)
     try:
-        out["start"] = {"banner_s": round(server.start_s, 2)}
+        first = {w["name"]: w["starts_s"] for w in server.get("/api/sessions")["workers"]}
         out["memory"] = await memory(server, 20)
         times = await recovery(server, args.kills)
+        later = [w["starts_s"] for w in server.get("/api/sessions")["workers"]]
+        restarts = [s for starts in later for s in starts[1:]]
+        out["start"] = {
+            "banner_s": round(server.start_s, 2),
+            "first_starts_s": {n: [round(s, 3) for s in v] for n, v in first.items()},
+            "restart_s_median": round(statistics.median(restarts), 3) if restarts else None,
+        }
         out["recovery"] = {
             "kills": len(times),
             "median_s": round(statistics.median(times), 3),

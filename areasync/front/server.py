@@ -87,9 +87,9 @@ __all__ = ["PRELOAD", "Front"]
 
 logger = logging.getLogger("areasync.front")
 
-# What the fork server imports once, so that a worker starts with it imported: the service
-# (and through it ARE and areasync's bridge) and the worker's handlers.
-PRELOAD = ("areasync.sessionworker.handlers", "anyio._backends._asyncio")
+# What the fork server imports once, so that a worker starts with it imported (and ARE's
+# scenarios discovered): `sessionworker/preload.py`.
+PRELOAD = ("areasync.sessionworker.preload",)
 _BACKLOG = 1024
 _RETRY = "retry in a second and resume with since"
 HELD_OUT_DIR = "held-out"  # sessions never to restore, each file saying why

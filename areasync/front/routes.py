@@ -18,7 +18,9 @@ POST /api/sessions          admin    201 a session created on the least loaded w
 /api/scenarios, /api/schema admin    a worker's answer
 /api/sessions/<id>/source   admin    the session's worker's answer
 /metrics                    admin    503: each worker counts its own; not merged by the front
-/openenv/...                         501: OpenEnv's adapter runs with --workers 0 only
+/openenv/<token>/ws          (path)   the upgrade, the socket handed to the session's worker (an
+                                     admin's token: the least loaded, fresh sessions there);
+                                     OpenEnv's HTTP routes: 501 (they need --workers 0)
 / , the dashboard's files   no       the dashboard (its WebSockets open on this port)
 ==========================  =======  ============================================================
 
@@ -52,6 +54,7 @@ from areasync.service.http import (
 )
 from areasync.service.methods import ALLOW, ALLOWED_METHODS
 from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
+from areasync.service.openenv.routes import split as split_openenv
 from areasync.service.origin import SitePolicy, show_host
 from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
 from areasync.service.wire import PostRequest, RefusedRequest
@@ -179,12 +182,7 @@ class FrontRoutes:
                 )
             return None  # the upgrade goes on; the front reads the hello
         if path.startswith(OPENENV_PREFIX):
-            return error_response(
-                501,
-                "not_implemented",
-                "OpenEnv's adapter is not served by a front of session workers yet: run "
-                "`areasync serve --workers 0` for OpenEnv clients",
-            )
+            return self.openenv(request, path)
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return error_response(
                 404, "not_found", f"no WebSocket endpoint at {path!r}: connect to /sessions/<id>"
@@ -208,6 +206,29 @@ class FrontRoutes:
                 return _unauthorized(path)
             return await self.passed_on(path, restarted)
         return self.dashboard.answer(path, [self._socket_host(request)])
+
+    def openenv(self, request: Request, path: str) -> Response | None:
+        """OpenEnv's `/ws` with a token that opens something: the upgrade (the socket then
+        goes to a worker, `server.py`); its HTTP routes are not served here yet."""
+        parts = split_openenv(path)
+        assert parts is not None
+        token, route = parts
+        websocket = request.headers.get("Upgrade", "").lower() == "websocket"
+        if route != "/ws" or not websocket:
+            return error_response(
+                501,
+                "not_implemented",
+                "a front of session workers serves OpenEnv's WebSocket (<base>/ws) only: its "
+                "HTTP routes need `areasync serve --workers 0`",
+            )
+        if self.front.tokens.identify(token) is None:
+            return error_response(
+                401,
+                ErrorCode.UNAUTHORIZED,
+                "the token in this OpenEnv URL opens nothing here; use the base URL printed "
+                "for a session (or the admin's)",
+            )
+        return None
 
     def _socket_host(self, request: Request) -> str:
         hosts = request.headers.get_all("Host")

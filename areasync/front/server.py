@@ -76,6 +76,7 @@ from areasync.service.handoff import (
 from areasync.service.hello import Refusal
 from areasync.service.http import session_id_of
 from areasync.service.journals import Journals, StateDirError
+from areasync.service.openenv.routes import split as split_openenv
 from areasync.service.redact import RedactingLogger
 from areasync.service.server import ServiceError, display_host, listen_error, natural_id
 from areasync.service.wire import screened_connection
@@ -450,6 +451,10 @@ class Front:
     async def _on_connection(self, ws: ServerConnection) -> None:
         assert isinstance(ws, DivertingConnection)
         path = urlsplit(ws.request.path if ws.request is not None else "/").path
+        openenv = split_openenv(path)
+        if openenv is not None:
+            await self._hand_openenv(ws, openenv[0])
+            return
         session_id = session_id_of(path) or ""
         if ws.pipelined():
             await _refuse(ws, None, CloseCode.BAD_HELLO, "send hello after the upgrade's response")
@@ -486,6 +491,35 @@ class Front:
             await _refuse(ws, None, CloseCode.TOO_LARGE, reason)
             return
         await self._hand(ws, worker, session_id, verdict, rest, path)
+
+    async def _hand_openenv(self, ws: DivertingConnection, token: str) -> None:
+        """OpenEnv's `/ws` (its token checked before the upgrade, `routes.py`): no hello to
+        read; the socket goes at once to the session's worker, or for the admin's token to
+        the least loaded one (whose episodes then make fresh sessions there)."""
+        who = self.tokens.identify(token)
+        if who is None:  # revoked since the upgrade
+            await _refuse(ws, None, CloseCode.UNAUTHORIZED, "the token is not valid")
+            return
+        role, session_id = who
+        if session_id is not None:
+            worker = await self.locate(session_id)
+        else:
+            up = self.up()
+            name = self.seats.least_loaded(w.name for w in up) if up else None
+            worker = None if name is None else self.worker(name)
+        if worker is None or worker.side is None:
+            await _refuse(ws, None, CloseCode.CAPACITY, f"no worker holds it now; {_RETRY}")
+            return
+        handoff = Handoff(
+            session_id=session_id or "",
+            role=role,
+            hello=b"",
+            text=True,
+            rest=bytes(ws.raw),
+            path="/openenv/ws",  # without the token
+            openenv=True,
+        )
+        await self._send_socket(ws, worker, handoff)
 
     async def _read_hello(
         self, ws: DivertingConnection, evicted: asyncio.Event
@@ -548,8 +582,6 @@ class Front:
         rest: bytes,
         path: str,
     ) -> None:
-        side = worker.side
-        assert side is not None
         handoff = Handoff(
             session_id=session_id,
             role=verdict.role,
@@ -558,6 +590,11 @@ class Front:
             rest=rest,
             path=path,
         )
+        await self._send_socket(ws, worker, handoff)
+
+    async def _send_socket(self, ws: DivertingConnection, worker: Worker, handoff: Handoff) -> None:
+        side = worker.side
+        assert side is not None
         fd = await detach(ws)
         try:
             await send(side, handoff, fd)

@@ -81,7 +81,8 @@ class Handoff(msgspec.Struct, frozen=True, kw_only=True):
     hello: bytes  # the hello's payload, its token removed
     text: bool  # the hello came as a text (JSON) frame, else binary (msgpack)
     rest: bytes  # what the client sent after its hello frame, as it came (masked frames)
-    path: str  # the request's path, its query removed
+    path: str  # the request's path, its query removed (and an OpenEnv token)
+    openenv: bool = False  # OpenEnv's /ws: no hello; `role` on `session_id` ("": fresh ones)
 
 
 _ENCODER = msgspec.msgpack.Encoder()

@@ -90,6 +90,9 @@ class Journals:
         self.ended: dict[str, Journal] = {}
         self.keep_ended = config.keep_ended
         self.refused: dict[str, str] = {}  # journals that do not read back, and why
+        # Other servers write journals here too (a cluster's hosts, a front's workers): the
+        # ids on disk are read again before each new session takes one (`refresh_taken`).
+        self.shared = False
         self._reported: set[str] = set()  # entries of `sessions/` skipped and logged already
 
     # -- start-up ----------------------------------------------------------------------------

@@ -183,6 +183,7 @@ class SessionRegistry:
             # The thread is never abandoned (it would run on, unaccounted for); a cancel that
             # came meanwhile is delivered here, before anything starts.
             try:
+                await self._refresh_taken()  # the ids other servers gave meanwhile
                 await anyio.lowlevel.checkpoint_if_cancelled()
             except BaseException:
                 built[1].remove_directories()  # the directories ARE made for the scenario
@@ -228,6 +229,7 @@ class SessionRegistry:
                     ),
                     limiter=self._import_limiter,
                 )
+            await self._refresh_taken()
         finally:
             self._importing -= 1
         kept: KeptSource = (source.recipe.scenario, source.recipe.scenario_json, "")
@@ -239,6 +241,13 @@ class SessionRegistry:
             made_in(session, fork_s)  # replayed from the load: what a fork of it would redo
         await journal_created(session)
         return session
+
+    async def _refresh_taken(self) -> None:
+        """With a state dir other servers write to (`Journals.shared`), read the ids on disk
+        again before a new session takes one (two servers creating the same id at the same
+        moment can still collide: the second's journal is refused, and it ends saying so)."""
+        if self.journals is not None and self.journals.shared:
+            await self.journals.refresh_taken()
 
     def _builder(
         self, source: ScenarioSource, oracle: bool, import_mode: ImportMode | str | None

@@ -53,6 +53,7 @@ from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
+from areasync.service.openenv.episode import Credential
 from areasync.service.openenv.routes import base_url as openenv_base_url
 from areasync.service.openenv.routes import split as openenv_split
 from areasync.service.openenv.socket import serve_socket as serve_openenv
@@ -222,6 +223,7 @@ class Service:
             self.tokens.admin = kept or self.tokens.admin
         except StateDirError as exc:
             raise ServiceError(str(exc)) from exc
+        journals.shared = not self.restore_at_start
         self.registry.journals = journals
         background.start(tg, journals.sweep_forever, what="the journal retention sweep")
 
@@ -389,6 +391,10 @@ class Service:
         if self._closing:
             await ws.close(CloseCode.GOING_AWAY, "the server is shutting down; retry later")
             return
+        if handoff.openenv:
+            credential = Credential(None, handoff.role, handoff.session_id or None)
+            await self._serve_openenv(ws, credential, admission=None)
+            return
         hello = handoff.hello.decode() if handoff.text else handoff.hello
         await self._serve_client(ws, handoff.session_id, hello)
 
@@ -415,10 +421,15 @@ class Service:
         if credential is None:  # checked before the upgrade; a token revoked since
             await ws.close(CloseCode.UNAUTHORIZED, "the token is not valid")
             return
+        await self._serve_openenv(ws, credential, self.admission)
+
+    async def _serve_openenv(
+        self, ws: ServerConnection, credential: Credential, admission: Admission | None
+    ) -> None:
         self.openenv_sockets[ws] = None
         self.metrics.connections_opened += 1
         try:
-            await serve_openenv(ws, self.registry, credential, self.admission)
+            await serve_openenv(ws, self.registry, credential, admission)
         finally:
             self.openenv_sockets.pop(ws, None)
 

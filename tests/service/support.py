@@ -142,6 +142,11 @@ class _ThroughFront:
     def ws_url(self, session_id: str) -> str:
         return str(self.front.ws_url(session_id))
 
+    def openenv_url(self, token: str | None = None) -> str:
+        from areasync.service.openenv.routes import base_url
+
+        return base_url(self.http_url, token or self.tokens.admin)
+
 
 @asynccontextmanager
 async def through_front(scenarios: Any, settings: ServiceConfig) -> AsyncIterator[Service]:

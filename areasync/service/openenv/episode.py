@@ -76,9 +76,10 @@ _numbers = itertools.count(1)
 @dataclasses.dataclass(frozen=True, slots=True)
 class Credential:
     """What the token in an OpenEnv URL grants: `role` on `session_id` (None: the admin's,
-    a fresh session per episode)."""
+    a fresh session per episode). `token` is None when the token was checked by the front
+    that handed the socket over (`service/handoff.py`): the worker never sees it."""
 
-    token: str
+    token: str | None
     role: Role
     session_id: str | None
 

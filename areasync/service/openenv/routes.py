@@ -75,6 +75,12 @@ def split(path: str) -> tuple[str, str] | None:
     return unquote(token), slash + route
 
 
+def _key(credential: Credential) -> str:
+    """The token an HTTP episode is kept under (an HTTP request always names one)."""
+    assert credential.token is not None
+    return credential.token
+
+
 def base_url(http_url: str, token: str) -> str:
     """The OpenEnv base URL to paste into `EnvClient(base_url=...)`."""
     from urllib.parse import quote
@@ -193,7 +199,7 @@ class OpenEnvRoutes:
         if route == "/metadata":
             return self._respond(200, self.metadata())
         if route == "/state":
-            episode = self._http.get(credential.token)
+            episode = self._http.get(_key(credential))
             if episode is not None:
                 return self._respond(200, episode.state())
             session = (
@@ -244,9 +250,9 @@ class OpenEnvRoutes:
         return self._respond(200, values)
 
     def _episode(self, credential: Credential) -> Episode:
-        episode = self._http.get(credential.token)
+        episode = self._http.get(_key(credential))
         if episode is None:
-            episode = self._http[credential.token] = Episode(self.registry, credential)
+            episode = self._http[_key(credential)] = Episode(self.registry, credential)
         return episode
 
     @contextlib.asynccontextmanager

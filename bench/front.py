@@ -38,11 +38,12 @@ import sys
 import tempfile
 import time
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+
+from bench.workers import _memory
 
 TOKEN = "bench-front-token"
 TOOL = "SystemApp__get_current_time"
@@ -56,19 +57,6 @@ def _summary(values: list[float]) -> dict[str, float]:
         return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 1)
 
     return {"median": round(statistics.median(ordered), 1), "p90": at(0.9), "p99": at(0.99)}
-
-
-def _memory(pid: int) -> dict[str, float]:
-    kb: dict[str, int] = {}
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
-        name, value, *_ = line.split()
-        kb[name.rstrip(":")] = int(value)
-    uss = kb.get("Private_Clean", 0) + kb.get("Private_Dirty", 0)
-    return {
-        "rss_mb": round(kb.get("Rss", 0) / 1024, 1),
-        "pss_mb": round(kb.get("Pss", 0) / 1024, 1),
-        "uss_mb": round(uss / 1024, 1),
-    }
 
 
 class Server:

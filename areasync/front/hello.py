@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import msgspec
 
-from areasync.protocol.codec import Encoding, decode_client_frame, encode_client_frame
+from areasync.protocol.codec import Encoding, encode_client_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
-from areasync.protocol.frames import Hello, Role, frame_tag
+from areasync.protocol.frames import Role
 from areasync.service.auth import Tokens
 from areasync.service.handoff import TEXT_OPCODE
-from areasync.service.hello import Refusal, unauthorized_message
+from areasync.service.hello import Refusal, hello_frame, unauthorized_message
 
 __all__ = ["Verdict", "judge"]
 
@@ -50,17 +50,9 @@ def judge(
             error = ProtocolError(ErrorCode.BAD_FRAME, "a text frame must be UTF-8; send JSON")
             return Refusal(error, CloseCode.BAD_HELLO)
     try:
-        frame = decode_client_frame(data)
-    except ProtocolError as exc:
-        return Refusal(exc, CloseCode.BAD_HELLO)
-    if not isinstance(frame, Hello):
-        error = ProtocolError(
-            ErrorCode.BAD_STATE,
-            f"the first frame must be `hello` (role, token), got `{frame_tag(frame)}`; "
-            "say hello, then send requests",
-            id=frame.id,
-        )
-        return Refusal(error, CloseCode.BAD_HELLO)
+        frame = hello_frame(data)
+    except Refusal as refusal:
+        return refusal
     allowed = tokens.allows(frame.token, session_id, frame.role)
     if not held and allowed:
         error = ProtocolError(

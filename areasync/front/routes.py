@@ -41,22 +41,27 @@ from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import PROTOCOL, Role
 from areasync.service.auth import token_from_http
 from areasync.service.http import (
+    CREATE_NEEDS_ADMIN,
     SESSIONS_PREFIX,
     Dashboard,
+    create_body_rule,
     create_fields,
+    create_refused,
     error_response,
     head_of,
     json_response,
+    method_refused,
     refusal_response,
     secure,
     source_session_of,
+    token_required,
+    upgrade_required,
     without_body,
 )
-from areasync.service.methods import ALLOW, ALLOWED_METHODS
 from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
 from areasync.service.openenv.routes import split as split_openenv
 from areasync.service.origin import SitePolicy, show_host
-from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
+from areasync.service.screens import BodyRule, Head, PortScreen
 from areasync.service.wire import PostRequest, RefusedRequest
 from areasync.workers.pool import CallFailed, WorkerLost
 
@@ -87,29 +92,12 @@ class FrontView(Protocol):
 
 __all__ = ["FrontRoutes"]
 
-_CREATE_PATH = "/api/sessions"
 _PASSED_ON = frozenset({"/api/scenarios", "/api/schema"})
-_CREATE_STATUS = {
-    ErrorCode.UNAUTHORIZED: 401,
-    ErrorCode.FORBIDDEN: 403,
-    ErrorCode.TOO_LARGE: 413,
-    ErrorCode.RATE_LIMITED: 429,
-    ErrorCode.CAPACITY: 503,
-    ErrorCode.INTERNAL: 500,
-}
+_WHOSE = "the admin token, or a token of that session"
 
 
 def _unauthorized(what: str) -> Response:
-    return refusal_response(_refusal_401(what))
-
-
-def _refusal_401(what: str) -> Refusal:
-    return Refusal(
-        401,
-        ErrorCode.UNAUTHORIZED,
-        f"{what} needs a token: add ?token=<token> or an `Authorization: Bearer <token>` "
-        "header (the admin token, or a token of that session)",
-    )
+    return refusal_response(token_required(what, _WHOSE))
 
 
 class FrontRoutes:
@@ -135,13 +123,8 @@ class FrontRoutes:
 
     def body_rule(self, head: Head) -> BodyRule | None:
         """The one route with a body: `POST /api/sessions`, from the admin token."""
-        if head.method != "POST" or head.path != _CREATE_PATH:
-            return None
-        token = token_from_http(head.query, head.first("Authorization"))
-        refused = None
-        if not self._is_admin(token):
-            refused = _refusal_401("POST /api/sessions (creating a session) needs the admin token")
-        return BodyRule(self.front.config.max_frame_bytes, "max_frame_bytes", "admin", refused)
+        admin = self._is_admin(token_from_http(head.query, head.first("Authorization")))
+        return create_body_rule(head, admin, self.front.config.max_frame_bytes, _WHOSE)
 
     async def __call__(self, connection: Any, request: Request) -> Response | None:
         response = await self._answer(request)
@@ -159,14 +142,9 @@ class FrontRoutes:
         refused = self.screen.check_site(head_of(request))
         if refused is not None:
             return refusal_response(refused)
-        if request.method not in ALLOWED_METHODS and not isinstance(request, PostRequest):
-            return error_response(
-                405,
-                "method_not_allowed",
-                f"method {request.method[:40]!r} is not allowed here: this server answers "
-                f"{' and '.join(ALLOWED_METHODS)}, and POST on {_CREATE_PATH}",
-                {"Allow": ALLOW},
-            )
+        refused_method = method_refused(request, "this server")
+        if refused_method is not None:
+            return refused_method
         url = urlsplit(request.path)
         path = url.path
         token = token_from_http(url.query, request.headers.get("Authorization"))
@@ -174,12 +152,7 @@ class FrontRoutes:
             return await self.create(request.body, token)
         if path.startswith(SESSIONS_PREFIX):
             if request.method == "HEAD":
-                return error_response(
-                    426,
-                    "upgrade_required",
-                    f"{path!r} is a WebSocket endpoint: open it with a WebSocket client (GET)",
-                    {"Upgrade": "websocket"},
-                )
+                return upgrade_required(path)
             return None  # the upgrade goes on; the front reads the hello
         if path.startswith(OPENENV_PREFIX):
             return self.openenv(request, path)
@@ -286,15 +259,14 @@ class FrontRoutes:
 
     async def create(self, body: bytes, token: str | None) -> Response:
         if not self._is_admin(token):
-            return _unauthorized("POST /api/sessions (creating a session) needs the admin token")
+            return _unauthorized(CREATE_NEEDS_ADMIN)
         fields = create_fields(body)
         if isinstance(fields, Response):
             return fields
         try:
             created = await self.front.create_session(**fields)
         except ProtocolError as exc:
-            extra = {"Retry-After": "1"} if exc.code.retryable else None
-            return error_response(_CREATE_STATUS.get(exc.code, 400), exc.code, exc.message, extra)
+            return create_refused(exc)
         except (WorkerLost, CallFailed) as exc:
             return error_response(
                 503,

@@ -57,7 +57,13 @@ from areasync.protocol.frames import (
 )
 from areasync.protocol.records import WAIT_TOOL
 from areasync.service import preempt, roles
-from areasync.service.hello import Refusal, hello_refusal, replay_kind, replay_start
+from areasync.service.hello import (
+    Refusal,
+    hello_frame,
+    hello_refusal,
+    replay_kind,
+    replay_start,
+)
 from areasync.service.limits import TokenBucket, strike_bucket
 from areasync.simulation import ControlInterruptedError, SimulationError
 
@@ -217,19 +223,7 @@ class ConnectionCore:
     def _decode_hello(self, data: str | bytes) -> Hello:
         if len(data) > self.config.max_frame_bytes:
             raise Refusal(self.too_large(len(data)), CloseCode.TOO_LARGE)
-        try:
-            frame = decode_client_frame(data)
-        except ProtocolError as exc:
-            raise Refusal(exc, CloseCode.BAD_HELLO) from None
-        if not isinstance(frame, Hello):
-            error = ProtocolError(
-                ErrorCode.BAD_STATE,
-                f"the first frame must be `hello` (role, token), got `{frame_tag(frame)}`; "
-                "say hello, then send requests",
-                id=frame.id,
-            )
-            raise Refusal(error, CloseCode.BAD_HELLO)
-        return frame
+        return hello_frame(data)
 
     def _admit(self, frame: Hello) -> tuple[Session, int]:
         """The session `frame` may join and the seq to replay from, or the refusal."""

@@ -33,13 +33,17 @@ from typing import Any
 
 import msgspec
 
-from areasync.protocol.errors import ErrorCode, ProtocolError
-from areasync.protocol.frames import CreateSession, Role
+from areasync.protocol.errors import ProtocolError
+from areasync.protocol.frames import Role
 from areasync.service import Service, ServiceConfig
 from areasync.service.auth import Credentials
 from areasync.service.handoff import adopt, adopting_server, handoff_of, receive
 from areasync.service.memory import resident_bytes
-from areasync.service.requests import create_session, created_result
+from areasync.service.requests import (
+    create_from_fields,
+    created_result,
+    refused_as_plain_data,
+)
 from areasync.sessionworker.busy import BUSY_DIR, Busy
 from areasync.sessionworker.confine import confine_session_worker
 from areasync.workers.worker import Handler
@@ -141,32 +145,18 @@ class SessionWorker:
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
         """`create_session` as the admin's frame does it; a refusal as
         `{"error": {"code", "message"}}`."""
-        service = self._service()
-        try:
-            frame = msgspec.convert({"id": 0, **request}, CreateSession)
-            journals = service.registry.journals
-            if journals is not None:
-                await journals.refresh_taken()  # ids other workers gave
-            return await create_session(frame, service.registry)
-        except ProtocolError as exc:
-            return {"error": {"code": str(exc.code), "message": exc.message}}
-        except (msgspec.ValidationError, ValueError) as exc:
-            message = f"create_session: {exc}; see the protocol's create_session fields"
-            return {"error": {"code": str(ErrorCode.INVALID_FIELD), "message": message}}
+        return await create_from_fields(request, self._service().registry)
 
     async def open_scenario(self, source: str) -> dict[str, Any]:
         """A session of the operator's `--scenario` (a registered id or a JSON file's path),
         made as a server makes its own at start-up: the configuration's mode, speed and
         oracle, whatever the memory ceiling says. A refusal as `create`'s."""
-        service = self._service()
+        registry = self._service().registry
         try:
-            journals = service.registry.journals
-            if journals is not None:
-                await journals.refresh_taken()
-            session = await service.registry.create_async(source, ceiling=False)
+            session = await registry.create_async(source, ceiling=False)  # reads the ids taken
         except ProtocolError as exc:
-            return {"error": {"code": str(exc.code), "message": exc.message}}
-        return created_result(session, service.registry)
+            return refused_as_plain_data(exc)
+        return created_result(session, registry)
 
     async def restore(self, session_ids: list[str]) -> tuple[list[Seat], dict[str, str]]:
         """Restore these sessions from their journals: their seats, and why each other one

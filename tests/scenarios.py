@@ -154,6 +154,19 @@ class RunawayApp(TimelineApp):
         _announce()
         return re.search(r"(a|a)+$", "a" * length + "!") is not None
 
+    @app_tool()
+    @event_registered(operation_type=OperationType.READ)
+    def doze(self, seconds: float) -> bool:
+        """Sleep `seconds` of wall time in C (`time.sleep`), the interpreter lock released: the
+        call watchdog cannot stop it, and other threads (a journal's writer) run meanwhile.
+
+        :param seconds: how long to sleep
+        :returns: True
+        """
+        _announce()
+        time.sleep(seconds)
+        return True
+
 
 def _announce() -> None:
     sys.stdout.write(RUNAWAY_STARTED + "\n")

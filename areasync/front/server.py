@@ -93,7 +93,6 @@ logger = logging.getLogger("areasync.front")
 PRELOAD = ("areasync.sessionworker.preload",)
 _BACKLOG = 1024
 _RETRY = "retry in a second and resume with since"
-HELD_OUT_DIR = "held-out"  # sessions never to restore, each file saying why
 
 
 class Front:
@@ -131,6 +130,9 @@ class Front:
         self.handed = 0  # sockets handed to workers
         self.restoring: set[str] = set()  # sessions of a lost worker, not yet restored
         self.refused: dict[str, str] = {}  # journals a worker could not restore, and why
+        # Sessions a killed worker had a call under way for, with their records before it:
+        # restored without that call (`sessionworker/busy.py`, `service/restore.py`).
+        self.abandon: dict[str, int] = {}
         self.lost: list[str] = []  # what happened to workers, in order
         self._scenarios = list(scenarios)
         self._private_dir = False
@@ -199,7 +201,6 @@ class Front:
             raise ServiceError(str(exc)) from exc
         if admin is not None:
             self.tokens.admin = admin
-        self._read_held_out()
 
     async def _listen(self) -> None:
         config = self.config
@@ -307,36 +308,12 @@ class Front:
         assert self.state_dir is not None
         busy = self.state_dir / BUSY_DIR / str(pid)
         if killed:  # its loop was held: most likely by a call under way (`busy.py`)
-            why = (
-                f"a tool call held its worker's event loop for more than "
-                f"{self.supervisor.budget:g} s (--tool-budget plus a margin), so the worker was "
-                "killed; the session is not restored, since its replay would repeat that call "
-                "(its journal is kept)"
-            )
-            for session_id in read_busy(busy):
-                self.hold_out(session_id, why)
+            self.abandon.update(read_busy(busy))
         busy.unlink(missing_ok=True)
-        lost = [sid for sid in lost if sid not in self.refused]
         self.restoring.update(lost)
         self.lost.append(f"{worker.name} (pid {pid}) ended with {len(lost)} session(s)")
         logger.warning("%s (pid %d) ended; restoring its sessions %s", worker.name, pid, lost)
         self._track(self._recover())
-
-    def hold_out(self, session_id: str, why: str) -> None:
-        """Never restore `session_id` (kept in the state dir, for the next start too)."""
-        assert self.state_dir is not None
-        self.refused[session_id] = why
-        self.restoring.discard(session_id)
-        held = self.state_dir / HELD_OUT_DIR
-        held.mkdir(mode=0o700, exist_ok=True)
-        (held / session_id).write_text(why, encoding="utf-8")
-
-    def _read_held_out(self) -> None:
-        assert self.state_dir is not None
-        held = self.state_dir / HELD_OUT_DIR
-        if held.is_dir():
-            for entry in held.iterdir():
-                self.refused[entry.name] = entry.read_text(encoding="utf-8", errors="replace")
 
     async def _recover(self) -> None:
         """Restore a lost worker's sessions on the workers up (its restarted process
@@ -405,7 +382,10 @@ class Front:
             return restored
 
     async def _restore_on(self, worker: Worker, session_ids: list[str]) -> list[str]:
-        seats, refused = await self.pool.call(worker, "restore", session_ids)
+        abandon = {sid: self.abandon[sid] for sid in session_ids if sid in self.abandon}
+        seats, refused = await self.pool.call(worker, "restore", session_ids, abandon)
+        for session_id in session_ids:
+            self.abandon.pop(session_id, None)
         for session_id in set(session_ids) - {seat.session_id for seat in seats}:
             self.seats.where.pop(session_id, None)  # refused: held by no worker
         self.seats.seat(worker.name, seats)

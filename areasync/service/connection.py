@@ -49,6 +49,7 @@ from areasync.protocol.frames import (
     NotificationItem,
     Role,
     StreamItem,
+    error_frame,
 )
 from areasync.service import preempt, requests, wire
 from areasync.service.core import (
@@ -280,6 +281,10 @@ class Connection:
         start = session.hub.seq if welcome.after is None else welcome.after
         self.outbox.start(session.hub, self.core.encoding, batch=self.core.batch, position=start)
         self.outbox.queue(welcome.frame, after=welcome.after, alone=welcome.alone)
+        if self.role is Role.AGENT and session.abandoned is not None:
+            # Its call that held the loop of a worker since killed (`restore.py`): said once.
+            self.outbox.queue(error_frame(session.abandoned), after=welcome.after)
+            session.abandoned = None
         session.attach(self)
         return True
 
@@ -441,7 +446,7 @@ class Connection:
         started = time.perf_counter()
         calls = self.registry.calls
         if calls is not None:
-            calls.enter(self.session_id)
+            calls.enter(self.session_id, len(self.session.sim.records) if self.session else 0)
         try:
             value = await self._perform(frame)
         except BaseException as exc:

@@ -74,9 +74,10 @@ Built: TypeAlias = tuple[Scenario, Sandbox, KeptSource]
 
 
 class CallsUnderWay(Protocol):
-    """Told when a session's tool call starts and when it is answered."""
+    """Told when a session's tool call starts (`records`: how many records its simulation
+    had logged before it) and when it is answered."""
 
-    def enter(self, session_id: str) -> None: ...
+    def enter(self, session_id: str, records: int) -> None: ...
 
     def leave(self, session_id: str) -> None: ...
 

@@ -30,7 +30,7 @@ import asyncio
 import errno as _errno
 import logging
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -296,15 +296,18 @@ class Service:
             return self.gaia2.url(self.tokens.admin, session_id)
         return self.gaia2.url(self.tokens.of(session_id)[role])
 
-    async def restore(self, session_ids: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    async def restore(
+        self, session_ids: Sequence[str], abandon: Mapping[str, int] | None = None
+    ) -> tuple[list[str], dict[str, str]]:
         """Restore `session_ids` from their journals in the state dir, while serving (a
-        cluster's router assigns a lost node's sessions to this server): the ids restored,
-        and why each other one was not."""
+        cluster's router assigns a lost node's sessions to this server, a front a lost
+        worker's; `abandon`: `restore_sessions`'): the ids restored, and why each other one
+        was not."""
         journals = self.registry.journals
         if journals is None:
             raise ServiceError("restore needs a state dir (--state-dir)")
         await journals.load(session_ids)
-        restored = await restore_sessions(self.registry, only=set(session_ids))
+        restored = await restore_sessions(self.registry, set(session_ids), abandon)
         refused = {sid: journals.refused[sid] for sid in session_ids if sid in journals.refused}
         return restored, refused
 

@@ -158,11 +158,13 @@ class SessionWorker:
             return refused_as_plain_data(exc)
         return created_result(session, registry)
 
-    async def restore(self, session_ids: list[str]) -> tuple[list[Seat], dict[str, str]]:
-        """Restore these sessions from their journals: their seats, and why each other one
-        was not."""
+    async def restore(
+        self, session_ids: list[str], abandon: dict[str, int] | None = None
+    ) -> tuple[list[Seat], dict[str, str]]:
+        """Restore these sessions from their journals (`abandon`: `Service.restore`'s): their
+        seats, and why each other one was not."""
         service = self._service()
-        restored, refused = await service.restore(session_ids)
+        restored, refused = await service.restore(session_ids, abandon)
         return [self._seat(sid) for sid in restored], refused
 
     async def seats(self) -> list[Seat]:

@@ -242,7 +242,10 @@ class Front:
             if worker.pid is None or self._started.get(worker.name) != worker.pid:
                 return 0
             try:
-                return int(await self.pool.call(worker, "stop", budget=limit))
+                # A private journals directory goes with this run: sessions end, traces
+                # written, as in one process without --state-dir.
+                suspend = not self._private_dir
+                return int(await self.pool.call(worker, "stop", suspend, budget=limit))
             except Exception as exc:  # killed past its budget, or gone: the pool ends it
                 logger.warning("%s did not stop cleanly: %s", worker.name, exc)
                 return 0

@@ -524,16 +524,17 @@ class SessionRegistry:
                 flush=True,
             )
 
-    async def shutdown(self) -> int:
+    async def shutdown(self, *, suspend: bool = True) -> int:
         """Suspend every journaled live session (`Session.suspend`: no `Ended`, no trace; the
         next start resumes it), stop every other one; return how many were suspended.
+        `suspend=False`: stop them all (journals in a directory no next start will read).
 
         The stops run side by side (each interrupts a long control of its session at its next
         yield). Whatever has not ended `shutdown_timeout` seconds later is ended outside its
         lane (`Session.end_now`), its trace written: shutting down never waits for a session.
         """
         suspended = 0
-        if self.journals is not None:
+        if self.journals is not None and suspend:
             suspended = await self._suspend_all()
 
         async def stop(session: Session) -> None:

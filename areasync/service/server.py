@@ -122,6 +122,9 @@ class Service:
         # state dir's admin token is the front's alone (`keep_admin_token=False`).
         self.listens = listen
         self.keep_admin_token = keep_admin_token
+        # False: the journals' directory is gone after this run (a front's private one), so
+        # live sessions are stopped (traces written) rather than suspended.
+        self.suspend_at_shutdown = True
         self.tokens = Tokens(self.config.admin_token)
         self.metrics = Metrics()
         self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
@@ -323,7 +326,7 @@ class Service:
             server.close(close_connections=False)  # no new connections from here on
         # Journaled sessions are suspended (resumed by the next start); the others end: their
         # clients get `ended` and their traces are written.
-        self.suspended = await self.registry.shutdown()
+        self.suspended = await self.registry.shutdown(suspend=self.suspend_at_shutdown)
         await self.gaia2.close()
         reason = (
             "the server is restarting; reconnect with since"

@@ -194,12 +194,14 @@ class SessionWorker:
         """(live sessions, resident bytes) of this worker."""
         return len(self._service().registry.live()), resident_bytes() or 0
 
-    async def stop(self) -> int:
-        """Shut the service down: live sessions suspended in their journals; how many."""
+    async def stop(self, suspend: bool = True) -> int:
+        """Shut the service down: live sessions suspended in their journals (`suspend`), else
+        stopped with their traces written; how many were suspended."""
         service = self.service
         self.service = None
         if service is None:
             return 0
+        service.suspend_at_shutdown = suspend
         with contextlib.suppress(OSError, ValueError):
             asyncio.get_running_loop().remove_reader(self.side.fileno())
         await service.__aexit__(None, None, None)

@@ -197,3 +197,17 @@ async def test_frames_sent_with_the_hello_in_one_write_are_handed_over_and_answe
         answers = await pipelined(served.url(RUNAWAY), [hello_frame, *calls], until_id=2)
         assert answers[0]["type"] == "welcome"
         assert [a["id"] for a in answers if a["type"] == "result"] == [1, 2]
+
+
+async def test_sigterm_without_a_state_dir_ends_the_sessions_and_writes_their_traces(
+    tmp_path: Path,
+) -> None:
+    # As one process does without --state-dir: the workers' private journals go with the run,
+    # so their sessions are not suspended there, they end.
+    traces = tmp_path / "traces"
+    extra = ("--scenario", RUNAWAY, "--trace-dir", str(traces))
+    async with front(*extra, log=tmp_path / "log") as served:
+        served.process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(WAIT):
+            assert await served.process.wait() == 0
+    assert [p.name for p in traces.iterdir() if p.name.startswith(RUNAWAY)]

@@ -55,7 +55,7 @@ unit: $(STAMP) browser js
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # tests/service's protocol-level tests through `serve --workers 2` (a front and two session
-# workers) instead of one process; a test that reaches into a session's in-process state fails.
+# workers) instead of one process; a test that reaches into a session's in-process state skips.
 through-workers: $(STAMP)
 	AREASYNC_TEST_WORKERS=2 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup \
 		tests/service/test_hello.py tests/service/test_roles.py tests/service/test_stream.py \

@@ -87,8 +87,9 @@ class Gate:
 
 
 # `AREASYNC_TEST_WORKERS=N` runs the tests that use `serving` through a front with N session
-# workers (`areasync serve --workers N`) instead of one in-process service; a test that reaches
-# into the service's sessions (its registry, a session's simulation) cannot, and fails.
+# workers (`areasync serve --workers N`) instead of one in-process service (`make
+# through-workers`); a test that reaches into the service's sessions (its registry, a session's
+# simulation) cannot, and is skipped when it tries.
 THROUGH_FRONT = int(os.environ.get("AREASYNC_TEST_WORKERS", "0"))
 
 
@@ -103,10 +104,17 @@ async def serving(*scenarios: ScenarioSource, **overrides: Any) -> AsyncIterator
         yield service
 
 
+def _in_process_only(what: str) -> Any:
+    pytest.skip(f"reads {what} of a session in this process: not through a front's workers")
+
+
 class _Seat:
     def __init__(self, session_id: str, tokens: dict[Role, str]) -> None:
         self.id = session_id
         self.tokens = tokens
+
+    def __getattr__(self, name: str) -> Any:
+        return _in_process_only(name)
 
 
 class _FrontSessions:
@@ -119,6 +127,9 @@ class _FrontSessions:
         if self._front.seats.held(session_id) is None:
             return None
         return _Seat(session_id, self._front.tokens.of(session_id))
+
+    def __getattr__(self, name: str) -> Any:
+        return _in_process_only(f"the registry's {name}")
 
 
 class _ThroughFront:
@@ -146,6 +157,9 @@ class _ThroughFront:
         from areasync.service.openenv.routes import base_url
 
         return base_url(self.http_url, token or self.tokens.admin)
+
+    def __getattr__(self, name: str) -> Any:
+        return _in_process_only(f"the service's {name}")
 
 
 @asynccontextmanager

@@ -57,6 +57,7 @@ from areasync.front.supervisor import Supervisor
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import error_frame
+from areasync.service import wire
 from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
@@ -578,7 +579,10 @@ class Front:
     async def _send_socket(self, ws: DivertingConnection, worker: Worker, handoff: Handoff) -> None:
         side = worker.side
         assert side is not None
-        fd = await detach(ws)
+        fd = detach(ws)
+        if fd is None:  # it has not even taken the upgrade's response in: dropped
+            wire.abort(ws)
+            return
         try:
             await send(side, handoff, fd)
             self.handed += 1

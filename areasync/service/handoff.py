@@ -199,18 +199,23 @@ def _raw_transport(ws: ServerConnection) -> asyncio.Transport:
     return result
 
 
-async def detach(ws: DivertingConnection) -> int:
+def detach(ws: DivertingConnection) -> int | None:
     """Take `ws`'s socket away from asyncio: a duplicate of its descriptor (the caller's to
-    send and close), and the front's own closed without a byte written."""
+    send and close), and the front's own closed without a byte written. None (nothing done)
+    if the upgrade's response is still queued: a peer that has not taken it in, which the
+    caller drops."""
     transport = _raw_transport(ws)
+    if transport.get_write_buffer_size():
+        return None
     transport.pause_reading()
-    while transport.get_write_buffer_size():  # the upgrade's response, should it be queued
-        await ws.drain()
     sock = transport.get_extra_info("socket")
     fd = os.dup(sock.fileno())
     # Closing without a write: the close frame websockets may still try to send is dropped
-    # (the transport is closed), and no FIN goes out while the duplicate is open.
+    # (the transport is closed), and no FIN goes out while the duplicate is open. The plain
+    # transport replaces the resetting one, whose abort would set SO_LINGER on the socket
+    # the worker now holds.
     ws.diverting = False
+    ws.transport = transport
     transport.close()
     return fd
 

@@ -39,6 +39,12 @@ class Front:
     process: Process
     banner: str
     port: int
+    log: Path
+
+    def said(self) -> str:
+        """What the front and its workers logged (warnings and worse): for a failure's message."""
+        lines = self.log.read_text(errors="replace").splitlines()
+        return "\n".join(line for line in lines if " INFO " not in line)[-4000:]
 
     @property
     def base(self) -> str:
@@ -90,7 +96,7 @@ async def front(*extra: str, log: Path) -> AsyncIterator[Front]:
         banner = await read_banner(process)
         found = re.search(r"serving on http://127\.0\.0\.1:(\d+)", banner)
         assert found, banner
-        yield Front(process, banner, int(found[1]))
+        yield Front(process, banner, int(found[1]), log)
     finally:
         if process.returncode is None:
             process.kill()

@@ -113,7 +113,7 @@ async def test_a_killed_workers_sessions_resume_on_a_live_worker_with_since(
         again, rewelcome = await hello_past_restore(
             url, "agent", token, since=seq, epoch=welcome["epoch"]
         )
-        assert rewelcome["restored"] is True
+        assert rewelcome.get("restored") is True, (rewelcome, served.said())
         assert rewelcome["epoch"] == welcome["epoch"] and rewelcome["seq"] == seq
         await call(again, 2, MARK, label="after the kill")
         result, after = await reply(again, 2)
@@ -146,7 +146,7 @@ async def test_a_worker_stuck_in_c_is_killed_and_its_sessions_resume_without_the
         again, back = await hello_past_restore(
             stuck_url, "agent", stuck_token, since=welcome["seq"], epoch=welcome["epoch"]
         )
-        assert back["type"] == "welcome" and back["restored"] is True
+        assert back.get("restored") is True, (back, served.said())
         told = json.loads(await again.recv())
         assert told["type"] == "error" and told["code"] == "tool_budget_exceeded"
         assert "recorded abandoned" in told["message"]

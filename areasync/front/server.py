@@ -72,6 +72,7 @@ from areasync.service.handoff import (
     client_frame,
     detach,
     filtered_connection,
+    peer_gone,
     send,
 )
 from areasync.service.hello import Refusal
@@ -579,6 +580,10 @@ class Front:
     async def _send_socket(self, ws: DivertingConnection, worker: Worker, handoff: Handoff) -> None:
         side = worker.side
         assert side is not None
+        if peer_gone(side):  # it ended, and its pool has not seen it yet: as while restoring
+            reason = f"the session's worker has ended and is being replaced; {_RETRY}"
+            await _refuse(ws, None, CloseCode.CAPACITY, reason)
+            return
         fd = detach(ws)
         if fd is None:  # it has not even taken the upgrade's response in: dropped
             wire.abort(ws)

@@ -58,6 +58,7 @@ __all__ = [
     "decode",
     "detach",
     "encode",
+    "peer_gone",
     "receive",
     "send",
 ]
@@ -218,6 +219,17 @@ def detach(ws: DivertingConnection) -> int | None:
     ws.transport = transport
     transport.close()
     return fd
+
+
+def peer_gone(side: socket.socket) -> bool:
+    """Whether the worker's end of a side channel is closed (its process ended): the worker
+    never sends on it, so anything to read is the end of the channel."""
+    try:
+        return side.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 async def send(side: socket.socket, handoff: Handoff, fd: int) -> None:

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
 
 from areasync.protocol.frames import Role
-from areasync.service.handoff import HELLO_BYTES, BadFrame, Handoff, client_frame, decode, encode
+from areasync.service.handoff import (
+    HELLO_BYTES,
+    BadFrame,
+    Handoff,
+    client_frame,
+    decode,
+    encode,
+    peer_gone,
+)
 
 
 def _masked(payload: bytes, opcode: int = 0x1, fin: bool = True) -> bytes:
@@ -57,3 +66,13 @@ def test_the_header_round_trips_and_names_no_token_field() -> None:
     )
     assert decode(encode(handoff)) == handoff
     assert "token" not in Handoff.__struct_fields__
+
+
+def test_a_side_channel_whose_worker_ended_is_seen_gone_before_a_hand_off() -> None:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        assert not peer_gone(ours)
+        theirs.close()  # what a worker's death does to its end
+        assert peer_gone(ours)
+    finally:
+        ours.close()

@@ -102,6 +102,7 @@ async def front(*extra: str, log: Path) -> AsyncIterator[Front]:
             process.kill()
         with anyio.fail_after(30), anyio.CancelScope(shield=True):
             await process.wait()
+        print(log.read_text(errors="replace")[-12000:])  # shown for a test that failed
 
 
 async def hello(

@@ -28,6 +28,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 from websockets.uri import parse_uri
 
+from areasync.client.reconnect import FATAL_CLOSE_CODES
 from tests.service.durable_support import read_banner
 
 ADMIN = "front-admin-token-not-for-workers"
@@ -122,12 +123,13 @@ async def hello(
 async def hello_past_restore(
     url: str, role: str, token: str, **fields: Any
 ) -> tuple[ClientConnection, dict[str, Any]]:
-    """`hello`, said again while the session is being restored (4503, which areasync's
-    client retries too) until it is answered otherwise."""
+    """`hello`, said again while the session is being restored (closed 4503, or closed
+    without a close frame by a worker that ended under it) until it is answered otherwise:
+    what areasync's client does for every close but a fatal one (`client/reconnect.py`)."""
     with anyio.fail_after(WAIT):
         while True:
             ws, answer = await hello(url, role, token, **fields)
-            if answer != {"type": "closed", "code": 4503}:
+            if answer["type"] != "closed" or answer["code"] in FATAL_CLOSE_CODES:
                 return ws, answer
             await anyio.sleep(0.05)
 

@@ -81,6 +81,10 @@ class Front:
         return next(w["pid"] for w in listed["workers"] if w["name"] == name)
 
 
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-12000:]
+
+
 def command(*extra: str) -> list[str]:
     return [
         *(sys.executable, "-m", "tests.front.runaway_front", "serve", "--workers", "2"),
@@ -103,7 +107,7 @@ async def front(*extra: str, log: Path) -> AsyncIterator[Front]:
             process.kill()
         with anyio.fail_after(30), anyio.CancelScope(shield=True):
             await process.wait()
-        print(log.read_text(errors="replace")[-12000:])  # shown for a test that failed
+        print(_tail(log))  # shown for a test that failed
 
 
 async def hello(

@@ -3,6 +3,7 @@
 areasync run scenario_tutorial --mode fast --oracle
 areasync bench run|judge|gaia2-run [are-benchmark's options] [--resume] [--retry N]
 areasync bench report OUTPUT_DIR
+areasync bench aggregate SHARD_DIR... --output_dir OUT
 areasync schema
 areasync serve [--scenario ID_OR_PATH ...]
 areasync session create|stop|list --url ws://HOST:PORT --token ADMIN_TOKEN
@@ -15,16 +16,19 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
 from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
+from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
 from areasync.cli_durable import add_cluster_options, add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.protocol.frames import ImportMode, Mode
-from areasync.service.ports import is_port
+from areasync.service.ports import is_port, port_range_problems
+from areasync.tempdirs import remove_ares_temp_dir_at_exit
 
 IMPORT_MODE_HELP = (
     "how a JSON scenario is imported: benchmark = as Gaia2's runner does (ARE's "
@@ -65,6 +69,17 @@ def memory_limit(text: str) -> int | str:
     return "none" if value is None else value
 
 
+def positive_bytes(text: str) -> int:
+    """argparse type of --max-scenario-bytes: a whole number of bytes, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes (a whole number >= 1)")
+    return value
+
+
 def port_number(text: str) -> int:
     """argparse type of --port: an integer 0-65535."""
     try:
@@ -76,14 +91,47 @@ def port_number(text: str) -> int:
     return value
 
 
+def port_range(text: str) -> tuple[int, int]:
+    """argparse type of --gaia2-ports: FIRST-LAST, ports 1-65535, FIRST <= LAST."""
+    first, sep, last = text.partition("-")
+    try:
+        ports = (int(first), int(last))
+    except ValueError:
+        ports = None
+    if not sep or ports is None or port_range_problems(ports):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a range of ports: use FIRST-LAST, ports 1-65535 with FIRST <= "
+            "LAST (e.g. 9100-9199: a port per session)"
+        )
+    return ports
+
+
+def directory(text: str) -> Path:
+    """argparse type of --scenario-dir: an existing directory."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a directory: name an existing one")
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    remove_ares_temp_dir_at_exit()
+    if argv[:1] == ["gaia2-cli"]:
+        # gaia2-cli's app commands: stdlib only, so that each starts at once.
+        from areasync.agents.gaia2_tools import main as gaia2_tools
+
+        return gaia2_tools(argv[1:])
     if argv[:1] == ["bench"] and argv[1:2] in (["run"], ["judge"], ["gaia2-run"]):
         # are-benchmark's own options (click), so argparse never sees them; ARE is imported
         # only here.
         from areasync.gaia2.cli import main as bench
 
         return bench(argv[2:], command=argv[1])
+    if argv[:2] == ["bench", "aggregate"]:
+        from areasync.gaia2.shards import main as bench_aggregate
+
+        return bench_aggregate(argv[2:])
     if argv[:2] == ["bench", "report"]:
         from areasync.gaia2.report import main as bench_report
 
@@ -119,6 +167,13 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help=IMPORT_MODE_HELP,
     )
+    run.add_argument(
+        "--max-scenario-bytes",
+        type=positive_bytes,
+        default=DEFAULT_MAX_SCENARIO_BYTES,
+        metavar="N",
+        help="largest scenario file read, in bytes (default: %(default)s)",
+    )
     run.add_argument("--json", action="store_true", help="print the event log as JSON lines")
     run.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
 
@@ -127,7 +182,8 @@ def _parser() -> argparse.ArgumentParser:
         "bench",
         help="bench run|judge|gaia2-run [are-benchmark's options]: are-benchmark's commands "
         "on the virtual clock (areasync bench run --help, ...); bench report OUTPUT_DIR: "
-        "gaia2-cli's per-run files and an HTML report for any run's output directory",
+        "gaia2-cli's per-run files and an HTML report for any run's output directory; bench "
+        "aggregate DIR... --output_dir OUT: merge the shards of a `bench run --shard I/K`",
     )
     add_agent_parser(sub)
     add_session_parser(sub)
@@ -165,6 +221,34 @@ def _parser() -> argparse.ArgumentParser:
         "a harness's base URL is http://HOST:PORT/gaia2/<session token>, printed per session; "
         "with --ray every node's server serves it on this port (0: a free one on each node), "
         "and the router's /api/sessions/<id>/url gives a session's gaia2_url",
+    )
+    serve.add_argument(
+        "--gaia2-ports",
+        type=port_range,
+        default=None,
+        metavar="FIRST-LAST",
+        help="serve each session's gaia2-cli adapter at the bare root of a port of its own "
+        "from this range, http://127.0.0.1:PORT as gaia2-cli's runner reaches one (loopback "
+        "only, the user's role, no token); printed per session, in create_session's result "
+        "and GET /api/sessions (gaia2_cli_url); a session holds its port until it is discarded",
+    )
+    serve.add_argument(
+        "--mcp-port",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="also serve each session's tools over MCP (Streamable HTTP) on this port (0: any "
+        "free port): a session's URL is http://HOST:PORT/mcp/<session id>, with its agent's "
+        "token in Authorization: Bearer; printed per session",
+    )
+    serve.add_argument(
+        "--scenario-dir",
+        type=directory,
+        default=None,
+        metavar="DIR",
+        help="let OpenEnv clients start the .json scenarios under DIR by path "
+        "(initialize{scenario_path}, relative to DIR) and list them by split (its folders) "
+        "with OpenEnv's Task API; default: registered scenario ids only",
     )
     serve.add_argument(
         "--allow-origin",
@@ -301,6 +385,12 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     ("gaia2_sse_lifetime", float, "wall seconds an /events stream lasts, then ends to resume"),
     ("http_idle_timeout", float, "wall seconds a gaia2-cli socket may wait between requests"),
     (
+        "keep_ended",
+        int,
+        "ended sessions kept for replay and their artifacts (each holds its --gaia2-ports "
+        "port); beyond it the oldest is discarded",
+    ),
+    (
         "openenv_idle_timeout",
         float,
         "wall seconds an OpenEnv client (a /ws, or a token's HTTP episode) may send nothing, "
@@ -317,7 +407,11 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
         "the most of a session's wall time its snapshots may take (0: none as it runs)",
     ),
     ("max_frame_bytes", int, "largest client frame, in bytes"),
-    ("max_scenario_bytes", int, "largest inline create_session scenario, in bytes of JSON"),
+    (
+        "max_scenario_bytes",
+        int,
+        "largest scenario, in bytes of JSON: a --scenario file, or a create_session's inline one",
+    ),
     ("max_file_bytes", int, "largest file a session's tools may read (attachment, document)"),
     ("max_call_bytes", int, "largest call_tool or send_user_message frame, in bytes"),
     (
@@ -397,6 +491,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             gaia2_port=args.gaia2_port,
+            gaia2_ports=args.gaia2_ports,
+            scenario_dir=args.scenario_dir,
+            mcp_port=args.mcp_port,
             allow_origins=tuple(args.allow_origin),
             allow_hosts=tuple(args.allow_host),
             admin_token=args.token or os.environ.get("AREASYNC_TOKEN") or None,
@@ -428,10 +525,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.workers < 0:
         print("areasync serve: --workers is a count of processes: 0 or more", file=sys.stderr)
         return 2
-    if args.workers and (args.ray or config.gaia2_port is not None):
+    adapters = (config.gaia2_port, config.gaia2_ports, config.mcp_port)
+    if args.workers and (args.ray or any(port is not None for port in adapters)):
         print(
-            "areasync serve: --workers does not combine with --ray or --gaia2-port yet; "
-            "drop --workers (or use --workers 0)",
+            "areasync serve: --workers does not combine with --ray, --gaia2-port, "
+            "--gaia2-ports or --mcp-port yet; drop --workers (or use --workers 0)",
             file=sys.stderr,
         )
         return 2
@@ -492,10 +590,12 @@ async def _serve(config: Any, scenarios: list[str]) -> None:
         if after > before:
             log.info("open files limit raised from %d to %d (the hard limit)", before, after)
         # Every socket the ports may hold: authenticated, pending and parked (admission.py),
-        # and the gaia2-cli port's.
+        # and the gaia2-cli and MCP ports'.
         sockets = config.max_connections + 5 * config.max_pending_hellos
         if config.gaia2_port is not None:
             sockets += config.gaia2_max_connections
+        if config.mcp_port is not None:
+            sockets += config.max_connections
         if after < sockets + 64:
             log.warning(
                 "the open files limit (%d) is below the sockets the ports may hold (%d: "
@@ -560,6 +660,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             oracle=args.oracle,
             speed=args.speed,
             import_mode=args.import_mode,
+            max_scenario_bytes=args.max_scenario_bytes,
         )
     except ScenarioError as exc:
         print(f"areasync: {exc}", file=sys.stderr)

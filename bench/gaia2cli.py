@@ -12,8 +12,8 @@ alternate between the two ways in, so both see the same machine state:
 - `notify_rtt`: the user's message to the agent's answer, as the user sees it. Adapter: `POST
   /notify` (aiohttp client) until the `event: chat` frame arrives on an open `GET /events`.
   Native: a user client's `send_user_message` until the answer's event arrives on its stream.
-- `execute_action_rtt`: one tool call (`SystemApp__get_current_time`). Adapter: `POST
-  /execute_action` with the agent's URL until its reply. Native: the agent's `call_tool`.
+- `call_tool_rtt`: one tool call (`SystemApp__get_current_time`). Adapter: `POST
+  /call_tool` with the agent's URL until its reply. Native: the agent's `call_tool`.
 - `delivery`: from the answer's event being appended to the session's stream (timed in the
   server, `perf_counter_ns`, same process) to its arrival at the SSE reader / the user client.
 
@@ -126,12 +126,12 @@ async def _round(bench: Bench, n: int, user: Client, agent: Client, http: Any, u
     # One tool call each way.
     started = time.perf_counter_ns()
     body = {"app": TOOL_APP, "action": TOOL_ACTION, "args": {}, "event_id": f"e{n}"}
-    async with http.post(urls["agent"] + "/execute_action", json=body) as r:
+    async with http.post(urls["agent"] + "/call_tool", json=body) as r:
         assert (await r.json())["ok"]
-    bench.add("execute_action_rtt.adapter", time.perf_counter_ns() - started)
+    bench.add("call_tool_rtt.adapter", time.perf_counter_ns() - started)
     started = time.perf_counter_ns()
     await agent.call_tool(f"{TOOL_APP}__{TOOL_ACTION}")
-    bench.add("execute_action_rtt.native", time.perf_counter_ns() - started)
+    bench.add("call_tool_rtt.native", time.perf_counter_ns() - started)
 
 
 async def run(rounds: int, warmup: int) -> dict[str, Any]:

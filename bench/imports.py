@@ -42,19 +42,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import log, percentile
+from bench.common import best_of, log, percentile
 
 SCRIPT = str(Path(__file__).resolve())
 ADMIN = "bench-admin-token"
-
-
-def _timed(run: Any, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _are(text: str, benchmark: bool) -> None:
@@ -85,14 +76,14 @@ def imports(sizes: list[int], are_max: int, repeat: int) -> list[dict[str, Any]]
         text = synthetic_scenario_json(n)
         row: dict[str, Any] = {"events": n, "json_bytes": len(text)}
         for mode, benchmark in (("plain", False), ("benchmark", True)):
-            ours = _timed(lambda b=benchmark, t=text: _areasync(t, b), repeat)
+            ours = best_of(lambda b=benchmark, t=text: _areasync(t, b), repeat)
             entry: dict[str, Any] = {
                 "areasync_s": round(ours, 3),
                 "areasync_us_per_event": round(ours / n * 1e6, 1),
             }
             if n <= are_max:
                 log(f"imports: ARE {mode} import of {n} events...")
-                theirs = _timed(lambda b=benchmark, t=text: _are(t, b), 1)
+                theirs = best_of(lambda b=benchmark, t=text: _are(t, b), 1)
                 entry.update(
                     are_s=round(theirs, 3),
                     are_us_per_event=round(theirs / n * 1e6, 1),
@@ -100,7 +91,7 @@ def imports(sizes: list[int], are_max: int, repeat: int) -> list[dict[str, Any]]
                 )
             row[mode] = entry
         scenario = _areasync(text, False)
-        session = _timed(lambda s=scenario: Simulation.load(s, mode="manual"), 1)
+        session = best_of(lambda s=scenario: Simulation.load(s, mode="manual"), 1)
         row["session_build_on_loop_s"] = round(session, 3)
         log(f"imports: {json.dumps(row)}")
         rows.append(row)

@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import json
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
-from bench.common import log, percentile
+from bench.common import client_process, log, round_trips
 
 SCRIPT = str(Path(__file__).resolve())
 TOKEN = "bench-admin"
@@ -47,14 +46,7 @@ TOOL = ("SystemApp", "get_current_time")
 STEPS_PER_EPISODE = 10
 
 
-def summary(values: list[float]) -> dict[str, float]:
-    us = [v * 1e6 for v in values]
-    return {
-        "n": len(us),
-        "p50_us": round(percentile(us, 50), 1),
-        "p99_us": round(percentile(us, 99), 1),
-        "mean_us": round(statistics.fmean(us), 1) if us else float("nan"),
-    }
+summary = round_trips
 
 
 # -- clients (each in a process of its own) ---------------------------------------------------
@@ -135,13 +127,7 @@ async def run_spec(spec: dict[str, Any]) -> Any:
 
 async def in_process(spec: dict[str, Any]) -> Any:
     """Run a client spec in another process; its JSON result."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, SCRIPT, "client", json.dumps(spec), stdout=asyncio.subprocess.PIPE
-    )
-    out, _ = await proc.communicate()
-    if proc.returncode != 0:
-        raise RuntimeError(f"client {spec['kind']} failed ({proc.returncode})")
-    return json.loads(out)
+    return await client_process(SCRIPT, spec)
 
 
 # -- the threaded OpenEnv-style server --------------------------------------------------------

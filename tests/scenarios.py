@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from are.simulation.apps.agent_user_interface import AgentUserInterface
@@ -212,3 +213,14 @@ class RunawayScenario(Scenario):
             for event_id, at, function, args in planned
             if at is not None
         ]
+
+
+def oversized_scenario_file(folder: Path, size: int) -> Path:
+    """A Gaia2 scenario file (`tiny_email`, its oracle passes) padded with trailing whitespace
+    to `size` bytes: as large as a Gaia2-sized world, written in a blink."""
+    from areasync.gaia2.dataset import SPECS, scenario_json
+
+    text = scenario_json(SPECS["tiny_email"]).encode()
+    path = folder / "oversized.json"
+    path.write_bytes(text + b" " * (size - len(text)))
+    return path

@@ -46,7 +46,10 @@ Inside a session, what is allowed:
 * only regular files are opened for reading, and at most `max_file_bytes` of them
   (`ServiceConfig.max_file_bytes`, `areasync serve --max-file-bytes`, 10 MiB by default): a
   FIFO, a device, a socket or a `/proc` file is refused before `open` could block or read for
-  ever (`os.stat`, which the hook uses, never blocks on them);
+  ever (`os.stat`, which the hook uses, never blocks on them). The scenario's own JSON file,
+  readable while the scenario is built, is the operator's file, not the agent's: it is held
+  to the operator's `max_scenario_bytes` before it is read (`operator_files`), not to
+  `max_file_bytes`;
 * at most `max_files_created` new files and directories over the run (`ServiceConfig
   .max_files_created`, `areasync serve --max-files-created`; None: no cap): what an agent builds
   is what its listings, the session's state and its trace then walk through. Counted when a
@@ -192,7 +195,7 @@ class Sandbox:
         ):
             raise SandboxViolation(self._outside(path, "read"))
         if file:
-            self._check_regular(path, real)
+            self._check_regular(path, real, sized=real not in self.readable)
 
     def check_write(self, path: Any, *, dir_fd: Any = None, follow: bool = True) -> None:
         real = resolve(path, dir_fd, follow=follow)
@@ -276,7 +279,7 @@ class Sandbox:
         real = resolve(path, dir_fd, follow=False)
         self.temp_files.discard(real or "")
 
-    def _check_regular(self, path: Any, real: str) -> None:
+    def _check_regular(self, path: Any, real: str, *, sized: bool = True) -> None:
         try:
             info = os.stat(real)
         except OSError:
@@ -285,7 +288,7 @@ class Sandbox:
             return  # `open` refuses a directory itself; os.open of one lists nothing
         if not stat.S_ISREG(info.st_mode) and real != os.devnull:
             raise SandboxViolation(self._not_regular(path))
-        if info.st_size > self.max_file_bytes:
+        if sized and info.st_size > self.max_file_bytes:
             raise SandboxViolation(
                 f"{os.fsdecode(path)!r} is {info.st_size} bytes, above this session's limit of "
                 f"{self.max_file_bytes} bytes per file (max_file_bytes): use a smaller file"

@@ -51,7 +51,9 @@ class ScenarioError(ValueError):
     """The scenario could not be loaded; nothing was created."""
 
 
-def vet_json(text: str | bytes, *, origin: str = "inline JSON") -> None:
+def vet_json(
+    text: str | bytes, *, origin: str = "inline JSON", max_bytes: int = MAX_JSON_BYTES
+) -> None:
     """Refuse, before any work, JSON that ARE should not be handed (see the module docstring).
 
     Checks size, that it parses (strict JSON: no NaN), nesting depth, the clock numbers of
@@ -59,14 +61,15 @@ def vet_json(text: str | bytes, *, origin: str = "inline JSON") -> None:
     share an id. Cheap: one C parse and one walk, no ARE object is built. Raises ScenarioError
     saying what to fix.
     """
-    vetted_json(text, origin)
+    vetted_json(text, origin, max_bytes)
 
 
-def vetted_json(text: str | bytes, origin: str) -> dict[str, Any]:
-    """`vet_json`, returning the decoded document."""
-    if len(text) > MAX_JSON_BYTES:
+def vetted_json(text: str | bytes, origin: str, max_bytes: int = MAX_JSON_BYTES) -> dict[str, Any]:
+    """`vet_json`, returning the decoded document; `max_bytes`: the largest accepted (an
+    operator's file may be allowed more than `MAX_JSON_BYTES`, see `operator_files`)."""
+    if len(text) > max_bytes:
         raise ScenarioError(
-            f"{origin} is {len(text)} bytes, above the {MAX_JSON_BYTES}-byte limit for scenarios"
+            f"{origin} is {len(text)} bytes, above the {max_bytes}-byte limit for scenarios"
         )
     try:
         data = msgspec.json.decode(text)

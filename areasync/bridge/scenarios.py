@@ -37,6 +37,7 @@ from are.simulation.scenarios.scenario import Scenario
 from areasync.bridge.confinement import confine_file_systems
 from areasync.bridge.json_import import import_benchmark, import_plain
 from areasync.bridge.judge_options import JudgeOptions
+from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES, check_file
 from areasync.bridge.scenario_vetting import MAX_JSON_BYTES, ScenarioError, vetted_json
 from areasync.protocol.frames import ImportMode
 
@@ -110,8 +111,10 @@ def from_json(
     import_mode: ImportMode | str = ImportMode.AUTO,
     oracle: bool = False,
     judge: JudgeOptions | None = None,
+    max_bytes: int = MAX_JSON_BYTES,
 ) -> Scenario:
-    """An ARE/Gaia2 JSON scenario (the format of ARE's `JsonScenarioExporter`), vetted first.
+    """An ARE/Gaia2 JSON scenario (the format of ARE's `JsonScenarioExporter`), vetted first
+    (at most `max_bytes` of it).
 
     `plain` returns the imported scenario, not yet initialised; `benchmark` returns it
     preprocessed as Gaia2's runner does (initialised, turns rewired), judged by `judge` unless
@@ -119,7 +122,7 @@ def from_json(
     with a judge or not, see the module docstring.
     """
     mode = parse_import_mode(import_mode)
-    data = vetted_json(text, origin)
+    data = vetted_json(text, origin, max_bytes)
     judge = None if oracle else judge  # are-benchmark run --oracle judges nothing
     chosen = mode
     if mode is ImportMode.AUTO:
@@ -279,6 +282,7 @@ def load(
     import_mode: ImportMode | str = ImportMode.AUTO,
     oracle: bool = False,
     judge: JudgeOptions | None = None,
+    max_scenario_bytes: int = DEFAULT_MAX_SCENARIO_BYTES,
     **init_kwargs: Any,
 ) -> Scenario:
     """Resolve `source` to an initialised Scenario.
@@ -287,6 +291,8 @@ def load(
     a registered scenario id. `import_mode` says how JSON is imported (`auto`, `benchmark`,
     `plain`; see the module docstring); `oracle` tells `auto` whether the scenario will run in
     ARE's oracle mode; `judge`, which LLM judges a benchmark import (none: not judged).
+    `max_scenario_bytes`: the operator's limit on a JSON file (`operator_files`), checked before
+    it is read.
     `init_kwargs` go to `Scenario.initialize` (not with a benchmark import: ARE's
     preprocess_scenario initialises the scenario itself).
     """
@@ -299,14 +305,14 @@ def load(
         path = Path(source)
         if not path.is_file():
             raise ScenarioError(f"scenario file {str(path)!r} does not exist; check the path")
-        if path.stat().st_size > MAX_JSON_BYTES:
-            raise ScenarioError(f"scenario file {str(path)!r} is above {MAX_JSON_BYTES} bytes")
+        check_file(path, max_scenario_bytes)
         scenario = from_json(
             path.read_bytes(),
             origin=f"scenario file {str(path)!r}",
             import_mode=mode,
             oracle=oracle,
             judge=judge,
+            max_bytes=max_scenario_bytes,
         )
     elif isinstance(source, str) and source.lstrip().startswith("{"):
         scenario = from_json(source, import_mode=mode, oracle=oracle, judge=judge)

@@ -40,6 +40,10 @@ class CreatedSession(msgspec.Struct, kw_only=True):
     tokens: dict[str, str]  # role -> token: agent, user, observer, controller
     import_mode: str | None = None
     judge: dict[str, str] | None = None  # {"model", "provider"} when Gaia2's judge scores it
+    # Its gaia2-cli adapter at the root of a port of its own (`serve --gaia2-ports`), or why
+    # it has none.
+    gaia2_cli_url: str | None = None
+    gaia2_cli_error: str | None = None
 
 
 class StoppedSession(msgspec.Struct, kw_only=True):

@@ -122,7 +122,7 @@ class Host:
 
     async def admin_get(self, path: str) -> tuple[int, bytes]:
         """(status, JSON body) of this server's GET `path` with the admin token: the router
-        passes on `/api/scenarios` and `/api/sessions/<id>/source` (`routes.py`)."""
+        passes on `/api/scenarios`, `/api/sessions/<id>/source` and `.../agent` (`routes.py`)."""
         service = self._service()
         response = service.http.answer_for(path, service.tokens.admin)
         return response.status_code, bytes(response.body)

@@ -26,6 +26,7 @@ POST /api/sessions          admin    201 {"session_id", "url" (the router's), "n
                                      Content-Length); 400/401/413/503 saying why, nothing created
 /api/scenarios              admin    a host's answer (the scenarios "New session" offers)
 /api/sessions/<id>/source   admin    the session's host's answer (the fields that restart it)
+/api/sessions/<id>/agent    admin    the session's host's answer (its agent token and URL)
 /health                     no       200 {"status": "ok" | "degraded", "nodes", "lost_nodes",
                                      "restoring"}
 / , the dashboard's files    no       the one-machine dashboard (`service/http.py`'s `Dashboard`),
@@ -66,6 +67,7 @@ from areasync.protocol.frames import PROTOCOL
 from areasync.service.auth import token_from_http
 from areasync.service.gaia2cli.http import adapter_url
 from areasync.service.http import (
+    AGENT_SUFFIX,
     CREATE_NEEDS_ADMIN,
     Dashboard,
     create_body_rule,
@@ -188,6 +190,8 @@ class Routes:
                 return _unauthorized("/api/sessions on the router lists every node's sessions")
             return json_response(200, await self.sessions())
         restarted = source_session_of(url.path)
+        if restarted is None:  # its agent token, for the dashboard's agent command
+            restarted = source_session_of(url.path, AGENT_SUFFIX)
         if restarted is not None or url.path == _SCENARIOS_PATH:
             if not self._is_admin(token):
                 return _unauthorized(f"{url.path} on the router")

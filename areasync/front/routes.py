@@ -59,7 +59,7 @@ from areasync.service.http import (
     without_body,
 )
 from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
-from areasync.service.openenv.routes import split as split_openenv
+from areasync.service.openenv.routes import locate as locate_openenv
 from areasync.service.origin import SitePolicy, show_host
 from areasync.service.screens import BodyRule, Head, PortScreen
 from areasync.service.wire import PostRequest, RefusedRequest
@@ -183,7 +183,7 @@ class FrontRoutes:
     def openenv(self, request: Request, path: str) -> Response | None:
         """OpenEnv's `/ws` with a token that opens something: the upgrade (the socket then
         goes to a worker, `server.py`); its HTTP routes are not served here yet."""
-        parts = split_openenv(path)
+        parts = locate_openenv(path, request.headers.get("Authorization"))
         assert parts is not None
         token, route = parts
         websocket = request.headers.get("Upgrade", "").lower() == "websocket"

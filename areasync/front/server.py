@@ -78,7 +78,7 @@ from areasync.service.handoff import (
 from areasync.service.hello import Refusal
 from areasync.service.http import session_id_of
 from areasync.service.journals import Journals, StateDirError
-from areasync.service.openenv.routes import split as split_openenv
+from areasync.service.openenv.routes import locate as locate_openenv
 from areasync.service.redact import RedactingLogger
 from areasync.service.server import ServiceError, display_host, listen_error, natural_id
 from areasync.service.wire import screened_connection
@@ -436,7 +436,8 @@ class Front:
     async def _on_connection(self, ws: ServerConnection) -> None:
         assert isinstance(ws, DivertingConnection)
         path = urlsplit(ws.request.path if ws.request is not None else "/").path
-        openenv = split_openenv(path)
+        authorization = ws.request.headers.get("Authorization") if ws.request else None
+        openenv = locate_openenv(path, authorization)
         if openenv is not None:
             await self._hand_openenv(ws, openenv[0])
             return

@@ -18,11 +18,15 @@ output either way (`gaia2/spread.py`). `--workers 0`, and ARE's `--executor_type
 (whose scenarios ARE loads and pre-runs in this process), keep every run in this process.
 
 `bench_command(name)` builds any of the three from `COMMANDS`: one callback, the differences
-are data (`BenchCommand`). Five options are areasync's own, on every command, because each is
+are data (`BenchCommand`). Six options are areasync's own, on every command, because each is
 a long sweep of the same per-run shape (ARE's `process_scenario`):
 
 * `--workers N` and `--run-budget`: where the runs run (above), and how long one may take in
   a worker before it is ended (`gaia2/local.py`).
+
+* `--require-confinement`: refuse to start unless the kernel can confine every worker process
+  (`gaia2/confinement.py`); without it they are confined as far as the kernel allows, and the
+  start-up line says how far.
 
 * `--resume` / records (`areasync.gaia2.sweep`): `run` and `gaia2-run` run agents for hours;
   `judge` calls the judge LLM for every trace of a dataset, which is hours too. Each finished
@@ -129,10 +133,43 @@ RUN_BUDGET = click.Option(
         "does not run again"
     ),
 )
+REQUIRE_CONFINEMENT = click.Option(
+    ["--require-confinement"],
+    is_flag=True,
+    default=False,
+    help=(
+        "areasync: refuse to start unless the kernel can confine each worker process "
+        "(Landlock ABI 4 or later, seccomp): files, network and privileges. Without it the "
+        "workers are confined as far as the kernel allows, said on stderr"
+    ),
+)
+MAX_SCENARIO_BYTES = click.Option(
+    ["--max-scenario-bytes"],
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help=(
+        "areasync: the largest scenario file of the dataset (-d / --dataset_path: every "
+        ".json under it) in bytes, checked before anything runs; one above it stops the "
+        "command with its name (default: 64 MiB)"
+    ),
+)
+SHARD = click.Option(
+    ["--shard"],
+    metavar="I/K",
+    default=None,
+    help=(
+        "areasync: run shard I of K of the sweep (1 <= I <= K; needs --config): the "
+        "scenarios at positions I-1, I-1+K, ... in scenario-id order, every run of each. Run "
+        "the K shards as independent jobs, each with its own --output_dir, then merge them "
+        "with `areasync bench aggregate DIR... --output_dir OUT`"
+    ),
+)
 OWN_OPTIONS = ("resume", "retry", "report")
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 HUB_UNREACHABLE = 1
 NO_PLACE_LEFT = 1
+TOO_LARGE = 2  # as a usage error: nothing ran
 
 # Said in every command's --help: what areasync changes, and adds.
 DIFFERENCES = (
@@ -140,7 +177,8 @@ DIFFERENCES = (
     "thread; idling costs no wall time); the runs go to --workers processes (one per core by "
     "default), up to --max_concurrent_scenarios of them at once, each worker running its "
     "runs on one event loop (--executor_type adds no threads or processes). areasync's "
-    "own options: --workers N, --run-budget, --resume, --retry N, --report/--no-report. "
+    "own options: --workers N, --run-budget, --require-confinement, --resume, --retry N, "
+    "--report/--no-report, --max-scenario-bytes N; for run, --ray and --shard I/K. "
     "Ctrl-C stops cleanly, writing what finished (twice: at once)."
 )
 
@@ -157,6 +195,8 @@ class BenchCommand:
     per_config_dirs: bool = False
     # Takes `--ray ADDRESS` (runs spread over a Ray cluster's hosts).
     on_ray: bool = False
+    # Takes `--shard I/K` (one of K independent jobs, merged by `bench aggregate`).
+    shardable: bool = False
 
     @property
     def prog(self) -> str:
@@ -167,6 +207,7 @@ RUN = BenchCommand(
     "run",
     "Run a Gaia2 dataset as `are-benchmark run` does (same options).",
     on_ray=True,
+    shardable=True,
 )
 JUDGE = BenchCommand(
     "judge",
@@ -200,15 +241,24 @@ def bench_command(name: str) -> click.Command:
 
     @click.pass_context
     def callback(ctx: click.Context, **kwargs: Any) -> int:
-        from areasync.gaia2 import pool, runner, sweep
+        from areasync.gaia2 import pool, runner, shards, sweep
 
         resume, retry, report = (kwargs.pop(option) for option in OWN_OPTIONS)
+        too_large = _too_large_file(kwargs, kwargs.pop("max_scenario_bytes"))
+        if too_large is not None:
+            click.echo(f"{spec.prog}: {too_large}", err=True)
+            return TOO_LARGE
+        shard_text = kwargs.pop("shard", None)
         where = _where(kwargs)
         output_dir = kwargs.get("output_dir") or spec.default_output_dir
         try:
+            shard = _shard(shard_text, kwargs, output_dir)
             plan = sweep.Sweep(Path(output_dir) if output_dir else None, resume=resume, retry=retry)
             if output_dir:
-                sweep.check_options(output_dir, {"command": spec.name, **kwargs}, resume)
+                kept = {"command": spec.name, **kwargs}
+                if shard is not None:
+                    kept["shard"] = str(shard)
+                sweep.check_options(output_dir, kept, resume)
         except (ValueError, sweep.OptionsMismatch) as error:
             raise click.UsageError(str(error)) from None
         are_callback = are_main.callback
@@ -218,7 +268,11 @@ def bench_command(name: str) -> click.Command:
         try:
             # ARE's callback takes the click context itself (it is `pass_context`): ours, with
             # ARE's parameters, so ARE's parameter-source checks (judge's num_runs) hold.
-            with _no_upload_after(interruption), _runs_elsewhere(where) as spread:
+            with (
+                _no_upload_after(interruption),
+                shards.sharded(shard),
+                _runs_elsewhere(where, kwargs) as spread,
+            ):
                 runner.run(
                     lambda: are_callback(command=spec.name, **kwargs),
                     # Runs elsewhere call their models there: the driver needs no LiteLLM.
@@ -286,11 +340,45 @@ def bench_command(name: str) -> click.Command:
             REPORT,
             WORKERS,
             RUN_BUDGET,
+            REQUIRE_CONFINEMENT,
+            MAX_SCENARIO_BYTES,
             *([RAY] if spec.on_ray else []),
+            *([SHARD] if spec.shardable else []),
         ],
         callback=callback,
         help=f"{spec.summary}\n\n{DIFFERENCES}",
     )
+
+
+def _shard(text: str | None, kwargs: dict[str, Any], output_dir: str | None) -> Any:
+    """The `--shard I/K` given (None if not), or a ValueError saying what it needs."""
+    from areasync.gaia2.shards import Shard
+
+    if text is None:
+        return None
+    shard = Shard.parse(text)
+    if not kwargs.get("config"):
+        raise ValueError(f"--shard {text} needs --config C: one config per sharded sweep")
+    if not output_dir:
+        raise ValueError(f"--shard {text} needs --output_dir: `bench aggregate` reads it")
+    return shard
+
+
+def _too_large_file(kwargs: dict[str, Any], limit: int | None) -> str | None:
+    """Why the dataset (-d, --dataset_path) has a file above the operator's limit, if it has."""
+    from areasync.bridge.operator_files import (
+        DEFAULT_MAX_SCENARIO_BYTES,
+        TooLargeError,
+        check_dataset,
+    )
+
+    for root in (kwargs.get("dataset"), kwargs.get("dataset_path")):
+        if root and Path(root).exists():
+            try:
+                check_dataset(root, limit or DEFAULT_MAX_SCENARIO_BYTES)
+            except TooLargeError as error:
+                return str(error)
+    return None
 
 
 @dataclass(frozen=True)
@@ -300,6 +388,7 @@ class Where:
     ray: str | None = None  # the cluster's address (--ray)
     workers: int = 0  # worker processes (--workers N); 0: this process
     budget_s: float | None = None  # each run's time in a worker (--run-budget); None: unbounded
+    require_confinement: bool = False  # --require-confinement
 
     @property
     def kind(self) -> str:
@@ -313,7 +402,13 @@ def _where(kwargs: dict[str, Any]) -> Where:
     address: str | None = kwargs.pop("ray", None)
     workers: int | None = kwargs.pop("workers", None)
     budget: float | None = kwargs.pop("run_budget", None)
+    required: bool = kwargs.pop("require_confinement", False)
     threads = kwargs.get("executor_type") == "thread"
+    if required and address:
+        raise click.UsageError(
+            "--require-confinement confines worker processes of this machine; a Ray host "
+            "(--ray) runs its runs unconfined: drop --ray, or --require-confinement"
+        )
     if address:
         if threads:
             raise click.UsageError(
@@ -341,6 +436,12 @@ def _where(kwargs: dict[str, Any]) -> Where:
             "--executor_type process does: drop --executor_type thread, or give --workers 0"
         )
     if not workers:
+        if required:
+            raise click.UsageError(
+                "--require-confinement confines worker processes; with --workers 0 (or "
+                "--executor_type thread) the runs share this process, unconfined: give "
+                "--workers N"
+            )
         if budget is not None:
             raise click.UsageError(
                 "--run-budget bounds runs in worker processes: with --workers 0 (or "
@@ -349,16 +450,27 @@ def _where(kwargs: dict[str, Any]) -> Where:
                 "give --workers N"
             )
         return Where()
+    if required:
+        from areasync.gaia2.confinement import refusal
+
+        refused = refusal()
+        if refused is not None:
+            raise click.UsageError(refused)
     if budget is None:
         budget = kwargs.get("scenario_timeout") or None  # ARE's 0: no timeout
-    return Where(workers=workers, budget_s=None if budget is None else float(budget))
+    return Where(
+        workers=workers,
+        budget_s=None if budget is None else float(budget),
+        require_confinement=required,
+    )
 
 
 @contextmanager
-def _runs_elsewhere(where: Where) -> Iterator[Any]:
+def _runs_elsewhere(where: Where, options: dict[str, Any]) -> Iterator[Any]:
     """With `--ray` or `--workers N`: the `Spread` over the cluster's hosts or this machine's
-    worker processes (`gaia2/spread.py`), and at the end what was re-run or ended said on
-    stderr; otherwise None (the runs stay in this process)."""
+    worker processes (`gaia2/spread.py`, the workers confined by ARE's `options`), and at the
+    end what was re-run or ended said on stderr; otherwise None (the runs stay in this
+    process)."""
     if not where.ray and not where.workers:
         yield None
         return
@@ -374,11 +486,13 @@ def _runs_elsewhere(where: Where) -> Iterator[Any]:
                 raise click.UsageError(f"--ray: {error}") from None
             over = f"{len(spread.places)} host(s) of the cluster"
         else:
+            from areasync.gaia2.confinement import bench_confinement, describe
             from areasync.gaia2.local import local_runs
 
-            spread = stack.enter_context(local_runs(where.workers, where.budget_s))
+            spec = bench_confinement(options, required=where.require_confinement)
+            spread = stack.enter_context(local_runs(where.workers, where.budget_s, spec))
             budget = "no" if where.budget_s is None else f"{where.budget_s:g} s"
-            over = f"{where.workers} worker process(es) (run budget: {budget})"
+            over = f"{where.workers} worker process(es) (run budget: {budget}; {describe(spec)})"
         click.echo(f"areasync: runs spread over {over}", err=True)
         try:
             yield spread

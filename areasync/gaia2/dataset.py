@@ -375,9 +375,10 @@ def json_event(
     return event
 
 
-def _event(
+def action_event(
     event_id: str, event_type: str, after: list[str], delay: float, action: Action
 ) -> dict[str, Any]:
+    """One event doing `action` (`App__function` and its input), `delay` s after `after`."""
     app, function = str(action["action"]).split("__")
     args = _json_args(action.get("action_input", {}))
     return json_event(event_id, event_type, after, delay, app, function, args)
@@ -391,20 +392,22 @@ def _events(spec: Spec) -> list[dict[str, Any]]:
         user = f"user{k}"
         task = f"{spec.marker} {turn.task}"
         to_agent = call("AgentUserInterface__send_message_to_agent", content=task)
-        events.append(_event(user, "USER", [previous] if previous else [], turn.delay, to_agent))
+        events.append(
+            action_event(user, "USER", [previous] if previous else [], turn.delay, to_agent)
+        )
         last = user
         for i, env_call in enumerate(turn.env):
             env_id = f"env{k}_{i}"
             events.append(
-                _event(env_id, "ENV", [last], turn.env_delay if i == 0 else 1.0, env_call)
+                action_event(env_id, "ENV", [last], turn.env_delay if i == 0 else 1.0, env_call)
             )
             last = env_id
         for i, oracle_call in enumerate(turn.calls):
             call_id = f"call{k}_{i}"
-            events.append(_event(call_id, "AGENT", [last], 1.0, oracle_call))
+            events.append(action_event(call_id, "AGENT", [last], 1.0, oracle_call))
             last = call_id
         previous = f"done{k}"
-        events.append(_event(previous, "AGENT", [last], 1.0, tell(turn.reply)))
+        events.append(action_event(previous, "AGENT", [last], 1.0, tell(turn.reply)))
     return events
 
 
@@ -429,34 +432,58 @@ def scenario_json(spec: Spec) -> str:
         Contact(first_name="Ada", last_name="User", is_user=True, email=USER_EMAIL)
     )
     contacts.add_contact(Contact(first_name="Bob", last_name="Smith", email=BOB))
+    apps = [
+        {"name": app.name, "class_name": type(app).__name__, "app_state": app.get_state()}
+        for app in (AgentUserInterface(), contacts, EmailClientV2(), SystemApp())
+    ]
+    document = scenario_document(
+        spec.scenario_id, _duration(spec), list(spec.tags), apps, _events(spec)
+    )
+    return through_ares_exporter(document)
+
+
+def scenario_document(
+    scenario_id: str,
+    duration: float,
+    tags: list[str],
+    apps: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    start_time: float = START_TIME,
+) -> dict[str, Any]:
+    """A Gaia2 scenario document in ARE's JSON shape, before ARE's importer and exporter."""
     definition = {
-        "scenario_id": spec.scenario_id,
+        "scenario_id": scenario_id,
         "seed": 0,
-        "duration": _duration(spec),
+        "duration": duration,
         "time_increment_in_seconds": 1,
-        "start_time": START_TIME,
+        "start_time": start_time,
         "hints": [],
-        "tags": list(spec.tags),
+        "tags": tags,
     }
-    document = {
+    return {
         "version": "are_simulation_v1",
         "context": "",
         "metadata": {"definition": definition},
-        "apps": [
-            {"name": app.name, "class_name": type(app).__name__, "app_state": app.get_state()}
-            for app in (AgentUserInterface(), contacts, EmailClientV2(), SystemApp())
-        ],
-        "events": _events(spec),
+        "apps": apps,
+        "events": events,
         "completed_events": [],
         "world_logs": [],
         "augmentation": None,
     }
-    return through_ares_exporter(document)
 
 
-def through_ares_exporter(document: Mapping[str, Any]) -> str:
-    """A scenario document (ARE's JSON shape) as ARE's exporter writes it, after ARE's importer."""
-    return _through_ares_exporter(json.dumps(document, default=_enum_value))
+def through_ares_exporter(document: Mapping[str, Any], *, as_given: Iterable[str] = ()) -> str:
+    """A scenario document (ARE's JSON shape) as ARE's exporter writes it, after ARE's importer.
+
+    The apps named in `as_given` are exported with the state the document gives them, not the
+    state ARE's app returns after loading it (a file system's names its temporary directory).
+    """
+    kept = {
+        app["name"]: json.dumps(app["app_state"], default=_enum_value)
+        for app in document.get("apps", ())
+        if app["name"] in set(as_given)
+    }
+    return _through_ares_exporter(json.dumps(document, default=_enum_value), kept)
 
 
 def _enum_value(value: object) -> object:
@@ -465,7 +492,7 @@ def _enum_value(value: object) -> object:
     raise TypeError(f"not JSON serializable: {value!r}")
 
 
-def _through_ares_exporter(text: str) -> str:
+def _through_ares_exporter(text: str, kept: Mapping[str, str]) -> str:
     """Import with ARE's benchmark importer and export again with ARE's exporter."""
     from are.simulation.data_handler.exporter import JsonScenarioExporter
     from are.simulation.data_handler.importer import JsonScenarioImporter
@@ -475,6 +502,8 @@ def _through_ares_exporter(text: str) -> str:
         text, load_completed_events=False
     )
     scenario.initialize()
+    for name, state in kept.items():
+        scenario._initial_apps[name]["serialized_state"] = state
     # Never started: the exporter reads its (empty) event log and start time only.
     env = Environment(
         EnvironmentConfig(oracle_mode=True, queue_based_loop=True, start_time=scenario.start_time)

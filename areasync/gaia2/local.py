@@ -1,16 +1,21 @@
 """`areasync bench run --workers N`: an evaluation's runs spread over worker processes here.
 
 Each worker is a process of this machine (`areasync/workers/`), forked from a fork server that
-imported ARE's benchmark pipeline once (`PRELOAD`), serving `remote.serving()`'s handler: each
-run a greenlet on the worker's event loop under the virtual clock, many at once, as in one
-process. A worker is a place (`spread.py`), as a Ray host is: the driver keeps ARE's runner,
-the sweep's records and every output, and the runs go to the least busy worker.
+imported ARE's benchmark pipeline once (`PRELOAD`), serving `remote.serving()`'s handler
+(through `confinement.serving()`): each run a greenlet on the worker's event loop under the
+virtual clock, many at once, as in one process. A worker is a place (`spread.py`), as a Ray
+host is: the driver keeps ARE's runner, the sweep's records and every output, and the runs go
+to the least busy worker.
 
 * **How many:** by default `default_workers()`, the cores this process may run on. The
   driver's own work (loading the scenarios, ARE's JSON of each, writing the outputs) is small
   beside a run's, and shares those cores.
 * **A worker that dies** is restarted by its pool, and the runs it had under way run again on
   another worker (`spread.py`, said on stderr with the restarts).
+* **Confinement:** each worker confines itself as it starts (`confinement.py`: it reads
+  Python and ARE, writes its own temp dir under a folder made here for the pool, reaches only
+  its model endpoints); a lost worker's temp dir, and the pool's folder at the end, are
+  removed here.
 * **The run budget** (`--run-budget`, by default ARE's `--scenario_timeout`) is kept by the
   pool from when the run is sent: past it the run is cancelled at its next wait, and if it
   has not given way within `workers.pool.GRACE_S` its worker is killed, as ARE's process
@@ -21,12 +26,17 @@ the sweep's records and every output, and the runs go to the least busy worker.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from areasync.gaia2 import remote
+import msgspec
+
+from areasync.gaia2 import confinement, remote
 from areasync.gaia2.remote import Answer
 from areasync.gaia2.spread import Arguments, Load, Overrun, PlaceLost, Spread
+from areasync.workers.confine import Confinement, worker_tmp
 from areasync.workers.pool import BudgetSpent, CallFailed, Worker, WorkerLost, WorkerPool
 from areasync.workers.thread import LoopThread
 
@@ -39,6 +49,7 @@ __all__ = ["PRELOAD", "WorkerPlace", "default_workers", "local_runs"]
 # client's chat resources). tests/gaia2/test_local.py checks that each exists.
 PRELOAD = (
     "areasync.gaia2.remote",
+    "areasync.gaia2.confinement",
     "anyio._backends._asyncio",
     "are.simulation.multi_scenario_runner",
     "are.simulation.scenario_runner",
@@ -68,7 +79,12 @@ class WorkerPlace:
     """One worker slot of the pool, as a place to run runs (`spread.Place`)."""
 
     def __init__(
-        self, pool: WorkerPool, worker: Worker, thread: LoopThread[None], budget_s: float | None
+        self,
+        pool: WorkerPool,
+        worker: Worker,
+        thread: LoopThread[None],
+        budget_s: float | None,
+        tmp_under: str,
     ) -> None:
         self.name = worker.name
         self.load = Load()
@@ -76,6 +92,7 @@ class WorkerPlace:
         self._worker = worker
         self._thread = thread
         self._budget_s = budget_s
+        self._tmp_under = tmp_under
 
     @property
     def comes_back(self) -> bool:
@@ -88,8 +105,8 @@ class WorkerPlace:
         try:
             answer: Answer = await self._thread.run(call)
         except WorkerLost as lost:
-            if lost.pid is not None:
-                remote.remove_staging(lost.pid)
+            if lost.pid is not None:  # what its runs staged, and ARE's sandboxes
+                shutil.rmtree(worker_tmp(self._tmp_under, lost.pid), ignore_errors=True)
             raise PlaceLost(str(lost)) from None
         except BudgetSpent as spent:
             raise Overrun(spent.budget_s, str(spent)) from None
@@ -99,21 +116,29 @@ class WorkerPlace:
 
 
 @contextmanager
-def local_runs(workers: int, budget_s: float | None) -> Iterator[Spread]:
+def local_runs(
+    workers: int, budget_s: float | None, confined: Confinement | None
+) -> Iterator[Spread]:
     """A `Spread` over `workers` worker processes, each run bounded by `budget_s` (None: no
-    bound). The workers start in the background: a run waits for its worker to be ready."""
+    bound), each worker confined by `confined` with a temp dir of its own under a folder made
+    here (None: unconfined, as before; only bench/confine.py does it, to measure the cost).
+    The workers start in the background: a run waits for its worker to be ready."""
+    tmp_under = tempfile.mkdtemp(prefix="areasync-workers-")
+    spec = None if confined is None else msgspec.structs.replace(confined, tmp_under=tmp_under)
+    serve = remote.serving if spec is None else confinement.serving
     thread: LoopThread[None] = LoopThread("areasync workers")
-    pool = WorkerPool(workers, remote.serving, preload=PRELOAD)
+    pool = WorkerPool(workers, serve, preload=PRELOAD, confinement=spec)
 
     async def start() -> None:
         pool.start()
 
     try:
         thread.call(start())
-        places = [WorkerPlace(pool, worker, thread, budget_s) for worker in pool.workers]
+        places = [WorkerPlace(pool, worker, thread, budget_s, tmp_under) for worker in pool.workers]
         yield Spread(places, bounds_runs=True, notes=pool.events)
     finally:
         try:
             thread.call(pool.close())
         finally:
             thread.stop()
+            shutil.rmtree(tmp_under, ignore_errors=True)

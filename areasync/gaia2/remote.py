@@ -149,13 +149,6 @@ def _read_back(staging: Path, output_dir: str) -> dict[str, bytes]:
     return files
 
 
-def remove_staging(pid: int) -> None:
-    """Remove what process `pid`, killed part way through runs, left in its staging folders
-    (a process that ends otherwise removes its own)."""
-    for folder in Path(tempfile.gettempdir()).glob(f"{STAGING_PREFIX}{pid}-*"):
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def run_here(item: str, config: Any, agent_config_builder: Any, agent_builder: Any) -> Answer:
     """One run of ARE's `process_scenario` in this greenlet, staged (module docstring). Call
     it under `virtual_clock()` and `_staged_output()` (as `serving()` does)."""

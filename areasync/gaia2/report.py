@@ -3,42 +3,43 @@
 `write_report(output_dir)` reads what ARE wrote there (`areasync.gaia2.runs`: `output.jsonl`
 and the exporter's traces; so `are-benchmark run`'s output too) and writes
 
-* `OUTPUT_DIR/index.html`: the pass rate per split and overall (as ARE's `success_rate`:
-  passed over runs with a verdict; runs without one are counted apart), and a table of every
-  scenario run - split, scenario, run number, verdict, LLM calls, tool calls, simulated
-  duration, the judge's rationale - each linking to its trace;
+* `OUTPUT_DIR/index.html` (`report_index.py`): the pass rate per split and overall (as ARE's
+  `success_rate`: passed over runs with a verdict; runs without one are counted apart) with
+  pass@k and pass^k (`summary.py`), a chart of it and the distributions of simulated time,
+  tool calls and tokens, and a row per scenario, failures first, opening onto its runs and
+  the reasons they failed, with filters by split, verdict and scenario;
 * `trace.html` in each run's artifact folder (`artifacts.run_dir`: gaia2-cli's place for it):
-  the judge's verdict and rationale; the agent's steps from its conversation (lite trace) - user
-  and environment messages, each LLM call's thought and tool call with its arguments, and the
-  tool's result or error; and the run's events from the hf trace (user messages, tool calls,
-  environment events with simulated times, arguments, return values and errors), linking to
-  the run's `result.json`, `events.jsonl`, `trace.jsonl` and ARE's own traces.
+  links to the previous and next run (in the index's order) and to its scenario's other runs;
+  the judge's verdict and rationale, and for a failed run the calls the judge named, the
+  oracle's expected call beside what the agent sent, argument by argument; the agent's steps
+  from its conversation (lite trace) - user and environment messages, each LLM call's thought
+  and tool call with its arguments, and the tool's result or error; and the run's events from
+  the hf trace (user messages, tool calls, environment events with simulated times,
+  arguments, return values and errors), linking to the run's `result.json`, `events.jsonl`,
+  `trace.jsonl` and ARE's own traces.
 
-The pages need no server, network, script or font: plain HTML with one inline style sheet,
-allowed by its hash in a Content-Security-Policy that allows nothing else, so no script can
-run even if something slipped through. Every text from the run (scenario texts, LLM outputs,
-tool results: all untrusted) is HTML-escaped.
+The pages need no server, network or font: plain HTML with one inline style sheet and, on the
+index, one inline script of ours (filters and sort), each allowed by its hash in a
+Content-Security-Policy that allows nothing else (`report_html.py`), so no script of the run's
+can run even if something slipped through. Every text from the run (scenario texts, LLM
+outputs, tool results: all untrusted) is HTML-escaped.
 
 The directory is read as untrusted input (`runs.py`): a row of `output.jsonl` that is not one of
 ARE's is skipped and listed at the top of the index, and no trace outside the directory is
 opened.
 
-`python -m areasync.gaia2.report OUTPUT_DIR` writes gaia2-cli's artifacts
-(`areasync.gaia2.artifacts`) and this report in one pass over the traces, and prints the
-report's file URL; `--no-artifacts` writes the report alone.
+`python -m areasync.gaia2.report OUTPUT_DIR` (`areasync bench report`) writes gaia2-cli's
+artifacts (`areasync.gaia2.artifacts`) and this report in one pass over the traces, prints the
+sweep's summary and then the report's file URL; `--no-artifacts` writes the report alone.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import hashlib
-import html
 import json
-import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,114 +56,17 @@ from areasync.gaia2.artifacts import (
     write_results,
     write_run,
 )
+from areasync.gaia2.report_html import duration_text as _duration
+from areasync.gaia2.report_html import h, href, json_text, pre, verdict_badge
+from areasync.gaia2.report_html import page as html_page
+from areasync.gaia2.report_index import INDEX_HTML, Row, render_index, scenario_anchor
 from areasync.gaia2.runs import Event, Message, OutputDirError, Run, Usage, iter_runs, read_stats
+from areasync.gaia2.summary import ScenarioFigures, Summary, terminal_text
 
-INDEX_HTML = "index.html"
+# Where a trace page's links to the other runs go, filled in once the index's order is known.
+RUN_NAV = "<!-- run-nav -->"
 TRACE_HTML = "trace.html"
 NO_SPLIT = "(no split)"
-# Longer texts fold into a <details> showing their start.
-FOLD_CHARS = 2000
-
-STYLE = """
-:root { --pass: #0a7d32; --fail: #b42318; --none: #8a6100; --line: #d9dce1; --muted: #5c6370;
-  --bg-soft: #f6f7f9; font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }
-body { margin: 0 auto; max-width: 1200px; padding: 1.5rem; color: #1c1f24; line-height: 1.45; }
-h1 { font-size: 1.4rem; margin: 0 0 .3rem; } h2 { font-size: 1.1rem; margin: 1.6rem 0 .6rem; }
-.meta { color: var(--muted); margin: 0 0 1rem; }
-table { border-collapse: collapse; width: 100%; font-size: .9rem; }
-th, td { border-bottom: 1px solid var(--line); padding: .35rem .5rem; text-align: left;
-  vertical-align: top; }
-th { background: var(--bg-soft); font-weight: 600; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.overall td { font-weight: 600; border-top: 2px solid var(--line); }
-.verdict { display: inline-block; padding: .05rem .45rem; border-radius: .3rem; color: #fff;
-  font-weight: 600; font-size: .8rem; letter-spacing: .02em; }
-.verdict.pass { background: var(--pass); } .verdict.fail { background: var(--fail); }
-.verdict.none { background: var(--none); }
-code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
-pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .2rem 0; font-size: .85rem;
-  font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
-.why { max-width: 32rem; color: var(--muted); font-size: .85rem; white-space: pre-wrap;
-  overflow-wrap: anywhere; }
-.notice { background: #fff6e0; border: 1px solid #f0d28a; padding: .5rem .8rem;
-  border-radius: .3rem; }
-ol.steps { list-style: none; padding: 0; margin: 0; }
-ol.steps > li { border: 1px solid var(--line); border-left-width: 4px; border-radius: .3rem;
-  margin: 0 0 .6rem; padding: .5rem .75rem; }
-li.user { border-left-color: #2f6fd6; } li.environment { border-left-color: #b45309; }
-li.step { border-left-color: #6b4fbb; } li.system, li.note { border-left-color: var(--line); }
-.label { font-size: .78rem; font-weight: 600; color: var(--muted); text-transform: uppercase;
-  letter-spacing: .03em; }
-.thought { margin: .25rem 0 .4rem; white-space: pre-wrap; overflow-wrap: anywhere; }
-.call { background: var(--bg-soft); border-radius: .3rem; padding: .35rem .55rem; }
-.tool { font-family: ui-monospace, Menlo, Consolas, monospace; font-weight: 600; }
-.result { margin-top: .4rem; } .result.error pre { color: var(--fail); }
-tr.user td:first-child { border-left: 3px solid #2f6fd6; }
-tr.env td:first-child { border-left: 3px solid #b45309; }
-tr.agent td:first-child { border-left: 3px solid #6b4fbb; }
-td.error { color: var(--fail); }
-nav { margin-bottom: 1rem; } a { color: #1f5fbf; }
-summary { cursor: pointer; color: var(--muted); }
-"""
-
-
-def _style_hash(style: str) -> str:
-    digest = hashlib.sha256(style.encode("utf-8")).digest()
-    return "sha256-" + base64.b64encode(digest).decode("ascii")
-
-
-# Nothing but this page's own style sheet; links still navigate (CSP does not govern that).
-CSP = (
-    f"default-src 'none'; style-src '{_style_hash(STYLE)}'; img-src 'none'; "
-    "base-uri 'none'; form-action 'none'"
-)
-
-
-def h(value: Any) -> str:
-    """Text (untrusted) as HTML: escaped, quotes included."""
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def _page(title: str, body: Iterable[str]) -> str:
-    return "".join(
-        [
-            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{h(CSP)}">',
-            '<meta name="referrer" content="no-referrer">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{h(title)}</title><style>{STYLE}</style></head><body>\n",
-            *body,
-            "\n</body></html>\n",
-        ]
-    )
-
-
-def _href(target: Path, base: Path) -> str:
-    """A relative link from a page in `base` to `target` (both on disk)."""
-    relative = Path(os.path.relpath(target, base)).as_posix()
-    return h("/".join(quote(part, safe="._-") for part in relative.split("/")))
-
-
-def verdict_of(success: bool | None) -> tuple[str, str]:
-    """(label, css class) of a verdict."""
-    if success is True:
-        return "PASS", "pass"
-    if success is False:
-        return "FAIL", "fail"
-    return "NO VERDICT", "none"
-
-
-def _verdict_badge(success: bool | None) -> str:
-    label, css = verdict_of(success)
-    return f'<span class="verdict {css}">{label}</span>'
-
-
-def _duration(seconds: float | None) -> str:
-    """Seconds as H:MM:SS."""
-    if seconds is None:
-        return ""
-    whole = max(0, round(seconds))
-    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def _offset(t: float | None, start: float | None) -> str:
@@ -170,22 +74,6 @@ def _offset(t: float | None, start: float | None) -> str:
     if t is None:
         return ""
     return sim_time(t) if start is None else f"+{_duration(t - start)}"
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-
-
-def _pre(text: str, css: str = "") -> str:
-    """Text in a <pre>; a long one folded, showing its start."""
-    attribute = f' class="{css}"' if css else ""
-    if len(text) <= FOLD_CHARS:
-        return f"<pre{attribute}>{h(text)}</pre>"
-    return (
-        f"<pre{attribute}>{h(text[:FOLD_CHARS])}</pre><details><summary>"
-        f"{len(text) - FOLD_CHARS:,} more characters</summary><pre{attribute}>"
-        f"{h(text[FOLD_CHARS:])}</pre></details>"
-    )
 
 
 # -- the agent's conversation, as steps ---------------------------------------------------------
@@ -274,26 +162,26 @@ def render_conversation(
             if output.thought:
                 parts.append(f'<div class="thought">{h(output.thought)}</div>')
             if output.tool is not None:
-                args = _pre(_json(output.args), "args")
+                args = pre(json_text(output.args), "args")
                 parts.append(
                     f'<div class="call"><span class="label">Tool call</span> '
                     f'<span class="tool">{h(output.tool)}</span>{args}</div>'
                 )
             elif not output.thought or output.thought != output.raw.strip():
-                parts.append(_pre(output.raw))
+                parts.append(pre(output.raw))
             if i + 1 < len(messages) and messages[i + 1].role == "tool-response":
                 i += 1
                 error, text = _observation(messages[i])
                 parts.append(
                     f'<div class="result{" error" if error else ""}"><span class="label">'
-                    f"{'Error' if error else 'Result'}</span>{_pre(text)}</div>"
+                    f"{'Error' if error else 'Result'}</span>{pre(text)}</div>"
                 )
             parts.append("</li>")
         elif message.role == "tool-response":
             error, text = _observation(message)
             parts.append(
                 f'<li class="note"><div class="label">{"Error" if error else "Result"} · {h(when)}'
-                f"</div>{_pre(text)}</li>"
+                f"</div>{pre(text)}</li>"
             )
         else:
             css, label = "user", message.role.capitalize() or "Message"
@@ -303,7 +191,7 @@ def render_conversation(
                     break
             parts.append(
                 f'<li class="{css}"><div class="label">{h(label)} · {h(when)}</div>'
-                f"{_pre(message.content.strip())}</li>"
+                f"{pre(message.content.strip())}</li>"
             )
         i += 1
     parts.append("</ol>")
@@ -318,41 +206,25 @@ def render_events(events: Sequence[Event], start: float | None) -> str:
     css = {"USER": "user", "ENV": "env", "AGENT": "agent"}
     for event in events:
         result = (
-            f'<td class="error">{_pre("Error: " + event.error)}</td>'
+            f'<td class="error">{pre("Error: " + event.error)}</td>'
             if event.error
-            else f"<td>{'' if event.result is None else _pre(_text_or_json(event.result))}</td>"
+            else f"<td>{'' if event.result is None else pre(_text_or_json(event.result))}</td>"
         )
         rows.append(
             f'<tr class="{css.get(event.event_type, "agent")}"><td>{h(_offset(event.time, start))}'
             f"<br><small>{h(sim_time(event.time))}</small></td><td>{h(event.event_type)}</td>"
-            f'<td class="tool">{h(event.tool)}</td><td>{_pre(_json(event.args))}</td>{result}</tr>'
+            f'<td class="tool">{h(event.tool)}</td><td>{pre(json_text(event.args))}</td>'
+            f"{result}</tr>"
         )
     rows.append("</tbody></table>")
     return "".join(rows)
 
 
 def _text_or_json(value: Any) -> str:
-    return value if isinstance(value, str) else _json(value)
+    return value if isinstance(value, str) else json_text(value)
 
 
 # -- pages --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Row:
-    """What the index shows of one run."""
-
-    split: str | None
-    scenario_id: str
-    run_number: int | None
-    success: bool | None
-    status: str
-    llm_calls: int | None
-    tool_calls: int | None
-    duration: float | None
-    rationale: str | None
-    page: Path
-    model: str | None
 
 
 def _title(run: Run) -> str:
@@ -376,30 +248,31 @@ def render_trace_page(output_dir: Path, run: Run, folder: Path) -> str:
         ("Tool calls", tool_calls),
     ]
     body = [
-        f'<nav><a href="{_href(index, folder)}">← All runs</a></nav>',
-        f"<h1>{h(_title(run))} {_verdict_badge(run.success)}</h1>",
+        f'<nav class="runs-nav"><a href="{href(index, folder)}">← All runs</a>{RUN_NAV}</nav>',
+        f"<h1>{h(_title(run))} {verdict_badge(run.success)}</h1>",
         '<p class="meta">'
         + " · ".join(f"{h(name)}: {h(value)}" for name, value in facts if value not in (None, ""))
         + "</p>",
         '<h2 id="judge">Judge</h2><table class="judge"><tbody>',
-        f"<tr><th>Verdict</th><td>{_verdict_badge(run.success)} (ARE: {h(run.status)}, "
+        f"<tr><th>Verdict</th><td>{verdict_badge(run.success)} (ARE: {h(run.status)}, "
         f"score {h('none' if run.score is None else run.score)})</td></tr>",
     ]
     if run.rationale:
-        body.append(f"<tr><th>Rationale</th><td>{_pre(run.rationale)}</td></tr>")
+        body.append(f"<tr><th>Rationale</th><td>{pre(run.rationale)}</td></tr>")
     if run.exception:
-        body.append(f'<tr><th>Error</th><td class="error">{_pre(run.exception)}</td></tr>')
+        body.append(f'<tr><th>Error</th><td class="error">{pre(run.exception)}</td></tr>')
     response = agent_response(run)
     if response is not None:
-        body.append(f"<tr><th>Agent's last message</th><td>{_pre(response)}</td></tr>")
+        body.append(f"<tr><th>Agent's last message</th><td>{pre(response)}</td></tr>")
     for problem in run.problems:
-        body.append(f'<tr><th>Unreadable trace</th><td class="error">{_pre(problem)}</td></tr>')
+        body.append(f'<tr><th>Unreadable trace</th><td class="error">{pre(problem)}</td></tr>')
     if not run.listed:
         body.append(
             "<tr><th>Source</th><td>Not in output.jsonl (ARE rewrites it per dataset config): "
             "the verdict is the trace's.</td></tr>"
         )
     body.append("</tbody></table>")
+    body.append(render_expected(run))
     body.append('<h2 id="steps">Agent steps</h2>')
     if run.conversations:
         several = len(run.conversations) > 1
@@ -431,121 +304,143 @@ def render_trace_page(output_dir: Path, run: Run, folder: Path) -> str:
     ]
     if links:
         body.append('<h2 id="files">Files</h2><ul>')
-        body += [f'<li><a href="{_href(path, folder)}">{h(name)}</a></li>' for name, path in links]
+        body += [f'<li><a href="{href(path, folder)}">{h(name)}</a></li>' for name, path in links]
         body.append("</ul>")
-    return _page(f"{_title(run)} - Gaia2 trace", body)
+    return html_page(f"{_title(run)} - Gaia2 trace", body)
 
 
-@dataclass
-class Tally:
-    """The verdicts of a group of runs."""
+# -- what the judge expected, beside what the agent sent ----------------------------------------
 
-    passed: int = 0
-    failed: int = 0
-    no_verdict: int = 0
-
-    def add(self, success: bool | None) -> None:
-        if success is True:
-            self.passed += 1
-        elif success is False:
-            self.failed += 1
-        else:
-            self.no_verdict += 1
-
-    @property
-    def runs(self) -> int:
-        return self.passed + self.failed + self.no_verdict
-
-    @property
-    def rate(self) -> float | None:
-        """Percent passed of the runs with a verdict (ARE's `success_rate`)."""
-        judged = self.passed + self.failed
-        return None if judged == 0 else 100.0 * self.passed / judged
+_REJECTED = re.compile(
+    r"Failure matching agent event \(ID: (?P<agent>[^)]*)\) with oracle event "
+    r"\(ID: (?P<oracle>[^)]*)\), reason: (?P<reason>[^\n]*)"
+)
+_COUNTS = re.compile(
+    r"- Tool '(?P<tool>[^']*)': Agent count (?P<agent>\d+), Oracle count (?P<oracle>\d+)"
+)
+# Attempts the judge made that say nothing about the call itself.
+_NOT_SHOWN = frozenset({"already matched"})
 
 
-def rate_text(tally: Tally) -> str:
-    return "n/a" if tally.rate is None else f"{tally.rate:.1f}%"
+@dataclass(frozen=True)
+class Mismatch:
+    """An oracle call the judge looked for, and what the agent sent instead (either may be
+    missing: the agent never made the call, or made one the oracle does not)."""
+
+    why: str
+    expected: Event | None
+    actual: Event | None
 
 
-def pass_rates(rows: Sequence[Row]) -> tuple[dict[str, Tally], Tally]:
-    """Per split (sorted by name) and overall."""
-    splits: dict[str, Tally] = {}
-    overall = Tally()
-    for row in rows:
-        splits.setdefault(row.split or NO_SPLIT, Tally()).add(row.success)
-        overall.add(row.success)
-    return dict(sorted(splits.items())), overall
-
-
-def render_index(
-    output_dir: Path,
-    rows: Sequence[Row],
-    stats: dict[str, Any] | None,
-    skipped: Sequence[str] = (),
-) -> str:
-    rows = sorted(rows, key=lambda r: (r.split or "", r.scenario_id, r.run_number or 0))
-    splits, overall = pass_rates(rows)
-    models = sorted({row.model for row in rows if row.model})
-    body = [
-        f"<h1>Gaia2 results: {h(output_dir.resolve().name)}</h1>",
-        f'<p class="meta">{len(rows)} scenario runs'
-        + (f" · model {h(', '.join(models))}" if models else "")
-        + f" · pass rate {h(rate_text(overall))}</p>",
+def mismatches(run: Run) -> list[Mismatch]:
+    """What the judge's rationale names: each rejected match (its oracle call beside the agent's
+    call), and each tool whose calls the agent and the oracle counted differently."""
+    text = run.rationale or ""
+    oracle = {e.event_id: e for e in run.oracle_calls or []}
+    agent = {e.event_id: e for e in run.events or []}
+    found = [
+        Mismatch(m["reason"], oracle.get(m["oracle"]), agent.get(m["agent"]))
+        for m in _REJECTED.finditer(text)
+        if m["reason"] not in _NOT_SHOWN and (m["oracle"] in oracle or m["agent"] in agent)
     ]
-    if skipped:
-        body.append(
-            f'<p class="notice">{len(skipped)} line(s) of output.jsonl are not result rows of '
-            "ARE's and were skipped:</p><ul>"
-            + "".join(f"<li>{_pre(why)}</li>" for why in skipped)
-            + "</ul>"
-        )
-    counted = ((stats or {}).get("statistics") or {}).get("global", {}).get("total_runs")
-    if isinstance(counted, int) and counted != len(rows):
-        body.append(
-            f'<p class="notice">ARE\'s benchmark_stats.json counts {counted} runs, this directory '
-            f"holds {len(rows)}: traces of an earlier run in the same --output_dir, or runs whose "
-            "trace was not written.</p>"
-        )
-    body.append(
-        '<h2>Pass rate</h2><table id="pass-rates"><thead><tr><th>Split</th><th class="num">Runs'
-        '</th><th class="num">Passed</th><th class="num">Failed</th><th class="num">No verdict'
-        '</th><th class="num">Pass rate</th></tr></thead><tbody>'
-    )
-    for name, tally in [*splits.items(), ("Overall", overall)]:
-        css = ' class="overall"' if name == "Overall" and tally is overall else ""
-        body.append(
-            f'<tr{css}><td>{h(name)}</td><td class="num">{tally.runs}</td><td class="num">'
-            f'{tally.passed}</td><td class="num">{tally.failed}</td><td class="num">'
-            f'{tally.no_verdict}</td><td class="num">{h(rate_text(tally))}</td></tr>'
-        )
-    body.append(
-        '</tbody></table><p class="meta">Pass rate: passed over runs with a verdict, as ARE\'s '
-        "success_rate.</p>"
-    )
-    body.append(
-        '<h2>Runs</h2><table id="runs"><thead><tr><th>Split</th><th>Scenario</th>'
-        '<th class="num">Run</th><th>Verdict</th><th class="num">LLM calls</th>'
-        '<th class="num">Tool calls</th><th class="num">Sim. time</th><th>Judge</th>'
-        "</tr></thead><tbody>"
-    )
-    for row in rows:
-        why = row.rationale or ("" if row.success else row.status)
-        body.append(
-            f"<tr><td>{h(row.split or NO_SPLIT)}</td><td>"
-            f'<a href="{_href(row.page, output_dir)}">{h(row.scenario_id)}</a></td>'
-            f'<td class="num">{h(row.run_number if row.run_number is not None else "")}</td>'
-            f"<td>{_verdict_badge(row.success)}</td>"
-            f'<td class="num">{h(row.llm_calls if row.llm_calls is not None else "")}</td>'
-            f'<td class="num">{h(row.tool_calls if row.tool_calls is not None else "")}</td>'
-            f'<td class="num">{h(_duration(row.duration))}</td>'
-            f'<td><div class="why">{h(_shorten(why, 300))}</div></td></tr>'
-        )
-    body.append("</tbody></table>")
-    return _page(f"Gaia2 results: {output_dir.resolve().name}", body)
+    for m in _COUNTS.finditer(text):
+        tool = m["tool"]
+        expected = [e for e in run.oracle_calls or [] if e.tool == tool]
+        sent = [e for e in run.events or [] if e.event_type == "AGENT" and e.tool == tool]
+        why = f"{tool}: the agent called it {m['agent']} time(s), the oracle {m['oracle']}"
+        for i in range(max(len(expected), len(sent))):
+            pair = (expected[i] if i < len(expected) else None, sent[i] if i < len(sent) else None)
+            found.append(Mismatch(why, *pair))
+    return found
 
 
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def render_expected(run: Run) -> str:
+    """The judge's mismatches as tables: the expected call's tool and arguments beside the
+    agent's, a row per argument, the rows that differ marked."""
+    found = mismatches(run) if run.success is False else []
+    if not found:
+        return ""
+    parts = ['<h2 id="expected">Expected vs. sent</h2>']
+    for mismatch in found:
+        expected, actual = mismatch.expected, mismatch.actual
+        parts.append(
+            f'<table class="expected"><caption class="meta">{h(mismatch.why)}</caption><thead>'
+            "<tr><th></th><th>Expected (the oracle's call)</th><th>Sent by the agent</th></tr>"
+            "</thead><tbody>"
+        )
+        tools = (expected.tool if expected else None, actual.tool if actual else None)
+        parts.append(_expected_row("tool", *tools, missing=expected is None or actual is None))
+        names = [*(expected.args if expected else {})]
+        names += [n for n in (actual.args if actual else {}) if n not in names]
+        for name in names:
+            parts.append(
+                _expected_row(
+                    name,
+                    expected.args.get(name) if expected else None,
+                    actual.args.get(name) if actual else None,
+                    missing=expected is None or actual is None,
+                )
+            )
+        parts.append("</tbody></table>")
+    return "".join(parts)
+
+
+def _expected_row(name: str, expected: Any, actual: Any, *, missing: bool) -> str:
+    css = ' class="differs"' if missing or expected != actual else ""
+    cells = [
+        "<em>not called</em>" if value is None and missing else pre(_text_or_json(value))
+        for value in (expected, actual)
+    ]
+    return f"<tr{css}><th>{h(name)}</th><td>{cells[0]}</td><td>{cells[1]}</td></tr>"
+
+
+# -- links between runs -------------------------------------------------------------------------
+
+
+def link_runs(output_dir: Path, summary: Summary) -> None:
+    """Fill each trace page's links: the previous and next run in the index's order (failures
+    first) and every run of its scenario."""
+    ordered: list[tuple[ScenarioFigures, Row]] = [
+        (scenario, run)
+        for scenario in summary.scenarios
+        for run in scenario.runs
+        if isinstance(run, Row)
+    ]
+    index = output_dir / INDEX_HTML
+    for i, (scenario, run) in enumerate(ordered):
+        folder = run.page.parent
+        anchor = quote(scenario_anchor(scenario.split, scenario.scenario_id), safe="._-")
+        links = [f'<a href="{href(index, folder)}#{h(anchor)}">↑ {h(scenario.scenario_id)}</a>']
+        if i > 0:
+            links.append(_run_link("← previous", ordered[i - 1][1], folder))
+        if i + 1 < len(ordered):
+            links.append(_run_link("next →", ordered[i + 1][1], folder))
+        siblings = [
+            f"<strong>{h(_run_label(other))}</strong>"
+            if other is run
+            else f'<a href="{href(other.page, folder)}">{h(_run_label(other))}</a>'
+            for other in scenario.runs
+            if isinstance(other, Row)
+        ]
+        links.append(f'<span class="siblings">Runs: {"".join(siblings)}</span>')
+        text = run.page.read_text(encoding="utf-8")
+        run.page.write_text(text.replace(RUN_NAV, "".join(links), 1), encoding="utf-8")
+
+
+def _run_label(run: Row) -> str:
+    mark = "✓" if run.success is True else "✕" if run.success is False else "?"
+    return f"{'' if run.run_number is None else run.run_number}{mark}"
+
+
+def _run_link(label: str, run: Row, folder: Path) -> str:
+    number = "" if run.run_number is None else f" run {run.run_number}"
+    return f'<a href="{href(run.page, folder)}">{h(label)}: {h(run.scenario_id)}{h(number)}</a>'
+
+
+def _tokens(run: Run) -> int | None:
+    if not run.usage:
+        return None
+    return sum(u.total_tokens for calls in run.usage.values() for u in calls)
 
 
 def write_report(output_dir: Path, *, artifacts: bool = False) -> Path:
@@ -555,6 +450,10 @@ def write_report(output_dir: Path, *, artifacts: bool = False) -> Path:
     same pass over the traces. Raises `runs.OutputDirError` when `output_dir` holds no ARE
     benchmark output.
     """
+    return _write(output_dir, artifacts=artifacts)[0]
+
+
+def _write(output_dir: Path, *, artifacts: bool) -> tuple[Path, Summary]:
     output_dir = Path(output_dir)
     rows: list[Row] = []
     results: list[tuple[Path, dict[str, Any]]] = []
@@ -582,6 +481,7 @@ def write_report(output_dir: Path, *, artifacts: bool = False) -> Path:
                 tool_calls=None
                 if run.events is None
                 else sum(1 for e in run.events if e.event_type == "AGENT"),
+                tokens=_tokens(run),
                 duration=run.duration,
                 rationale=run.rationale or run.exception,
                 page=page,
@@ -591,15 +491,16 @@ def write_report(output_dir: Path, *, artifacts: bool = False) -> Path:
     if artifacts:
         write_results(results)
     index = output_dir / INDEX_HTML
-    index.write_text(
-        render_index(output_dir, rows, read_stats(output_dir), skipped), encoding="utf-8"
-    )
-    return index
+    text, summary = render_index(output_dir, rows, read_stats(output_dir), skipped)
+    index.write_text(text, encoding="utf-8")
+    link_runs(output_dir, summary)
+    return index, summary
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m areasync.gaia2.report") -> int:
     """`python -m areasync.gaia2.report OUTPUT_DIR`: write the artifacts and the report, print
-    the report's file URL; 2 with a one-line error when the directory holds no ARE output."""
+    the sweep's summary (`summary.terminal_text`) and, last, the report's file URL alone on its
+    line; 2 with a one-line error when the directory holds no ARE output."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description=(
@@ -612,10 +513,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m areasync.gaia
     parser.add_argument("--no-artifacts", action="store_true", help="write the HTML report only")
     options = parser.parse_args(argv)
     try:
-        index = write_report(options.output_dir, artifacts=not options.no_artifacts)
+        index, summary = _write(options.output_dir, artifacts=not options.no_artifacts)
     except OutputDirError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    print(terminal_text(summary))
+    print()
     print(index.resolve().as_uri())
     return 0
 

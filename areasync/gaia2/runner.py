@@ -34,6 +34,8 @@ ARE's code reads at call time:
   (with a `Sweep`, see `areasync.gaia2.sweep`): plain progress lines off a terminal, and
   Ctrl-C handled on the loop (`run`): the first stops the sweep gracefully - no new run, the
   running ones cancelled, ARE writes what finished - the second interrupts at once;
+* `datasets.load_dataset` (with a `Sweep`): what ARE's Hub loader could not load is noted, and
+  gaia2-cli's rows (`{scenario_id, scenario}`) are read as ARE's (`layouts`);
 * ARE's two `threading.local`s (`EventRegisterer._thread_local`: whether events are being
   captured; `logging_config._thread_local`: which scenario a log line belongs to) become
   per-greenlet (`cooperative.GreenletLocal`), since the runs now share one thread.
@@ -61,7 +63,7 @@ import anyio
 
 from areasync.bridge import judge_templates
 from areasync.bridge.sync import SyncEnvironment, VirtualWall
-from areasync.gaia2 import cooperative, pool, sweep
+from areasync.gaia2 import cooperative, layouts, pool, sweep
 
 R = TypeVar("R")
 
@@ -145,12 +147,13 @@ def _cooperative_completion(blocking: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _noting_hub_failures(load: Callable[..., Any], plan: sweep.Sweep) -> Callable[..., Any]:
-    """`datasets.load_dataset` as ARE's Hub loader calls it, noting what it could not load
-    (ARE's benchmark imports `datasets` already: patching it costs no import)."""
+    """`datasets.load_dataset` as ARE's Hub loader calls it, noting what it could not load,
+    and reading gaia2-cli's rows as ARE's (`layouts.with_data`). ARE's benchmark imports
+    `datasets` already: patching it costs no import."""
 
     def load_dataset(path: str, *args: Any, **kwargs: Any) -> Any:
         try:
-            return load(path, *args, **kwargs)
+            return layouts.with_data(load(path, *args, **kwargs))
         except Exception as error:
             where = "/".join(str(part) for part in (path, kwargs.get("name")) if part)
             plan.hub_failures.append(f"{where}: {error}")

@@ -156,6 +156,8 @@ class Run:
     # None when the run has no hf trace (events) or no lite trace (conversations, usage).
     events: list[Event] | None = None
     oracle_events: int | None = None
+    # The scenario's oracle calls (what the judge expects the agent to do), from the hf trace.
+    oracle_calls: list[Event] | None = None
     conversations: dict[str, list[Message]] | None = None
     usage: dict[str, list[Usage]] | None = None
     hf_trace: Path | None = None
@@ -456,6 +458,7 @@ def _fill(
         run.oracle_events = sum(
             1 for event in hf.get("events") or [] if event.get("class_name") == "OracleEvent"
         )
+        run.oracle_calls = events_of(hf, key="events", kind="OracleEvent")
     if lite is not None:
         run.model = run.model or lite.get("model_id")
         run.agent = run.agent or lite.get("main_agent_type")
@@ -491,13 +494,18 @@ def split_of(tags: list[str], configs: list[str]) -> str | None:
 # -- decoding ARE's JSON ------------------------------------------------------------------------
 
 
-def events_of(hf: Mapping[str, Any]) -> list[Event]:
+def events_of(
+    hf: Mapping[str, Any], key: str = "completed_events", kind: str | None = None
+) -> list[Event]:
     """The run's completed events that act on an app, in log order (condition checks, which
-    are ARE's own bookkeeping and call no app, left out)."""
+    are ARE's own bookkeeping and call no app, left out); with `key="events"` and a `kind`
+    (ARE's class name, such as OracleEvent), the scenario's own events of that kind."""
     events = []
-    for raw in hf.get("completed_events") or []:
+    for raw in hf.get(key) or []:
         action = raw.get("action") or {}
-        if not action.get("app"):
+        if not isinstance(action, dict) or not action.get("app"):
+            continue
+        if kind is not None and raw.get("class_name") != kind:
             continue
         metadata = raw.get("metadata") or {}
         events.append(

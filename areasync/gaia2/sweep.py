@@ -126,12 +126,16 @@ class RunRecord:
     def infrastructure_failure(self) -> bool:
         return self.success is not True and self.endpoint_error_count > 0
 
-    def to_result(self) -> Any:
-        """ARE's `ScenarioValidationResult`, as ARE's own cache rebuilds one."""
+    def to_result(self, *, exact: bool = False) -> Any:
+        """ARE's `ScenarioValidationResult`, as ARE's own cache rebuilds one; `exact`: its
+        exception of the type recorded, with the message recorded (so that ARE's
+        `output.jsonl` names them as the run's did)."""
         from are.simulation.scenarios.validation_result import ScenarioValidationResult
 
         exception = None
-        if self.exception_type and self.exception_message:
+        if exact and self.exception_type is not None:
+            exception = type(self.exception_type, (Exception,), {})(self.exception_message or "")
+        elif self.exception_type and self.exception_message:
             exception = Exception(f"{self.exception_type}: {self.exception_message}")
         return ScenarioValidationResult(
             success=self.success,

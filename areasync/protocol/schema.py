@@ -8,6 +8,7 @@ A client in any language needs only this document: ``$defs.ClientFrame`` is what
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -36,6 +37,7 @@ def generate_schema() -> dict[str, Any]:
     )
     for cls, extra in JSON_SCHEMA_EXTRA.items():
         defs[cls.__name__].update(extra)
+    _clean_descriptions(defs)
     defs["ClientFrame"] = {
         "description": "A frame a client sends: JSON in a text frame or msgpack in a binary one.",
         **client,
@@ -56,6 +58,20 @@ def generate_schema() -> dict[str, Any]:
         "anyOf": [{"$ref": "#/$defs/ClientFrame"}, {"$ref": "#/$defs/ServerFrame"}],
         "$defs": defs,
     }
+
+
+def _clean_descriptions(node: Any) -> None:
+    """Every description as `inspect.cleandoc` makes it: msgspec releases differ in how much of
+    a docstring's indentation they keep (an Enum's, up to 0.22), and the schema must not."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "description" and isinstance(value, str):
+                node[key] = inspect.cleandoc(value)
+            else:
+                _clean_descriptions(value)
+    elif isinstance(node, list):
+        for item in node:
+            _clean_descriptions(item)
 
 
 def render_schema() -> str:

@@ -18,6 +18,7 @@ from areasync.policies import MAX_JUMP_S, MAX_TICKS, LeasePolicy
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.memory import default_memory_limit
 from areasync.service.origin import normalize_hosts, normalize_origins
+from areasync.service.ports import port_range_problems
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -107,11 +108,17 @@ class ServiceConfig:
     # (OpenEnv's trainers leak environments when they die without closing). A token's HTTP
     # episode (POST /reset, /step) with no request for as long leaves its session too.
     openenv_idle_timeout: float = 300.0
+    # The directory whose `.json` scenario files OpenEnv's clients may start by path
+    # (`initialize{scenario_path}`, relative to it) and enumerate by split (the Task API):
+    # `openenv/catalog.py`; None: registered scenario ids only. No other file is ever read.
+    scenario_dir: Path | None = None
     # A client frame above this many bytes gets `too_large` and close 4009; the WebSocket layer
     # reads at most twice this much before refusing outright (1009, message too big).
     max_frame_bytes: int = 16 * 1024 * 1024
     # An inline scenario (`create_session.scenario_json`) above this many bytes of JSON text
-    # gets `too_large` before it is parsed; the connection stays open.
+    # gets `too_large` before it is parsed; the connection stays open. The operator's own
+    # scenario files (`--scenario FILE`) are held to it too, never to `max_file_bytes`
+    # (`areasync.bridge.operator_files`).
     max_scenario_bytes: int = 8 * 1024 * 1024
     # What one session may take over its life (budget.py; RELIABILITY.md says why these
     # defaults). One `call_tool` or `send_user_message` frame above `max_call_bytes` gets
@@ -187,10 +194,25 @@ class ServiceConfig:
     # write_timeout).
     write_timeout: float = 20.0
 
+    # -- the MCP endpoint (service/mcp/) -----------------------------------------------------
+    # Serve each session's tools over MCP's Streamable HTTP on this port (0: any free port);
+    # None: no MCP endpoint. A session's URL is http://HOST:PORT/mcp/<session id>.
+    mcp_port: int | None = None
+    # The most wall seconds one call of the MCP wait tool (areasync__wait_for_notifications)
+    # waits; a longer `timeout` is refused, saying so.
+    mcp_max_wait: float = 60.0
+    # A listening MCP session's GET stream with nothing to send for this many wall seconds
+    # gets a comment (a client's read timeout is longer: the SDK's is 300 s).
+    mcp_sse_keepalive: float = 15.0
+
     # -- gaia2-cli's HTTP adapter (service/gaia2cli/) ----------------------------------------
     # Its port (0: any free port; None: not served). Harnesses POST bodies and read server-sent
     # events, which the WebSocket port cannot serve (gaia2cli/http.py says why).
     gaia2_port: int | None = None
+    # A port per session from this range (first, last), as gaia2-cli's runner reaches an
+    # adapter: at the bare root of http://127.0.0.1:PORT, the user's role, no token (so only
+    # on loopback: `gaia2cli/bare.py`). A session holds its port until it is discarded.
+    gaia2_ports: tuple[int, int] | None = None
     # Bytes of messages an SSE client may leave unread before the server ends its stream
     # (with a last `event: end` saying where to resume); the session never waits for it.
     gaia2_sse_bytes: int = 1024 * 1024
@@ -273,6 +295,7 @@ class ServiceConfig:
             )
         if self.keep_ended < 0:
             problems.append(f"keep_ended must be >= 0, got {self.keep_ended}")
+        problems += port_range_problems(self.gaia2_ports)
         if not 0 < self.fork_within < float("inf"):
             problems.append(
                 f"fork_within must be a number of seconds > 0 (what a fork should take at "
@@ -380,6 +403,8 @@ _SECONDS = (
     "handshake_timeout",
     "hello_timeout",
     "openenv_idle_timeout",
+    "mcp_max_wait",
+    "mcp_sse_keepalive",
     "close_timeout",
     "write_timeout",
     "step_budget",

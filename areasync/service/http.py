@@ -77,10 +77,12 @@ SESSIONS_PREFIX = "/sessions/"
 
 _PROTECTED = frozenset({"/api/sessions", "/api/schema", "/metrics", "/api/scenarios"})
 _SOURCE_SUFFIX = "/source"
+AGENT_SUFFIX = "/agent"
 _ADMIN_ONLY_WHY = {
     "/metrics": "/metrics counts every session on the server",
     "/api/scenarios": "/api/scenarios is for creating sessions, which only the admin may do",
     _SOURCE_SUFFIX: "a session's source is for restarting it, which only the admin may do",
+    AGENT_SUFFIX: "a session's agent token is handed out only to the admin",
 }
 _PAGES = frozenset({"/", "/index.html"})
 
@@ -140,12 +142,12 @@ def session_id_of(path: str) -> str | None:
     return rest if rest and "/" not in rest else None
 
 
-def source_session_of(path: str) -> str | None:
-    """The session id of `/api/sessions/<id>/source`, or None."""
+def source_session_of(path: str, suffix: str = _SOURCE_SUFFIX) -> str | None:
+    """The session id of `/api/sessions/<id>/source` (or of another `suffix`), or None."""
     prefix = "/api/sessions/"
-    if not (path.startswith(prefix) and path.endswith(_SOURCE_SUFFIX)):
+    if not (path.startswith(prefix) and path.endswith(suffix)):
         return None
-    rest = unquote(path[len(prefix) : -len(_SOURCE_SUFFIX)])
+    rest = unquote(path[len(prefix) : -len(suffix)])
     return rest if rest and "/" not in rest else None
 
 
@@ -292,7 +294,11 @@ class HttpRoutes:
             )
         if path == "/health":
             return json_response(200, self._health())
-        if path in _PROTECTED or source_session_of(path) is not None:
+        if (
+            path in _PROTECTED
+            or source_session_of(path) is not None
+            or source_session_of(path, AGENT_SUFFIX) is not None
+        ):
             return self._protected(path, url.query, request.headers.get("Authorization"))
         return self.dashboard.answer(path, [self._socket_host(request)])
 
@@ -336,7 +342,12 @@ class HttpRoutes:
         if path == "/api/schema":
             return _response(200, self._schema, "application/schema+json")
         restarted = source_session_of(path)
-        admin_only = _SOURCE_SUFFIX if restarted is not None else path
+        agent_of = source_session_of(path, AGENT_SUFFIX)
+        admin_only = path
+        if restarted is not None:
+            admin_only = _SOURCE_SUFFIX
+        elif agent_of is not None:
+            admin_only = AGENT_SUFFIX
         if admin_only in _ADMIN_ONLY_WHY and session_id is not None:
             return error_response(
                 403,
@@ -346,6 +357,8 @@ class HttpRoutes:
             )
         if restarted is not None:
             return self.source(restarted)
+        if agent_of is not None:
+            return self.agent(agent_of)
         if path == "/api/scenarios":
             return json_response(
                 200,
@@ -391,6 +404,27 @@ class HttpRoutes:
                 "create a new session from its JSON instead",
             )
         return json_response(200, {"session_id": session.id, **session.recipe.as_request()})
+
+    def agent(self, session_id: str) -> Response:
+        """Session `session_id`'s agent token and WebSocket URL (admin token only): what the
+        dashboard puts in the agent command it shows the admin."""
+        session = self.registry.get(session_id)
+        if session is None:
+            return error_response(
+                404,
+                ErrorCode.SESSION_NOT_FOUND,
+                f"no session {session_id!r}: GET /api/sessions lists the sessions",
+            )
+        token = self.registry.tokens.of(session_id).get(Role.AGENT)
+        if token is None:
+            return error_response(
+                404,
+                "no_token",
+                f"session {session_id!r} was restored from its journal, which keeps only hashes "
+                "of its tokens: use the agent token printed when it was created",
+            )
+        url = self.registry.ws_url(session_id)
+        return json_response(200, {"session_id": session_id, "url": url, "token": token})
 
     def metrics_text(self) -> str:
         registry = self.registry

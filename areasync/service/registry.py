@@ -82,6 +82,18 @@ class CallsUnderWay(Protocol):
     def leave(self, session_id: str) -> None: ...
 
 
+class SessionWatcher(Protocol):
+    """What follows every session from outside it (an adapter's per-session state): told when
+    one is registered (created, forked or restored), has ended (its trace written) and is
+    discarded. A watcher's failure is logged and changes nothing for the session."""
+
+    def created(self, session: Session) -> None: ...
+
+    def ended(self, session: Session) -> None: ...
+
+    def discarded(self, session: Session) -> None: ...
+
+
 class SessionRegistry:
     """Every session of the server, by id; creates, stops and forgets them."""
 
@@ -104,6 +116,16 @@ class SessionRegistry:
         # Told of every tool call under way, by session (a session worker's record of what
         # held its loop should it be killed for that: `sessionworker/busy.py`).
         self.calls: CallsUnderWay | None = None
+        self.watchers: list[SessionWatcher] = []
+
+    def _tell(
+        self, what: Callable[[SessionWatcher], Callable[[Session], None]], session: Session
+    ) -> None:
+        for watcher in self.watchers:
+            try:
+                what(watcher)(session)
+            except Exception:
+                logger.exception("a session watcher failed on session %s", session.id)
 
     def bind(self, task_group: anyio.abc.TaskGroup) -> None:
         """Sessions created from now on run in `task_group`."""
@@ -266,6 +288,7 @@ class SessionRegistry:
                 max_file_bytes=self.config.max_file_bytes,
                 judge=self.config.judge,
                 seed=seed,
+                max_scenario_bytes=self.config.max_scenario_bytes,
             )
             return scenario, sandbox, source_text(source, self.config.max_scenario_bytes)
 
@@ -368,6 +391,7 @@ class SessionRegistry:
         self._remember(session, kept, import_mode)
         self.sessions[sid] = session
         self.metrics.sessions_created += 1
+        self._tell(lambda w: w.created, session)
         if self.journals is not None:
             self.journals.attach(
                 session,
@@ -403,6 +427,7 @@ class SessionRegistry:
         )
         self._remember(session, kept, created.import_mode)
         self.sessions[sid] = session
+        self._tell(lambda w: w.created, session)
         if ended_at is None:
             self.journals.reattach(session, created, journaled, self._task_group)
             self._run(session)
@@ -489,6 +514,8 @@ class SessionRegistry:
         self._end_journal(session)
         if session.trace_path is not None:
             self.traces_written += 1
+        if session.sim.ended:
+            self._tell(lambda w: w.ended, session)
         if session.id in self.sessions and session.sim.ended:
             self._ended_order.append(session.id)
             self._prune()
@@ -513,6 +540,7 @@ class SessionRegistry:
         if session is None:
             return
         self.tokens.forget(session_id)
+        self._tell(lambda w: w.discarded, session)
         if session.ended:
             # Whatever ARE left pointing at its apps must not keep its environment alive.
             detach_apps(session.sim.scenario)

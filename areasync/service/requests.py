@@ -174,6 +174,7 @@ def created_result(session: Session, registry: SessionRegistry) -> dict[str, Any
         "epoch": session.epoch,
         "mode": session.sim.clock.mode.value,
         "tokens": {role.value: token for role, token in session.tokens.items()},
+        **session.links,
     }
 
 

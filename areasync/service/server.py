@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import errno as _errno
 import logging
+import shlex
 import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -47,15 +48,17 @@ from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.connection import Connection
+from areasync.service.gaia2cli.bare import banner_lines
 from areasync.service.gaia2cli.http import Gaia2Adapter
 from areasync.service.handoff import Handoff
 from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
+from areasync.service.mcp.port import McpPort
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
 from areasync.service.openenv.episode import Credential
 from areasync.service.openenv.routes import base_url as openenv_base_url
-from areasync.service.openenv.routes import split as openenv_split
+from areasync.service.openenv.routes import locate as openenv_locate
 from areasync.service.openenv.socket import serve_socket as serve_openenv
 from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
@@ -136,8 +139,11 @@ class Service:
         self.http = HttpRoutes(self.registry, lambda: self.admission.authenticated)
         # gaia2-cli's HTTP+SSE adapter, on a port of its own when `gaia2_port` is set.
         self.gaia2 = Gaia2Adapter(self.registry, self.config)
+        # Each session's MCP endpoint, on a port of its own when `mcp_port` is set.
+        self.mcp = McpPort(self.registry, self.config)
         self.port: int | None = None
         self._scenarios = list(scenarios)
+        self._files: dict[str, Path] = {}  # the JSON file of each session started from one
         self._stop: anyio.Event | None = None
         self._closing = False
         self._numbers = 0
@@ -193,9 +199,11 @@ class Service:
                     continue
                 try:
                     # The operator's own sessions start whatever the memory ceiling says.
-                    await self.registry.create_async(source, ceiling=False)
+                    session = await self.registry.create_async(source, ceiling=False)
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
+                if _is_file(source):
+                    self._files[session.id] = Path(source)
             server: Server | None = None
             if self.listens:
                 try:
@@ -204,11 +212,15 @@ class Service:
                     raise ServiceError(
                         listen_error(self.config.host, self.config.port, exc)
                     ) from exc
-                if self.config.gaia2_port is not None:
+                if self.config.gaia2_port is not None or self.config.gaia2_ports is not None:
                     await self._listen_gaia2(server)
+                if self.config.mcp_port is not None:
+                    await self._listen_mcp(server, tg)
             stalls = StallSweep(self.connections, self.config.write_timeout)
             background.start(tg, stalls.run, what="the stalled-connection sweep")
-            background.start(tg, self.http.openenv.reap_forever, what="the OpenEnv episode reaper")
+            background.start(
+                tg, self.http.openenv.held.reap_forever, what="the OpenEnv episode reaper"
+            )
             try:
                 task_status.started(self)
                 await self._stop.wait()
@@ -282,15 +294,29 @@ class Service:
 
     async def _listen_gaia2(self, server: Server) -> None:
         config = self.config
-        assert config.gaia2_port is not None
         try:
             await self.gaia2.start(config.host, config.gaia2_port, display_host(config.host))
         except (OSError, OverflowError) as exc:
             server.close()
+            port = config.gaia2_port or 0
             raise ServiceError(
-                listen_error(config.host, config.gaia2_port, exc).replace("--port", "--gaia2-port")
+                listen_error(config.host, port, exc).replace("--port", "--gaia2-port")
             ) from exc
-        logger.info("gaia2-cli adapter listening on %s/gaia2/", self.gaia2.base)
+        if self.gaia2.port is not None:
+            logger.info("gaia2-cli adapter listening on %s/gaia2/", self.gaia2.base)
+
+    async def _listen_mcp(self, server: Server, tg: anyio.abc.TaskGroup) -> None:
+        config = self.config
+        assert config.mcp_port is not None
+        try:
+            await self.mcp.start(config.host, config.mcp_port, display_host(config.host))
+        except (OSError, OverflowError) as exc:
+            server.close()
+            raise ServiceError(
+                listen_error(config.host, config.mcp_port, exc).replace("--port", "--mcp-port")
+            ) from exc
+        background.start(tg, self.mcp.held.reap_forever, what="the MCP episode reaper")
+        logger.info("MCP endpoint listening on %s/mcp/", self.mcp.base)
 
     def gaia2_url(self, session_id: str, role: Role = Role.USER) -> str:
         """The gaia2-cli adapter's base URL for `session_id` with its `role` token (`role`
@@ -328,6 +354,7 @@ class Service:
         # clients get `ended` and their traces are written.
         self.suspended = await self.registry.shutdown(suspend=self.suspend_at_shutdown)
         await self.gaia2.close()
+        await self.mcp.close()
         reason = (
             "the server is restarting; reconnect with since"
             if self.suspended
@@ -384,8 +411,10 @@ class Service:
         if self._closing:
             await ws.close(CloseCode.GOING_AWAY, "the server is shutting down; retry later")
             return
-        path = urlsplit(ws.request.path if ws.request is not None else "/").path
-        openenv = openenv_split(path)
+        request = ws.request
+        path = urlsplit(request.path if request is not None else "/").path
+        authorization = None if request is None else request.headers.get("Authorization")
+        openenv = openenv_locate(path, authorization)
         if openenv is not None:
             await self._on_openenv(ws, openenv[0])
             return
@@ -486,6 +515,18 @@ class Service:
             lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
         return "\n".join(lines)
 
+    def _oracle_command(self, session: Session) -> str:
+        """The command that plays `session`'s oracle, as printed: a session of a JSON file
+        names its file (the oracle plans from it) and how it was imported."""
+        words = ["areasync", "agent", "oracle", "--url", self.ws_url(session.id)]
+        words += ["--token", session.tokens[Role.AGENT]]
+        path = self._files.get(session.id)
+        if path is not None:
+            words += ["--scenario", str(path.resolve())]
+            if session.import_mode is not None:
+                words += ["--import-mode", session.import_mode]
+        return shlex.join(words)
+
     def _session_banner(self, session: Session) -> list[str]:
         """The banner's lines for one session: its URLs and tokens."""
         clock = session.sim.clock_state(peek=True)
@@ -505,12 +546,14 @@ class Service:
         lines.append(f"  OpenEnv     {self.openenv_url(session.tokens[Role.AGENT])}")
         if self.gaia2.port is not None:
             lines.append(f"  gaia2-cli   {self.gaia2_url(session.id)}  (the user's token)")
+        lines += [f"  gaia2-cli   {line}" for line in banner_lines(session.links)]
+        if self.mcp.port is not None:
+            lines.append(
+                f"  MCP         {self.mcp.url(session.id)}  (Authorization: Bearer <agent token>)"
+            )
         if session.waiting_for_agent:
             lines.append("  waiting for an agent (time stands still until one connects):")
-            lines.append(
-                f"    areasync agent oracle --url {self.ws_url(session.id)} "
-                f"--token {session.tokens[Role.AGENT]}"
-            )
+            lines.append(f"    {self._oracle_command(session)}")
             lines.append(
                 "    (or your own agent, or an OpenEnv client; or press Start on the dashboard)"
             )
@@ -518,10 +561,15 @@ class Service:
         return lines
 
 
+def _is_file(source: Any) -> bool:
+    """Whether `source` names a JSON file (as `--scenario` takes one)."""
+    return isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json"))
+
+
 def natural_id(source: Any) -> str | None:
     """The session id a `--scenario` source gets when none is taken (`session_id_for`), if
     it can be told without loading it."""
-    if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json")):
+    if _is_file(source):
         return safe_id(Path(source).stem)
     if isinstance(source, str) and not source.lstrip().startswith("{"):
         return safe_id(source)

@@ -44,6 +44,7 @@ import anyio
 
 from areasync.bridge.scenarios import Scenario, import_mode_of
 from areasync.bridge.traces import write_trace
+from areasync.loop.clock import to_s
 from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import ForkedFrom, Mode, Role
 from areasync.service.budget import SessionBudget
@@ -134,6 +135,9 @@ class Session:
         self.trace_path: Path | None = None
         self.trace_error: str | None = None
         self.agents_seen = 0
+        # Where else it is served, by name (an adapter's own port: `gaia2_cli_url`), or why
+        # not: shown by describe() and create_session's result.
+        self.links: dict[str, str] = {}
         # Set when the first agent says hello: what a caller waits on instead of polling.
         self.agent_attached = anyio.Event()
         self.done = anyio.Event()
@@ -208,6 +212,16 @@ class Session:
                 counts[connection.role.value] += 1
         return counts
 
+    def next_due(self) -> float | None:
+        """The simulated time (seconds since the epoch) of the next scheduled event or
+        timeout, or None: nothing is scheduled, so time moves only when someone acts (an
+        agent's call, a controller's jump), or by the realtime clock. What the dashboard
+        tells a user an idle session waits for."""
+        if self.ended:
+            return None
+        due = self.sim.engine.next_due_us()
+        return None if due is None else to_s(due)
+
     def describe(self, ws_url: str) -> dict[str, Any]:
         """The session as `/api/sessions` lists it (no tokens: they are handed out once)."""
         return {
@@ -221,6 +235,8 @@ class Session:
             "import_mode": self.import_mode,
             "judge": self.judge,
             "waiting_for_agent": self.waiting_for_agent,
+            "next_due": self.next_due(),
+            "end_reason": self.sim.end_reason if self.ended else None,
             "restartable": self.recipe is not None,
             "clock": self.sim.clock_state(peek=True),
             "seq": self.hub.seq,
@@ -237,6 +253,7 @@ class Session:
             "durable": self.journal is not None and self.journal_error is None,
             "journal_error": self.journal_error,
             "bounds": self.budget.describe(),
+            **self.links,
         }
 
     # -- clients -----------------------------------------------------------------------------

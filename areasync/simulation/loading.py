@@ -17,6 +17,7 @@ from areasync.bridge import scenarios
 from areasync.bridge.determinism import session_entropy
 from areasync.bridge.environment import Scenario
 from areasync.bridge.judge_options import JudgeOptions
+from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
 from areasync.protocol.frames import ImportMode
 
@@ -32,17 +33,26 @@ def build_scenario(
     judge: JudgeOptions | None = None,
     seed: int | None = None,
     created_at: float | None = None,
+    max_scenario_bytes: int = DEFAULT_MAX_SCENARIO_BYTES,
 ) -> tuple[Scenario, Sandbox]:
     """The initialised scenario of `source`, built inside a new sandbox, and that sandbox (for
     `Simulation.load(scenario, sandbox=...)`). It creates no event-loop object, so that a
     server can build an untrusted scenario in a worker thread: the sandbox's context variable
     follows the thread's copied context, so the guard covers the import there too. `judge`:
     a benchmark import is judged by it (`areasync.bridge.scenarios`). `seed`, `created_at`:
-    the session's (`Simulation.load`), which the sandbox carries on to it."""
+    the session's (`Simulation.load`), which the sandbox carries on to it.
+    `max_scenario_bytes`: the operator's limit on a scenario file (`operator_files`)."""
     with sandboxed_loading(
         source, max_file_bytes=max_file_bytes, seed=seed, created_at=created_at
     ) as sandbox:
-        scenario = load_in(sandbox, source, import_mode=import_mode, oracle=oracle, judge=judge)
+        scenario = load_in(
+            sandbox,
+            source,
+            import_mode=import_mode,
+            oracle=oracle,
+            judge=judge,
+            max_scenario_bytes=max_scenario_bytes,
+        )
     return scenario, sandbox
 
 
@@ -80,9 +90,16 @@ def load_in(
     import_mode: ImportMode | str,
     oracle: bool,
     judge: JudgeOptions | None = None,
+    max_scenario_bytes: int = DEFAULT_MAX_SCENARIO_BYTES,
 ) -> Scenario:
     """`scenarios.load`, its file-system apps made the sandbox's roots."""
-    scenario = scenarios.load(source, import_mode=import_mode, oracle=oracle, judge=judge)
+    scenario = scenarios.load(
+        source,
+        import_mode=import_mode,
+        oracle=oracle,
+        judge=judge,
+        max_scenario_bytes=max_scenario_bytes,
+    )
     sandbox.adopt(scenario.apps or [])
     return scenario
 

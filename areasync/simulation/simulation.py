@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Unpack
 
 from areasync.bridge.environment import session_environment
+from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.simulation.agent_side import AgentSide
@@ -37,6 +38,7 @@ class Simulation(AgentSide):
         wall: Callable[[], float] = time.monotonic,
         import_mode: ImportMode | str = ImportMode.AUTO,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_scenario_bytes: int = DEFAULT_MAX_SCENARIO_BYTES,
         sandbox: Sandbox | None = None,
         seed: int | None = None,
         created_at: float | None = None,
@@ -50,7 +52,8 @@ class Simulation(AgentSide):
         (Gaia2's runner: turns rewired so that a live agent reaches each one) or `plain`
         (ARE's plain import); see `areasync.bridge.scenarios`. The session's code runs in a
         sandbox (`areasync.bridge.sandbox`) from the moment the scenario is built: its apps may
-        touch only its file-system apps' files, and read none larger than `max_file_bytes`.
+        touch only its file-system apps' files, and read none larger than `max_file_bytes`;
+        a scenario file (the operator's) may be up to `max_scenario_bytes`.
         A Scenario built by `build_scenario` comes with its `sandbox`: pass it on (it is
         cleaned up if the simulation cannot be made). `options`: the session's tuning
         (`SimulationOptions`).
@@ -68,7 +71,13 @@ class Simulation(AgentSide):
             seed=seed,
             created_at=created_at,
         ) as box:
-            scenario = load_in(box, source, import_mode=import_mode, oracle=oracle)
+            scenario = load_in(
+                box,
+                source,
+                import_mode=import_mode,
+                oracle=oracle,
+                max_scenario_bytes=max_scenario_bytes,
+            )
             env = session_environment(
                 scenario,
                 oracle=oracle,

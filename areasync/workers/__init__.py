@@ -14,6 +14,9 @@ Three kinds of process take part, and each module here runs in one of them:
   returning them: `areasync.gaia2.remote.serving` for a bench run) on its own event loop, many
   calls at once, and ends when its driver's end of the channel closes.
 
+A worker confines itself through the kernel as it starts (`confine.py`, over `landlock.py`
+and `seccomp.py`), with the spec its pool sends: what it may read, write and connect to.
+
 `channel.py` is the one thing both ends share: the messages and how they cross the socket.
 This package imports nothing else of areasync (tests/test_import_rules.py): what a worker
 does is its handlers' business, so sessions can move into worker processes the same way.

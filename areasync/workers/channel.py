@@ -22,6 +22,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from areasync.workers.confine import Report
+
 __all__ = [
     "MAX_FRAME",
     "Call",
@@ -66,9 +68,11 @@ class Cancel:
 
 @dataclass(frozen=True)
 class Ready:
-    """The worker has set up its handlers and takes calls."""
+    """The worker has set up its handlers and takes calls; `confined` is what it applied
+    to itself (`confine.Report`), None when its pool asked for no confinement."""
 
     pid: int
+    confined: Report | None = None
 
 
 @dataclass(frozen=True)

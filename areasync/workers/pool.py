@@ -33,6 +33,9 @@ driver's own work.
 * **Losses are told** (`on_lost`): called with the slot, the pid of a process once that
   process has ended (whatever ended it), and whether the pool killed it (a call that did not
   give way), before its slot starts a new one.
+* **Confinement.** Given a `confinement` (`confine.Confinement`), each worker applies it to
+  itself as it starts, before its handlers (`worker.py`); `Worker.confined` is what it
+  applied (`confine.Report`).
 * **Closing** closes every channel (a worker ends when its driver's end closes), waits up to
   `STOP_S` for each process, and kills what is left.
 
@@ -61,6 +64,7 @@ from typing import Any
 
 from areasync.workers import channel
 from areasync.workers.channel import Call, Cancel, Cancelled, Message, Raised, Ready, Returned
+from areasync.workers.confine import Confinement, Report
 from areasync.workers.worker import Serve
 from areasync.workers.worker import main as worker_main
 
@@ -143,6 +147,7 @@ class Worker:
         self.gone: str | None = None  # why the slot was given up
         self.starts: list[float] = []  # seconds from asking for each process to it being ready
         self.restarts = 0
+        self.confined: Report | None = None  # what its latest process applied to itself
         self._live: _Live | None = None
         self._settled = asyncio.Event()  # set while a process is ready, or once given up
 
@@ -201,6 +206,7 @@ class WorkerPool:
         grace_s: float = GRACE_S,
         side_channel: bool = False,
         on_lost: Callable[[Worker, int, bool], None] | None = None,
+        confinement: Confinement | None = None,
     ) -> None:
         if size < 1:
             raise ValueError(f"a worker pool needs at least one worker, got {size}")
@@ -211,6 +217,7 @@ class WorkerPool:
         self._grace_s = grace_s
         self._side_channel = side_channel
         self._on_lost = on_lost
+        self._confinement = confinement
         self._context = multiprocessing.get_context("forkserver")
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -298,7 +305,7 @@ class WorkerPool:
             side_ours, side_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         process = self._context.Process(
             target=worker_main,
-            args=(theirs, self._serve, side_theirs),
+            args=(theirs, self._serve, self._confinement, side_theirs),
             name=f"areasync {worker.name}",
             daemon=True,
         )
@@ -319,12 +326,18 @@ class WorkerPool:
         except BaseException:
             _kill(process.pid)
             ours.close()
+            if side_ours is not None:
+                side_ours.close()
             raise
         if not isinstance(first, Ready):
             writer.close()
             if side_ours is not None:
                 side_ours.close()
+            if isinstance(first, Raised):  # its confinement could not be applied (`worker.py`)
+                await asyncio.to_thread(_join, process)
+                raise _StartFailed(f"it could not confine itself: {first.message}")
             raise _StartFailed(f"it {await asyncio.to_thread(_join, process)} before it was ready")
+        worker.confined = first.confined
         return _Live(process, process.pid, writer, side_ours), reader
 
     async def _watch(self, worker: Worker, live: _Live, reader: asyncio.StreamReader) -> None:

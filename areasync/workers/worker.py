@@ -13,6 +13,9 @@ imported there, and runs `main(sock, serve)`:
 * `Cancel` cancels the call's task: it unwinds at its next wait and is answered `Cancelled`.
   A call that never waits holds the event loop: nothing in the worker can stop it, so the
   driver kills the worker after a grace (`pool.py`).
+* `confinement`, if the pool gives one, is applied first (`confine.py`): before the handlers
+  are set up and before any thread starts. `Ready` carries what was applied; a confinement
+  that cannot be applied is sent as `Raised` (call id 0) instead, and the worker exits.
 * Ctrl-C is ignored here: the terminal sends it to every process of its group, and the
   driver decides what stops (it cancels calls through the channel, then closes it).
 * The driver's end closing (the pool closing, or the driver dying) ends the worker: its calls
@@ -36,6 +39,7 @@ from contextlib import AbstractContextManager
 
 from areasync.workers import channel
 from areasync.workers.channel import Call, Cancel, Cancelled, Message, Raised, Ready, Returned
+from areasync.workers.confine import Confinement, ConfinementError, Report, confine
 
 __all__ = ["EXIT_GRACE_S", "Handler", "Serve", "main"]
 
@@ -47,18 +51,33 @@ Serve = Callable[..., AbstractContextManager[Mapping[str, Handler]]]
 EXIT_GRACE_S = 5.0
 
 
-def main(sock: socket.socket, serve: Serve, side: socket.socket | None = None) -> None:
+def main(
+    sock: socket.socket,
+    serve: Serve,
+    confinement: Confinement | None = None,
+    side: socket.socket | None = None,
+) -> None:
     """A worker process's body (the pool's `Process` target); `side`, the pool's side channel
-    (`side_channel=True`), is handed to `serve`."""
+    (`side_channel=True`), is handed to `serve`. The confinement is applied once the process
+    holds both its channels, before `serve` sets anything up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        report = None if confinement is None else confine(confinement)
+    except ConfinementError as error:  # said to the pool, which gives it as the start's failure
+        with contextlib.suppress(OSError):
+            sock.sendall(channel.encode(Raised(0, type(error).__name__, str(error))))
+        raise SystemExit(1) from None
     with serve() if side is None else serve(side) as handlers:
-        asyncio.run(_Worker(sock, handlers).serve())
+        asyncio.run(_Worker(sock, handlers, report).serve())
 
 
 class _Worker:
-    def __init__(self, sock: socket.socket, handlers: Mapping[str, Handler]) -> None:
+    def __init__(
+        self, sock: socket.socket, handlers: Mapping[str, Handler], report: Report | None
+    ) -> None:
         self._sock = sock
         self._handlers = handlers
+        self._report = report
         self._tasks: dict[int, asyncio.Task[None]] = {}
 
     async def serve(self) -> None:
@@ -68,7 +87,7 @@ class _Worker:
             target=self._read, args=(loop, closed), name="areasync worker channel", daemon=True
         )
         reader.start()
-        self._send(Ready(os.getpid()))
+        self._send(Ready(os.getpid(), self._report))
         await closed.wait()
         tasks = list(self._tasks.values())
         for task in tasks:

@@ -95,9 +95,11 @@ async def test_the_command_plays_a_session_as_ares_runner_does(
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert [(c["tool"], c["args"]) for c in report["calls"]] == reference.calls
-    assert report["ended"]["state"] == "stopped" and report["ended"]["stopped_by_agent"]
-    assert len(stub.requests) - before == len(reference.requests)
+    # The report and the command's log say why, should the calls differ.
+    why = f"{report}\n{done.stderr[-4000:]}"
+    assert [(c["tool"], c["args"]) for c in report["calls"]] == reference.calls, why
+    assert report["ended"]["state"] == "stopped" and report["ended"]["stopped_by_agent"], why
+    assert len(stub.requests) - before == len(reference.requests), why
     log = normalized_log(areasync_server.simulation(session_id).env)
     assert log == reference.log, first_difference(log, reference.log)
 

@@ -27,7 +27,10 @@ ray = pytest.importorskip("ray")
 
 from areasync.cluster.nodes import HOST_PREFIX, start_host  # noqa: E402
 
-pytestmark = pytest.mark.timeout(CLUSTER_TEST_TIMEOUT_S)
+pytestmark = [
+    pytest.mark.timeout(CLUSTER_TEST_TIMEOUT_S),
+    pytest.mark.slow,  # a Ray cluster of real processes, and a host killed
+]
 
 DOOMED = f"{HOST_PREFIX}0-doomed"  # sorts first: the least loaded among equals
 

@@ -39,6 +39,7 @@ from areasync.cluster import Router  # noqa: E402
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.timeout(CLUSTER_TEST_TIMEOUT_S),
+    pytest.mark.slow,  # a Ray cluster of real processes, and a node killed
 ]
 
 ADMIN = "cluster-admin"
@@ -347,6 +348,14 @@ async def test_the_router_passes_a_sessions_source_on_from_its_node(router: Rout
         f"{router.http_url}/api/sessions/{session_id}/source?token={ADMIN}"
     )
     assert (status, body["scenario"], body["mode"]) == (200, SCENARIO, "manual")
+
+
+async def test_the_router_passes_a_sessions_agent_token_on_from_its_node(router: Router) -> None:
+    session_id = sorted(CREATED)[0]
+    url = f"{router.http_url}/api/sessions/{session_id}/agent?token={ADMIN}"
+    status, body = await http_json(url)
+    assert status == 200 and body["session_id"] == session_id and body["token"]
+    assert body["url"].endswith(f"/sessions/{session_id}")  # its node's, which a browser dials
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

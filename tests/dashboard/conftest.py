@@ -206,6 +206,35 @@ async def browser() -> AsyncIterator[Browser]:
         await launched.close()
 
 
+async def open_session(page: Page, server: Server, session: str, **query: str) -> None:
+    """Open `session` in `page` (the admin token unless `token=` says otherwise) until live."""
+    from playwright.async_api import expect
+
+    await page.goto(server.page_url(session=session, **query))
+    await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+
+
+async def stopped(server: Server, page: Page, **options: Any) -> dict[str, Any]:
+    """A new session (create_session `options`), opened in `page`, then stopped by a controller."""
+    session = await create_session(server, **options)
+    await open_session(page, server, session["session_id"])
+    async with connect(server, session["session_id"]) as controller:
+        await controller.request({"type": "stop"})
+    return session
+
+
+async def stepped(server: Server, page: Page, steps: int = 4) -> Client:
+    """A manual session stepped through `steps` events, open in `page`; its stream's items."""
+    session = await create_session(server, mode="manual")
+    await open_session(page, server, session["session_id"])
+    async with connect(server, session["session_id"]) as controller:
+        for _ in range(steps):
+            await controller.request({"type": "jump", "next_event": True})
+        await until(page, f"window.__areasync.lastSeq() >= {controller.last_seq}")
+    await page.evaluate("window.__areasync.settled()")
+    return controller
+
+
 async def until(page: Page, expression: str, limit: float = 20.0) -> None:
     """Wait (at most `limit` s) until `expression` is truthy in the page.
 

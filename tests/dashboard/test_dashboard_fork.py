@@ -1,7 +1,7 @@
 """The admin forks the open session from the page: "Fork here" (where it is now) in the controls,
-"Fork at #N" in a selected row's details; the fork opens as Restart's new session does, and its
-stream starts with the source's items up to the cut. A refused fork says why; a non-admin page
-offers no fork at all."""
+"Fork after row N" in a selected row's details; the fork opens as Restart's new session does,
+and its stream starts with the source's items up to the cut. A refused fork says why; a
+non-admin page offers no fork at all."""
 
 from __future__ import annotations
 
@@ -80,8 +80,12 @@ async def test_fork_at_a_selected_row_cuts_the_stream_there(server: Server, page
     before = await stream(server, source)
     first_event = next(item for item in before if item["type"] == "event")
     cut = int(first_event["seq"])
+    # Rows count from 1 over events and notifications; the cut is the stream's seq.
+    row = sum(
+        1 for item in before if item["type"] in ("event", "notification") and item["seq"] <= cut
+    )
     await page.locator(".row", has_text=first_event["event"]["function"]).first.click()
-    await page.get_by_role("button", name=f"Fork at #{cut}", exact=True).click()
+    await page.get_by_role("button", name=f"Fork after row {row}", exact=True).click()
     fork = await opened_fork(page, source)
     label = page.locator("#clock-sub")
     await expect(label).to_contain_text(f"forked from {source} at #")

@@ -141,8 +141,8 @@ async def test_app_state_inspector_shows_the_apps(server: Server, page: Page) ->
     await expect(dialog).to_be_visible()
     messaging = dialog.locator("details", has_text="MessagingApp")
     await expect(messaging).to_be_visible()
-    await messaging.locator("summary").click()
-    await expect(messaging.locator("pre")).to_contain_text("conversations")
+    await messaging.locator("summary").first.click()
+    await expect(messaging.locator(".key", has_text="conversations")).to_be_visible()
 
 
 async def test_stop_shows_the_validation_result(server: Server, page: Page) -> None:
@@ -154,7 +154,7 @@ async def test_stop_shows_the_validation_result(server: Server, page: Page) -> N
     await stop.click()
     ended = page.locator("#ended")
     await expect(ended).to_be_visible()
-    await expect(ended).to_contain_text("Session ended (stopped)")
+    await expect(ended).to_contain_text("Stopped by a controller")
     await expect(ended).to_contain_text("stopped by a controller")  # why, from ended.reason
     # Nobody forwarded the email: the tutorial's validation fails, and the page says so.
     await expect(ended).to_contain_text("validation failed")
@@ -189,7 +189,7 @@ async def test_tick_advances_the_clock_by_ticks(server: Server, page: Page) -> N
     await open_session(page, server, session["session_id"])
     await page.locator("#tick-n").fill("3")
     await page.get_by_role("button", name="Tick", exact=True).click()
-    await expect(page.locator("#clock-sub")).to_contain_text("tick 3 ")
+    await expect(page.locator("#clock-sub")).to_contain_text("3 loop ticks")
     await expect(page.locator("#clock-time")).not_to_have_text("T+00:00:00.0")
     await expect(page.locator("#last-action")).to_have_text("Tick \u00d73 \u2713")
 

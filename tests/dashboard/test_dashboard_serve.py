@@ -169,7 +169,7 @@ async def test_a_non_admin_page_offers_no_restart(server: Server, page: Page) ->
     session = await create_session(server, mode="manual")
     await open_page(page, server, session["session_id"], token=session["tokens"]["controller"])
     await stop(server, session["session_id"])
-    await expect(page.locator("#ended")).to_contain_text("Session ended")
+    await expect(page.locator("#ended")).to_contain_text("Stopped by a controller")
     await expect(page.get_by_role("button", name="Restart")).to_have_count(0)
 
 

@@ -357,16 +357,18 @@ def _signature(param: click.Parameter) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("name", ["judge", "gaia2-run"])
 def test_each_command_takes_exactly_are_benchmarks_options(name: str) -> None:
-    """ARE's options (not its command argument), plus areasync's own five."""
+    """ARE's options (not its command argument), plus areasync's own six."""
     ours_ = {_signature(p) for p in bench_command(name).params}
     are = {_signature(p) for p in are_command().params if p.name != "command"}
     assert are <= ours_
     assert {signature[0] for signature in ours_ - are} == {
         "workers",
         "run_budget",
+        "require_confinement",
         "resume",
         "retry",
         "report",
+        "max_scenario_bytes",
     }
 
 
@@ -389,11 +391,13 @@ def test_each_commands_help_says_what_differs_from_are(name: str, capsys: Any) -
 # -- judge --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # waits for ARE's own judge and gaia2-run (`are_side`)
 def test_judge_gives_are_benchmark_judges_verdicts_and_stats(judged: dict[str, Path]) -> None:
     assert compare.verdicts(judged["ours"]) == compare.verdicts(judged["are"])
     assert compare.stats(judged["ours"]) == compare.stats(judged["are"])
 
 
+@pytest.mark.slow  # waits for ARE's own judge and gaia2-run (`are_side`)
 def test_judge_agrees_with_the_run_that_wrote_the_traces(
     judged: dict[str, Path], pair_run: Path
 ) -> None:
@@ -416,6 +420,7 @@ def test_judge_refuses_an_explicit_num_runs_as_are_does(
     assert not (tmp_path / "out" / "output.jsonl").exists()
 
 
+@pytest.mark.slow  # waits for ARE's own judge and gaia2-run (`are_side`)
 def test_judge_resume_judges_nothing_again(
     judged: dict[str, Path], pair_run: Path, stub: StubLLM, tmp_path: Path
 ) -> None:
@@ -428,9 +433,11 @@ def test_judge_resume_judges_nothing_again(
     assert compare.verdicts(out) == compare.verdicts(judged["ours"])
 
 
+@pytest.mark.slow  # waits for ARE's own judge and gaia2-run (`are_side`)
 def test_judge_writes_a_report_of_its_verdicts(judged: dict[str, Path]) -> None:
     page = (judged["ours"] / "index.html").read_text(encoding="utf-8")
-    assert page.count('class="verdict pass"') == 1 and page.count('class="verdict fail"') == 1
+    run = '<td><span class="verdict '  # a run's row (a scenario's row has its own badge)
+    assert page.count(run + 'pass"') == 1 and page.count(run + 'fail"') == 1
     assert "tiny_skip" in page and "EmailClientV2__send_email" in page
 
 
@@ -450,6 +457,7 @@ def test_a_sweep_is_not_resumed_by_another_command(
 # -- gaia2-run ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # waits for ARE's own judge and gaia2-run (`are_side`)
 def test_gaia2_run_writes_what_are_benchmark_gaia2_run_writes(gaia2_pair: dict[str, Path]) -> None:
     """The same phase/config folders and verdicts in each, the same stats over all of them,
     the same submission summary."""
@@ -542,7 +550,8 @@ def test_gaia2_run_writes_a_report_per_phase_and_config(gaia2_full: dict[str, An
     out = gaia2_full["out"]
     for folder in output_folders(out):
         page = (out / folder / "index.html").read_text(encoding="utf-8")
-        assert page.count('class="verdict ') == len(GAIA2_RUNS), folder
+        # One row per run, each with its verdict (the scenario's row has a badge of its own).
+        assert page.count('<td><span class="verdict ') == len(GAIA2_RUNS), folder
 
 
 def test_gaia2_run_without_output_dir_writes_where_are_does(
@@ -596,6 +605,7 @@ def hf_dataset(root: Path, scenario: Path, configs: Sequence[str]) -> Path:
     return root
 
 
+@pytest.mark.slow  # a gaia2-run process interrupted, then ARE's upload path checked
 def test_an_interrupted_gaia2_run_uploads_nothing(execution_layout: Path, tmp_path: Path) -> None:
     """ARE's Ctrl-C kills gaia2-run before its upload; areasync's stops the sweep and lets ARE's
     code go on, which must not upload (nor say it did) what is only part of an evaluation."""

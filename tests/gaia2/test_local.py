@@ -66,7 +66,7 @@ def test_every_module_the_fork_server_preloads_exists(name: str) -> None:
 
 
 @pytest.fixture
-def dying() -> Iterator[Spread]:
+def dying(tmp_path: Path) -> Iterator[Spread]:
     """A `Spread` over two workers whose every run kills its process."""
     thread: LoopThread[None] = LoopThread("test workers")
     pool = WorkerPool(2, handlers.dying, preload=("tests.workers.handlers",))
@@ -77,7 +77,8 @@ def dying() -> Iterator[Spread]:
 
     try:
         thread.call(start(), BOUND_S)
-        yield Spread(WorkerPlace(pool, worker, thread, None) for worker in pool.workers)
+        places = (WorkerPlace(pool, worker, thread, None, str(tmp_path)) for worker in pool.workers)
+        yield Spread(places)
     finally:
         thread.call(pool.close(), BOUND_S)
         thread.stop()

@@ -49,6 +49,9 @@ from areasync.gaia2.stub_llm import (
 )
 
 Key = tuple[str, int | None]
+# ARE's own `are-benchmark run` is the reference: its two runs cost ARE about 25 s of CPU.
+pytestmark = pytest.mark.slow
+
 QUICK = [s.scenario_id for s in select(long_wait=False, config=CONFIG)]
 SLOW = [s.scenario_id for s in select(long_wait=True, config=CONFIG)]
 TIMED = [s.scenario_id for s in select(config=TIME_CONFIG)]

@@ -106,31 +106,37 @@ def test_report_is_written_beside_the_artifacts(report: Report) -> None:
 
 
 @with_browser
-def test_index_lists_every_run_with_its_verdict(report: Report, page: Any) -> None:
+def test_index_lists_every_scenario_failures_first_with_its_verdict(
+    report: Report, page: Any
+) -> None:
     page.goto(report.index.as_uri())
-    rows = _cells(page, "#runs")
-    assert [(row[0], row[1], row[3]) for row in rows] == [
-        ("execution", "tiny_email", "PASS"),
-        ("search", "tiny_skip", "FAIL"),
+    rows = page.eval_on_selector_all(
+        "details.scenario > summary",
+        "rows => rows.map(r => [...r.children].slice(0, 4).map(c => c.innerText.trim()))",
+    )
+    assert rows == [
+        ["FAILED ALL", "search", "tiny_skip", "0/1"],
+        ["PASSED ALL", "execution", "tiny_email", "1/1"],
     ]
-    # The failed run says why, from the judge's rationale.
-    assert "EmailClientV2__send_email" in rows[1][-1]
+    # The failed scenario says why, from the judge's rationale.
+    assert "EmailClientV2__send_email" in page.text_content("details.scenario .reasons")
 
 
 @with_browser
 def test_index_shows_the_pass_rate_per_split_and_overall(report: Report, page: Any) -> None:
     page.goto(report.index.as_uri())
     assert _cells(page, "#pass-rates") == [
-        ["execution", "1", "1", "0", "0", "100.0%"],
-        ["search", "1", "0", "1", "0", "0.0%"],
-        ["Overall", "2", "1", "1", "0", "50.0%"],
+        ["execution", "1", "1", "1", "0", "0", "100.0%", "100.0%", "100.0%"],
+        ["search", "1", "1", "0", "1", "0", "0.0%", "0.0%", "0.0%"],
+        ["Overall", "2", "2", "1", "1", "0", "50.0%", "50.0%", "50.0%"],
     ]
 
 
 @with_browser
 def test_a_run_links_to_its_trace_with_its_tool_calls(report: Report, page: Any) -> None:
     page.goto(report.index.as_uri())
-    page.click("#runs >> text=tiny_email")
+    page.click('details.scenario[data-scenario="tiny_email"] > summary')
+    page.click("table.runs >> text=tiny_email run")
     assert page.url == report.url("execution/tiny_email/trace.html")
     calls = page.eval_on_selector_all(
         "li.step", "steps => steps.map(s => s.querySelector('.call .tool').innerText)"
@@ -175,12 +181,14 @@ def test_hostile_text_shows_as_text_and_runs_nothing(report: Report, page: Any) 
     # The agent's reply as ARE recorded it (its action parser rewrote the quotes).
     reply = page.inner_text("table.judge")
     assert "Done. </pre></td><script>window.__pwned = " in reply and "<img src=x onerror=" in reply
-    for visited in (trace, report.index):
+    for visited, scripts in ((trace, 0), (report.index, 1)):
         page.goto(visited.as_uri())
-        assert page.evaluate("document.querySelectorAll('script, img').length") == 0
+        # The index's one script is its own filters (allowed by hash); the run's text adds none.
+        assert page.evaluate("document.querySelectorAll('img').length") == 0
+        assert page.evaluate("document.querySelectorAll('script').length") == scripts
+        assert visited.read_text(encoding="utf-8").count("<script") == scripts
         assert page.evaluate("document.querySelectorAll('a[href^=javascript]').length") == 0
         assert page.evaluate("window.__pwned") is None
-        assert "<script" not in visited.read_text(encoding="utf-8")
     assert dialogs == []
 
 
@@ -213,7 +221,7 @@ def test_cli_writes_artifacts_and_report(report: Report, tmp_path: Path) -> None
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == (copy / INDEX_HTML).resolve().as_uri()
+    assert done.stdout.splitlines()[-1] == (copy / INDEX_HTML).resolve().as_uri()
     for folder in ("execution/tiny_email", "search/tiny_skip"):
         assert {p.name for p in (copy / folder).iterdir()} == {
             TRACE_HTML,

@@ -191,6 +191,7 @@ def test_progress_is_a_plain_line_per_run_off_a_terminal(
     assert not (tmp_path / "out" / "index.html").exists()
 
 
+@pytest.mark.slow  # two `bench run` processes, each booting its workers
 def test_ctrl_c_stops_cleanly_writing_what_finished_and_resume_does_the_rest(
     pair: Path, tmp_path: Path
 ) -> None:

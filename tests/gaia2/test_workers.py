@@ -16,16 +16,15 @@ import io
 import json
 import os
 import signal
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
-from areasync.gaia2 import remote
 from areasync.gaia2.dataset import SPECS, agent_scripts
 from areasync.gaia2.stub_llm import Script, StubLLM
 from areasync.gaia2.sweep import RunRecords
@@ -71,6 +70,22 @@ def test_a_run_on_two_workers_writes_what_a_one_process_run_writes(
     evaluation.set_aside("two")
 
 
+def test_a_run_on_workers_confined_by_the_kernel_writes_what_a_one_process_run_writes(
+    evaluation: Evaluation, stub: StubLLM, capsys: Any
+) -> None:
+    """ARE's tools, its judge and the model endpoint all work in a confined worker: the same
+    verdicts, the same files."""
+    assert (
+        bench(evaluation.dataset, evaluation.out, stub, "--workers", "1", "--require-confinement")
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "workers confined by the kernel" in err
+    assert f"network: TCP to port {urlsplit(stub.endpoint).port} only" in err
+    assert_same_outputs(evaluation.out, evaluation.local)
+    evaluation.set_aside("confined")
+
+
 def test_max_concurrent_scenarios_bounds_the_runs_under_way_over_all_workers(
     evaluation: Evaluation,
 ) -> None:
@@ -87,6 +102,7 @@ def test_max_concurrent_scenarios_bounds_the_runs_under_way_over_all_workers(
 class Killing:
     worker: str  # the name of the worker killed
     pid: int  # its process's
+    tmp: str  # its temp dir (`confine.Report.tmp`), where its runs staged their files
     status: int
     err: str  # the run's stderr
 
@@ -109,14 +125,15 @@ def killing(evaluation: Evaluation, stub: StubLLM) -> Killing:
     try:
         assert hold.arrived.wait(BOUND_S), "the stuck run never asked its model"
         doomed = busy_worker()
-        assert doomed.pid is not None
-        pid = doomed.pid
+        assert doomed.pid is not None and doomed.confined is not None
+        pid, tmp = doomed.pid, doomed.confined.tmp
+        assert tmp is not None and Path(tmp).is_dir()
         os.kill(pid, signal.SIGKILL)
         running.join(BOUND_S)
         assert not running.is_alive(), f"the run took over {BOUND_S:g} s"
     finally:
         hold.release()
-    return Killing(doomed.name, pid, status[0], err.getvalue())
+    return Killing(doomed.name, pid, tmp, status[0], err.getvalue())
 
 
 def test_a_run_whose_worker_is_killed_runs_again_on_another_worker(
@@ -132,9 +149,8 @@ def test_a_run_whose_worker_is_killed_runs_again_on_another_worker(
 
 
 def test_a_killed_worker_leaves_no_staging_folder(killing: Killing) -> None:
-    """The run it had under way staged its files in a folder of its own: removed."""
-    staged = Path(tempfile.gettempdir()).glob(f"{remote.STAGING_PREFIX}{killing.pid}-*")
-    assert not list(staged)
+    """The run it had under way staged its files in the worker's own temp dir: removed."""
+    assert not Path(killing.tmp).exists()
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +169,7 @@ def overrun(evaluation: Evaluation, stub: StubLLM) -> dict[str, Any]:
     return {"out": out, "status": status, "err": err.getvalue()}
 
 
+@pytest.mark.slow  # waits out the run budget (`BUDGET_S`)
 def test_a_run_past_its_budget_is_a_failed_run_saying_so_and_the_others_complete(
     overrun: dict[str, Any],
 ) -> None:
@@ -172,6 +189,7 @@ def test_a_run_past_its_budget_is_a_failed_run_saying_so_and_the_others_complete
     )
 
 
+@pytest.mark.slow  # waits out the run budget (`BUDGET_S`)
 def test_a_run_ended_by_its_budget_is_recorded_so_resume_does_not_run_it_again(
     overrun: dict[str, Any], evaluation: Evaluation, stub: StubLLM
 ) -> None:

@@ -3,8 +3,9 @@
 Written from gaia2-cli's documented contract, not from areasync's code: `POST /notify`
 `{"message"}` -> `{"ok", "runId"}`; `GET /messages?after=<seq>` -> `{"ok", "messages",
 "lastSeq"}`; `GET /status` polled until `status` is complete, stopped or error; `GET /health`
-until `connected`; `POST /execute_action` `{"app", "action", "args", "event_id"}` -> `{"ok",
-"result"}`; `GET /events` server-sent events `event: chat` / `data: <message JSON>`. Each call
+until `connected`; `GET /events` server-sent events `event: chat` / `data: <message JSON>`; and
+areasync's agent route, `POST /call_tool` `{"app", "action", "args"}` -> `{"ok", "result"}`
+(upstream's `/execute_action` is its daemon's ENV dispatch, which areasync refuses). Each call
 runs the blocking stdlib client in a worker thread, with a socket timeout, so no wait is
 unbounded.
 """
@@ -69,14 +70,10 @@ class Harness:
         assert status == 200, body
         return body
 
-    async def execute_action(
-        self, app: str, action: str, args: dict[str, Any], event_id: str = ""
+    async def call_tool(
+        self, app: str, action: str, args: dict[str, Any]
     ) -> tuple[int, dict[str, Any]]:
-        return await self.call(
-            "POST",
-            "/execute_action",
-            {"app": app, "action": action, "args": args, "event_id": event_id},
-        )
+        return await self.call("POST", "/call_tool", {"app": app, "action": action, "args": args})
 
     async def wait_status(
         self, statuses: frozenset[str] = TERMINAL, limit: float = 30.0

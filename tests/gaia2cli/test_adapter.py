@@ -40,6 +40,14 @@ async def test_health_is_not_connected_until_an_agent_follows_the_session() -> N
     assert after["connected"] is True and after["backend"] == "areasync"
 
 
+async def test_health_stays_connected_once_its_agent_has_left() -> None:
+    async with adapter() as service:
+        async with agent(service):
+            pass
+        health = await harness(service).health()
+    assert health["connected"] is True and health["ok"] is True
+
+
 async def test_messages_after_resumes_exactly_after_that_seq() -> None:
     async with adapter() as service, agent(service) as sim:
         for text in ("one", "two", "three"):
@@ -119,10 +127,10 @@ async def test_send_user_message_and_send_notifications_reach_the_agent_as_notif
     assert "first" in texts and "[Notification] second" in texts
 
 
-async def test_execute_action_calls_the_sessions_tool() -> None:
+async def test_call_tool_calls_the_sessions_tool_as_its_agent() -> None:
     async with adapter() as service, agent(service):
-        status, body = await harness(service, Role.AGENT).execute_action(
-            "AgentUserInterface", "send_message_to_user", {"content": "from an action"}, "e-1"
+        status, body = await harness(service, Role.AGENT).call_tool(
+            "AgentUserInterface", "send_message_to_user", {"content": "from an action"}
         )
         messages = (await harness(service).messages())["messages"]
     assert status == 200 and body["ok"] is True and isinstance(body["result"], str)

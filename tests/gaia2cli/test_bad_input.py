@@ -23,17 +23,17 @@ CASES: list[tuple[Role, str, str, Any, int, str]] = [
     (Role.USER, "POST", "/notify", {"text": "hi"}, 400, '"message"'),
     (Role.USER, "POST", "/notify", {"message": "   "}, 400, '"message"'),
     (Role.USER, "POST", "/send_notifications", {"message": 3}, 400, '"message"'),
-    (Role.AGENT, "POST", "/execute_action", b"nope", 400, "Invalid JSON"),
-    (Role.AGENT, "POST", "/execute_action", {"action": "send_email"}, 400, "'app'"),
-    (Role.AGENT, "POST", "/execute_action", {"app": "EmailClientApp"}, 400, "'action'"),
-    (Role.AGENT, "POST", "/execute_action", {"app": "A", "action": "b", "args": [1]}, 400, "args"),
+    (Role.AGENT, "POST", "/call_tool", b"nope", 400, "Invalid JSON"),
+    (Role.AGENT, "POST", "/call_tool", {"action": "send_email"}, 400, "'app'"),
+    (Role.AGENT, "POST", "/call_tool", {"app": "EmailClientApp"}, 400, "'action'"),
+    (Role.AGENT, "POST", "/call_tool", {"app": "A", "action": "b", "args": [1]}, 400, "args"),
     (Role.USER, "GET", "/messages?after=x", None, 400, "'after'"),
     (Role.USER, "GET", "/nowhere", None, 404, "/notify"),
     (Role.USER, "GET", "/notify", None, 405, "POST"),
     (Role.AGENT, "POST", "/notify", {"message": "hi"}, 403, "user token"),
     (Role.OBSERVER, "POST", "/notify", {"message": "hi"}, 403, "user token"),
-    (Role.USER, "POST", "/execute_action", {"app": "A", "action": "b"}, 403, "agent token"),
-    (Role.CONTROLLER, "POST", "/execute_action", {"app": "A", "action": "b"}, 403, "agent token"),
+    (Role.USER, "POST", "/call_tool", {"app": "A", "action": "b"}, 403, "agent token"),
+    (Role.CONTROLLER, "POST", "/call_tool", {"app": "A", "action": "b"}, 403, "agent token"),
 ]
 
 
@@ -61,7 +61,7 @@ async def test_an_action_that_cannot_run_is_a_failed_action_and_changes_nothing(
 ) -> None:
     async with adapter() as service, agent(service):
         before = stream_seq(service)
-        status, body = await harness(service, Role.AGENT).execute_action(app, action, args)
+        status, body = await harness(service, Role.AGENT).call_tool(app, action, args)
         assert stream_seq(service) == before
     assert status == 200 and body["ok"] is False and words in body["error"]
 

@@ -47,6 +47,7 @@ VIEW = t.SessionView(
         ("/notify", t.Route.NOTIFY),
         ("/send_user_message", t.Route.NOTIFY),
         ("/send_notifications", t.Route.NOTIFY),
+        ("/call_tool/", t.Route.CALL_TOOL),
         ("/execute_action/", t.Route.EXECUTE),
     ],
 )
@@ -64,8 +65,8 @@ def test_head_is_answered_as_get() -> None:
         (Role.USER, t.Route.NOTIFY, True),
         (Role.ADMIN, t.Route.NOTIFY, True),
         (Role.AGENT, t.Route.NOTIFY, False),
-        (Role.AGENT, t.Route.EXECUTE, True),
-        (Role.USER, t.Route.EXECUTE, False),
+        (Role.AGENT, t.Route.CALL_TOOL, True),
+        (Role.USER, t.Route.CALL_TOOL, False),
         (Role.OBSERVER, t.Route.EVENTS, True),
         (Role.CONTROLLER, t.Route.STATUS, True),
     ],
@@ -81,8 +82,8 @@ def test_notify_strips_its_message() -> None:
 
 
 def test_an_action_is_its_apps_tool() -> None:
-    body = json.dumps({"app": "EmailClientApp", "action": "send_email", "event_id": "ev"})
-    assert t.parse_action(body.encode()) == t.Action("EmailClientApp__send_email", {}, "ev")
+    body = json.dumps({"app": "EmailClientApp", "action": "send_email"})
+    assert t.parse_action(body.encode()) == t.Action("EmailClientApp__send_email", {})
 
 
 def test_only_the_agents_messages_to_the_user_become_messages() -> None:

@@ -32,7 +32,7 @@ async def test_a_failed_action_is_answered_once_its_journal_record_is_durable(
         answers = []
 
         async def act() -> None:
-            answers.append(await runner.execute_action(UI, TO_USER_ACTION, BAD_ARGS))
+            answers.append(await runner.call_tool(UI, TO_USER_ACTION, BAD_ARGS))
 
         with anyio.fail_after(WAIT):
             order = await answered_after_the_sync(held, act)
@@ -44,9 +44,7 @@ async def test_a_failed_action_says_what_a_websocket_client_is_told() -> None:
     async with adapter() as service, agent(service) as sim:
         with pytest.raises(AreasyncError) as told:
             await sim.call_tool(TO_USER, **BAD_ARGS)
-        status, body = await harness(service, Role.AGENT).execute_action(
-            UI, TO_USER_ACTION, BAD_ARGS
-        )
+        status, body = await harness(service, Role.AGENT).call_tool(UI, TO_USER_ACTION, BAD_ARGS)
     assert status == 200 and body["ok"] is False
     assert body["error"] == told.value.message
 
@@ -55,7 +53,7 @@ async def test_an_action_is_counted_as_a_tool_call_in_the_metrics() -> None:
     async with adapter() as service:
         calls = service.registry.metrics.tool_call_seconds
         before = calls.count
-        status, body = await harness(service, Role.AGENT).execute_action(
+        status, body = await harness(service, Role.AGENT).call_tool(
             UI, TO_USER_ACTION, {"content": "counted"}
         )
         after = calls.count
@@ -67,7 +65,7 @@ async def test_a_failed_action_is_counted_by_its_error_code_in_the_metrics() -> 
     async with adapter() as service:
         errors = service.registry.metrics.errors
         before = errors["invalid_args"]
-        await harness(service, Role.AGENT).execute_action(UI, TO_USER_ACTION, BAD_ARGS)
+        await harness(service, Role.AGENT).call_tool(UI, TO_USER_ACTION, BAD_ARGS)
         after = errors["invalid_args"]
     assert after == before + 1
 

@@ -5,7 +5,7 @@ garbage interleaved (random bytes and text, mutated frames, truncated msgpack, i
 huge and deeply nested payloads, frames in the wrong order and before hello), and compares the
 run with the reference run, which has no garbage.
 
-`make test` runs a short version (FUZZ_EXAMPLES, default 25); `make fuzz` runs the long one
+`make test` runs a short version (FUZZ_EXAMPLES, default 20); `make fuzz` runs the long one
 (marked `soak`; FUZZ_EXAMPLES, default 1000).
 """
 
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from areasync.conformance.normal_form import first_difference
 from tests.hardening.fuzzing import FRAME_LIMIT, SCRIPT, Garbage, Outcome, garbage_plan, run_script
 
-SHORT_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
+SHORT_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "20"))
 LONG_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "1000"))
 
 

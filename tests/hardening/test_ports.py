@@ -127,10 +127,10 @@ TARGETS = [
     Target("gaia2 GET /events", "gaia2", "GET", "/gaia2/{token}/events", Role.USER),
     Target("gaia2 POST /notify", "gaia2", "POST", "/gaia2/{token}/notify", Role.USER, body=True),
     Target(
-        "gaia2 POST /execute_action",
+        "gaia2 POST /call_tool",
         "gaia2",
         "POST",
-        "/gaia2/{token}/execute_action",
+        "/gaia2/{token}/call_tool",
         Role.AGENT,
         body=True,
     ),

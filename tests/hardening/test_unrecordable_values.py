@@ -114,9 +114,7 @@ async def test_a_gaia2_cli_action_with_a_value_no_journal_holds_is_refused(
     with watch_faults() as faults:
         async with serving(state_dir=tmp_path, gaia2_port=0) as service:
             before = records(service)
-            status, answer = await adapter(service, Role.AGENT).call(
-                "POST", "/execute_action", body
-            )
+            status, answer = await adapter(service, Role.AGENT).call("POST", "/call_tool", body)
             assert records(service) == before
             assert answer["ok"] is False and "offset`" in answer["error"], (status, answer)
             assert ALLOWED in answer["error"]

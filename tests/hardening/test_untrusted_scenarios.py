@@ -192,14 +192,11 @@ def test_a_file_that_is_not_utf8_is_refused_clearly(tmp_path: Path) -> None:
         scenarios.load(path)
 
 
-def test_a_file_above_the_size_limit_is_refused_unread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(scenarios, "MAX_JSON_BYTES", 100)
+def test_a_file_above_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     path.write_text("{" + " " * 200 + "}")
-    with pytest.raises(ScenarioError, match="above 100 bytes"):
-        scenarios.load(path)
+    with pytest.raises(ScenarioError, match="above the 100-byte limit for scenario files"):
+        scenarios.load(path, max_scenario_bytes=100)
 
 
 @pytest.mark.parametrize(

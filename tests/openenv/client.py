@@ -17,22 +17,31 @@ from pathlib import Path
 from typing import Any
 
 
-def _namespaces() -> None:
+def namespaces(name: str, root: Path) -> None:
+    """Register `name` (and its `core`, `core.env_server`) as namespaces over OpenEnv's package
+    directory `root`, so its client modules import without its package `__init__`s."""
+    for module_name, path in (
+        (name, root),
+        (f"{name}.core", root / "core"),
+        (f"{name}.core.env_server", root / "core" / "env_server"),
+    ):
+        if module_name not in sys.modules:
+            module = types.ModuleType(module_name)
+            module.__path__ = [str(path)]
+            sys.modules[module_name] = module
+
+
+def _installed() -> Path:
     spec = importlib.util.find_spec("openenv")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError(
             "openenv-core is not installed: `make install` installs it (pip install --no-deps "
             "openenv-core==0.3.0)"
         )
-    root = Path(next(iter(spec.submodule_search_locations)))
-    for name, path in (("openenv", root), ("openenv.core", root / "core")):
-        if name not in sys.modules:
-            module = types.ModuleType(name)
-            module.__path__ = [str(path)]
-            sys.modules[name] = module
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
-_namespaces()
+namespaces("openenv", _installed())
 
 from openenv.core.client_types import StepResult  # noqa: E402
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402

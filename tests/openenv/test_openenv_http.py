@@ -64,6 +64,6 @@ async def test_a_reaped_http_episodes_next_step_says_so_and_a_reset_starts_anew(
 async def test_an_http_episode_used_within_the_timeout_is_kept() -> None:
     async with serving(openenv_idle_timeout=60) as service:
         await post(service, "/reset", {})
-        reaped = await service.http.openenv.reap_idle()
+        reaped = await service.http.openenv.held.reap_idle()
         status, _ = await post(service, "/step", LIST_APPS)
     assert reaped == 0 and status == 200

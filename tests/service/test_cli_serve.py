@@ -16,25 +16,32 @@ from anyio.streams.text import TextReceiveStream
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
 from areasync.journal import JournalStore
 from areasync.protocol import CloseCode
 from areasync.service import ServiceConfig
 from bench.misbehaving import RawClient, hello_frame
+from tests.scenarios import oversized_scenario_file
 from tests.service.durable_support import read_banner
 from tests.service.support import json_files
 
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--mode", "manual"]
 
 
-async def test_serve_prints_urls_and_tokens_then_shuts_down_cleanly_on_sigint(
-    tmp_path: Path,
-) -> None:
-    command = [*SERVE, "--token", "cli-admin", "--trace-dir", str(tmp_path)]
+async def banner_then_sigint(command: list[str]) -> tuple[str, int]:
+    """`areasync serve`'s banner, and its exit status after a SIGINT once it printed it."""
     async with await anyio.open_process(command) as process:
         banner = await read_banner(process)
         process.send_signal(signal.SIGINT)
         with anyio.fail_after(30):
-            code = await process.wait()
+            return banner, await process.wait()
+
+
+async def test_serve_prints_urls_and_tokens_then_shuts_down_cleanly_on_sigint(
+    tmp_path: Path,
+) -> None:
+    command = [*SERVE, "--token", "cli-admin", "--trace-dir", str(tmp_path)]
+    banner, code = await banner_then_sigint(command)
     assert code == 0
     assert re.search(r"http://127\.0\.0\.1:\d+/#token=cli-admin", banner)
     assert re.search(r"ws://127\.0\.0\.1:\d+/sessions/scenario_tutorial", banner)
@@ -47,6 +54,33 @@ async def test_serve_refuses_an_unknown_scenario_with_a_clear_message() -> None:
     result = await anyio.run_process([*SERVE, "--scenario", "no_such_scenario"], check=False)
     assert result.returncode == 2
     assert b"unknown scenario id 'no_such_scenario'" in result.stderr
+
+
+async def test_serve_loads_a_scenario_file_above_the_sandbox_file_limit_within_max_scenario_bytes(
+    tmp_path: Path,
+) -> None:
+    # The operator's --scenario file is held to --max-scenario-bytes, never to the agents'
+    # per-file sandbox limit (max_file_bytes, 10 MiB).
+    path = oversized_scenario_file(tmp_path, DEFAULT_MAX_FILE_BYTES + 512 * 1024)
+    command = [*SERVE, "--scenario", str(path), "--max-scenario-bytes", str(16 * 1024 * 1024)]
+    banner, code = await banner_then_sigint(command)
+    assert code == 0
+    assert re.search(r"ws://127\.0\.0\.1:\d+/sessions/oversized", banner)
+
+
+async def test_serve_refuses_a_scenario_file_above_max_scenario_bytes_in_one_line_naming_it(
+    tmp_path: Path,
+) -> None:
+    path = oversized_scenario_file(tmp_path, DEFAULT_MAX_FILE_BYTES + 512 * 1024)
+    result = await anyio.run_process([*SERVE, "--scenario", str(path)], check=False)
+    assert result.returncode == 2
+    size, limit = path.stat().st_size, ServiceConfig().max_scenario_bytes
+    assert result.stderr.decode().splitlines()[-1] == (
+        f"areasync serve: cannot create a session: scenario file {str(path)!r} is {size} "
+        f"bytes, above the {limit}-byte limit for scenario files (max_scenario_bytes); raise "
+        "it with --max-scenario-bytes N"
+    )
+    assert b"Traceback" not in result.stderr
 
 
 async def test_serve_refuses_a_bad_limit_with_its_name() -> None:

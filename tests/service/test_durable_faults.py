@@ -295,6 +295,7 @@ def first_difference(seqs: list[int]) -> str:
 # -- short form (make test) ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a server killed and started again at each kill
 async def test_three_sigkills_at_random_points_of_an_oracle_run_lose_and_repeat_nothing(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -304,6 +305,7 @@ async def test_three_sigkills_at_random_points_of_an_oracle_run_lose_and_repeat_
     assert all("restored from its journal" in banner for banner in run.banners), run
 
 
+@pytest.mark.slow  # a server killed and started again at each kill
 async def test_sigkills_during_a_reconnect_storm_leave_every_observer_the_exact_stream(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

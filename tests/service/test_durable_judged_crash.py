@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import pytest
 
 from areasync.client import connect
 from areasync.gaia2.dataset import DONE
@@ -76,6 +77,7 @@ async def wait_journaled(state: Path, session_id: str, answers: int) -> None:
             await anyio.sleep(0.01)
 
 
+@pytest.mark.slow  # a judged server killed and started again
 async def test_kill_9_while_the_judge_is_asked_restores_the_run_asking_only_what_was_unanswered(
     tmp_path: Path, stub: StubLLM, holding: HoldingScript
 ) -> None:

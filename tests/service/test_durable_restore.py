@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import msgspec
+import pytest
 
 from areasync.agents.oracle import OraclePlan, oracle_plan, run_oracle_agent
 from areasync.client import Client, connect
@@ -95,6 +96,7 @@ async def run_agent(
     return agent
 
 
+@pytest.mark.slow  # a server killed and started again
 async def test_a_session_survives_kill_9_and_its_clients_get_exactly_what_they_missed(
     tmp_path: Path,
 ) -> None:

@@ -48,6 +48,7 @@ from areasync.gaia2.stub_llm import JUDGE_MODEL, Script, StubLLM
 from areasync.protocol import EndedItem, Role
 from areasync.service import Service, ServiceConfig
 from areasync.service.judged import JudgedSimulation
+from tests.gaia2cli.harness import Harness
 from tests.service.support import http_get
 
 ADMIN = "judge-admin-token"
@@ -204,7 +205,9 @@ def judge_calls(stub: StubLLM) -> int:
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path, judge: JudgeOptions | None) -> AsyncIterator[Service]:
+async def serving(
+    tmp_path: Path, judge: JudgeOptions | None, **options: Any
+) -> AsyncIterator[Service]:
     """A real server on loopback, fast mode, the tutorial as the admin's way in."""
     config = ServiceConfig(
         port=0,
@@ -216,6 +219,7 @@ async def serving(tmp_path: Path, judge: JudgeOptions | None) -> AsyncIterator[S
         judge_endpoint=None if judge is None else judge.endpoint,
         close_timeout=2.0,
         shutdown_grace=1.0,
+        **options,
     )
     async with Service(config, ["scenario_tutorial"]) as service:
         yield service
@@ -459,6 +463,24 @@ async def test_the_event_loop_serves_on_while_the_judge_thinks(
         script.gate.set()
     assert ended[0].validation == {"success": True, "exception": None, "rationale": "None"}
     assert sandboxes and all(box is sim.sandbox for box in sandboxes)
+
+
+async def test_gaia2_clis_status_stays_running_until_the_judges_verdict_is_out(
+    stub: StubLLM, script: JudgeScript, tmp_path: Path
+) -> None:
+    async with serving(tmp_path, judge_options(stub.endpoint), gaia2_port=0) as service:
+        created = await create(service, calendar_json("one_turn"))
+        runner = Harness(service.gaia2_url(created.session_id))
+        script.gate = threading.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(play, created, [CALENDAR_REWORDED, CALENDAR_DONE])
+            # The last turn is judged as the session ends: its LLM does not answer yet.
+            assert await anyio.to_thread.run_sync(script.entered.wait, WALL_S)
+            during = await runner.status()
+            script.gate.set()
+        after = await runner.wait_status()
+    assert during["status"] == "running" and "judgment" not in during
+    assert after["status"] == "complete" and after["judgment"]["success"] is True
 
 
 # -- durations ------------------------------------------------------------------------------

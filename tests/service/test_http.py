@@ -10,8 +10,9 @@ import pytest
 
 from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
-from areasync.protocol import CallTool, Role
+from areasync.protocol import CallTool, Role, Stop
 from areasync.protocol.schema import render_schema
+from areasync.service import ServiceError
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, json_body, serving, tokens
 
 
@@ -169,7 +170,10 @@ async def test_scenarios_lists_the_registered_ids_for_the_admin() -> None:
     assert listing["max_scenario_bytes"] == service.config.max_scenario_bytes
 
 
-@pytest.mark.parametrize("path", ["/api/scenarios", f"/api/sessions/{TUTORIAL}/source"])
+@pytest.mark.parametrize(
+    "path",
+    ["/api/scenarios", f"/api/sessions/{TUTORIAL}/source", f"/api/sessions/{TUTORIAL}/agent"],
+)
 async def test_admin_only_paths_refuse_a_session_token_saying_which_token(path: str) -> None:
     async with serving() as service:
         controller = tokens(service)[Role.CONTROLLER]
@@ -198,20 +202,53 @@ async def test_source_of_a_json_session_is_its_json_text() -> None:
     assert status == 200 and json_body(body)["scenario_json"] == text
 
 
-async def test_source_of_a_json_file_above_the_limit_is_not_kept_and_says_why(
+async def test_a_json_file_above_the_limit_is_refused_at_start_up_naming_the_limit(
     tmp_path: Path,
 ) -> None:
-    # A file given at start-up may be larger than what create_session takes inline.
+    # The operator's --scenario file is held to max_scenario_bytes as it is read (so a
+    # session's kept source never lacks for size).
     scenario = tmp_path / "big.json"
     scenario.write_text(export_scenario_json(GAIA2_SHAPED_ID))
     limit = scenario.stat().st_size - 1
-    async with serving(scenario, max_scenario_bytes=limit) as service:
-        status, _, body = await http_get(service, f"/api/sessions/big/source?token={ADMIN}")
-    message = json_body(body)["error"]["message"]
-    assert status == 404 and "big.json" in message and "max_scenario_bytes" in message
+    with pytest.RaisesGroup(pytest.RaisesExc(ServiceError, match=r"\(max_scenario_bytes\)")):
+        async with serving(scenario, max_scenario_bytes=limit):
+            pass
 
 
 async def test_source_of_an_unknown_session_is_not_found() -> None:
     async with serving() as service:
         status, _, body = await http_get(service, f"/api/sessions/nope/source?token={ADMIN}")
     assert status == 404 and json_body(body)["error"]["code"] == "session_not_found"
+
+
+async def test_agent_of_a_session_is_its_agent_token_and_url_for_the_admin() -> None:
+    async with serving() as service:
+        status, _, body = await http_get(service, f"/api/sessions/{TUTORIAL}/agent?token={ADMIN}")
+        expected = tokens(service)[Role.AGENT]
+    assert status == 200
+    assert json_body(body) == {
+        "session_id": TUTORIAL,
+        "url": service.ws_url(TUTORIAL),
+        "token": expected,
+    }
+
+
+async def test_agent_of_an_unknown_session_is_not_found() -> None:
+    async with serving() as service:
+        status, _, body = await http_get(service, f"/api/sessions/nope/agent?token={ADMIN}")
+    assert status == 404 and json_body(body)["error"]["code"] == "session_not_found"
+
+
+async def test_the_listing_says_when_a_session_has_nothing_scheduled() -> None:
+    async with serving() as service:
+        _, _, body = await http_get(service, f"/api/sessions?token={ADMIN}")
+        [listed] = json_body(body)["sessions"]
+        # scenario_tutorial's first event is due 5 s after its start.
+        assert listed["next_due"] == listed["clock"]["start_time"] + 5
+        assert listed["end_reason"] is None
+        async with attach(service, role=Role.CONTROLLER) as controller:
+            await controller.call(Stop)
+        _, _, body = await http_get(service, f"/api/sessions?token={ADMIN}")
+    [ended] = json_body(body)["sessions"]
+    assert ended["next_due"] is None
+    assert ended["end_reason"] == "stopped by a controller"

@@ -42,7 +42,9 @@ async def started(pool: WorkerPool) -> WorkerPool:
 
 @pytest.fixture
 async def pool() -> AsyncIterator[WorkerPool]:
-    running = await started(WorkerPool(1, handlers.serving, preload=PRELOAD))
+    """A pool whose cancelled calls get the whole bound to give way: on a busy machine the
+    default grace can pass before a worker gets the CPU to unwind, and it would be killed."""
+    running = await started(WorkerPool(1, handlers.serving, preload=PRELOAD, grace_s=BOUND_S))
     yield running
     await running.close()
 

@@ -38,6 +38,11 @@ export class Admin {
     return request;
   }
 
+  /** Session `id`'s agent token (and WebSocket URL), for the agent command the page shows. */
+  async agent(id) {
+    return this._get(`api/sessions/${encodeURIComponent(id)}/agent`, `read the agent token of ${id}`);
+  }
+
   /** Send create_session{...fields}; resolves with its result (session_id, tokens...). */
   async create(fields, through) {
     if (this.sessions.cluster) return this._post("api/sessions", fields, "create the session");

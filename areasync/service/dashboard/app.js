@@ -5,11 +5,13 @@
 // events costs one layout, and per-item work is O(1) (see store.js and timeline.js).
 
 import { Admin, AdminError, readScenarioFile } from "./admin.js";
+import { SessionCharts } from "./charts.js";
 import { Controls } from "./controls.js";
 import { fmtAbsolute, fmtCount, fmtOffset, plural } from "./format.js";
-import { showDetail, showEnded, toast } from "./panels.js";
+import { copyable, showDetail, showEnded, toast } from "./panels.js";
 import { Connection } from "./protocol.js";
 import { SessionList } from "./sessions.js";
+import { endedStatus, liveStatus } from "./states.js";
 import { EVENT_TYPES, NOTIFICATION, Store } from "./store.js";
 import { Timeline } from "./timeline.js";
 
@@ -48,6 +50,7 @@ function takeToken() {
 }
 
 const store = new Store();
+const charts = new SessionCharts({ lanes: $("chart-lanes"), clock: $("chart-clock"), store });
 const view = {
   id: null,
   conn: null,
@@ -56,6 +59,7 @@ const view = {
   forkedFrom: null, // welcome.forked_from: the source and seq of a fork
   clock: null,
   clockAt: 0,
+  polledTime: Number.NaN, // the latest time /api/sessions reported: the shown time never falls below it
   shownTime: Number.NaN,
   startTime: 0,
   ended: null,
@@ -98,13 +102,14 @@ function frame() {
   timeline.startTime = view.startTime;
   timeline.sync();
   timeline.render();
+  if (view.clock) charts.sample(currentTime() - view.startTime);
+  charts.update(view.startTime);
   if (countsChanged) renderCounts();
   renderClock();
   renderConnection();
   if (view.clock && sessions) {
     const t = Number($("clock-time").dataset.time);
-    const state = view.ended ? view.ended.state : view.clock.state;
-    sessions.patch(view.id, { state, elapsed: t - view.startTime, events: store.events });
+    sessions.patch(view.id, { status: currentStatus(), elapsed: t - view.startTime, events: store.events });
   }
   $("tl-empty").hidden = store.visible.length > 0;
   $("tl-empty").textContent = store.rows.length ? "No rows match the filters." : "Waiting for events…";
@@ -140,6 +145,9 @@ function applyItem(frame) {
 
 function setClock(clock) {
   if (!clock || typeof clock.time !== "number") return;
+  // A clock item published before the server's listing read a later time must not move the
+  // shown time back (fast mode publishes no clock item as it steps: the listing is newer).
+  if (clock.time < view.polledTime) clock = { ...clock, time: view.polledTime };
   const wasState = view.clock?.state;
   view.clock = clock;
   view.clockAt = performance.now();
@@ -168,14 +176,34 @@ function currentTime() {
   return view.shownTime;
 }
 
+/** The open session's entry in the sidebar's latest listing, if any. */
+function listedEntry() {
+  return sessions?.sessions.find((s) => s.id === view.id) || null;
+}
+
+/** What the open session's state is called (states.js): the pill, the sidebar's card, the banners. */
+function currentStatus() {
+  if (view.ended) return endedStatus(view.ended);
+  const c = view.clock;
+  if (!c) return { label: "connecting", kind: "", idle: false, title: "" };
+  const listed = listedEntry();
+  const facts = { state: c.state, mode: c.mode, waiting: view.waiting, nextDue: listed?.nextDue, agents: listed?.agents };
+  return { kind: "", ...liveStatus(facts) };
+}
+
 function renderClock() {
   const c = view.clock;
   const stateEl = $("state");
-  let state = view.ended ? view.ended.state : c ? c.state : "connecting";
-  if (state === "running" && view.waiting) state = "waiting"; // held: time stands still
-  if (stateEl.dataset.state !== state) {
-    stateEl.dataset.state = state;
-    stateEl.textContent = state;
+  const status = currentStatus();
+  if (stateEl.dataset.state !== status.label) {
+    stateEl.dataset.state = status.label;
+    stateEl.textContent = status.label;
+    stateEl.title = status.title;
+  }
+  if (view.idle !== !!status.idle) {
+    view.idle = !!status.idle;
+    fillWaiting();
+    controls.render();
   }
   if (!c) return;
   const t = currentTime();
@@ -185,14 +213,16 @@ function renderClock() {
     timeEl.textContent = text;
     timeEl.dataset.time = String(t);
   }
-  const parts = [`tick ${fmtCount(c.tick)}`, c.mode === "realtime" ? `realtime ×${c.speed}` : c.mode];
+  // ARE's loop ticks are not seconds: a jump (or fast mode) moves time without ticking.
+  const parts = [c.mode === "realtime" ? `realtime ×${c.speed}` : c.mode, `${plural(c.tick, "loop tick")}`];
   if (c.lag > 0.5) parts.push(`lag ${c.lag.toFixed(1)} s`);
   // A realtime session restored after a restart comes back paused: say why, and what to do.
   // welcome.restored is true for a fork too; the page tells the forks it made itself apart.
   if (view.forkedFrom) parts.push(`forked from ${view.forkedFrom.session_id} at #${view.forkedFrom.seq}`);
   else if (forkedFrom.has(view.id)) parts.push(`forked from ${forkedFrom.get(view.id)}`);
   else if (view.restored) parts.push(c.state === "paused" ? "restored after a restart: paused, Resume goes on" : "restored after a restart");
-  parts.push(fmtAbsolute(t));
+  // A scenario that sets no start date counts from 0: a 1970 date would only mislead.
+  if (view.startTime > 0) parts.push(fmtAbsolute(t));
   const sub = parts.join(" · ");
   if ($("clock-sub").textContent !== sub) $("clock-sub").textContent = sub;
   const hasDuration = c.duration > 0;
@@ -232,6 +262,28 @@ function buildChips() {
     store.setApp(ev.target.value);
     refiltered();
   });
+  $("text-filter").addEventListener("input", (ev) => {
+    store.setText(ev.target.value);
+    refiltered();
+  });
+  $("btn-download").addEventListener("click", downloadTrace);
+}
+
+/** Save the open session's events and notifications as a JSON Lines file, as the stream gave
+ *  them (one item a line: its seq, type and record). */
+function downloadTrace() {
+  const lines = store.rows.map((row) =>
+    JSON.stringify({ seq: row.seq, type: row.kind, [row.kind === "event" ? "event" : "notification"]: row.record }),
+  );
+  const blob = new Blob([lines.join("\n") + (lines.length ? "\n" : "")], { type: "application/x-ndjson" });
+  const link = Object.assign(document.createElement("a"), {
+    href: URL.createObjectURL(blob),
+    download: `${view.id || "session"}.jsonl`,
+  });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
 }
 
 function refiltered() {
@@ -321,12 +373,16 @@ function openSession(id) {
   view.forkedFrom = null;
   view.clock = null;
   view.shownTime = Number.NaN;
+  view.polledTime = Number.NaN;
+  view.idle = false;
   view.ended = null;
   view.pending = [];
   view.connDetail = "";
   view.waiting = !!sessions?.sessions.find((s) => s.id === id)?.waiting;
   $("last-action").textContent = ""; // it was about the session shown before
+  fillWaiting(); // nor may its banner show the session shown before's command
   store.clear();
+  charts.reset();
   closeDetail();
   timeline.invalidate();
   $("ended").hidden = true;
@@ -368,6 +424,22 @@ async function nodeUrl(id) {
   }
 }
 
+/** The role badge: what the page's token is (the admin's token drives as a controller, but it
+ *  is the admin's: it may also create, fork and restart). */
+function showRole(connected) {
+  const role = $("role");
+  if (!connected) return;
+  const admin = sessions?.access?.role === "admin";
+  const name = admin ? "admin" : connected;
+  role.dataset.role = name;
+  role.textContent = name === "observer" ? "observer · read-only" : name;
+  role.title = admin
+    ? "The admin token: every session and role; it may create, fork and restart sessions"
+    : connected === "observer"
+      ? "Watches and inspects; moving the clock needs a controller's token"
+      : `This session's ${connected} token`;
+}
+
 function connectSession(id, url) {
   const roles = rolesFor(sessions?.access?.role);
   const conn = new Connection({
@@ -389,8 +461,7 @@ function connectSession(id, url) {
         $("session-title").textContent = w.session_id || id;
         $("session-scenario").textContent = w.scenario_id && w.scenario_id !== w.session_id ? w.scenario_id : "";
         const role = $("role");
-        role.dataset.role = w.role;
-        role.textContent = w.role === "observer" ? "observer · read-only" : w.role;
+        showRole(w.role);
         setClock(w.clock);
         controls.render(); // the role decides which controls are shown
         fillWaiting();
@@ -400,6 +471,7 @@ function connectSession(id, url) {
         view.ended = null;
         $("ended").hidden = true;
         store.clear();
+        charts.reset();
         closeDetail();
         timeline.invalidate();
         toast($("toasts"), { title: "Stream reset", message: "The server restarted the stream; rebuilding." });
@@ -422,20 +494,78 @@ function connectSession(id, url) {
 
 // -- waiting for an agent ---------------------------------------------------------------------------
 
-/** The "waiting for an agent" banner: how to connect one, or how to run it without one. */
+const agentTokens = new Map(); // session id -> its agent token as the admin read it (null: none)
+
+/** The open session's agent token if this page may know it: the sessions it created, or any
+ *  session for the admin (asked once, then the banner is filled again); else null. */
+function knownAgentToken(id) {
+  const made = created.get(id)?.agent;
+  if (made) return made;
+  if (!admin) return null;
+  if (!agentTokens.has(id)) {
+    agentTokens.set(id, null);
+    admin.agent(id).then(
+      (answer) => {
+        agentTokens.set(id, answer.token || null);
+        if (view.id === id) fillWaiting();
+      },
+      () => {}, // a restored session keeps no token: the placeholder and its note stay
+    );
+  }
+  return agentTokens.get(id);
+}
+
+/** The command that runs the scenario's own oracle as the session's agent. */
+function agentCommand(id) {
+  const url = listedEntry()?.url || `ws://HOST:PORT/sessions/${id}`;
+  const token = knownAgentToken(id);
+  return { command: `areasync agent oracle --url ${url} --token ${token || "AGENT_TOKEN"}`, real: !!token };
+}
+
+/** What the scenario last sent its agent and has no answer to yet, as a short quote. */
+function lastMessageToAgent() {
+  for (let i = store.rows.length - 1; i >= 0 && i >= store.rows.length - 200; i -= 1) {
+    const row = store.rows[i];
+    if (row.app === "AgentUserInterface" && row.fn === "send_message_to_agent") {
+      const content = String(row.record.args?.content ?? "").replace(/\s+/g, " ");
+      const clipped = content.length > 90 ? `${content.slice(0, 89)}…` : content;
+      return `the user's message at ${fmtOffset(row.time - view.startTime, 0)} ("${clipped}")`;
+    }
+    if (row.type === "AGENT") break; // the agent acted after it
+  }
+  return "its next action";
+}
+
+/** The banner of a session that cannot move on its own: held for an agent ("waiting"), or with
+ *  nothing scheduled and no agent ("idle"). Says why time stands still and what to do, with
+ *  the agent command (the real token where this page may see it) and a Copy button. */
 function fillWaiting() {
   const box = $("waiting");
+  const kind = view.ended ? "" : view.waiting ? "waiting" : view.idle ? "idle" : "";
+  box.dataset.kind = kind;
+  if (!kind) return; // hidden by controls.render
   const drives = ["controller", "admin"].includes(view.conn?.role);
-  const s = sessions?.sessions.find((entry) => entry.id === view.id);
-  const url = s?.url || "ws://HOST:PORT/sessions/ID";
-  const agentToken = created.get(view.id)?.agent || "AGENT_TOKEN";
+  const { command, real } = agentCommand(view.id);
+  const said = kind === "idle" ? lastMessageToAgent() : "";
+  const key = [kind, command, drives, said].join("|");
+  if (box.dataset.key === key) return; // unchanged: keep its Copy button as it is
+  box.dataset.key = key;
   const text = (t) => document.createTextNode(t);
-  const code = Object.assign(document.createElement("code"), {
-    textContent: `areasync agent oracle --url ${url} --token ${agentToken}`,
-  });
-  const nodes = [text("Waiting for an agent: time stands still until one connects. Connect one with "), code];
-  if (agentToken === "AGENT_TOKEN") nodes.push(text(" (AGENT_TOKEN: the session's agent token, printed by areasync serve)"));
-  nodes.push(text(drives ? ", or your own agent; press Start to run it without one, or Next event to step through it." : ", or your own agent."));
+  const nodes =
+    kind === "waiting"
+      ? [text("Waiting for an agent: time stands still until one connects. Run the scenario's oracle as its agent:")]
+      : [
+          text(
+            `Idle: nothing is scheduled and no agent is connected, so time stands still. The scenario waits for an agent to answer ${said}. Connect one:`,
+          ),
+        ];
+  nodes.push(copyable(command));
+  const notes = [];
+  if (!real) notes.push("AGENT_TOKEN: this session's agent token, printed by areasync serve when it was made (the admin's page shows it).");
+  notes.push("Your own agent connects with the same URL and token.");
+  if (drives && kind === "waiting") notes.push("Or press Start to run it without one, or Next event to step through it.");
+  if (drives && kind === "idle") notes.push("Or Stop to end it and see its checks.");
+  nodes.push(Object.assign(document.createElement("span"), { className: "waiting-notes", textContent: notes.join(" ") }));
   box.replaceChildren(...nodes);
 }
 
@@ -477,29 +607,37 @@ async function forkAndOpen(button, atSeq) {
   }
 }
 
+/** Restart (the same source and options: a new session waiting for the same kind of agent,
+ *  whose command the new session's banner shows with its real token), Restart with the oracle
+ *  (the server runs the scenario's own oracle: no agent needed), or a new session. */
 function addEndedActions(id) {
   if (!admin) return;
   const s = sessions?.sessions.find((entry) => entry.id === id);
   const row = Object.assign(document.createElement("div"), { className: "ended-actions" });
-  const restart = Object.assign(document.createElement("button"), { type: "button", className: "primary", id: "btn-restart", textContent: "Restart" });
-  restart.title = "A new session from the same scenario, with the same clock and options";
-  const fresh = Object.assign(document.createElement("button"), { type: "button", textContent: "New session…" });
+  const button = (id, text, title, className = "") => Object.assign(document.createElement("button"), { type: "button", id, textContent: text, title, className });
+  const restart = button("btn-restart", "Restart", "A new session from the same scenario, with the same clock and options: connect the same agent again with the command it shows", "primary");
+  const oracle = button("btn-restart-oracle", "Restart with the oracle", "A new session from the same scenario whose oracle the server runs: no agent needed");
+  const fresh = button("", "New session…", "A new session from any scenario");
   fresh.addEventListener("click", openNewDialog);
-  restart.addEventListener("click", async () => {
-    restart.disabled = true;
+  const restartWith = (clicked, extra) => async () => {
+    restart.disabled = oracle.disabled = true;
     try {
-      await createAndOpen(await admin.source(id), "Restarted");
+      await createAndOpen({ ...(await admin.source(id)), ...extra }, "Restarted");
     } catch (err) {
       if (!(err instanceof AdminError)) throw err;
-      restart.disabled = false;
+      restart.disabled = oracle.disabled = false;
       toast($("toasts"), { title: "Restart failed", message: err.message, kind: "error", ms: 12000 });
     }
-  });
+  };
+  restart.addEventListener("click", restartWith(restart, {}));
+  oracle.addEventListener("click", restartWith(oracle, { oracle: true }));
   if (s && s.restartable === false) {
-    restart.disabled = true;
-    restart.title = "The server kept no source for this session: create a new one from its JSON";
+    for (const b of [restart, oracle]) {
+      b.disabled = true;
+      b.title = "The server kept no source for this session: create a new one from its JSON";
+    }
   }
-  row.append(restart, fresh);
+  row.append(restart, oracle, fresh);
   $("ended").append(row);
 }
 
@@ -562,7 +700,7 @@ $("new-close").addEventListener("click", () => $("new-dialog").close());
 function selectRow(row) {
   view.selectedSeq = row.seq;
   timeline.select(row.seq);
-  $("detail-fork").textContent = `Fork at #${row.seq}`;
+  $("detail-fork").textContent = `Fork after row ${row.n}`;
   showDetail({ pane: $("detail"), badge: $("detail-type"), title: $("detail-title"), body: $("detail-body") }, row, view.startTime);
   frame();
 }
@@ -616,16 +754,31 @@ if (offline) {
     token,
     onOpen: openSession,
   });
+  sessions.overview = $("overview"); // states and events per second across every session
+  $("sessions-filter").addEventListener("input", (ev) => {
+    sessions.filter = ev.target.value.trim().toLowerCase();
+    sessions.render();
+  });
   sessions.onChange = (list) => {
     // The common case, one session (make serve, or a session token): open it without asking.
     if (!autoOpened && !view.id && list.sessions.length === 1) openSession(list.sessions[0].id);
     autoOpened = true;
-    const waiting = !!list.sessions.find((s) => s.id === view.id)?.waiting;
+    const listed = list.sessions.find((s) => s.id === view.id);
+    const waiting = !!listed?.waiting;
     if (waiting !== !!view.waiting) {
       view.waiting = waiting;
       controls.render();
     }
+    // The listing's clock is the server's latest reading: never show an older one.
+    const polled = listed?.clock?.time;
+    if (typeof polled === "number" && view.clock && !view.ended && !isFlowing() && polled > view.clock.time) {
+      view.polledTime = polled;
+      setClock({ ...view.clock, time: polled, tick: listed.clock.tick });
+    }
+    showRole(view.conn?.role);
+    schedule(); // the open session's card and pill follow the new facts
     if (!admin && list.access?.role === "admin") admin = new Admin({ base, token, sessions });
+    $("sessions-filter").hidden = list.sessions.length < 6 && !list.filter; // worth it for a long list
     $("btn-new").hidden = !admin;
     $("btn-fork").hidden = !admin;
     $("detail-fork").hidden = !admin;
@@ -647,6 +800,7 @@ if (sessions) {
 window.__areasync = {
   store,
   timeline,
+  charts,
   debug,
   get conn() {
     return view.conn;

@@ -3,7 +3,8 @@
 // user looks: "✓", or "refused"/"failed" with the server's error code, plus a toast.
 
 import { fmtOffset } from "./format.js";
-import { showState, toast } from "./panels.js";
+import { toast } from "./panels.js";
+import { StateView } from "./state-view.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -28,25 +29,29 @@ export class Controls {
     this.redraw = redraw;
     this.elapsed = elapsed;
     this.stopArmed = null;
+    this.stateView = new StateView($("state-body"));
+    this.lastState = null; // {id, value}: the last read, for "changed since"
     this._bind();
   }
 
-  /** Enable what makes sense now: nothing once ended, only reads while disconnected, and the
-   *  clock controls only for a role that may use them (an observer's would answer "forbidden"). */
+  /** Show only what can act: the clock controls for a role that may use them (an observer's
+   *  would answer "forbidden") and while the session runs (once ended they are gone, not
+   *  greyed), the speed only for a realtime clock; while disconnected, they stay, disabled. */
   render() {
     const view = this.view;
     const role = view.conn?.role;
     const drives = DRIVING_ROLES.has(role);
-    for (const node of $("controls").querySelectorAll("[data-needs=controller]")) node.hidden = !!role && !drives;
-    $("readonly-note").hidden = !role || drives;
     const over = !!view.ended;
+    for (const node of $("controls").querySelectorAll("[data-needs=controller]")) node.hidden = (!!role && !drives) || over;
+    $("form-speed").hidden ||= view.clock?.mode !== "realtime";
+    $("readonly-note").hidden = !role || drives || over;
     const paused = view.clock?.state === "paused";
     const toggle = $("btn-toggle");
     // A fast session without agents is held until a controller resumes it: offer to start it.
     const held = view.waiting && !paused;
     toggle.textContent = paused ? "Resume" : held ? "Start" : "Pause";
     toggle.dataset.action = paused || held ? "resume" : "pause";
-    $("waiting").hidden = !view.waiting || over;
+    $("waiting").hidden = !(view.waiting || view.idle) || over;
     const offline = view.conn?.state !== "live" && !over;
     for (const node of $("controls").querySelectorAll("button, input")) {
       // Reading the apps and forking (over the admin's own socket) still make sense once ended.
@@ -84,9 +89,14 @@ export class Controls {
     const note = (className, text) => Object.assign(document.createElement("p"), { className, textContent: text });
     body.replaceChildren(note("muted", "Loading…"));
     try {
+      const id = this.view.id;
       const value = await this.view.conn.request({ type: "get_state" });
-      $("state-when").textContent = `at ${fmtOffset(this.elapsed())}`;
-      showState(body, value);
+      const before = this.lastState?.id === id ? this.lastState : null;
+      const since = before ? ` · changes since ${before.at}` : "";
+      const at = fmtOffset(this.elapsed());
+      $("state-when").textContent = `at ${at}${since}`;
+      this.stateView.show(value, before?.value ?? null);
+      this.lastState = { id, value, at };
     } catch (err) {
       if (!err.code) throw err;
       body.replaceChildren(note("error-text", `${err.code}: ${err.message}`));
@@ -125,6 +135,7 @@ export class Controls {
     $("btn-stop").addEventListener("click", (ev) => this._stopClicked(ev.currentTarget));
     $("btn-state").addEventListener("click", () => this.openState());
     $("state-refresh").addEventListener("click", () => this.loadState());
+    $("state-search").addEventListener("input", (ev) => this.stateView.search(ev.target.value));
     $("state-close").addEventListener("click", () => $("state-dialog").close());
   }
 

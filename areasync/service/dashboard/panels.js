@@ -1,8 +1,10 @@
-// The page's secondary views: toasts (errors, refusals), the detail pane of a timeline row, the
-// app-state inspector (get_state) and the end-of-session banner with its validation result.
+// The page's secondary views: toasts (errors, refusals), copyable commands, the detail pane of a
+// timeline row and the end-of-session banner with its validation result (the app-state
+// inspector's tree is state-view.js).
 // They only render what they are given; app.js decides when.
 
 import { fmtAbsolute, fmtOffset, humanize, pretty } from "./format.js";
+import { endedStatus } from "./states.js";
 import { NOTIFICATION } from "./store.js";
 
 const el = (tag, className, text) => {
@@ -24,6 +26,47 @@ export function toast(container, { title, message = "", kind = "info", ms = 6000
   while (container.children.length > 4) container.firstChild.remove();
   setTimeout(() => node.remove(), ms);
   return node;
+}
+
+// -- copyable commands -------------------------------------------------------------------------
+
+/** Put `text` on the clipboard; resolves true when it is there. Pages served over plain HTTP
+ *  to another machine are not a secure context (no Clipboard API): select and copy instead. */
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = Object.assign(document.createElement("textarea"), { value: text });
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.append(area);
+    area.select();
+    const done = document.execCommand("copy");
+    area.remove();
+    return done;
+  }
+}
+
+/** A command in a code element with a Copy button beside it that says when it copied. */
+export function copyable(text, className = "command") {
+  const wrap = el("span", `copyable ${className}`);
+  const code = el("code", "", text);
+  const button = el("button", "copy", "Copy");
+  button.type = "button";
+  button.title = "Copy the command to the clipboard";
+  button.addEventListener("click", async () => {
+    const done = await copyText(text);
+    button.textContent = done ? "Copied ✓" : "Select and copy";
+    button.dataset.copied = String(done);
+    setTimeout(() => {
+      button.textContent = "Copy";
+      delete button.dataset.copied;
+    }, 2500);
+  });
+  wrap.append(code, button);
+  return wrap;
 }
 
 // -- detail pane -------------------------------------------------------------------------------
@@ -59,6 +102,12 @@ function argList(args) {
   return list;
 }
 
+/** A row's simulated time; with its date only when the scenario has one (it starts after 0). */
+function when(time, startTime) {
+  const offset = fmtOffset(time - startTime, 3);
+  return startTime > 0 ? `${offset}  (${fmtAbsolute(time)})` : offset;
+}
+
 /** Fill the detail pane with everything known about one row. */
 export function showDetail({ pane, badge, title, body }, row, startTime) {
   const r = row.record;
@@ -70,8 +119,8 @@ export function showDetail({ pane, badge, title, body }, row, startTime) {
     title.textContent = row.app ? `${row.app}.${row.fn}` : row.fn || "event";
     nodes.push(
       facts([
-        ["seq", row.seq],
-        ["time", `${fmtOffset(row.time - startTime, 3)}  (${fmtAbsolute(row.time)})`],
+        ["row", `${row.n} (stream item ${row.seq})`],
+        ["time", when(row.time, startTime)],
         ["event id", r.event_id],
       ]),
     );
@@ -83,42 +132,13 @@ export function showDetail({ pane, badge, title, body }, row, startTime) {
     title.textContent = humanize(r.message_type);
     nodes.push(
       facts([
-        ["seq", row.seq],
-        ["time", `${fmtOffset(row.time - startTime, 3)}  (${fmtAbsolute(row.time)})`],
+        ["row", `${row.n} (stream item ${row.seq})`],
+        ["time", when(row.time, startTime)],
         ["type", r.message_type],
       ]),
     );
     nodes.push(section("Message", codeBlock(String(r.message ?? ""), "prose")));
   }
-  body.replaceChildren(...nodes);
-}
-
-// -- app state inspector -----------------------------------------------------------------------
-
-/** Render get_state's value: one collapsible section per app, JSON built only when opened. */
-export function showState(body, value) {
-  const apps = value && typeof value === "object" && !Array.isArray(value) ? value : { state: value };
-  const names = Object.keys(apps);
-  if (!names.length) {
-    body.replaceChildren(el("p", "muted", "No app state."));
-    return;
-  }
-  const nodes = names.map((name) => {
-    const details = el("details", "app-state");
-    const summary = el("summary");
-    const state = apps[name];
-    const size = state && typeof state === "object" ? Object.keys(state).length : 0;
-    summary.append(el("span", "app-name", name), el("span", "muted", `${size} fields`));
-    details.append(summary);
-    details.addEventListener(
-      "toggle",
-      () => {
-        if (details.open && details.childElementCount === 1) details.append(codeBlock(state));
-      },
-      { passive: true },
-    );
-    return details;
-  });
   body.replaceChildren(...nodes);
 }
 
@@ -142,28 +162,24 @@ export function endedInWords(frame) {
   return `${why} ${verdict}`;
 }
 
-/** The banner shown once the `ended` item arrives: final state and validation. */
+/** The banner shown once the `ended` item arrives: how it ended (states.js, as the pill says)
+ *  and its validation. */
 export function showEnded(banner, frame) {
   const v = frame.validation;
+  const status = endedStatus(frame);
   let verdict = "not validated";
-  let kind = "neutral";
-  if (v && v.success === true) {
-    verdict = "validation passed";
-    kind = "good";
-  } else if (v && v.success === false) {
-    verdict = "validation failed";
-    kind = "bad";
-  } else if (v && v.exception) {
-    verdict = "validation error";
-    kind = "bad";
-  }
+  if (v && v.success === true) verdict = "validation passed";
+  else if (v && v.success === false) verdict = "validation failed";
+  else if (v && v.exception) verdict = "validation error";
+  const kind = status.kind;
   banner.hidden = false;
   banner.className = `ended ${kind}`;
   banner.dataset.verdict = kind;
+  banner.dataset.outcome = status.label;
   const head = el("div", "ended-head");
   head.append(
     el("span", "ended-icon", kind === "good" ? "✓" : kind === "bad" ? "✕" : "■"),
-    el("strong", "", `Session ended (${frame.state})`),
+    el("strong", "ended-title", status.title),
     el("span", "verdict", verdict),
   );
   const nodes = [head, el("p", "ended-plain", endedInWords(frame))];

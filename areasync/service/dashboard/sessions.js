@@ -3,6 +3,7 @@
 // without a WebSocket and must survive switching sessions.
 
 import { fmtOffset, plural } from "./format.js";
+import { listedStatus } from "./states.js";
 
 const first = (...values) => values.find((v) => v !== undefined && v !== null);
 
@@ -28,6 +29,14 @@ export function normalizeSession(s) {
     events: count(first(s.events, s.event_count, s.n_events, 0)),
     clients: count(first(s.clients, s.connections, s.subscribers, 0)),
     waiting: !!s.waiting_for_agent && !s.ended,
+    ended: !!s.ended,
+    validation: s.validation || null,
+    endReason: s.end_reason || null,
+    // The simulated time of its next scheduled item; null: nothing is scheduled.
+    nextDue: s.next_due === undefined ? undefined : s.next_due,
+    agents: Number(s.connections?.agent || 0),
+    // The clock as the server last read it (the page shows the later of this and the stream's).
+    clock: s.clock || null,
     url: s.url || "",
     // Set by a cluster's router only: the session then opens on its node's own URL (`url`).
     node: s.node || "",
@@ -50,6 +59,9 @@ export class SessionList {
     this.onChange = null;
     this.timer = null;
     this.stopped = false;
+    this.filter = ""; // lower case: only sessions whose id or scenario holds it are listed
+    this.lastTotal = null; // {events, at}: the events of every session at the previous answer
+    this.rate = null; // events per second across sessions, between the last two answers
   }
 
   /** Poll every `intervalMs`; resolves once the first answer (or failure) is in. */
@@ -80,6 +92,7 @@ export class SessionList {
       this.sessions = raw.map(normalizeSession);
       this.access = body.access || null;
       this.cluster = Array.isArray(body.nodes);
+      this._measure();
       this._note("");
       this.render();
       this.onChange?.(this);
@@ -89,9 +102,37 @@ export class SessionList {
     if (!this.stopped) this.timer = setTimeout(() => this.refresh(), this.intervalMs);
   }
 
+  /** Events per second over every session listed, from the previous answer to this one. */
+  _measure() {
+    const events = this.sessions.reduce((sum, s) => sum + s.events, 0);
+    const at = performance.now();
+    const last = this.lastTotal;
+    this.rate = last && at > last.at ? Math.max(0, ((events - last.events) * 1000) / (at - last.at)) : null;
+    this.lastTotal = { events, at };
+  }
+
+  /** How many sessions are in each state (as their pills say), most first. */
+  stateCounts() {
+    const counts = new Map();
+    for (const s of this.sessions) {
+      const label = (s.status || listedStatus(s)).label;
+      counts.set(label, (counts.get(label) || 0) + 1);
+    }
+    return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  }
+
   render() {
     this.counter.textContent = this.sessions.length ? String(this.sessions.length) : "";
-    const items = this.sessions.map((s) => {
+    if (this.overview) {
+      const parts = this.stateCounts().map(([label, n]) => `${n} ${label}`);
+      if (this.rate !== null) parts.push(`${this.rate.toFixed(1)} events/s`);
+      this.overview.textContent = parts.join(" · ");
+      this.overview.hidden = this.sessions.length < 2;
+    }
+    const shown = this.sessions.filter(
+      (s) => !this.filter || `${s.id} ${s.scenario}`.toLowerCase().includes(this.filter),
+    );
+    const items = shown.map((s) => {
       const li = document.createElement("li");
       li.dataset.id = s.id;
       li.className = `session-item${s.id === this.current ? " current" : ""}`;
@@ -124,11 +165,12 @@ export class SessionList {
 
   _fill(li, s) {
     const pill = li.querySelector(".state-pill");
-    const state = s.waiting ? "waiting" : s.state;
-    if (pill.dataset.state !== state) {
-      pill.textContent = state;
-      pill.dataset.state = state;
-      pill.title = s.waiting ? "Held until an agent connects (or a controller resumes it)" : "";
+    // The open session's card shows what its header shows (`patch`), the others their listing.
+    const status = s.status || listedStatus(s);
+    if (pill.dataset.state !== status.label) {
+      pill.textContent = status.label;
+      pill.dataset.state = status.label;
+      pill.title = status.title;
     }
     const time = fmtOffset(s.elapsed, 0);
     const timeEl = li.querySelector(".si-time");

@@ -33,11 +33,26 @@ function rowFrom(frame) {
   };
 }
 
+/** What a text filter searches in a row, lower case; built on the first search that reaches it. */
+function searchText(row) {
+  if (row.search === undefined) {
+    const r = row.record;
+    const parts = row.kind === "event" ? [row.app, row.fn, r.args, r.return_value, r.exception] : [r.message_type, r.message];
+    row.search = parts
+      .filter((part) => part !== null && part !== undefined)
+      .map((part) => (typeof part === "string" ? part : JSON.stringify(part)))
+      .join(" ")
+      .toLowerCase();
+  }
+  return row.search;
+}
+
 export class Store {
   constructor() {
     this.clear();
     this.hiddenTypes = new Set();
     this.app = null; // null: every app
+    this.text = ""; // lower case; "": no text filter
   }
 
   /** Forget every row (a new session, or the server's stream was reset). */
@@ -56,6 +71,7 @@ export class Store {
   add(frame) {
     const row = rowFrom(frame);
     const index = this.rows.length;
+    row.n = index + 1; // what the user reads: rows count from 1 (seq also counts clock items)
     this.rows.push(row);
     this.typeCounts.set(row.type, (this.typeCounts.get(row.type) || 0) + 1);
     if (row.kind === "event") this.events += 1;
@@ -72,7 +88,14 @@ export class Store {
 
   matches(row) {
     if (this.hiddenTypes.has(row.type)) return false;
-    return this.app === null || row.app === this.app;
+    if (this.app !== null && row.app !== this.app) return false;
+    return !this.text || searchText(row).includes(this.text);
+  }
+
+  /** Keep only rows whose call, arguments, result or message hold `text` (any case). */
+  setText(text) {
+    this.text = String(text || "").trim().toLowerCase();
+    this.refilter();
   }
 
   /** Show or hide one type (an event type or NOTIFICATION); rebuilds the view. */

@@ -190,7 +190,8 @@ export class Timeline {
     el.dataset.seq = row.seq;
     el.dataset.type = row.type;
     el.className = `row t-${row.type}${row.failed ? " failed" : ""}${selected ? " selected" : ""}`;
-    c.seq.textContent = row.seq;
+    c.seq.textContent = row.n;
+    c.seq.title = `stream item ${row.seq}`;
     c.time.textContent = fmtOffset(row.time - this.startTime, 3, false);
     c.type.textContent = TYPE_LABELS[row.type] || row.type;
     c.app.textContent = t.app;

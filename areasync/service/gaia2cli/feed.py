@@ -9,20 +9,31 @@ client as bytes appended to that client's own bounded buffer (`SseClient`); a cl
 buffer passes `max_bytes` (its socket stopped draining) is ended, with a last frame saying
 where to resume, and the writer of that client alone (in `http.py`) notices.
 
-One feed per session, made on the first adapter request for it: it reads the stream from its
-start, so the message numbering (1, 2, 3...) is the same whenever it is made.
+The feed also counts the agent's actions (`/status`'s `num_events`) and keeps the stream's
+`ended` item: the session is over for gaia2-cli once that item has gone out, with its verdict,
+never before (`translate.daemon_status`). Its `events.jsonl` (`artifacts.py`) is made when it
+is asked for, from the items the feed has read: a stream item costs the feed a few type checks,
+never a JSON encoding.
+
+One feed per session, made when the session is (`http.py` watches the registry), or on the
+first adapter request for it: it reads the stream from its start, so the message numbering
+(1, 2, 3...) and the lines are the same whenever it is made.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from areasync.bridge.operations import writes
 from areasync.protocol.frames import EndedItem, Role
+from areasync.service.gaia2cli import artifacts
 from areasync.service.gaia2cli.translate import (
     SessionView,
-    is_agent_event,
     message_of,
+    notification_of,
     sse_end,
     sse_frame,
     text_of,
@@ -78,8 +89,10 @@ class MessageFeed:
         self.session = session
         self.hub = session.hub
         self.messages: list[dict[str, Any]] = []
-        self.num_events = 0
-        self.ended = False
+        self.notifications: list[dict[str, Any]] = []  # what the agent was told
+        self.num_events = 0  # events.jsonl's lines that are not the environment's
+        self.ended: EndedItem | None = None  # once the stream's end has gone out
+        self._at_end: list[Callable[[], None]] = []
         self.clients: dict[SseClient, None] = {}
         self.position = 0
         self._advance()
@@ -107,8 +120,10 @@ class MessageFeed:
         items = self.session.sim.log.items
         for seq in range(self.position + 1, stop + 1):
             item = items[seq - 1]
-            if is_agent_event(item):
-                self.num_events += 1
+            self.num_events += artifacts.is_agents_line(item)
+            note = notification_of(len(self.notifications) + 1, item)
+            if note is not None:
+                self.notifications.append(note)
             message = message_of(seq, item)
             if message is not None:
                 number = len(self.messages) + 1
@@ -118,17 +133,33 @@ class MessageFeed:
                 for client in tuple(self.clients):
                     client.push(number, frame)
             elif type(item) is EndedItem:
-                self.ended = True
+                self.ended = item
                 for client in tuple(self.clients):
                     client.end("the session has ended; GET /status has its outcome")
         self.position = max(self.position, stop)
+        if self.ended is not None:
+            at_end, self._at_end = self._at_end, []
+            for then in at_end:
+                then()
+
+    def events_jsonl(self) -> bytes:
+        """`events.jsonl` of the items read so far (upstream's format, `artifacts.py`)."""
+        written = functools.partial(writes, self.session.sim.env.apps)
+        items = self.session.sim.log.items[: self.position]
+        lines = (artifacts.event_line(item, written) for item in items)
+        return b"".join(artifacts.encode_line(line) for line in lines if line is not None)
+
+    def when_ended(self, then: Callable[[], None]) -> None:
+        """Call `then` once the session's end has gone out on its stream (now if it has)."""
+        self._at_end.append(then)
+        self._advance()
 
     def attach(self, max_bytes: int, after: int) -> SseClient:
         """A new SSE client, handed every message after `after` first."""
         client = SseClient(max_bytes, after)
         for entry in self.messages[after:]:
             client.push(entry["seq"], sse_frame(entry))
-        if self.ended:
+        if self.ended is not None:
             client.end("the session has ended; GET /status has its outcome")
         self.clients[client] = None
         return client
@@ -141,17 +172,19 @@ class MessageFeed:
         sim = session.sim
         counts = session.connection_counts()
         nb_turns = getattr(sim.scenario, "nb_turns", None)
+        ended = self.ended
+        agents = counts[Role.AGENT.value] + counts[Role.ADMIN.value] + session.agents_seen
         return SessionView(
             session_id=session.id,
-            state=sim.state,
-            ended=sim.ended,
-            validation=sim.validation,
-            end_reason=sim.end_reason,
+            state=sim.state if ended is None else ended.state,
+            ended=ended is not None,
+            validation=None if ended is None else ended.validation,
+            end_reason=None if ended is None else ended.reason,
             nb_turns=nb_turns if isinstance(nb_turns, int) and nb_turns > 0 else 1,
             turn=len(self.messages),
             num_events=self.num_events,
             last_response=text_of(self.messages[-1]) if self.messages else None,
-            connected=session.oracle or counts[Role.AGENT.value] + counts[Role.ADMIN.value] > 0,
+            connected=session.oracle or agents > 0 or ended is not None,
             messages=len(self.messages),
             sse_clients=len(self.clients),
         )

@@ -9,8 +9,18 @@ here is I/O: the decisions are `translate.py`'s and `screens.py`'s, the messages
 
 URLs carry the credential, since harnesses send no auth header: a harness's base URL (what
 gaia2-cli calls `notify_url`) is `http://HOST:PORT/gaia2/<token>` for a session token, which
-names its session, or `http://HOST:PORT/gaia2/<admin-token>/<session-id>`. No access log is
-kept (its lines would hold tokens), and errors never echo the path.
+names its session, or `http://HOST:PORT/gaia2/<admin-token>/<session-id>`. With
+`--gaia2-ports`, each session is also served at the bare root of a loopback port of its own,
+as upstream's runner reaches an adapter (`bare.py`): the same runner serves those sockets, and
+a request's local port says which session it is for. No access log is kept (its lines would
+hold tokens), and errors never echo the path.
+
+The adapter watches the registry (`SessionWatcher`): a session's feed is made when it is
+registered (so its `events.jsonl` and `connected` miss nothing), its port taken then and given
+back when it is discarded, and, once it has ended and its end has gone out on its stream, its
+`events.jsonl` and `daemon_status.json` are written beside its trace, in a directory named as
+the trace with `.gaia2-cli` for `.json` (upstream's runner keeps them under those names in a
+run's directory).
 
 The port is screened as the main port is (`screens.py`, one `PortScreen`): Host and Origin
 (421, 403); a POST is judged by its head - token, role and route (401, 403, 404, 405), a
@@ -19,7 +29,7 @@ token (503, 429) - before a byte of its body is read, and its body must then arr
 `handshake_timeout` (408). Every response carries `headers.API_HEADERS`, aiohttp's own
 refusals of malformed requests included (`_Request`), which are logged at INFO, without their
 content. Sockets: at most `gaia2_max_connections` at once (one accepted beyond is reset at once,
-`_Port`); one with no request under way for `http_idle_timeout` is closed (aiohttp's
+`service/capped.py`); one with no request under way for `http_idle_timeout` is closed (aiohttp's
 keep-alive timer, which also runs before a first request). Event streams: at most
 `gaia2_max_streams` on the port and `gaia2_streams_per_token` per token (503, 429 with a JSON
 body naming the bound); one with nothing to send for `gaia2_sse_keepalive` gets a comment, one
@@ -32,20 +42,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
+import os
+import tempfile
 import time
+from collections.abc import Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+import msgspec
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.web_protocol import RequestHandler
 
 from areasync.protocol.errors import CloseCode, ErrorCode
 from areasync.protocol.frames import Role
 from areasync.service import wire
+from areasync.service.capped import CappedServer
+from areasync.service.gaia2cli import artifacts
 from areasync.service.gaia2cli import translate as t
+from areasync.service.gaia2cli.agent import HttpAgent
+from areasync.service.gaia2cli.bare import LOOPBACK, BarePorts, Bound, url
 from areasync.service.gaia2cli.feed import MessageFeed, SseClient
 from areasync.service.headers import API_HEADERS
 from areasync.service.inprocess import InProcessClient, NotDurableError, RequestError
@@ -90,29 +109,6 @@ class _Request(web.BaseRequest):
                 response.headers[name] = value
 
 
-class _Port(web.Server):
-    """aiohttp's low-level server, holding at most `max_connections` sockets: one accepted
-    beyond them is reset at once (its descriptor goes with it)."""
-
-    def __init__(self, handler: Any, *, max_connections: int, **kwargs: Any) -> None:
-        super().__init__(handler, **kwargs)
-        self.max_connections = max_connections
-        self.open: set[RequestHandler] = set()
-        self.refused = 0  # sockets reset at accept, since start
-
-    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
-        if len(self.open) >= self.max_connections:
-            self.refused += 1
-            wire.reset(transport)
-            return
-        self.open.add(handler)
-        super().connection_made(handler, transport)
-
-    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
-        self.open.discard(handler)
-        super().connection_lost(handler, exc)
-
-
 class _HandlerLog(logging.LoggerAdapter[logging.Logger]):
     """aiohttp's request-handler log: a request it cannot parse is the client's doing, logged
     at INFO in one line without its content (which may hold a token); anything else as is."""
@@ -139,6 +135,8 @@ class Gaia2Adapter:
         # one client per session and role: its hello, its gate (the rate limit is that
         # client's, as a connection's is), its errors, its wait for the journal.
         self.clients: dict[tuple[str, Role], InProcessClient] = {}
+        # The agent of each session that an agent's token URL has made (`agent.py`).
+        self.agents: dict[str, HttpAgent] = {}
         self.screen = PortScreen(
             self.body_rule,
             max_bodies=config.max_bodies,
@@ -153,15 +151,23 @@ class Gaia2Adapter:
         )
         self.port: int | None = None
         self.base = ""
-        self.server: _Port | None = None
+        self.server: CappedServer | None = None
         self._runner: web.ServerRunner | None = None
+        # Each session's own port (`--gaia2-ports`), its screens, and aiohttp's site on it.
+        self.bare = None if config.gaia2_ports is None else BarePorts(*config.gaia2_ports)
+        self.bare_screens: dict[int, PortScreen] = {}
+        self.bare_sites: dict[int, web.SockSite] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        if config.gaia2_port is not None or config.gaia2_ports is not None:
+            registry.watchers.append(self)  # served: it follows every session from its start
 
-    async def start(self, host: str, port: int, shown_host: str) -> None:
+    async def start(self, host: str, port: int | None, shown_host: str) -> None:
+        """Serve the adapter: on `port` (None: only on the sessions' own ports)."""
         config = self.config
         # No access log: a line per request would print the token in its path.
         # handler_cancellation: an /events client that goes away ends its handler (and its
         # subscription) at once, not at the next message of a quiet session.
-        self.server = _Port(
+        self.server = CappedServer(
             self._handle,
             max_connections=config.gaia2_max_connections,
             request_factory=self._request,
@@ -175,13 +181,16 @@ class Gaia2Adapter:
         )
         self._runner = web.ServerRunner(self.server, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, backlog=1024)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
-        self.base = f"http://{shown_host}:{self.port}"
-        self.screen.site = SitePolicy.for_server(
-            host, self.port, config.allow_hosts, config.allow_origins
-        )
+        if port is not None:
+            site = web.TCPSite(self._runner, host, port, backlog=1024)
+            await site.start()
+            self.port = int(self._runner.addresses[0][1])
+            self.base = f"http://{shown_host}:{self.port}"
+            self.screen.site = SitePolicy.for_server(
+                host, self.port, config.allow_hosts, config.allow_origins
+            )
+        for bound in tuple(self.bare.held.values()) if self.bare is not None else ():
+            await self._serve_bare(bound)
 
     def _request(self, message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> Any:
         """aiohttp's request factory: `_Request`, bodies up to `max_frame_bytes`."""
@@ -190,11 +199,90 @@ class Gaia2Adapter:
         return _Request(message, payload, protocol, writer, task, loop, client_max_size=limit)
 
     async def close(self) -> None:
+        for agent in tuple(self.agents.values()):
+            agent.leave()
         for feed in self.feeds.values():
             for client in tuple(feed.clients):
                 client.end("the server is shutting down")
         if self._runner is not None:
             await self._runner.cleanup()
+        for task in tuple(self._tasks):
+            task.cancel()
+        if self.bare is not None:
+            self.bare.close()
+
+    # -- the registry's sessions (registry.SessionWatcher) ----------------------------------
+
+    def created(self, session: Session) -> None:
+        self._feed(session)
+        if self.bare is None:
+            return
+        bound = self.bare.take(session.id)
+        if isinstance(bound, str):
+            session.links["gaia2_cli_error"] = bound
+            logger.warning("session %s has no gaia2-cli port: %s", session.id, bound)
+            return
+        session.links["gaia2_cli_url"] = url(bound.port)
+        if self._runner is not None:
+            self._spawn(self._serve_bare(bound))
+
+    def ended(self, session: Session) -> None:
+        feed = self._feed(session)
+        feed.when_ended(functools.partial(self._write_artifacts, session, feed))
+
+    def discarded(self, session: Session) -> None:
+        self.feeds.pop(session.id, None)
+        agent = self.agents.pop(session.id, None)
+        if agent is not None:
+            agent.leave()
+        self.clients = {key: c for key, c in self.clients.items() if key[0] != session.id}
+        bound = None if self.bare is None else self.bare.release(session.id)
+        if bound is None:
+            return
+        self.bare_screens.pop(bound.port, None)
+        site = self.bare_sites.pop(bound.port, None)
+        if site is None:
+            bound.sock.close()
+        else:
+            self._spawn(site.stop())
+
+    async def _serve_bare(self, bound: Bound) -> None:
+        assert self._runner is not None
+        config = self.config
+        screen = PortScreen(
+            functools.partial(self.bare_rule, bound),
+            max_bodies=config.max_bodies,
+            max_bodies_per_token=config.max_bodies_per_token,
+        )
+        # Port 0: no page of any port is a same-site origin here (the port serves none).
+        screen.site = SitePolicy.for_server(LOOPBACK, 0, config.allow_hosts, config.allow_origins)
+        self.bare_screens[bound.port] = screen
+        site = web.SockSite(self._runner, bound.sock)
+        self.bare_sites[bound.port] = site
+        await site.start()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("the gaia2-cli adapter failed on a port", exc_info=task.exception())
+
+    def _write_artifacts(self, session: Session, feed: MessageFeed) -> None:
+        """`events.jsonl` and `daemon_status.json` beside the session's trace (if it has one)."""
+        trace = session.trace_path
+        if trace is None:
+            return
+        directory = trace.with_name(trace.stem + ".gaia2-cli")
+        try:
+            directory.mkdir(exist_ok=True)
+            _write(directory / artifacts.EVENTS_FILE, feed.events_jsonl())
+            _write(directory / artifacts.STATUS_FILE, self._status_bytes(feed))
+        except OSError:
+            logger.exception("could not write the gaia2-cli artifacts of session %s", session.id)
 
     def url(self, token: str, session_id: str | None = None) -> str:
         """A harness's base URL: `token`'s session, or `session_id` with the admin token."""
@@ -208,6 +296,16 @@ class Gaia2Adapter:
         if head.method != "POST" or not head.path.startswith(PREFIX):
             return None
         found = self._caller(unquote(head.path[len(PREFIX) :]), "POST")
+        limit = self.config.max_frame_bytes
+        if isinstance(found, t.Reply):
+            return BodyRule(limit, "max_frame_bytes", key="", refused=_as_refusal(found))
+        return BodyRule(limit, "max_frame_bytes", key=found[2])
+
+    def bare_rule(self, bound: Bound, head: Head) -> BodyRule | None:
+        """`body_rule` on a session's own port, whose session is `bound`'s."""
+        if head.method != "POST":
+            return None
+        found = self._bare_caller(bound, head.path.partition("?")[0], "POST")
         limit = self.config.max_frame_bytes
         if isinstance(found, t.Reply):
             return BodyRule(limit, "max_frame_bytes", key="", refused=_as_refusal(found))
@@ -246,12 +344,26 @@ class Gaia2Adapter:
             feed = self.feeds[session.id] = MessageFeed(session)
         return feed
 
+    def _bare_caller(
+        self, bound: Bound, path: str, method: str
+    ) -> tuple[Session, Role, str, t.Route] | t.Reply:
+        """`_caller` on a session's own port: its user, with the admin token for its hello
+        (a restored session's tokens are hashes: the admin's opens every role)."""
+        session = self.registry.get(bound.session_id)
+        if session is None:  # pragma: no cover - its port goes with it (`discarded`)
+            return t.failure(404, "this port's session was discarded")
+        return self._routed(session, Role.USER, f"port:{bound.port}", path, method)
+
     def _caller(self, rest: str, method: str) -> tuple[Session, Role, str, t.Route] | t.Reply:
         """The session, role, token and route of `method /gaia2/<rest>`, or the refusal."""
         found = self._resolve(rest)
         if isinstance(found, t.Reply):
             return found
-        session, role, token, path = found
+        return self._routed(*found, method)
+
+    def _routed(
+        self, session: Session, role: Role, token: str, path: str, method: str
+    ) -> tuple[Session, Role, str, t.Route] | t.Reply:
         route = t.route_of(method, path)
         if isinstance(route, t.Reply):
             return route
@@ -260,24 +372,46 @@ class Gaia2Adapter:
             return refused
         return session, role, token, route
 
+    def _bare_of(self, request: web.BaseRequest) -> Bound | None:
+        """The session's own port `request` came in on, if it did."""
+        if self.bare is None or request.transport is None:
+            return None
+        sockname = request.transport.get_extra_info("sockname")
+        return None if not sockname else self.bare.at(int(sockname[1]))
+
+    def _found(
+        self, request: web.BaseRequest, bound: Bound | None
+    ) -> tuple[Session, Role, str, t.Route] | t.Reply:
+        if bound is not None:
+            return self._bare_caller(bound, request.path, request.method)
+        if not request.path.startswith(PREFIX):
+            return t.failure(404, f"not found: the adapter's URLs are {PREFIX}...")
+        return self._caller(request.path[len(PREFIX) :], request.method)
+
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         raw = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers)
-        admitted = self.screen.check(Head(request.method, request.raw_path, raw))
+        bound = self._bare_of(request)
+        screen = self.screen if bound is None else self.bare_screens[bound.port]
+        admitted = screen.check(Head(request.method, request.raw_path, raw))
         if isinstance(admitted, Refusal):
             return _refused(admitted)
         try:
             with admitted.holding():
-                if not request.path.startswith(PREFIX):
-                    return _json(t.failure(404, f"not found: the adapter's URLs are {PREFIX}..."))
-                found = self._caller(request.path[len(PREFIX) :], request.method)
+                found = self._found(request, bound)
                 if isinstance(found, t.Reply):
                     return _json(found)
                 session, role, token, route = found
                 feed = self._feed(session)
+                if route is t.Route.EXECUTE:  # its body is left unread: the socket goes
+                    return _json(t.NO_ENV_DISPATCH, close=True)
                 if route is t.Route.EVENTS and request.method == "HEAD":
                     return web.Response(headers=_SSE_HEADERS)
                 if route is t.Route.EVENTS:
                     return await self._events(request, feed, token)
+                if route is t.Route.EVENTS_JSONL:
+                    return _raw(feed.events_jsonl(), "application/x-ndjson")
+                if route is t.Route.DAEMON_STATUS:
+                    return _raw(self._status_bytes(feed), "application/json")
                 body = await self._body(request, admitted.length)
                 if isinstance(body, t.Reply):
                     return _json(body, close=True)
@@ -287,6 +421,10 @@ class Gaia2Adapter:
         except Exception:
             logger.exception("the gaia2-cli adapter failed to answer a %s", request.method)
             return _json(t.failure(500, t.INTERNAL))
+
+    @staticmethod
+    def _status_bytes(feed: MessageFeed) -> bytes:
+        return artifacts.encode_status(t.daemon_status(feed.view()))
 
     async def _body(self, request: web.BaseRequest, length: int) -> bytes | t.Reply:
         """The request's body, `length` bytes (screened), arriving within handshake_timeout."""
@@ -321,32 +459,65 @@ class Gaia2Adapter:
                 return t.Reply(200, t.health_of(feed.view()))
             case t.Route.STATUS:
                 return t.Reply(200, t.status_of(feed.view()))
-            case t.Route.MESSAGES:
+            case t.Route.TOOLS:
+                tools = msgspec.to_builtins(session.sim.list_tools())
+                return t.Reply(200, {"ok": True, "tools": tools})
+            case t.Route.MESSAGES | t.Route.NOTIFICATIONS:
                 after = t.parse_after(dict(request.query))
                 if isinstance(after, t.Reply):
                     return after
-                return t.messages_reply(feed.messages, after)
-        act = t.parse_notify(body) if route is t.Route.NOTIFY else t.parse_action(body)
+                if route is t.Route.MESSAGES:
+                    return t.messages_reply(feed.messages, after)
+                return t.messages_reply(feed.notifications, after, "notifications")
+        act = t.act_of(route, body)
         if isinstance(act, t.Reply):
             return act
         try:
-            value = await self._client(session, *caller).request(t.frame_of(act))
+            value = await self._carry_out(session, *caller, act)
         except RequestError as failure:
             return self._refusal(failure, act, session)
         except NotDurableError as failure:
             return t.failure(503, failure.message)
         if isinstance(act, t.Notify):
             return t.Reply(200, {"ok": True, "runId": f"{session.id}:{session.sim.log.seq}"})
+        if isinstance(act, t.Done):
+            return t.Reply(200, {"ok": True})
         text = value if isinstance(value, str) else json.dumps(value)
         return t.Reply(200, {"ok": True, "result": text, "value": value})
 
+    async def _carry_out(self, session: Session, role: Role, token: str, act: t.Act) -> Any:
+        """`act` as `role` would send its frame: the agent's token acts as the agent."""
+        frame = t.frame_of(act)
+        if role is not Role.AGENT:
+            return await self._client(session, role, token).request(frame)
+        agent = self._agent(session, token)
+        if isinstance(act, t.Done):
+            return await agent.idle(frame)
+        return await agent.request(frame)
+
+    def _agent(self, session: Session, token: str) -> HttpAgent:
+        """The session's HTTP agent (a new one says hello and attaches: RequestError if
+        refused; one its gate closed is replaced as `_client`'s are)."""
+        agent = self.agents.get(session.id)
+        if agent is not None:
+            if agent.session is session and not agent.left and not self._replaced(agent.client):
+                return agent
+            agent.leave()
+        agent = HttpAgent(self.registry, session, f"gaia2-cli@{session.id}")
+        agent.join(token)
+        self.agents[session.id] = agent
+        return agent
+
     def _client(self, session: Session, role: Role, token: str) -> InProcessClient:
-        """The session's client for `role` (a new one says hello: RequestError if refused)."""
+        """The session's client for `role` (a new one says hello: RequestError if refused).
+        On a session's own port (a `port:` key, no token) it says hello with the admin's."""
         key = (session.id, role)
         client = self.clients.get(key)
         if client is None or client.session is not session or self._replaced(client):
             name = f"gaia2-cli:{role.value}@{session.id}"
             client = InProcessClient(self.registry, name=name, holder=_HOLDER, takes_place=False)
+            if token.startswith("port:"):
+                token = self.registry.tokens.admin
             client.hello(session, role, token)
             self.clients[key] = client
         return client
@@ -443,6 +614,24 @@ def _json(reply: t.Reply, *, close: bool = False) -> web.Response:
     if close:
         response.force_close()
     return response
+
+
+def _raw(body: bytes, content_type: str) -> web.Response:
+    response = web.Response(status=200, body=body)
+    response.headers["Content-Type"] = content_type
+    return response
+
+
+def _write(path: Path, data: bytes) -> None:
+    """`data` into `path`, atomically (a reader never sees half of it), as upstream writes."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _as_refusal(reply: t.Reply) -> Refusal:

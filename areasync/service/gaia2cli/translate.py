@@ -10,7 +10,8 @@ out the `Act` it gets (the one call that touches the simulation goes through
 `service/inprocess.py`, the path of a WebSocket frame) and writes the reply; `feed.py` keeps
 the session's messages.
 
-Routes (after `/gaia2/<token>`, or `/gaia2/<admin-token>/<session-id>`):
+Routes (after `/gaia2/<token>`, or `/gaia2/<admin-token>/<session-id>`, or at the root of a
+session's own port, `--gaia2-ports`, as the user: `bare.py`):
 
 ==========================  ===========================  =====================================
 route                       roles                        answer
@@ -18,28 +19,50 @@ route                       roles                        answer
 GET  /health                every role                   {ok, connected, backend, session,
                                                          state, buffer{size, lastSeq},
                                                          sseClients}
-GET  /status                every role                   {status, turn, nb_turns, num_events,
-                                                         last_response?, judgment?}
+GET  /status                every role                   daemon_status.json's fields, and
+                                                         {session, state}
+GET  /daemon_status.json    every role                   upstream's daemon_status.json
+GET  /events.jsonl          every role                   upstream's events.jsonl
+                                                         (`artifacts.py`)
 GET  /messages?after=N      every role                   {ok, messages: [seq > N], lastSeq}
+GET  /tools                 every role                   {ok, tools}: the session's tools
+GET  /notifications?after=N every role                   {ok, notifications: [seq > N],
+                                                         lastSeq}: what the agent was told
 GET  /events[?after=N]      every role                   SSE: `event: chat` per message
 POST /notify                user, admin                  {ok, runId}: the user writes to the
 POST /send_user_message                                  agent (ARE's send_message_to_agent)
 POST /send_notifications
-POST /execute_action        agent, admin                 {ok, result} | {ok: false, error}:
+POST /call_tool             agent, admin                 {ok, result} | {ok: false, error}:
                                                          `App__action(**args)` on the session
+POST /idle                  agent, admin                 {ok}: the agent is done for now
+POST /execute_action        nobody                       501: see below
 ==========================  ===========================  =====================================
 
 The roles are those of the WebSocket frames each route stands for (`roles.py`): `/notify` is a
-`send_user_message`, `/execute_action` a `call_tool`; reading is open to every token of the
-session. Errors keep gaia2-cli's shapes: `{"ok": false, "error": "..."}` with 400 (invalid
-JSON, a missing field), 404 (no such route), and, for what gaia2-cli has no word for, 401 (the
-token), 403 (the role), 405 (the method) and 409 (the session has ended). An action that
-cannot run (an unknown app or action, arguments the tool refuses, a tool that raises) is, as
-in gaia2-cli, a 200 whose `ok` is false and whose `error` says why. A `/notify` or
-`/execute_action` meets the checks a WebSocket frame meets, and fails as that frame would
-(`refusal`: 429 past the rate limit, 503 when its journal does not confirm the input), in
-these shapes. The adapter is no client attached to the session: it takes none of its places
-(`max_connections_per_session`).
+`send_user_message`, `/call_tool` a `call_tool`, `/idle` an `idle`; reading is open to every
+token of the session. The agent's token makes its caller the session's agent (`agent.py`: its
+turn in fast mode, `/idle` to end it). `/execute_action` is upstream's daemon firing one of the
+scenario's ENV events (`gaia2-eventd`'s `_execute_via_http`); an areasync session fires its ENV
+events itself, on its own clock, so a second source of them would run each twice: it is refused
+501, upstream's own answer when an adapter has no ENV dispatch ("execute_action not
+configured"), saying so.
+Errors keep gaia2-cli's shapes: `{"ok": false, "error": "..."}` with 400 (invalid JSON, a
+missing field), 404 (no such route), and, for what gaia2-cli has no word for, 401 (the token),
+403 (the role), 405 (the method) and 409 (the session has ended). An action that cannot run (an
+unknown app or action, arguments the tool refuses, a tool that raises) is, as in gaia2-cli, a
+200 whose `ok` is false and whose `error` says why. A `/notify` or `/call_tool` meets the checks
+a WebSocket frame meets, and fails as that frame would (`refusal`: 429 past the rate limit, 503
+when its journal does not confirm the input), in these shapes. The adapter is no client
+attached to the session: it takes none of its places (`max_connections_per_session`).
+
+The run's lifecycle, as upstream's runner reads it. `/health`'s `connected` is true once an
+agent has ever attached to the session (upstream's adapter reports its agent backend's
+connection, which lasts the whole run in a container), while the oracle plays it, and once it
+has ended: a runner that polls every 2 s must never miss a fast run that started and ended
+between two polls, and must go on to `/status` whatever the run did. `/status` is `running`
+until the stream's `ended` item has gone out, which carries the verdict (a judge's included):
+terminal means the verdict is known, as upstream's daemon writes its judgment and its terminal
+status in one write.
 
 Messages are what the agent tells the user: each completed `AgentUserInterface`
 `send_message_to_user` event of the session's stream, numbered 1, 2, 3... in stream order, so
@@ -56,7 +79,14 @@ import json
 from typing import Any, Final
 
 from areasync.protocol.errors import ErrorCode
-from areasync.protocol.frames import CallTool, EventItem, Role, SendUserMessage
+from areasync.protocol.frames import (
+    CallTool,
+    EventItem,
+    Idle,
+    NotificationItem,
+    Role,
+    SendUserMessage,
+)
 from areasync.service.roles import allowed
 
 USER_APP: Final = "AgentUserInterface"
@@ -67,25 +97,41 @@ BACKEND: Final = "areasync"
 class Route(enum.Enum):
     HEALTH = "/health"
     STATUS = "/status"
+    DAEMON_STATUS = "/daemon_status.json"
+    EVENTS_JSONL = "/events.jsonl"
     MESSAGES = "/messages"
+    NOTIFICATIONS = "/notifications"
+    TOOLS = "/tools"
     EVENTS = "/events"
     NOTIFY = "/notify"
+    CALL_TOOL = "/call_tool"
+    IDLE = "/idle"
     EXECUTE = "/execute_action"
 
 
 _ROUTES: Final[dict[str, tuple[str, Route]]] = {
     "/health": ("GET", Route.HEALTH),
     "/status": ("GET", Route.STATUS),
+    "/daemon_status.json": ("GET", Route.DAEMON_STATUS),
+    "/events.jsonl": ("GET", Route.EVENTS_JSONL),
     "/messages": ("GET", Route.MESSAGES),
+    "/notifications": ("GET", Route.NOTIFICATIONS),
+    "/tools": ("GET", Route.TOOLS),
     "/events": ("GET", Route.EVENTS),
     "/notify": ("POST", Route.NOTIFY),
     "/send_user_message": ("POST", Route.NOTIFY),
     "/send_notifications": ("POST", Route.NOTIFY),
+    "/call_tool": ("POST", Route.CALL_TOOL),
+    "/idle": ("POST", Route.IDLE),
     "/execute_action": ("POST", Route.EXECUTE),
 }
 
 # The WebSocket frame each acting route stands for: its roles are that frame's (roles.py).
-_FRAME_OF: Final[dict[Route, type]] = {Route.NOTIFY: SendUserMessage, Route.EXECUTE: CallTool}
+_FRAME_OF: Final[dict[Route, type]] = {
+    Route.NOTIFY: SendUserMessage,
+    Route.CALL_TOOL: CallTool,
+    Route.IDLE: Idle,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,14 +154,18 @@ class Notify:
 
 @dataclasses.dataclass(frozen=True)
 class Action:
-    """Call the session's tool `tool` with `args` (gaia2-cli's ENV action `event_id`)."""
+    """Call the session's tool `tool` with `args`, as its agent."""
 
     tool: str
     args: dict[str, Any]
-    event_id: str
 
 
-Act = Notify | Action
+@dataclasses.dataclass(frozen=True)
+class Done:
+    """The agent is done for now: its turn ends (`idle`)."""
+
+
+Act = Notify | Action | Done
 
 
 def failure(status: int, error: str) -> Reply:
@@ -187,7 +237,7 @@ def parse_notify(body: bytes) -> Notify | Reply:
 
 
 def parse_action(body: bytes) -> Action | Reply:
-    """`{"app", "action", "args"?, "event_id"?}`: the tool `App__action`."""
+    """`{"app", "action", "args"?}`: the tool `App__action`."""
     data = _json_object(body)
     if isinstance(data, Reply):
         return data
@@ -201,8 +251,7 @@ def parse_action(body: bytes) -> Action | Reply:
         args = {}
     if not isinstance(args, dict):
         return failure(400, "'args' must be a JSON object of the action's arguments")
-    event_id = data.get("event_id", "")
-    return Action(f"{app}__{action}", args, event_id if isinstance(event_id, str) else "")
+    return Action(f"{app}__{action}", args)
 
 
 def parse_after(query: dict[str, str]) -> int | Reply:
@@ -215,11 +264,22 @@ def parse_after(query: dict[str, str]) -> int | Reply:
     return max(after, 0)
 
 
-def frame_of(act: Act) -> SendUserMessage | CallTool:
+def frame_of(act: Act) -> SendUserMessage | CallTool | Idle:
     """The WebSocket frame `act` stands for: it goes the way that frame goes."""
     if isinstance(act, Notify):
         return SendUserMessage(id=0, content=act.message)
+    if isinstance(act, Done):
+        return Idle(id=0)
     return CallTool(id=0, tool=act.tool, args=act.args)
+
+
+def act_of(route: Route, body: bytes) -> Act | Reply:
+    """What an acting route's body asks for, or the 400 saying what is wrong with it."""
+    if route is Route.NOTIFY:
+        return parse_notify(body)
+    if route is Route.IDLE:
+        return Done()
+    return parse_action(body)
 
 
 # The HTTP status of an error a WebSocket client would get as `error.code`; any other code is
@@ -242,7 +302,7 @@ INTERNAL: Final = "internal error in areasync's gaia2-cli adapter (the server's 
 
 def refusal(code: str, message: str, *, action: bool) -> Reply:
     """The error a WebSocket client would get (`code`, `message`) for an act, in gaia2-cli's
-    shape; `action`: the act is an `/execute_action` (else a `/notify`)."""
+    shape; `action`: the act is a `/call_tool` (else a `/notify`)."""
     status = _STATUS_OF.get(code, 200 if action else 400)
     if code == ErrorCode.INTERNAL:  # the exception's words stay in the server's log
         return failure(status, INTERNAL)
@@ -293,13 +353,24 @@ def text_of(message: dict[str, Any]) -> str:
     return str(message["message"]["content"][0]["text"])
 
 
-def is_agent_event(item: object) -> bool:
-    return type(item) is EventItem and item.event.event_type == "AGENT"
+def messages_reply(messages: list[dict[str, Any]], after: int, key: str = "messages") -> Reply:
+    """`GET /messages?after=N`: every message numbered above N, and the last number (also
+    `/notifications`, whose `key` is `notifications`)."""
+    return Reply(200, {"ok": True, key: messages[after:], "lastSeq": len(messages)})
 
 
-def messages_reply(messages: list[dict[str, Any]], after: int) -> Reply:
-    """`GET /messages?after=N`: every message numbered above N, and the last number."""
-    return Reply(200, {"ok": True, "messages": messages[after:], "lastSeq": len(messages)})
+def notification_of(number: int, item: object) -> dict[str, Any] | None:
+    """The entry of `/notifications` that stream item `item` is, if it is a notification."""
+    if type(item) is not NotificationItem:
+        return None
+    note = item.notification
+    return {
+        "seq": number,
+        "type": note.message_type,
+        "message": note.message,
+        "timestamp": _iso(note.timestamp),
+        "simTime": note.timestamp,
+    }
 
 
 def sse_frame(message: dict[str, Any]) -> bytes:
@@ -322,21 +393,22 @@ class SessionView:
 
     session_id: str
     state: str  # the clock's: setup | running | paused | stopped | failed
-    ended: bool
+    ended: bool  # its stream's `ended` item has gone out (with `validation`)
     validation: dict[str, Any] | None
     end_reason: str | None
     nb_turns: int
     turn: int  # the agent's messages to the user so far (gaia2-cli's turn boundaries)
-    num_events: int  # the agent's completed events
+    num_events: int  # events.jsonl's entries that are not the environment's (upstream's count)
     last_response: str | None
-    connected: bool  # an agent follows the session (or the oracle plays it)
+    connected: bool  # an agent has attached, or the oracle plays it, or it has ended
     messages: int
     sse_clients: int
 
 
-def status_of(view: SessionView) -> dict[str, Any]:
-    """gaia2-cli's daemon status: running until the session ends, then complete, stopped (it
-    failed validation, or was stopped before its end without passing) or error (it failed)."""
+def daemon_status(view: SessionView) -> dict[str, Any]:
+    """upstream's `daemon_status.json`: `running` until the session's end has gone out on its
+    stream, then `complete`, `stopped` (it failed validation, or was stopped before its end
+    without passing) or `error` (it failed); its `judgment` once there is a verdict."""
     status = "running"
     success = (view.validation or {}).get("success")
     if view.ended:
@@ -358,13 +430,16 @@ def status_of(view: SessionView) -> dict[str, Any]:
         validation = view.validation or {}
         reason = validation.get("rationale") or validation.get("exception") or view.end_reason
         data["judgment"] = {"success": bool(success), "failure_reason": reason}
-    data["session"] = view.session_id
-    data["state"] = view.state
     return data
 
 
+def status_of(view: SessionView) -> dict[str, Any]:
+    """`GET /status`: the daemon's status, and which session in what state."""
+    return {**daemon_status(view), "session": view.session_id, "state": view.state}
+
+
 def health_of(view: SessionView) -> dict[str, Any]:
-    """gaia2-cli's adapter health: `connected` once an agent follows the session."""
+    """gaia2-cli's adapter health (see the module docstring for `connected`)."""
     return {
         "ok": view.connected,
         "connected": view.connected,
@@ -374,3 +449,15 @@ def health_of(view: SessionView) -> dict[str, Any]:
         "buffer": {"size": view.messages, "lastSeq": view.messages},
         "sseClients": view.sse_clients,
     }
+
+
+NO_ENV_DISPATCH: Final = Reply(
+    501,
+    {
+        "ok": False,
+        "error": "execute_action not configured: areasync fires the scenario's ENV events "
+        "itself, on the session's clock, so gaia2-eventd must not run against it (each event "
+        "would fire twice); an agent calls its tools with POST /call_tool "
+        '{"app", "action", "args"} and the agent\'s token',
+    },
+)

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 
 from areasync.protocol.errors import ErrorCode as AreaErrorCode
@@ -52,14 +53,20 @@ from areasync.service.inprocess import (
     error_of,
     until_durable,
 )
+from areasync.service.openenv.catalog import Catalog, CatalogError
 from areasync.service.openenv.messages import (
     AreAction,
+    ByPath,
+    ByTask,
     CallToolAction,
     ErrorCode,
     GetStateAction,
     InitializeAction,
+    Inline,
     ListAppsAction,
     OpenEnvError,
+    Registered,
+    ScenarioSource,
     action_frames,
     scenario_source,
 )
@@ -87,6 +94,13 @@ class Credential:
     def fresh(self) -> bool:
         return self.session_id is None
 
+    @property
+    def key(self) -> str:
+        """The token an HTTP request or an MCP call named, which its episode is kept under
+        (only a WebSocket a front handed over comes without one, and keeps no episode)."""
+        assert self.token is not None, "a credential a front checked keeps no HTTP episode"
+        return self.token
+
 
 # areasync's error codes as OpenEnv's: capacity has a code of its own there.
 def _openenv_code(code: str) -> ErrorCode:
@@ -110,6 +124,10 @@ class Episode:
         self.episode_id: str | None = None
         self.last_active = time.monotonic()
         self.closed = False
+        self._arrived = anyio.Event()  # set by a notification (or the end) since `wait` began
+        self.waiting = False  # a `wait` is under way
+        # Called on each notification, at the session's end and at the episode's close.
+        self.watchers: set[Callable[[], None]] = set()
 
     # -- the session's client (hub.Subscriber, session.Client) --------------------------------
 
@@ -135,8 +153,17 @@ class Episode:
         return None
 
     def on_item(self, seq: int, item: StreamItem) -> None:
+        session = self.session
         if isinstance(item, NotificationItem):
             self.take_turn()
+            self._wake()
+        elif session is not None and session.sim.ended:
+            self._wake()
+
+    def _wake(self) -> None:
+        self._arrived.set()
+        for watcher in tuple(self.watchers):
+            watcher()
 
     def take_turn(self) -> None:
         session = self.session
@@ -206,7 +233,7 @@ class Episode:
         return session
 
     async def _create(self, action: InitializeAction) -> Session:
-        scenario, text = scenario_source(action)
+        scenario, text = await self._scenario(scenario_source(action))
         frame = CreateSession(
             id=0,
             scenario=scenario,
@@ -225,6 +252,24 @@ class Episode:
         assert session is not None
         await self._join(session)
         return session
+
+    async def _scenario(self, source: ScenarioSource) -> tuple[str | None, str | None]:
+        """(registered id, JSON text) of what an initialize names; files are read off the loop."""
+        match source:
+            case Registered(id=scenario_id):
+                return scenario_id, None
+            case Inline(text=text):
+                return None, text
+        config = self.registry.config
+        catalog = Catalog(config.scenario_dir, config.max_scenario_bytes)
+        try:
+            if isinstance(source, ByPath):
+                return await anyio.to_thread.run_sync(catalog.resolve, source.path)
+            assert isinstance(source, ByTask)
+            task = await anyio.to_thread.run_sync(catalog.task, source.split, source.index)
+            return await anyio.to_thread.run_sync(catalog.resolve, task.scenario_path)
+        except CatalogError as refused:
+            raise OpenEnvError(ErrorCode.VALIDATION_ERROR, refused.message) from None
 
     async def _join(self, session: Session) -> None:
         """Say hello to `session` through its gate and follow its stream from now on."""
@@ -277,6 +322,7 @@ class Episode:
         await self._end_owned()
         self._leave()
         self.closed = True
+        self._wake()  # a wait under way returns now, a listener's stream ends
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
@@ -337,6 +383,53 @@ class Episode:
             await self.request(Tick(id=0, n=1))
             return True
         return mode is Mode.REALTIME
+
+    async def wait(self, bound: float) -> list[dict[str, Any]]:
+        """The bounded wait: the notifications since the previous observation, once one
+        arrives, the session ends, or `bound` wall seconds pass. In fast mode the agent
+        lets time run meanwhile (its turn comes back with the notification, or at the end of
+        the wait); in manual mode a controller moves time, in realtime the wall does."""
+        self.touch()
+        session = self.session
+        if session is None:
+            raise OpenEnvError(ErrorCode.EXECUTION_ERROR, "no episode: send reset first")
+        if not self.pending() and not session.sim.ended and not self.closed:
+            self._arrived = anyio.Event()
+            if session.sim.clock.mode is Mode.FAST and self._acts:
+                await self.request(Idle(id=0))
+            self.waiting = True
+            try:
+                with anyio.move_on_after(bound):
+                    await self._arrived.wait()
+            finally:
+                self.waiting = False
+            self.take_turn()
+        await self._durable()
+        return self.notifications()
+
+    def pending(self) -> bool:
+        """A notification arrived since the previous observation."""
+        session = self.session
+        return session is not None and any(
+            isinstance(item, NotificationItem) for item in self._unread(session)
+        )
+
+    def _unread(self, session: Session) -> list[StreamItem]:
+        end = session.hub.seq
+        return list(session.sim.log.after(min(self.cursor, end))[: end - self.cursor])
+
+    def notifications(self) -> list[dict[str, Any]]:
+        """The notifications since the previous observation; the cursor moves past them."""
+        session = self.session
+        if session is None:
+            return []
+        found = [
+            msgspec.to_builtins(item.notification)
+            for item in self._unread(session)
+            if isinstance(item, NotificationItem)
+        ]
+        self.cursor = session.hub.seq
+        return found
 
     async def _durable(self) -> None:
         """Wait until every record logged so far is durable (module docstring)."""
@@ -429,13 +522,7 @@ class Episode:
             }
             return observation, None, False
         sim = session.sim
-        end = session.hub.seq
-        notifications = [
-            msgspec.to_builtins(item.notification)
-            for item in sim.log.after(min(self.cursor, end))[: end - self.cursor]
-            if isinstance(item, NotificationItem)
-        ]
-        self.cursor = end
+        notifications = self.notifications()
         clock = sim.clock_state()
         meta["session_id"] = session.id
         observation = {

@@ -68,11 +68,17 @@ class _Action(msgspec.Struct, tag_field="action_type", forbid_unknown_fields=Tru
 
 
 class InitializeAction(_Action, tag="initialize", kw_only=True):
-    """Start an episode on a scenario: a registered id (`scenario`) or ARE/Gaia2 JSON
-    (`scenario_json`, as text or as an object). Only a URL made with the admin token may."""
+    """Start an episode on a scenario, named by exactly one of: a registered id (`scenario`),
+    ARE/Gaia2 JSON (`scenario_json`, as text or as an object), `scenario_path` (the OpenEnv ARE
+    plan's: a registered id, or a .json file under the server's `--scenario-dir`, relative to
+    it), or a task of the Task API (`split` and `index`). Only a URL made with the admin token
+    may."""
 
     scenario: str | None = None
     scenario_json: str | dict[str, Any] | None = None
+    scenario_path: str | None = None
+    split: str | None = None
+    index: Annotated[int, Meta(ge=0)] | None = None
     mode: Annotated[
         Mode,
         Meta(
@@ -189,18 +195,63 @@ def tool_name(action: CallToolAction) -> str:
     return f"{action.app_name}__{action.tool_name}"
 
 
-def scenario_source(action: InitializeAction) -> tuple[str | None, str | None]:
-    """(registered id, JSON text) of an initialize; exactly one is set, or VALIDATION_ERROR."""
+class Registered(msgspec.Struct, frozen=True):
+    """A registered scenario id."""
+
+    id: str
+
+
+class Inline(msgspec.Struct, frozen=True):
+    """ARE/Gaia2 scenario JSON, as text."""
+
+    text: str
+
+
+class ByPath(msgspec.Struct, frozen=True):
+    """`scenario_path`: resolved by the server's catalog (`catalog.py`)."""
+
+    path: str
+
+
+class ByTask(msgspec.Struct, frozen=True):
+    """A Task API task: `split` and `index`, resolved by the server's catalog."""
+
+    split: str
+    index: int
+
+
+ScenarioSource = Registered | Inline | ByPath | ByTask
+
+
+def scenario_source(action: InitializeAction) -> ScenarioSource:
+    """What an initialize names; exactly one way, or VALIDATION_ERROR."""
     text = action.scenario_json
     if isinstance(text, dict):
         text = json.dumps(text)
-    if (action.scenario is None) == (text is None):
+    named: list[ScenarioSource] = []
+    if action.scenario is not None:
+        named.append(Registered(action.scenario))
+    if text is not None:
+        named.append(Inline(text))
+    if action.scenario_path is not None:
+        named.append(ByPath(action.scenario_path))
+    if action.split is not None and action.index is not None:
+        named.append(ByTask(action.split, action.index))
+    elif (action.split is None) != (action.index is None):
         raise OpenEnvError(
             ErrorCode.VALIDATION_ERROR,
-            "initialize needs exactly one of `scenario` (a registered scenario id) and "
-            "`scenario_json` (ARE/Gaia2 scenario JSON, as text or an object)",
+            "a task is named by both `split` and `index` (GET <base>/areasync/splits lists "
+            "the splits); nothing was done",
         )
-    return action.scenario, text
+    if len(named) != 1:
+        raise OpenEnvError(
+            ErrorCode.VALIDATION_ERROR,
+            "initialize needs exactly one of `scenario` (a registered scenario id), "
+            "`scenario_json` (ARE/Gaia2 scenario JSON, as text or an object), `scenario_path` "
+            "(a registered id, or a .json file under the server's --scenario-dir) and "
+            "`split` with `index` (a Task API task)",
+        )
+    return named[0]
 
 
 # -- messages ---------------------------------------------------------------------------------
@@ -225,8 +276,19 @@ def parse_message(raw: str | bytes) -> tuple[str, Any]:
     return kind, message.get("data")
 
 
+def step_result(observation: dict[str, Any], reward: float | None, done: bool) -> dict[str, Any]:
+    """OpenEnv's step result: `metadata` beside the observation too, where today's client
+    (`StepResult.metadata`) reads it; the observation keeps its own copy for older clients."""
+    return {
+        "observation": observation,
+        "reward": reward,
+        "done": done,
+        "metadata": observation.get("metadata"),
+    }
+
+
 def observation_message(observation: dict[str, Any], reward: float | None, done: bool) -> str:
-    data = {"observation": observation, "reward": reward, "done": done}
+    data = step_result(observation, reward, done)
     return msgspec.json.encode({"type": "observation", "data": data}).decode()
 
 

@@ -16,6 +16,9 @@ GET  /metadata         OpenEnv's EnvironmentMetadata
 GET  /state            the HTTP episode's state (a session token's session)
 POST /reset            `{}` or `{"episode_id": ...}`: a new HTTP episode on the token's session
 POST /step             `{"action": {...}}`: one ARE action on it (OpenEnv's StepRequest)
+POST /mcp              OpenEnv's JSON-RPC tool access for `MCPToolClient` (`mcp.py`)
+*    /areasync/...     OpenEnv's Task API, and GET /list_environments (`taskapi.py`)
+*    /harness          501: areasync hosts no agent harness
 =====================  ========================================================================
 
 Over HTTP an OpenEnv URL opens one session: a session's token's (each credential has one HTTP
@@ -25,7 +28,7 @@ the admin's URL (a fresh session per connection) is served over `/ws` only.
 
 An HTTP episode is a client of its session (an agent's holds its turn in fast mode, so time
 stands still for it) with no connection whose end would detach it: one that gets no request
-for `openenv_idle_timeout` seconds is reaped as an idle `/ws` is (`reap_forever`, run by the
+for `openenv_idle_timeout` seconds is reaped as an idle `/ws` is (`held.py`, run by the
 service): it leaves the session, which runs on; its next `/step` is told so, and a `/reset`
 starts a new episode.
 
@@ -37,26 +40,29 @@ body is read only once its token has opened something and its Content-Length is 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
-import anyio
 from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode
+from areasync.service.auth import token_from_http
 from areasync.service.methods import OPENENV_PREFIX as PREFIX
-from areasync.service.openenv.episode import Credential, Episode, session_state
+from areasync.service.openenv import mcp as openenv_mcp
+from areasync.service.openenv import taskapi
+from areasync.service.openenv.catalog import ENV_NAME, Catalog
+from areasync.service.openenv.episode import Credential, session_state
+from areasync.service.openenv.held import HeldEpisodes
 from areasync.service.openenv.messages import ErrorCode as ErrorCode_
 from areasync.service.openenv.messages import (
     OpenEnvError,
     parse_action,
     parse_reset,
     schema,
+    step_result,
 )
 from areasync.service.registry import SessionRegistry
 from areasync.service.screens import BodyRule, Head, Refusal
@@ -64,21 +70,35 @@ from areasync.service.screens import BodyRule, Head, Refusal
 logger = logging.getLogger("areasync.service")
 T = TypeVar("T")
 
-_ROUTES = frozenset({"/ws", "/health", "/schema", "/metadata", "/state", "/reset", "/step"})
+_ROUTES = frozenset(
+    {
+        "/ws",
+        "/health",
+        "/schema",
+        "/metadata",
+        "/state",
+        "/reset",
+        "/step",
+        "/harness",
+        "/mcp",
+        "/list_environments",
+    }
+)
 
 
-def split(path: str) -> tuple[str, str] | None:
-    """(token, route) of `/openenv/<token><route>`, or None if `path` is not OpenEnv's."""
+def locate(path: str, authorization: str | None) -> tuple[str, str] | None:
+    """(token, route) of an OpenEnv request, or None if `path` is not OpenEnv's: the token is
+    the path's (`/openenv/<token><route>`), or, when the path goes on with a route at once
+    (`/openenv<route>`, as today's client builds it from a base URL and `headers=`), the
+    `Authorization: Bearer` header's ("" when there is none). A token is never a route's name:
+    tokens are random."""
     if not path.startswith(PREFIX):
         return None
-    token, slash, route = path[len(PREFIX) :].partition("/")
-    return unquote(token), slash + route
-
-
-def _key(credential: Credential) -> str:
-    """The token an HTTP episode is kept under (an HTTP request always names one)."""
-    assert credential.token is not None
-    return credential.token
+    rest = path[len(PREFIX) :]
+    first, slash, tail = rest.partition("/")
+    if "/" + first in _ROUTES or first.lower() == ENV_NAME:
+        return token_from_http("", authorization) or "", "/" + rest
+    return unquote(first), slash + tail
 
 
 def base_url(http_url: str, token: str) -> str:
@@ -126,9 +146,10 @@ class OpenEnvRoutes:
         self.open_connections = open_connections
         self._respond = respond  # (status, value) -> a JSON response with the security headers
         self._schema = schema()
-        self._http: dict[str, Episode] = {}  # each credential's HTTP episode
-        self._busy: dict[Episode, int] = {}  # HTTP episodes with a request under way
-        self._reaped: set[str] = set()  # credentials whose HTTP episode was reaped
+        # Each credential's HTTP episode (POST /reset, /step, /mcp), reaped when idle.
+        self.held = HeldEpisodes(
+            registry, "OpenEnv HTTP episodes", lambda token: self.credential(token) is not None
+        )
 
     def credential(self, token: str) -> Credential | None:
         who = self.registry.tokens.identify(token) if token else None
@@ -140,7 +161,7 @@ class OpenEnvRoutes:
     def body_rule(self, head: Head) -> BodyRule | None:
         """The port's routes with a body (screens.py): a POST under /openenv/, of at most
         `max_frame_bytes`, from a token that opens something; None for any other request."""
-        parts = split(head.path) if head.method == "POST" else None
+        parts = locate(head.path, head.first("Authorization")) if head.method == "POST" else None
         if parts is None:
             return None
         token = parts[0]
@@ -154,20 +175,32 @@ class OpenEnvRoutes:
     ) -> Response | Awaitable[Response] | None:
         """The response to an OpenEnv request (awaitable for a POST), or None to let its
         WebSocket handshake go on."""
-        parts = split(path)
+        parts = locate(path, request.headers.get("Authorization"))
         assert parts is not None
         token, route = parts
-        if route not in _ROUTES:
+        tasks = taskapi.is_task_route(route)
+        if route not in _ROUTES and not tasks:
             return error(
                 404,
                 "not_found",
-                f"no OpenEnv route {route[:60]!r}: an OpenEnv base URL is /openenv/<token>, "
-                f"under which are {', '.join(sorted(_ROUTES))}",
+                f"no OpenEnv route {route[:60]!r}: an OpenEnv base URL is /openenv/<token> (or "
+                "/openenv with the token in Authorization: Bearer), under which are "
+                f"{', '.join(sorted(_ROUTES))} and the Task API's /{ENV_NAME}/...",
             )
         credential = self.credential(token)
         if credential is None:
             return error(401, ErrorCode.UNAUTHORIZED, _BAD_TOKEN)
         websocket = request.headers.get("Upgrade", "").lower() == "websocket"
+        if route == "/harness":
+            return error(
+                501,
+                "not_implemented",
+                "/harness runs an agent harness process inside the environment (OpenEnv's "
+                "harness environments); areasync hosts no agent: connect your harness as the "
+                "session's agent over <base>/ws, or over MCP (areasync serve --mcp-port)",
+            )
+        if tasks and not websocket:
+            return self._tasks(request, route)
         if route == "/ws":
             if not websocket:
                 return error(
@@ -187,9 +220,26 @@ class OpenEnvRoutes:
             return None
         if websocket:
             return error(404, "not_found", "OpenEnv's WebSocket is at <base>/ws")
+        if request.method == "POST" and route == "/mcp":
+            return self._mcp(credential, getattr(request, "body", b""))
         if request.method == "POST":
             return self._post(route, credential, getattr(request, "body", b""))
         return self._get(route, credential, error)
+
+    async def _mcp(self, credential: Credential, body: bytes) -> Response:
+        """OpenEnv's `/mcp` JSON-RPC (`mcp.py`), run to its end like a step."""
+        work = openenv_mcp.answer(self.held, credential, body, self.registry.config.mcp_max_wait)
+        try:
+            return self._respond(200, await self._whole(work))
+        except OpenEnvError as exc:
+            return self._respond(200, openenv_mcp.failure(exc.message))
+
+    async def _tasks(self, request: Request, route: str) -> Response:
+        config = self.registry.config
+        catalog = Catalog(config.scenario_dir, config.max_scenario_bytes)
+        body = getattr(request, "body", b"")
+        status, value = await taskapi.answer(catalog, request.method, route, body)
+        return self._respond(status, value)
 
     def _get(self, route: str, credential: Credential, error: Callable[..., Response]) -> Response:
         if route == "/health":
@@ -199,7 +249,7 @@ class OpenEnvRoutes:
         if route == "/metadata":
             return self._respond(200, self.metadata())
         if route == "/state":
-            episode = self._http.get(_key(credential))
+            episode = self.held.get(credential.key)
             if episode is not None:
                 return self._respond(200, episode.state())
             session = (
@@ -229,9 +279,9 @@ class OpenEnvRoutes:
             data = _json_body(body)
             if route == "/reset":
                 initialize, episode_id = parse_reset(data)
-                self._reaped.discard(credential.token)
-                episode = self._episode(credential)
-                async with self._using(episode):
+                self.held.restart(credential.key)
+                episode = self.held.episode(credential.key, credential)
+                async with self.held.using(episode):
                     observation = await self._whole(episode.reset(initialize, episode_id))
             else:
                 if not isinstance(data, dict) or "action" not in data:
@@ -239,33 +289,14 @@ class OpenEnvRoutes:
                         ErrorCode_.VALIDATION_ERROR, 'a step is {"action": {"action_type": ...}}'
                     )
                 action = parse_action(data["action"])
-                if credential.token in self._reaped:
+                if self.held.was_reaped(credential.key):
                     raise self._was_reaped()
-                episode = self._episode(credential)
-                async with self._using(episode):
+                episode = self.held.episode(credential.key, credential)
+                async with self.held.using(episode):
                     observation = await self._whole(episode.step(action))
         except OpenEnvError as exc:
             return self._respond(_HTTP_STATUS[exc.code], {"detail": exc.data()})
-        values = dict(zip(("observation", "reward", "done"), observation, strict=True))
-        return self._respond(200, values)
-
-    def _episode(self, credential: Credential) -> Episode:
-        episode = self._http.get(_key(credential))
-        if episode is None:
-            episode = self._http[_key(credential)] = Episode(self.registry, credential)
-        return episode
-
-    @contextlib.asynccontextmanager
-    async def _using(self, episode: Episode) -> AsyncIterator[None]:
-        """A request under way on `episode`: never reaped meanwhile, idle from its end."""
-        self._busy[episode] = self._busy.get(episode, 0) + 1
-        try:
-            yield
-        finally:
-            left = self._busy.pop(episode) - 1
-            if left:
-                self._busy[episode] = left
-            episode.touch()
+        return self._respond(200, step_result(*observation))
 
     def _was_reaped(self) -> OpenEnvError:
         timeout = self.registry.config.openenv_idle_timeout
@@ -274,23 +305,6 @@ class OpenEnvRoutes:
             f"this HTTP episode got no request for {timeout:g} s (openenv_idle_timeout) and "
             "was reaped (the session runs on): POST <base>/reset to start a new one",
         )
-
-    async def reap_idle(self) -> int:
-        """Reap the HTTP episodes idle for `openenv_idle_timeout` (module docstring); how
-        many were."""
-        limit = time.monotonic() - self.registry.config.openenv_idle_timeout
-        idle = [
-            (token, episode)
-            for token, episode in self._http.items()
-            if episode.last_active <= limit and episode not in self._busy
-        ]
-        for token, episode in idle:
-            del self._http[token]
-            self._reaped.add(token)
-            await episode.close()
-        # Tokens of sessions gone since: nothing can use them again.
-        self._reaped = {token for token in self._reaped if self.credential(token) is not None}
-        return len(idle)
 
     async def _whole(self, work: Coroutine[Any, Any, T]) -> T:
         """`work`, run to its end however long it takes. websockets answers HTTP requests under
@@ -309,17 +323,6 @@ class OpenEnvRoutes:
                 "is answered in here; it will finish: GET <base>/state shows where the "
                 "session is (do not send it again), and <base>/ws has no such limit",
             ) from None
-
-    async def reap_forever(self) -> None:
-        """`reap_idle` a few times per timeout, so an episode goes within 1.25 timeouts.
-        It runs in the server's task group: a failure is logged, never the server's end."""
-        interval = min(max(self.registry.config.openenv_idle_timeout / 4, 0.05), 30.0)
-        while True:
-            await anyio.sleep(interval)
-            try:
-                await self.reap_idle()
-            except Exception:
-                logger.exception("reaping idle OpenEnv HTTP episodes failed; it runs again")
 
     def metadata(self) -> dict[str, Any]:
         return {

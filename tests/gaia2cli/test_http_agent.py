@@ -1,0 +1,69 @@
+"""An agent that speaks only HTTP runs a whole fast session: its turn, its waits, its end."""
+
+from __future__ import annotations
+
+import anyio
+
+from areasync.protocol.frames import Role
+from tests.gaia2cli.harness import Harness
+from tests.gaia2cli.runner import Runner
+from tests.gaia2cli.support import adapter, harness
+from tests.service.support import TUTORIAL
+
+WALL_S = 30.0
+HOLDER = f"agent:gaia2-cli@{TUTORIAL}"  # the HTTP agent's fast-mode lease
+
+
+async def wait(agent: Harness, sim_seconds: int = 60) -> None:
+    with anyio.fail_after(WALL_S):
+        status, body = await agent.call_tool(
+            "SystemApp", "wait_for_notification", {"timeout": sim_seconds}
+        )
+    assert status == 200 and body["ok"] is True, body
+
+
+async def test_an_http_agent_waits_while_time_moves_to_the_users_message() -> None:
+    async with adapter() as service:  # fast mode, and no WebSocket agent
+        agent = harness(service, Role.AGENT)
+        await wait(agent)
+        status, body = await agent.call("GET", "/notifications")
+    assert status == 200 and body["lastSeq"] == 1
+    note = body["notifications"][0]
+    assert note["type"] == "USER_MESSAGE" and "transferring the pdf" in note["message"]
+    assert note["simTime"] == 6.0
+
+
+async def test_an_http_agent_holds_time_still_while_it_works() -> None:
+    async with adapter() as service:
+        agent = harness(service, Role.AGENT)
+        await wait(agent)
+        status, _ = await agent.call_tool("SystemApp", "get_current_time", {})
+        sim = service.registry.sessions[TUTORIAL].sim
+        assert status == 200 and HOLDER in sim.leases
+        assert sim.clock_state(peek=True).time == 6.0
+
+
+async def test_an_http_agent_that_says_it_is_done_lets_the_session_run_to_its_end() -> None:
+    async with adapter() as service:
+        agent = harness(service, Role.AGENT)
+        await wait(agent)
+        await agent.call_tool("AgentUserInterface", "send_message_to_user", {"content": "On it."})
+        status, body = await agent.call("POST", "/idle", {})
+        assert status == 200 and body == {"ok": True}
+        run = await Runner(service.gaia2_url(TUTORIAL), limit=WALL_S).run()
+    assert run.statuses[-1]["status"] in ("complete", "stopped")
+    assert run.statuses[-1]["last_response"] == "On it." and run.statuses[-1]["turn"] == 1
+
+
+async def test_health_is_connected_once_an_http_agent_has_arrived() -> None:
+    async with adapter() as service:
+        before = await harness(service).health()
+        await harness(service, Role.AGENT).call_tool("SystemApp", "get_current_time", {})
+        after = await harness(service).health()
+    assert before["connected"] is False and after["connected"] is True
+
+
+async def test_idle_is_the_agents_and_refused_to_the_user() -> None:
+    async with adapter() as service:
+        status, body = await harness(service).call("POST", "/idle", {})
+    assert status == 403 and "agent token" in body["error"]

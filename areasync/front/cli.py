@@ -16,17 +16,24 @@ from areasync.front.server import Front
 from areasync.protocol.frames import Role
 from areasync.service.config import ServiceConfig
 from areasync.service.server import ServiceError
+from areasync.workers.confine import probe
 
 __all__ = ["banner", "serve_front"]
 
 
 def serve_front(
-    config: ServiceConfig, workers: int, scenarios: Sequence[str], shutdown_within: float
+    config: ServiceConfig,
+    workers: int,
+    scenarios: Sequence[str],
+    shutdown_within: float,
+    *,
+    require_confinement: bool = False,
 ) -> int:
     """Run the front until a signal (the whole shutdown bounded by `shutdown_within`
-    seconds); the exit status."""
+    seconds); the exit status. `require_confinement`: refuse to start where the kernel
+    cannot confine the workers wholly."""
     try:
-        asyncio.run(_main(config, workers, scenarios, shutdown_within))
+        asyncio.run(_main(config, workers, scenarios, shutdown_within, require_confinement))
     except ServiceError as exc:
         print(f"areasync serve: {exc}", file=sys.stderr)
         return 2
@@ -34,10 +41,13 @@ def serve_front(
 
 
 async def _main(
-    config: ServiceConfig, workers: int, scenarios: Sequence[str], shutdown_within: float
+    config: ServiceConfig,
+    workers: int,
+    scenarios: Sequence[str],
+    shutdown_within: float,
+    require_confinement: bool,
 ) -> None:
-
-    front = Front(config, workers, scenarios)
+    front = Front(config, workers, scenarios, require_confinement=require_confinement)
     signals = ShutdownSignals(
         saying="stopping the session workers, suspending their sessions in their journals",
         answer_within=config.shutdown_timeout,
@@ -61,6 +71,7 @@ def banner(front: Front) -> str:
     lines = [
         f"areasync serving on {front.http_url} (WebSocket protocol areasync/1), sessions in "
         f"{len(front.pool.workers)} worker processes",
+        f"session {probe().describe()}",
         "",
         f"  dashboard:   {front.dashboard_url()}",
         f"  admin token: {front.tokens.admin}  (every role of every session; "

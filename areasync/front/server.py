@@ -80,10 +80,18 @@ from areasync.service.http import session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.openenv.routes import locate as locate_openenv
 from areasync.service.redact import RedactingLogger
-from areasync.service.server import ServiceError, display_host, listen_error, natural_id
+from areasync.service.server import (
+    ServiceError,
+    display_host,
+    is_file,
+    listen_error,
+    natural_id,
+)
 from areasync.service.wire import screened_connection
 from areasync.sessionworker.busy import BUSY_DIR, read_busy
+from areasync.sessionworker.confine import session_confinement, writable_dirs
 from areasync.sessionworker.handlers import Seat, serving, worker_config
+from areasync.workers.confine import probe, worker_tmp
 from areasync.workers.pool import CallFailed, Worker, WorkerLost, WorkerPool
 
 __all__ = ["PRELOAD", "Front"]
@@ -108,6 +116,7 @@ class Front:
         *,
         beat_interval: float = 1.0,
         beat_margin: float = 2.0,
+        require_confinement: bool = False,
     ) -> None:
         if workers < 1:
             raise ValueError(f"a front needs at least one session worker, got {workers}")
@@ -138,6 +147,8 @@ class Front:
         self.lost: list[str] = []  # what happened to workers, in order
         self._scenarios = list(scenarios)
         self._private_dir = False
+        self._require_confinement = require_confinement
+        self._tmp_under: Path | None = None  # the workers' temp dirs' parent (`_confine`)
         self._started: dict[str, int] = {}  # worker name -> pid whose service was started
         self._server: Server | None = None
         self._stop = asyncio.Event()
@@ -169,6 +180,7 @@ class Front:
         """Start (module docstring), serve until `shutdown()`, then shut down."""
         try:
             await self._open_state_dir()
+            self._confine()
             await self._listen()
             self.pool.start()
             await self.pool.ready()
@@ -203,6 +215,38 @@ class Front:
             raise ServiceError(str(exc)) from exc
         if admin is not None:
             self.tokens.admin = admin
+
+    def _confine(self) -> None:
+        """Give the pool its workers' confinement (`sessionworker/confine.py`): make what
+        they write (their temp dirs' parent, the journals', busy and trace directories), and
+        say what the kernel applies."""
+        assert self.state_dir is not None
+        missing = probe().missing
+        if self._require_confinement and missing:
+            raise ServiceError(
+                "--require-confinement: this kernel cannot confine the session workers: "
+                + "; ".join(missing)
+                + ". Run on Linux 6.7 or later with Landlock enabled and seccomp, or drop "
+                "--require-confinement to run them less confined."
+            )
+        for path in writable_dirs(self.config, self.state_dir):
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ServiceError(
+                    f"cannot make {path} for the session workers: {exc.strerror or exc}; "
+                    "give a --state-dir and --trace-dir this user may create and write"
+                ) from exc
+        self._tmp_under = Path(tempfile.mkdtemp(prefix="areasync-workers-"))
+        files = [Path(source) for source in self._scenarios if is_file(source)]
+        self.pool.confinement = session_confinement(
+            self.config,
+            self.state_dir,
+            self._tmp_under,
+            readable=[path for path in files if path.exists()],
+            required=self._require_confinement,
+        )
+        logger.info("session %s", probe().describe())
 
     async def _listen(self) -> None:
         config = self.config
@@ -263,6 +307,8 @@ class Front:
                 await asyncio.wait_for(self._server.wait_closed(), config.close_timeout + 1.0)
         if self._private_dir and self.state_dir is not None:
             shutil.rmtree(self.state_dir, ignore_errors=True)
+        if self._tmp_under is not None:
+            shutil.rmtree(self._tmp_under, ignore_errors=True)
 
     async def __aenter__(self) -> Front:
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -315,6 +361,8 @@ class Front:
         if killed:  # its loop was held: most likely by a call under way (`busy.py`)
             self.abandon.update(read_busy(busy))
         busy.unlink(missing_ok=True)
+        if self._tmp_under is not None:  # its temp dir: its sessions' sandboxes, with it gone
+            shutil.rmtree(worker_tmp(str(self._tmp_under), pid), ignore_errors=True)
         self.restoring.update(lost)
         self.lost.append(f"{worker.name} (pid {pid}) ended with {len(lost)} session(s)")
         logger.warning("%s (pid %d) ended; restoring its sessions %s", worker.name, pid, lost)

@@ -202,7 +202,7 @@ class Service:
                     session = await self.registry.create_async(source, ceiling=False)
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
-                if _is_file(source):
+                if is_file(source):
                     self._files[session.id] = Path(source)
             server: Server | None = None
             if self.listens:
@@ -561,7 +561,7 @@ class Service:
         return lines
 
 
-def _is_file(source: Any) -> bool:
+def is_file(source: Any) -> bool:
     """Whether `source` names a JSON file (as `--scenario` takes one)."""
     return isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json"))
 
@@ -569,7 +569,7 @@ def _is_file(source: Any) -> bool:
 def natural_id(source: Any) -> str | None:
     """The session id a `--scenario` source gets when none is taken (`session_id_for`), if
     it can be told without loading it."""
-    if _is_file(source):
+    if is_file(source):
         return safe_id(Path(source).stem)
     if isinstance(source, str) and not source.lstrip().startswith("{"):
         return safe_id(source)

@@ -8,6 +8,6 @@ pool's channel for everything else (`handlers.py`): create, restore, list, stop.
 holds the admin token: not in its environment, its arguments, a file it reads, nor a byte it
 receives (the front strips tokens from every hello it hands over).
 
-`confine.py` is the one place a worker will confine itself, once it is forked and holds its
-channels.
+`confine.py` says what the kernel lets a worker reach; its pool applies it as the worker
+starts, once it is forked and holds its channels.
 """

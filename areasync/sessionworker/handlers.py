@@ -25,7 +25,6 @@ import dataclasses
 import logging
 import os
 import socket
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 
 import msgspec
 
+from areasync.bridge.sandbox_paths import own_are_sandboxes
 from areasync.protocol.errors import ProtocolError
 from areasync.protocol.frames import Role
 from areasync.service import Service, ServiceConfig
@@ -45,7 +45,6 @@ from areasync.service.requests import (
     refused_as_plain_data,
 )
 from areasync.sessionworker.busy import BUSY_DIR, Busy
-from areasync.sessionworker.confine import confine_session_worker
 from areasync.workers.worker import Handler
 
 __all__ = ["Seat", "SessionWorker", "serving"]
@@ -78,14 +77,6 @@ class SessionWorker:
         if self.service is not None:
             return os.getpid()
         assert config.state_dir is not None
-        writable = [
-            config.state_dir / "sessions",
-            config.state_dir / BUSY_DIR,
-            Path(tempfile.gettempdir()),
-        ]
-        if config.trace_dir is not None:
-            writable.append(config.trace_dir)
-        confine_session_worker(writable)
         service = Service(
             config,
             scenarios=(),
@@ -230,8 +221,10 @@ def _report_failure(task: asyncio.Future[Any]) -> None:
 
 @contextmanager
 def serving(side: socket.socket) -> Iterator[Mapping[str, Handler]]:
-    """The pool's `serve` for session workers (module docstring)."""
-    yield SessionWorker(side).handlers()
+    """The pool's `serve` for session workers (module docstring), ARE's file-system sandboxes
+    made in the worker's own temp dir (the one its confinement lets it write: `confine.py`)."""
+    with own_are_sandboxes():
+        yield SessionWorker(side).handlers()
 
 
 def worker_config(config: ServiceConfig, state_dir: Path) -> ServiceConfig:

@@ -217,7 +217,9 @@ class WorkerPool:
         self._grace_s = grace_s
         self._side_channel = side_channel
         self._on_lost = on_lost
-        self._confinement = confinement
+        # Applied by each process started from now on: a pool whose paths are known only
+        # once its owner has set up (a front's state dir) is given it before `start()`.
+        self.confinement = confinement
         self._context = multiprocessing.get_context("forkserver")
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -305,7 +307,7 @@ class WorkerPool:
             side_ours, side_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         process = self._context.Process(
             target=worker_main,
-            args=(theirs, self._serve, self._confinement, side_theirs),
+            args=(theirs, self._serve, self.confinement, side_theirs),
             name=f"areasync {worker.name}",
             daemon=True,
         )

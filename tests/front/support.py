@@ -14,6 +14,7 @@ import json
 import os
 import re
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from anyio.abc import Process
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.client import ClientProtocol
@@ -29,10 +31,16 @@ from websockets.frames import Frame, Opcode
 from websockets.uri import parse_uri
 
 from areasync.client.reconnect import FATAL_CLOSE_CODES
-from tests.service.durable_support import read_banner
+from tests.service.durable_support import read_until
 
 ADMIN = "front-admin-token-not-for-workers"
 WAIT = 60.0
+# A hang bound on a front's start: three processes import ARE (the front, its fork server,
+# which also discovers ARE's scenarios, then forks the workers); with both cores busy and a
+# load average of 15 it took over a minute.
+START = 240.0
+# The tests that start fronts: over 10 s of CPU each (`slow`), and room for START.
+REAL_PROCESSES = [pytest.mark.slow, pytest.mark.timeout(START + 360)]
 
 
 @dataclass
@@ -67,6 +75,20 @@ class Front:
         with urllib.request.urlopen(request, timeout=WAIT) as response:
             return json.loads(response.read())
 
+    def post(self, path: str, body: dict[str, Any], token: str = ADMIN) -> tuple[int, Any]:
+        """(status, JSON answer) of POST `path` with `body`."""
+        request = urllib.request.Request(
+            f"http://{self.base}{path}",
+            data=json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=WAIT) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as refused:
+            return refused.code, json.loads(refused.read())
+
     async def sessions(self) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(self.get, "/api/sessions")  # type: ignore[no-any-return]
 
@@ -98,7 +120,7 @@ async def front(*extra: str, log: Path) -> AsyncIterator[Front]:
     with log.open("ab") as stderr:
         process = await anyio.open_process(command(*extra), stderr=stderr)
     try:
-        banner = await read_banner(process)
+        banner = await read_until(process, "Ctrl-C", within=START)
         found = re.search(r"serving on http://127\.0\.0\.1:(\d+)", banner)
         assert found, banner
         yield Front(process, banner, int(found[1]), log)
@@ -106,7 +128,9 @@ async def front(*extra: str, log: Path) -> AsyncIterator[Front]:
         if process.returncode is None:
             process.kill()
         with anyio.fail_after(30), anyio.CancelScope(shield=True):
-            await process.wait()
+            # Its pipes closed here, on this loop: a transport left to the collector after the
+            # loop has closed raises in its finalizer, wherever the collection runs.
+            await process.aclose()
         print(_tail(log))  # shown for a test that failed
 
 

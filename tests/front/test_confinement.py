@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 
 from areasync.workers.confine import probe
-from tests.front.support import ADMIN, Front, call, front, hello, reply
+from tests.front.support import ADMIN, REAL_PROCESSES, Front, call, front, hello, reply
 from tests.scenarios import HostileScenario
+
+pytestmark = REAL_PROCESSES
 
 HOSTILE = HostileScenario.scenario_id
 SUPPORT = probe()

@@ -20,6 +20,7 @@ import pytest
 from areasync.journal import JournalStore
 from tests.front.support import (
     ADMIN,
+    REAL_PROCESSES,
     WAIT,
     call,
     ended,
@@ -34,6 +35,8 @@ from tests.front.support import (
 )
 from tests.scenarios import RUNAWAY_STARTED, RunawayScenario
 from tests.service.durable_support import read_until
+
+pytestmark = REAL_PROCESSES
 
 TUTORIAL = "scenario_tutorial"
 RUNAWAY = RunawayScenario.scenario_id
@@ -211,3 +214,4 @@ async def test_sigterm_without_a_state_dir_ends_the_sessions_and_writes_their_tr
         with anyio.fail_after(WAIT):
             assert await served.process.wait() == 0
     assert [p.name for p in traces.iterdir() if p.name.startswith(RUNAWAY)]
+

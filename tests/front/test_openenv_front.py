@@ -6,8 +6,10 @@ from pathlib import Path
 
 import anyio
 
-from tests.front.support import ADMIN, WAIT, front
+from tests.front.support import ADMIN, REAL_PROCESSES, WAIT, front
 from tests.openenv.client import GenericEnvClient
+
+pytestmark = REAL_PROCESSES
 
 SEND = {"app_name": "AgentUserInterface", "tool_name": "send_message_to_user"}
 TUTORIAL = "scenario_tutorial"

@@ -3,12 +3,13 @@
 The front's map of sessions to workers (by the worker's slot name: a slot keeps its name
 across restarts, its sessions do not stay with it). It is filled by what workers answer
 (`sessionworker.handlers.Seat`): a create, a restore, a refresh. Placement is the least
-loaded worker: the fewest live sessions, then the first slot.
+loaded worker: the most room left under its share of `max_sessions` (`shares.py`), then the
+first slot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from areasync.service.auth import Tokens
 from areasync.sessionworker.handlers import Seat
@@ -45,9 +46,10 @@ class Seats:
     def load(self, worker: str) -> int:
         return sum(1 for sid, name in self.where.items() if name == worker and self.live[sid])
 
-    def least_loaded(self, workers: Iterable[str]) -> str:
-        """The worker with the fewest live sessions (ValueError: none is up)."""
+    def least_loaded(self, workers: Iterable[str], shares: Mapping[str, int]) -> str:
+        """The worker with the most room left under its share of live sessions, then the
+        first (ValueError: none is up)."""
         names = list(workers)
         if not names:
             raise ValueError("no session worker is up")
-        return min(names, key=lambda name: (self.load(name), names.index(name)))
+        return min(names, key=lambda name: (self.load(name) - shares[name], names.index(name)))

@@ -50,6 +50,7 @@ from urllib.parse import quote, urlsplit
 import anyio
 from websockets.asyncio.server import Server, ServerConnection, serve
 
+from areasync.front import shares
 from areasync.front.hello import Verdict, judge
 from areasync.front.routes import FrontRoutes
 from areasync.front.seats import Seats
@@ -120,6 +121,9 @@ class Front:
     ) -> None:
         if workers < 1:
             raise ValueError(f"a front needs at least one session worker, got {workers}")
+        unsplittable = shares.check(config, workers)
+        if unsplittable is not None:
+            raise ServiceError(unsplittable)
         self.config = config
         self.tokens = Tokens(config.admin_token)
         self.seats = Seats(self.tokens)
@@ -131,6 +135,9 @@ class Front:
             side_channel=True,
             on_lost=self._on_lost,
         )
+        # Each worker's share of max_sessions, by slot name (`shares.py`).
+        names = [worker.name for worker in self.pool.workers]
+        self.shares = dict(zip(names, shares.split(config.max_sessions, workers), strict=True))
         self.admission = Admission(config.max_pending_hellos, config.max_connections)
         self.routes = FrontRoutes(self)
         self.supervisor = Supervisor(
@@ -338,7 +345,10 @@ class Front:
     async def _ensure_started(self, worker: Worker) -> None:
         while worker.pid is None or self._started.get(worker.name) != worker.pid:
             assert self.state_dir is not None
-            config = worker_config(self.config, self.state_dir)
+            index = self.pool.workers.index(worker)
+            config = worker_config(
+                shares.for_worker(self.config, len(self.pool.workers), index), self.state_dir
+            )
             pid = await self.pool.call(worker, "start", config, self.ws_base)
             self._started[worker.name] = pid
 
@@ -415,7 +425,7 @@ class Front:
                 return []
             plan: dict[str, list[str]] = {}
             for session_id in orphans:
-                name = self.seats.least_loaded(w.name for w in workers)
+                name = self.seats.least_loaded((w.name for w in workers), self.shares)
                 plan.setdefault(name, []).append(session_id)
                 self.seats.where[session_id] = name  # counted for the next placement
                 self.seats.live[session_id] = True
@@ -458,7 +468,7 @@ class Front:
         async with self._create_lock:
             workers = self.up()
             try:
-                name = self.seats.least_loaded(w.name for w in workers)
+                name = self.seats.least_loaded((w.name for w in workers), self.shares)
             except ValueError as exc:
                 raise ProtocolError(ErrorCode.CAPACITY, f"{exc}; retry later") from exc
             worker = self.worker(name)
@@ -539,7 +549,7 @@ class Front:
             worker = await self.locate(session_id)
         else:
             up = self.up()
-            name = self.seats.least_loaded(w.name for w in up) if up else None
+            name = self.seats.least_loaded((w.name for w in up), self.shares) if up else None
             worker = None if name is None else self.worker(name)
         if worker is None or worker.side is None:
             await _refuse(ws, None, CloseCode.CAPACITY, f"no worker holds it now; {_RETRY}")

@@ -23,6 +23,7 @@ from tests.front.support import (
     REAL_PROCESSES,
     WAIT,
     call,
+    command,
     ended,
     front,
     hello,
@@ -215,3 +216,25 @@ async def test_sigterm_without_a_state_dir_ends_the_sessions_and_writes_their_tr
             assert await served.process.wait() == 0
     assert [p.name for p in traces.iterdir() if p.name.startswith(RUNAWAY)]
 
+
+async def test_max_sessions_is_the_servers_split_over_its_workers(tmp_path: Path) -> None:
+    # --max-sessions 2 over two workers: one each. The operator's session takes worker-1's.
+    async with front("--scenario", RUNAWAY, "--max-sessions", "2", log=tmp_path / "log") as f:
+        create = {"scenario": TUTORIAL, "mode": "manual"}
+        status, created = await anyio.to_thread.run_sync(f.post, "/api/sessions", create)
+        assert status == 201, (created, f.said())
+        assert await f.holder(created["session_id"]) != await f.holder(RUNAWAY)
+        status, refused = await anyio.to_thread.run_sync(f.post, "/api/sessions", create)
+        assert status == 503 and refused["error"]["code"] == "capacity"
+        assert "(max_sessions)" in refused["error"]["message"]
+
+
+async def test_limits_that_cannot_be_split_over_the_workers_refuse_the_start(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "log"
+    with log.open("ab") as stderr:
+        async with await anyio.open_process(command("--max-sessions", "1"), stderr=stderr) as ran:
+            with anyio.fail_after(WAIT):
+                assert await ran.wait() == 2
+    assert "--max-sessions 1 is below --workers 2" in log.read_text()

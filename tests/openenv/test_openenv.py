@@ -185,7 +185,7 @@ async def test_an_idle_openenv_connection_is_reaped_with_its_session() -> None:
         assert reaped["type"] == "error" and "reaped" in reaped["data"]["message"]
 
 
-@front_lacks("max_sessions is counted per worker")
+@front_lacks("max_sessions 1 cannot be split over two workers (refused at start)")
 async def test_no_room_for_a_session_is_a_capacity_error() -> None:
     async with (
         serving(max_sessions=1) as service,

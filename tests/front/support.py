@@ -117,13 +117,21 @@ def command(*extra: str) -> list[str]:
 @contextlib.asynccontextmanager
 async def front(*extra: str, log: Path) -> AsyncIterator[Front]:
     """A running front with two session workers; killed on the way out if still running."""
-    with log.open("ab") as stderr:
-        process = await anyio.open_process(command(*extra), stderr=stderr)
-    try:
+    async with running(*extra, log=log) as process:
         banner = await read_until(process, "Ctrl-C", within=START)
         found = re.search(r"serving on http://127\.0\.0\.1:(\d+)", banner)
         assert found, banner
         yield Front(process, banner, int(found[1]), log)
+
+
+@contextlib.asynccontextmanager
+async def running(*extra: str, log: Path) -> AsyncIterator[Process]:
+    """`command(*extra)` started, its stderr in `log`; killed on the way out if still running,
+    and what it logged printed (shown for a test that failed)."""
+    with log.open("ab") as stderr:
+        process = await anyio.open_process(command(*extra), stderr=stderr)
+    try:
+        yield process
     finally:
         if process.returncode is None:
             process.kill()

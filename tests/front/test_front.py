@@ -23,7 +23,6 @@ from tests.front.support import (
     REAL_PROCESSES,
     WAIT,
     call,
-    command,
     ended,
     front,
     hello,
@@ -31,6 +30,7 @@ from tests.front.support import (
     pipelined,
     proc_bytes,
     reply,
+    running,
     server_side_inode,
     socket_inodes,
 )
@@ -233,8 +233,7 @@ async def test_limits_that_cannot_be_split_over_the_workers_refuse_the_start(
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "log"
-    with log.open("ab") as stderr:
-        async with await anyio.open_process(command("--max-sessions", "1"), stderr=stderr) as ran:
-            with anyio.fail_after(WAIT):
-                assert await ran.wait() == 2
+    async with running("--max-sessions", "1", log=log) as process:
+        with anyio.fail_after(WAIT):
+            assert await process.wait() == 2
     assert "--max-sessions 1 is below --workers 2" in log.read_text()

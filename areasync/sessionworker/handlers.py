@@ -229,8 +229,14 @@ def serving(side: socket.socket) -> Iterator[Mapping[str, Handler]]:
 
 def worker_config(config: ServiceConfig, state_dir: Path) -> ServiceConfig:
     """A session worker's configuration: the front's, without its admin token (the worker's
-    service makes one of its own that nobody holds), with the shared `state_dir`, no port
-    and no gaia2-cli adapter."""
+    service makes one of its own that nobody holds), with the shared `state_dir`, no port,
+    no gaia2-cli adapter and no MCP port (the front's to serve)."""
     return dataclasses.replace(
-        config, admin_token=None, state_dir=state_dir, port=0, gaia2_port=None
+        config,
+        admin_token=None,
+        state_dir=state_dir,
+        port=0,
+        gaia2_port=None,
+        gaia2_ports=None,
+        mcp_port=None,
     )

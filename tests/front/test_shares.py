@@ -1,7 +1,10 @@
 """The server's `max_sessions` and `max_connections` split over its session workers
-(`front/shares.py`), and a new session placed where there is most room (`front/seats.py`)."""
+(`front/shares.py`), a new session placed where there is most room (`front/seats.py`), and
+what else of the front's configuration a worker is given (`sessionworker/handlers.py`)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +14,7 @@ from areasync.front.shares import check, for_worker, split
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.server import ServiceError
-from areasync.sessionworker.handlers import Seat
+from areasync.sessionworker.handlers import Seat, worker_config
 
 
 def test_a_limit_is_split_as_evenly_as_can_be_the_first_workers_one_more() -> None:
@@ -45,3 +48,21 @@ def test_a_new_session_goes_where_most_room_is_left_under_the_shares() -> None:
     assert seats.least_loaded(["worker-1", "worker-2"], shares) == "worker-1"  # a tie: first
     seats.seat("worker-1", [Seat("b", True, None)])
     assert seats.least_loaded(["worker-1", "worker-2"], shares) == "worker-2"
+
+
+def test_a_workers_config_has_no_admin_token_nor_any_port_of_the_fronts(tmp_path: Path) -> None:
+    front = ServiceConfig(
+        admin_token="front-only",
+        port=8000,
+        gaia2_port=8001,
+        gaia2_ports=(9000, 9010),
+        mcp_port=8002,
+    )
+    worker = worker_config(front, tmp_path)
+    assert worker.admin_token is None and worker.state_dir == tmp_path
+    assert (worker.port, worker.gaia2_port, worker.gaia2_ports, worker.mcp_port) == (
+        0,
+        None,
+        None,
+        None,
+    )

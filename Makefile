@@ -9,7 +9,7 @@ JS_AGENT := examples/js-agent
 # Root installs Debian packages directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install browser js stress test test-slow test-under-load lint unit conformance bench serve soak fuzz clean \
+.PHONY: install browser js stress test test-slow test-under-load lint unit conformance through-workers bench serve soak fuzz clean \
 	schema gaia2-soak
 
 $(STAMP): pyproject.toml
@@ -66,6 +66,13 @@ unit: $(STAMP) $(OPENENV_TODAY)/.installed browser js
 
 test-slow: $(STAMP) browser js
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m 'slow and not soak'
+
+# tests/service's protocol-level tests through `serve --workers 2` (a front and two session
+# workers) instead of one process; a test that reaches into a session's in-process state skips.
+through-workers: $(STAMP)
+	AREASYNC_TEST_WORKERS=2 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup \
+		tests/service/test_hello.py tests/service/test_roles.py tests/service/test_stream.py \
+		tests/service/test_tools.py tests/openenv/test_openenv.py
 
 conformance: $(STAMP)
 	$(PY) -m pytest -q -m '' tests/conformance

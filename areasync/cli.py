@@ -343,6 +343,25 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     add_durability_options(serve)
     add_cluster_options(serve)
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run sessions in N worker processes behind this one (the front: it alone holds "
+        "the admin token and accepts connections, then hands each socket to its session's "
+        "worker); a worker that dies or whose event loop stays stuck past --tool-budget is "
+        "restarted and its sessions restored from their journals. Each worker is confined "
+        "by the kernel (Landlock, seccomp, no_new_privs, rlimits: what the kernel has, said "
+        "at start-up). 0 (the default): every session in this process, unconfined (for "
+        "debugging)",
+    )
+    serve.add_argument(
+        "--require-confinement",
+        action="store_true",
+        help="refuse to start unless the kernel confines every session worker wholly "
+        "(Landlock ABI 4 or later and seccomp); needs --workers N",
+    )
     limits = serve.add_argument_group(
         "limits and tuning", "ServiceConfig fields (defaults in parentheses; see RELIABILITY.md)"
     )
@@ -513,6 +532,36 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"areasync serve: {exc}", file=sys.stderr)
         return 2
+    if args.workers < 0:
+        print("areasync serve: --workers is a count of processes: 0 or more", file=sys.stderr)
+        return 2
+    adapters = (config.gaia2_port, config.gaia2_ports, config.mcp_port)
+    if args.workers and (args.ray or any(port is not None for port in adapters)):
+        print(
+            "areasync serve: --workers does not combine with --ray, --gaia2-port, "
+            "--gaia2-ports or --mcp-port yet; drop --workers (or use --workers 0)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.require_confinement and not args.workers:
+        print(
+            "areasync serve: --require-confinement confines session worker processes; with "
+            "--workers 0 every session runs in this process, unconfined: give --workers N",
+            file=sys.stderr,
+        )
+        return 2
+    if args.workers:
+        from areasync.front.cli import serve_front
+
+        scenarios = args.scenario or ["scenario_tutorial"]
+        # The workers' stops, then the pool's kill of what is left (workers/pool.py: STOP_S).
+        return serve_front(
+            config,
+            args.workers,
+            scenarios,
+            shutdown_deadline(config) + 10.0,
+            require_confinement=args.require_confinement,
+        )
     if args.ray:
         from areasync.cluster.cli import serve_cluster
 

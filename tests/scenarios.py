@@ -7,11 +7,20 @@
 `RunawayScenario` has an app whose tools cost whatever the caller asks: a pure-Python loop and
 a standard-library `re` that backtracks in C (for the call budget and the signal tests; no
 ARE app offers these, which is why they are made here).
+
+`HostileScenario` has an app whose tools do what an agent's hostile code would: read a file
+and open a TCP connection the ways the session's audit hook never sees (libc's own `open(2)`
+through `ctypes`; a socket), so that only the kernel's confinement of a session worker stands
+between them and the file or the network.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import os
 import re
+import socket
 import sys
 import time
 from pathlib import Path
@@ -155,6 +164,19 @@ class RunawayApp(TimelineApp):
         _announce()
         return re.search(r"(a|a)+$", "a" * length + "!") is not None
 
+    @app_tool()
+    @event_registered(operation_type=OperationType.READ)
+    def doze(self, seconds: float) -> bool:
+        """Sleep `seconds` of wall time in C (`time.sleep`), the interpreter lock released: the
+        call watchdog cannot stop it, and other threads (a journal's writer) run meanwhile.
+
+        :param seconds: how long to sleep
+        :returns: True
+        """
+        _announce()
+        time.sleep(seconds)
+        return True
+
 
 def _announce() -> None:
     sys.stdout.write(RUNAWAY_STARTED + "\n")
@@ -200,6 +222,59 @@ class RunawayScenario(Scenario):
             for event_id, at, function, args in planned
             if at is not None
         ]
+
+
+class HostileApp(App):
+    """Tools that go around the audit hook (module docstring); each answers what it got, or
+    `refused: <errno name>`."""
+
+    def __init__(self, name: str | None = "HostileApp") -> None:
+        super().__init__(name)
+
+    @app_tool()
+    @event_registered(operation_type=OperationType.READ)
+    def read_file(self, path: str) -> str:
+        """Read `path` with libc's open(2) and read(2), which raise no audit event.
+
+        :param path: an absolute path
+        :returns: `read: <its text>`, or `refused: <errno name>`
+        """
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.open(os.fsencode(path), os.O_RDONLY)
+        if fd < 0:
+            return f"refused: {errno.errorcode[ctypes.get_errno()]}"
+        try:
+            return "read: " + os.read(fd, 1 << 16).decode(errors="replace")
+        finally:
+            os.close(fd)
+
+    @app_tool()
+    @event_registered(operation_type=OperationType.READ)
+    def connect(self, port: int) -> str:
+        """Open a TCP connection to `port` on the loopback address.
+
+        :param port: the port
+        :returns: `connected`, or `refused: <errno name>`
+        """
+        try:
+            with socket.create_connection(("127.0.0.1", port)):
+                return "connected"
+        except OSError as exc:
+            return f"refused: {errno.errorcode.get(exc.errno or 0, str(exc))}"
+
+
+class HostileScenario(Scenario):
+    """`HostileApp`, with no events."""
+
+    scenario_id: str = "areasync_test_hostile"
+    start_time: float | None = 0.0
+    duration: float | None = 30.0
+
+    def init_and_populate_apps(self, *args: Any, **kwargs: Any) -> None:
+        self.apps = [AgentUserInterface(), SystemApp(), HostileApp()]
+
+    def build_events_flow(self) -> None:
+        self.events = list[Event]()
 
 
 def oversized_scenario_file(folder: Path, size: int) -> Path:

@@ -124,6 +124,29 @@ MAY_IMPORT = {
     # Worker processes and their supervisor: what a worker does is its handlers' business
     # (named by its pool), so the same pool can carry bench runs now and sessions later.
     "workers": {"workers"},
+    # What runs in a session worker process: the service, and the worker machinery's types;
+    # never the front (which holds the admin token) nor the CLI.
+    "sessionworker": {
+        "protocol",
+        "loop",
+        "bridge",
+        "simulation",
+        "journal",
+        "service",
+        "workers",
+        "sessionworker",
+    },
+    # The front process: the service's screens, hello and hand-off, the worker pool and the
+    # session workers' handlers (which it names); never ARE-facing layers directly.
+    "front": {
+        "protocol",
+        "journal",
+        "service",
+        "workers",
+        "sessionworker",
+        "front",
+        "cli_signals",
+    },
 }
 
 

@@ -488,8 +488,10 @@ def install() -> None:
     if _installed:
         return
     # What the standard library reads or probes lazily, done once here, outside any session:
-    # mimetypes reads /etc/mime.types; gettempdir probes candidate directories by writing.
-    mimetypes.init()
+    # mimetypes reads /etc/mime.types (unless a confined worker's fork server read it before
+    # the worker, which may not); gettempdir probes candidate directories by writing.
+    if not mimetypes.inited:
+        mimetypes.init()
     temp_dir()
     installation_dirs()
     gc.callbacks.append(_on_gc)

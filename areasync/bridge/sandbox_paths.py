@@ -9,6 +9,7 @@ temporary directory (`tempfile`'s files), and the Python installation (read-only
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -16,8 +17,9 @@ import stat
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
+from unittest.mock import patch
 
 # What ARE's SandboxLocalFileSystem names its temporary directory (tempfile's 8 random
 # characters after the prefix), so that a load-time path beside it (`..._evil`) is not one.
@@ -75,6 +77,19 @@ def temp_dir() -> str:
 
 def in_temp_dir(real: str) -> bool:
     return os.path.dirname(real) == temp_dir()
+
+
+@contextlib.contextmanager
+def own_are_sandboxes() -> Iterator[str]:
+    """ARE's file-system sandboxes made in a new directory of this process's temp dir, for a
+    confined worker: its temp dir is its own, and ARE's default directory (made where ARE was
+    imported, by its fork server) is outside what it may write. Yields the directory."""
+    from are.simulation.apps import sandbox_file_system
+
+    temp_dir.cache_clear()  # the fork server's temp dir is not this worker's
+    own = tempfile.mkdtemp(prefix="are_simulation_sandbox_")
+    with patch.object(sandbox_file_system, "ARE_SIMULATION_SANDBOX_PATH", own):
+        yield own
 
 
 _install_roots: list[str] | None = None

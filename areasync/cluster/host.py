@@ -26,14 +26,12 @@ import resource
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import msgspec
 import ray
 
 from areasync.cluster.placement import Load
-from areasync.protocol.errors import ErrorCode, ProtocolError
-from areasync.protocol.frames import CreateSession, Role
+from areasync.protocol.frames import Role
 from areasync.service import Service, ServiceConfig
-from areasync.service.requests import create_session
+from areasync.service.requests import create_from_fields
 
 if TYPE_CHECKING:
     from areasync.gaia2.remote import Answer, BenchWorker
@@ -116,18 +114,7 @@ class Host:
         """`create_session` as the admin's frame does it (`service/requests.py`); ids other
         hosts gave are read from the shared directory first, so none is given twice. A
         refusal comes back as `{"error": {"code", "message"}}` (plain data across Ray)."""
-        service = self._service()
-        try:
-            frame = msgspec.convert({"id": 0, **request}, CreateSession)
-            journals = service.registry.journals
-            if journals is not None:
-                await journals.refresh_taken()
-            return await create_session(frame, service.registry)
-        except ProtocolError as exc:
-            return {"error": {"code": str(exc.code), "message": exc.message}}
-        except (msgspec.ValidationError, ValueError) as exc:
-            message = f"create_session: {exc}; see the protocol's create_session fields"
-            return {"error": {"code": str(ErrorCode.INVALID_FIELD), "message": message}}
+        return await create_from_fields(request, self._service().registry)
 
     async def live_journals(self) -> list[str]:
         """Ids of every journal in the shared directory whose session has not ended."""

@@ -63,23 +63,28 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode, ProtocolError
-from areasync.protocol.frames import PROTOCOL, CreateSession
+from areasync.protocol.frames import PROTOCOL
 from areasync.service.auth import token_from_http
 from areasync.service.gaia2cli.http import adapter_url
 from areasync.service.http import (
     AGENT_SUFFIX,
+    CREATE_NEEDS_ADMIN,
     Dashboard,
+    create_body_rule,
+    create_fields,
+    create_refused,
     error_response,
     head_of,
     json_response,
+    method_refused,
     refusal_response,
     secure,
     session_id_of,
     source_session_of,
+    token_required,
 )
-from areasync.service.methods import ALLOW, ALLOWED_METHODS
 from areasync.service.origin import SitePolicy
-from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
+from areasync.service.screens import BodyRule, Head, PortScreen
 from areasync.service.wire import PostRequest, RefusedRequest
 
 if TYPE_CHECKING:
@@ -110,17 +115,8 @@ __all__ = ["Routes", "redirect"]
 
 _URL_SUFFIX = "/url"
 _RETRY_AFTER_S = "1"
-_CREATE_PATH = "/api/sessions"
 _SCENARIOS_PATH = "/api/scenarios"
-# What a refused create_session becomes over HTTP (anything else: 400).
-_CREATE_STATUS = {
-    ErrorCode.UNAUTHORIZED: 401,
-    ErrorCode.FORBIDDEN: 403,
-    ErrorCode.TOO_LARGE: 413,
-    ErrorCode.RATE_LIMITED: 429,
-    ErrorCode.CAPACITY: 503,
-    ErrorCode.INTERNAL: 500,
-}
+_WHOSE = "the cluster's admin token, or a token of that session"
 
 
 def redirect(location: str) -> Response:
@@ -160,14 +156,8 @@ class Routes:
     def body_rule(self, head: Head) -> BodyRule | None:
         """The router's one route with a body (screens.py): `POST /api/sessions`, of at most
         `max_frame_bytes`, from the admin token."""
-        if head.method != "POST" or head.path != _CREATE_PATH:
-            return None
-        token = token_from_http(head.query, head.first("Authorization"))
-        refused = None
-        if not self._is_admin(token):
-            refused = _refusal_401("POST /api/sessions (creating a session) needs the admin token")
-        limit = self.router.config.max_frame_bytes
-        return BodyRule(limit, "max_frame_bytes", key="admin", refused=refused)
+        admin = self._is_admin(token_from_http(head.query, head.first("Authorization")))
+        return create_body_rule(head, admin, self.router.config.max_frame_bytes, _WHOSE)
 
     async def __call__(self, connection: Any, request: Request) -> Response:
         if isinstance(request, RefusedRequest):  # refused from its head, body unread
@@ -279,16 +269,14 @@ class Routes:
         """POST /api/sessions (module docstring): every refusal comes before anything is
         created, and a refused placement creates nothing either."""
         if not self._is_admin(token):
-            return _unauthorized("POST /api/sessions (creating a session) needs the admin token")
-        fields = _create_fields(body)
+            return _unauthorized(CREATE_NEEDS_ADMIN)
+        fields = create_fields(body)
         if isinstance(fields, Response):
             return fields
         try:
             created = await self.router.create_session(**fields)
         except ProtocolError as exc:
-            extra = {"Retry-After": _RETRY_AFTER_S} if exc.code.retryable else None
-            status = _CREATE_STATUS.get(exc.code, 400)
-            return error_response(status, exc.code, exc.message, extra)
+            return create_refused(exc)
         except (RayError, TimeoutError) as exc:  # the node chosen was lost or did not answer
             return error_response(
                 503,
@@ -370,15 +358,7 @@ class Routes:
 
     def _method(self, request: Request) -> Response | None:
         """405 for a method other than GET and HEAD, but the POST the screen read."""
-        if request.method in ALLOWED_METHODS or isinstance(request, PostRequest):
-            return None
-        return error_response(
-            405,
-            "method_not_allowed",
-            f"method {request.method[:40]!r} is not allowed here: the router answers "
-            f"{' and '.join(ALLOWED_METHODS)}, and POST on {_CREATE_PATH} (a new session)",
-            {"Allow": ALLOW},
-        )
+        return method_refused(request, "the router")
 
     def after(self, connection: Any, request: Request, response: Response) -> None:
         """`process_response`: every response (307s, websockets' own refusals) gets the
@@ -386,51 +366,5 @@ class Routes:
         secure(response)
 
 
-def _refusal_401(what: str) -> Refusal:
-    return Refusal(
-        401,
-        ErrorCode.UNAUTHORIZED,
-        f"{what} needs a token: add ?token=<token> or an `Authorization: Bearer <token>` "
-        "header (the cluster's admin token, or a token of that session)",
-    )
-
-
 def _unauthorized(what: str) -> Response:
-    return refusal_response(_refusal_401(what))
-
-
-def _create_fields(body: bytes) -> dict[str, Any] | Response:
-    """The `create_session` fields of a POST /api/sessions body (its size was screened from
-    its head), checked as the frame is (`protocol/frames.py`), or the 4xx that says what is
-    wrong with it."""
-    try:
-        fields = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
-        return error_response(
-            400, ErrorCode.BAD_FRAME, f"the body is not JSON ({exc}): send a JSON object"
-        )
-    if not isinstance(fields, dict):
-        return error_response(
-            400,
-            ErrorCode.BAD_FRAME,
-            "the body must be a JSON object of create_session's fields, e.g. "
-            '{"scenario": "scenario_tutorial", "mode": "fast"}',
-        )
-    for frame_only in ("id", "type"):
-        if frame_only in fields:
-            return error_response(
-                400,
-                ErrorCode.INVALID_FIELD,
-                f"unknown field {frame_only!r}: the body holds create_session's fields only "
-                "(scenario or scenario_json, mode, speed, oracle, import_mode)",
-            )
-    try:
-        msgspec.convert({"id": 0, **fields}, CreateSession)
-    except (msgspec.ValidationError, ValueError) as exc:
-        return error_response(
-            400,
-            ErrorCode.INVALID_FIELD,
-            f"create_session: {exc}; its fields are scenario or scenario_json, mode, speed, "
-            "oracle, import_mode",
-        )
-    return fields
+    return refusal_response(token_required(what, _WHOSE))

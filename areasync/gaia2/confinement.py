@@ -24,16 +24,12 @@ what was left out.
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
-from unittest.mock import patch
-from urllib.parse import urlsplit
 
-from areasync.workers.confine import Confinement, Support, probe
+from areasync.workers.confine import Confinement, Support, endpoint_reach, probe
 
 __all__ = ["FILES", "MEMORY_BYTES", "bench_confinement", "describe", "refusal", "serving"]
 
@@ -41,8 +37,6 @@ __all__ = ["FILES", "MEMORY_BYTES", "bench_confinement", "describe", "refusal", 
 # on a runaway, not a budget.
 MEMORY_BYTES = 16 << 30
 FILES = 4096
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-_HOSTED_PORT = 443  # a provider's own API, when no endpoint is given
 _ENDPOINTS = ("endpoint", "judge_endpoint", "a2a_endpoint")
 
 
@@ -56,25 +50,10 @@ def _network(options: Mapping[str, Any]) -> tuple[tuple[int, ...], bool]:
         url = options.get(name)
         if name == "a2a_endpoint" and not url:
             continue  # ARE's Agent2Agent apps then call `--endpoint`
-        if not url:
-            ports.add(_HOSTED_PORT)
-            resolve = True
-            continue
-        parts = urlsplit(url)
-        ports.add(parts.port or _DEFAULT_PORTS.get(parts.scheme, _HOSTED_PORT))
-        resolve = resolve or not _literal(parts.hostname or "")
+        port, named = endpoint_reach(url)
+        ports.add(port)
+        resolve = resolve or named
     return tuple(sorted(ports)), resolve
-
-
-def _literal(host: str) -> bool:
-    """Whether `host` needs no name resolution over the network."""
-    if host == "localhost":
-        return True  # /etc/hosts
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 def _local_datasets() -> tuple[str, ...]:
@@ -127,17 +106,11 @@ def refusal(support: Support | None = None) -> str | None:
 @contextmanager
 def serving(models: bool = True) -> Iterator[Any]:
     """A confined bench worker's handlers: `remote.serving(models)`'s, with ARE's file-system
-    sandboxes made in the worker's own temp dir (the fork server made ARE's default one
-    before the worker existed, outside what the worker may write)."""
-    from are.simulation.apps import sandbox_file_system
-
+    sandboxes made in the worker's own temp dir (`own_are_sandboxes`)."""
+    from areasync.bridge.sandbox_paths import own_are_sandboxes
     from areasync.gaia2 import remote
 
-    own = tempfile.mkdtemp(prefix="are_simulation_sandbox_")
-    with (
-        patch.object(sandbox_file_system, "ARE_SIMULATION_SANDBOX_PATH", own),
-        remote.serving(models) as handlers,
-    ):
+    with own_are_sandboxes(), remote.serving(models) as handlers:
         yield handlers
 
 

@@ -20,8 +20,15 @@ import hmac
 import secrets
 from urllib.parse import parse_qs
 
-from areasync.journal import Created
+import msgspec
+
+from areasync.journal import Created, RegisteredScenario
 from areasync.protocol.frames import Role
+
+# What opens a session's roles, as one process hands it to another (a session worker to its
+# front): its tokens, or, restored from its journal, a `Created` holding only their salted
+# hashes (no scenario text, no options).
+Credentials = dict[str, str] | Created
 
 SESSION_ROLES: tuple[Role, ...] = (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER)
 """Roles with a per-session token; `admin` has only the server-wide admin token."""
@@ -74,6 +81,23 @@ class Tokens:
     def restore(self, session_id: str, created: Created) -> None:
         """Accept again the tokens of a session restored from its journal (by their hashes)."""
         self._hashed[session_id] = created
+
+    def credentials(self, session_id: str) -> Credentials | None:
+        """What opens `session_id`'s roles (`learn` accepts it in another process)."""
+        tokens = self._sessions.get(session_id)
+        if tokens is not None:
+            return {role.value: token for role, token in tokens.items()}
+        created = self._hashed.get(session_id)
+        if created is None:
+            return None
+        return msgspec.structs.replace(created, scenario=RegisteredScenario(""), options={})
+
+    def learn(self, session_id: str, credentials: Credentials) -> None:
+        """Accept the tokens of a session another process holds (`credentials`)."""
+        if isinstance(credentials, Created):
+            self._hashed[session_id] = credentials
+        else:
+            self._sessions[session_id] = {Role(r): t for r, t in credentials.items()}
 
     def forget(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)

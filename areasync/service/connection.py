@@ -49,6 +49,7 @@ from areasync.protocol.frames import (
     NotificationItem,
     Role,
     StreamItem,
+    error_frame,
 )
 from areasync.service import preempt, requests, wire
 from areasync.service.core import (
@@ -92,8 +93,12 @@ class Connection:
         number: int,
         *,
         admission: Admission | None = None,
+        hello: str | bytes | None = None,
     ) -> None:
         self.ws = ws
+        # A hello already read, its token checked, by the front that handed the socket over
+        # (`handoff.py`): the connection starts from it instead of reading one.
+        self._handed_hello = hello
         self.admission = admission
         self.registry = registry
         self.config = registry.config
@@ -102,7 +107,12 @@ class Connection:
         self.id = f"conn-{number}"
         self.holder = f"agent:{self.id}"  # its fast-mode lease, when it is an agent
         self.core = ConnectionCore(
-            registry, session_id, name=self.id, admission=admission, admission_key=ws
+            registry,
+            session_id,
+            name=self.id,
+            admission=admission,
+            admission_key=ws,
+            verified=hello is not None,
         )
         self._hello_scope = anyio.CancelScope()
         self.outbox = Outbox(ws, self.config, self.metrics, overfull=self._overfull)
@@ -245,14 +255,15 @@ class Connection:
     async def _hello(self) -> bool:
         """Read the first frame and let the core judge it; on success the connection is
         attached."""
-        data: str | bytes | None = None
+        data: str | bytes | None = self._handed_hello
         if self.admission is not None:
             self.admission.on_evict(self.ws, self.evict)
-        with self._hello_scope, anyio.move_on_after(self.config.hello_timeout):
-            try:
-                data = await self.ws.recv()
-            except ConnectionClosed:
-                return False
+        if data is None:
+            with self._hello_scope, anyio.move_on_after(self.config.hello_timeout):
+                try:
+                    data = await self.ws.recv()
+                except ConnectionClosed:
+                    return False
         welcome: Reply | None = None
         for action in self.core.hello(data):
             match action:
@@ -270,6 +281,10 @@ class Connection:
         start = session.hub.seq if welcome.after is None else welcome.after
         self.outbox.start(session.hub, self.core.encoding, batch=self.core.batch, position=start)
         self.outbox.queue(welcome.frame, after=welcome.after, alone=welcome.alone)
+        if self.role is Role.AGENT and session.abandoned is not None:
+            # Its call that held the loop of a worker since killed (`restore.py`): said once.
+            self.outbox.queue(error_frame(session.abandoned), after=welcome.after)
+            session.abandoned = None
         session.attach(self)
         return True
 
@@ -429,9 +444,14 @@ class Connection:
                 self._apply(self.core.succeeded(frame, value))
             return
         started = time.perf_counter()
+        calls = self.registry.calls
+        if calls is not None:
+            calls.enter(self.session_id, len(self.session.sim.records) if self.session else 0)
         try:
             value = await self._perform(frame)
         except BaseException as exc:
+            if calls is not None:
+                calls.leave(self.session_id)
             self.metrics.tool_call_seconds.observe(time.perf_counter() - started)
             self.take_turn()
             if not isinstance(exc, Exception):
@@ -439,6 +459,8 @@ class Connection:
             self._apply(self.core.failed(frame, exc))
             return
         elapsed = time.perf_counter() - started
+        if calls is not None:
+            calls.leave(self.session_id)
         self._apply(self.core.succeeded(frame, value))
         self.metrics.tool_call_seconds.observe(elapsed)
         self.take_turn()

@@ -57,7 +57,13 @@ from areasync.protocol.frames import (
 )
 from areasync.protocol.records import WAIT_TOOL
 from areasync.service import preempt, roles
-from areasync.service.hello import Refusal, hello_refusal, replay_kind, replay_start
+from areasync.service.hello import (
+    Refusal,
+    hello_frame,
+    hello_refusal,
+    replay_kind,
+    replay_start,
+)
 from areasync.service.limits import TokenBucket, strike_bucket
 from areasync.simulation import ControlInterruptedError, SimulationError
 
@@ -146,8 +152,12 @@ class ConnectionCore:
         admission: Admission | None = None,
         admission_key: Any = None,
         takes_place: bool = True,
+        verified: bool = False,
     ) -> None:
         self.registry = registry
+        # The hello's token was checked before it came here (by the front, which hands the
+        # socket over: `handoff.py`); the hello carries none.
+        self.verified = verified
         # Whether it needs one of its session's places (`max_connections_per_session`): not
         # an adapter's client that is never attached to the session (gaia2-cli's).
         self.takes_place = takes_place
@@ -213,24 +223,14 @@ class ConnectionCore:
     def _decode_hello(self, data: str | bytes) -> Hello:
         if len(data) > self.config.max_frame_bytes:
             raise Refusal(self.too_large(len(data)), CloseCode.TOO_LARGE)
-        try:
-            frame = decode_client_frame(data)
-        except ProtocolError as exc:
-            raise Refusal(exc, CloseCode.BAD_HELLO) from None
-        if not isinstance(frame, Hello):
-            error = ProtocolError(
-                ErrorCode.BAD_STATE,
-                f"the first frame must be `hello` (role, token), got `{frame_tag(frame)}`; "
-                "say hello, then send requests",
-                id=frame.id,
-            )
-            raise Refusal(error, CloseCode.BAD_HELLO)
-        return frame
+        return hello_frame(data)
 
     def _admit(self, frame: Hello) -> tuple[Session, int]:
         """The session `frame` may join and the seq to replay from, or the refusal."""
         session = self.registry.get(self.session_id)
-        allowed = self.registry.tokens.allows(frame.token, self.session_id, frame.role)
+        allowed = self.verified or self.registry.tokens.allows(
+            frame.token, self.session_id, frame.role
+        )
         start = 0 if session is None else replay_start(frame, session)
         refusal = hello_refusal(self, frame, session, allowed, start)
         if refusal is not None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from areasync.protocol.codec import decode_client_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
-from areasync.protocol.frames import Hello, Replay, Role
+from areasync.protocol.frames import Hello, Replay, Role, frame_tag
 
 if TYPE_CHECKING:
     from areasync.service.admission import Admission
@@ -41,6 +42,24 @@ class Refusal(Exception):
         super().__init__(error.message)
         self.error = error
         self.code = code
+
+
+def hello_frame(data: str | bytes) -> Hello:
+    """The `hello` a connection's first message holds, or the Refusal that says what it is
+    instead (a frame that does not decode, or another frame than a hello)."""
+    try:
+        frame = decode_client_frame(data)
+    except ProtocolError as exc:
+        raise Refusal(exc, CloseCode.BAD_HELLO) from None
+    if not isinstance(frame, Hello):
+        error = ProtocolError(
+            ErrorCode.BAD_STATE,
+            f"the first frame must be `hello` (role, token), got `{frame_tag(frame)}`; "
+            "say hello, then send requests",
+            id=frame.id,
+        )
+        raise Refusal(error, CloseCode.BAD_HELLO)
+    return frame
 
 
 def replay_kind(frame: Hello, session: Session) -> Replay:

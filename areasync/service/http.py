@@ -60,8 +60,8 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from areasync.bridge.scenarios import registered_ids
-from areasync.protocol.errors import ErrorCode
-from areasync.protocol.frames import PROTOCOL, Role
+from areasync.protocol.errors import ErrorCode, ProtocolError
+from areasync.protocol.frames import PROTOCOL, CreateSession, Role
 from areasync.protocol.schema import render_schema
 from areasync.service.auth import token_from_http
 from areasync.service.headers import API_CSP, BASE_HEADERS, dashboard_csp
@@ -70,7 +70,7 @@ from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
 from areasync.service.openenv.routes import OpenEnvRoutes
 from areasync.service.origin import SitePolicy, show_host
 from areasync.service.registry import SessionRegistry
-from areasync.service.screens import Head, PortScreen, Refusal
+from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
 from areasync.service.wire import PostRequest, RefusedRequest, admit_messages
 
 SESSIONS_PREFIX = "/sessions/"
@@ -195,6 +195,16 @@ class Dashboard:
         )
 
 
+def upgrade_required(path: str) -> Response:
+    """426: `path` is a WebSocket endpoint (asked for with HEAD)."""
+    return error_response(
+        426,
+        "upgrade_required",
+        f"{path!r} is a WebSocket endpoint: open it with a WebSocket client (GET)",
+        {"Upgrade": "websocket"},
+    )
+
+
 def head_of(request: Request) -> Head:
     """A websockets request as the screens read it (screens.py)."""
     return Head(request.method, request.path, tuple(request.headers.raw_items()))
@@ -265,12 +275,7 @@ class HttpRoutes:
         if path.startswith(OPENENV_PREFIX):
             return self.openenv.answer(request, path, error_response)
         if path.startswith(SESSIONS_PREFIX) and request.method == "HEAD":
-            return error_response(
-                426,
-                "upgrade_required",
-                f"{path!r} is a WebSocket endpoint: open it with a WebSocket client (GET)",
-                {"Upgrade": "websocket"},
-            )
+            return upgrade_required(path)
         if path.startswith(SESSIONS_PREFIX):
             limit = self.registry.config.max_connections
             if self.open_connections() >= limit:
@@ -440,3 +445,95 @@ _PLACEHOLDER = (
     "<h1>areasync</h1><p>The dashboard is not installed. With a token: "
     "<code>/api/sessions</code>, <code>/api/schema</code>, <code>/metrics</code>.</p>"
 )
+
+
+def create_fields(body: bytes) -> dict[str, Any] | Response:
+    """The `create_session` fields of a POST /api/sessions body (a cluster's router, a
+    front of workers) (its size was screened from
+    its head), checked as the frame is (`protocol/frames.py`), or the 4xx that says what is
+    wrong with it."""
+    try:
+        fields = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        return error_response(
+            400, ErrorCode.BAD_FRAME, f"the body is not JSON ({exc}): send a JSON object"
+        )
+    if not isinstance(fields, dict):
+        return error_response(
+            400,
+            ErrorCode.BAD_FRAME,
+            "the body must be a JSON object of create_session's fields, e.g. "
+            '{"scenario": "scenario_tutorial", "mode": "fast"}',
+        )
+    for frame_only in ("id", "type"):
+        if frame_only in fields:
+            return error_response(
+                400,
+                ErrorCode.INVALID_FIELD,
+                f"unknown field {frame_only!r}: the body holds create_session's fields only "
+                "(scenario or scenario_json, mode, speed, oracle, import_mode)",
+            )
+    try:
+        msgspec.convert({"id": 0, **fields}, CreateSession)
+    except (msgspec.ValidationError, ValueError) as exc:
+        return error_response(
+            400,
+            ErrorCode.INVALID_FIELD,
+            f"create_session: {exc}; its fields are scenario or scenario_json, mode, speed, "
+            "oracle, import_mode",
+        )
+    return fields
+
+
+# -- the admin's routes of a front of servers (a cluster's router, a front of workers) ---------
+
+CREATE_PATH = "/api/sessions"
+# What a refused create_session becomes over HTTP (anything else: 400).
+CREATE_STATUS = {
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.TOO_LARGE: 413,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.CAPACITY: 503,
+    ErrorCode.INTERNAL: 500,
+}
+CREATE_NEEDS_ADMIN = "POST /api/sessions (creating a session) needs the admin token"
+
+
+def token_required(what: str, whose: str) -> Refusal:
+    """401: `what` needs a token (`whose`: which tokens open it)."""
+    return Refusal(
+        401,
+        ErrorCode.UNAUTHORIZED,
+        f"{what} needs a token: add ?token=<token> or an `Authorization: Bearer <token>` "
+        f"header ({whose})",
+    )
+
+
+def create_body_rule(head: Head, admin: bool, limit: int, whose: str) -> BodyRule | None:
+    """The one route with a body of a front of servers: `POST /api/sessions`, of at most
+    `limit` bytes (`max_frame_bytes`), from the admin token (`admin`: this request's is)."""
+    if head.method != "POST" or head.path != CREATE_PATH:
+        return None
+    refused = None if admin else token_required(CREATE_NEEDS_ADMIN, whose)
+    return BodyRule(limit, "max_frame_bytes", key="admin", refused=refused)
+
+
+def create_refused(exc: ProtocolError) -> Response:
+    """A refused create_session as its HTTP answer (Retry-After when it may be retried)."""
+    extra = {"Retry-After": "1"} if exc.code.retryable else None
+    return error_response(CREATE_STATUS.get(exc.code, 400), exc.code, exc.message, extra)
+
+
+def method_refused(request: Request, who: str) -> Response | None:
+    """405 for a method other than GET and HEAD, but the POST the screen read (`who`: what
+    answers here, for the message)."""
+    if request.method in ALLOWED_METHODS or isinstance(request, PostRequest):
+        return None
+    return error_response(
+        405,
+        "method_not_allowed",
+        f"method {request.method[:40]!r} is not allowed here: {who} answers "
+        f"{' and '.join(ALLOWED_METHODS)}, and POST on {CREATE_PATH} (a new session)",
+        {"Allow": ALLOW},
+    )

@@ -131,12 +131,17 @@ class InProcessClient:
         """The frame types its role may send (`roles.py`)."""
         return frozenset() if self.core is None else self.core.allowed
 
-    def hello(self, session: Session, role: Role, token: str) -> None:
-        """Join `session` as `role` with `token`: a RequestError if the hello is refused."""
+    def hello(self, session: Session, role: Role, token: str | None) -> None:
+        """Join `session` as `role` with `token` (None: checked already, by the front that
+        handed the connection over): a RequestError if the hello is refused."""
         core = ConnectionCore(
-            self.registry, session.id, name=self.name, takes_place=self.takes_place
+            self.registry,
+            session.id,
+            name=self.name,
+            takes_place=self.takes_place,
+            verified=token is None,
         )
-        hello = Hello(id=0, role=role, token=token)
+        hello = Hello(id=0, role=role, token=token or "")
         for action in core.hello(encode_client_frame(hello, Encoding.JSON)):
             if isinstance(action, Refuse):
                 raise RequestError(ErrorCode(action.frame.code), action.frame.message, closed=True)

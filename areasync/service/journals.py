@@ -90,19 +90,24 @@ class Journals:
         self.ended: dict[str, Journal] = {}
         self.keep_ended = config.keep_ended
         self.refused: dict[str, str] = {}  # journals that do not read back, and why
+        # Other servers write journals here too (a cluster's hosts, a front's workers): the
+        # ids on disk are read again before each new session takes one (`refresh_taken`).
+        self.shared = False
         self._reported: set[str] = set()  # entries of `sessions/` skipped and logged already
 
     # -- start-up ----------------------------------------------------------------------------
 
-    async def open(self, admin_token: str | None) -> str:
-        """Create or read the directory, sweep it, and settle the admin token (returned)."""
-        return await anyio.to_thread.run_sync(self._open, admin_token)
+    async def open(self, admin_token: str | None, *, keep: bool = True) -> str | None:
+        """Create or read the directory, sweep it, and settle the admin token (returned).
+        `keep=False` (a session worker: the admin token is the front's alone): the token file
+        is neither read nor written, and None is returned."""
+        return await anyio.to_thread.run_sync(self._open, admin_token, keep)
 
-    def _open(self, admin_token: str | None) -> str:
+    def _open(self, admin_token: str | None, keep: bool = True) -> str | None:
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.store = JournalStore(self.directory)
-            token = self._admin_token(admin_token)
+            token = self._admin_token(admin_token) if keep else None
         except OSError as exc:
             raise StateDirError(
                 f"cannot use --state-dir {self.directory}: {exc.strerror or exc}; give a "

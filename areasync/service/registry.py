@@ -73,6 +73,15 @@ KeptSource: TypeAlias = tuple[str | None, str | None, str]
 Built: TypeAlias = tuple[Scenario, Sandbox, KeptSource]
 
 
+class CallsUnderWay(Protocol):
+    """Told when a session's tool call starts (`records`: how many records its simulation
+    had logged before it) and when it is answered."""
+
+    def enter(self, session_id: str, records: int) -> None: ...
+
+    def leave(self, session_id: str) -> None: ...
+
+
 class SessionWatcher(Protocol):
     """What follows every session from outside it (an adapter's per-session state): told when
     one is registered (created, forked or restored), has ended (its trace written) and is
@@ -104,6 +113,9 @@ class SessionRegistry:
         self._judge_limiter = anyio.CapacityLimiter(config.judge_calls)
         # The state directory's journals (`--state-dir`), once the service has opened it.
         self.journals: Journals | None = None
+        # Told of every tool call under way, by session (a session worker's record of what
+        # held its loop should it be killed for that: `sessionworker/busy.py`).
+        self.calls: CallsUnderWay | None = None
         self.watchers: list[SessionWatcher] = []
 
     def _tell(
@@ -194,6 +206,7 @@ class SessionRegistry:
             # The thread is never abandoned (it would run on, unaccounted for); a cancel that
             # came meanwhile is delivered here, before anything starts.
             try:
+                await self._refresh_taken()  # the ids other servers gave meanwhile
                 await anyio.lowlevel.checkpoint_if_cancelled()
             except BaseException:
                 built[1].remove_directories()  # the directories ARE made for the scenario
@@ -239,6 +252,7 @@ class SessionRegistry:
                     ),
                     limiter=self._import_limiter,
                 )
+            await self._refresh_taken()
         finally:
             self._importing -= 1
         kept: KeptSource = (source.recipe.scenario, source.recipe.scenario_json, "")
@@ -288,6 +302,13 @@ class SessionRegistry:
             ) from exc
         finally:
             self._importing -= 1
+
+    async def _refresh_taken(self) -> None:
+        """With a state dir other servers write to (`Journals.shared`), read the ids on disk
+        again before a new session takes one (two servers creating the same id at the same
+        moment can still collide: the second's journal is refused, and it ends saying so)."""
+        if self.journals is not None and self.journals.shared:
+            await self.journals.refresh_taken()
 
     def _builder(
         self, source: ScenarioSource, oracle: bool, import_mode: ImportMode | str | None
@@ -569,16 +590,17 @@ class SessionRegistry:
                 flush=True,
             )
 
-    async def shutdown(self) -> int:
+    async def shutdown(self, *, suspend: bool = True) -> int:
         """Suspend every journaled live session (`Session.suspend`: no `Ended`, no trace; the
         next start resumes it), stop every other one; return how many were suspended.
+        `suspend=False`: stop them all (journals in a directory no next start will read).
 
         The stops run side by side (each interrupts a long control of its session at its next
         yield). Whatever has not ended `shutdown_timeout` seconds later is ended outside its
         lane (`Session.end_now`), its trace written: shutting down never waits for a session.
         """
         suspended = 0
-        if self.journals is not None:
+        if self.journals is not None and suspend:
             suspended = await self._suspend_all()
 
         async def stop(session: Session) -> None:

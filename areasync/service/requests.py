@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from areasync.bridge.scenarios import registered_ids
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import (
@@ -146,6 +148,26 @@ async def create_session(frame: CreateSession, registry: SessionRegistry) -> dic
         import_mode=frame.import_mode,
     )
     return created_result(session, registry)
+
+
+async def create_from_fields(request: dict[str, Any], registry: SessionRegistry) -> dict[str, Any]:
+    """`create_session` from its fields (a front's or a cluster router's call to one of its
+    servers), the ids other servers gave read first from a shared state dir: its result, or
+    a refusal as plain data, `{"error": {"code", "message"}}`."""
+    try:
+        frame = msgspec.convert({"id": 0, **request}, CreateSession)
+        if registry.journals is not None:
+            await registry.journals.refresh_taken()
+        return await create_session(frame, registry)
+    except ProtocolError as exc:
+        return refused_as_plain_data(exc)
+    except (msgspec.ValidationError, ValueError) as exc:
+        message = f"create_session: {exc}; see the protocol's create_session fields"
+        return refused_as_plain_data(ProtocolError(ErrorCode.INVALID_FIELD, message))
+
+
+def refused_as_plain_data(exc: ProtocolError) -> dict[str, Any]:
+    return {"error": {"code": str(exc.code), "message": exc.message}}
 
 
 def created_result(session: Session, registry: SessionRegistry) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -63,6 +63,7 @@ from areasync.service.judged import JudgedSimulation
 from areasync.service.making import made_in, timed
 from areasync.simulation import Simulation, build_scenario
 from areasync.simulation.records import Creation, InputRecord
+from areasync.simulation.replay import ABANDONED
 from areasync.simulation.snapshots import (
     Snapshot,
     StateCopyError,
@@ -106,11 +107,14 @@ def rebuild(
     journal: Journal,
     judge: JudgeOptions | None = None,
     judge_limiter: anyio.CapacityLimiter | None = None,
+    abandon_from: int | None = None,
 ) -> tuple[Simulation, int]:
     """The simulation `journal` describes, replayed to its last record, and how many records
     of its `sim.records` were on disk (any past them the replay logged itself). `judge`: the
-    server's (a judged session needs the one it was judged by). Runs on any thread; raises
-    `RestoreError`."""
+    server's (a judged session needs the one it was judged by). `abandon_from`: the session
+    had a call under way when its process was killed, after this many records; if the journal
+    ends with that call, it is recorded abandoned (`abandoned_call`), never run again. Runs on
+    any thread; raises `RestoreError`."""
     judged_by = _judge_needed(created, judge)
     try:
         creation = msgspec.convert(created.options["creation"], Creation)
@@ -124,6 +128,9 @@ def rebuild(
         for r in journal.records
         if isinstance(r, Input)
     ]
+    on_disk = len(records)
+    if abandon_from is not None:
+        records += abandoned_call(records, abandon_from)
     scenario = created.scenario
     source = scenario.json if isinstance(scenario, InlineScenario) else scenario.id
     try:
@@ -140,7 +147,18 @@ def rebuild(
             f"session {created.session_id} could not be replayed from its journal "
             f"({type(exc).__name__}: {exc}); its journal is kept: move it aside to silence this"
         ) from exc
-    return sim, len(records)
+    return sim, on_disk
+
+
+def abandoned_call(records: list[InputRecord], first: int) -> list[InputRecord]:
+    """The `abandoned` record to follow `records` if they end with a call logged at or after
+    index `first` (the call under way when its process was killed); none if the call never
+    reached the journal (then no replay runs it anyway)."""
+    last = records[-1] if len(records) > first else None
+    if last is None or last.source != "call_tool":
+        return []
+    reason = "its worker's event loop was held past its budget, and the worker was killed"
+    return [InputRecord(last.time, last.seq, ABANDONED, {"reason": reason})]
 
 
 def _judge_needed(created: Created, judge: JudgeOptions | None) -> JudgeOptions | None:
@@ -296,11 +314,18 @@ def forked(
     )
 
 
-async def restore_sessions(registry: Adopter, only: Collection[str] | None = None) -> list[str]:
+async def restore_sessions(
+    registry: Adopter,
+    only: Collection[str] | None = None,
+    abandon: Mapping[str, int] | None = None,
+) -> list[str]:
     """Restore every live session of `registry.journals` (module docstring), or those of them
     in `only` (the sessions a cluster's router assigned to this server); the ids restored.
     One at a time, in worker threads; a failure is reported and the others go on. A session
-    the registry holds already is never restored again."""
+    the registry holds already is never restored again. `abandon`: sessions that had a call
+    under way when their worker was killed, with how many records they had logged before it
+    (`rebuild`); each is restored without it, and its agent told on its next hello."""
+    abandon = abandon or {}
     journals = registry.journals
     assert journals is not None
     await _restore_ended(registry, journals)
@@ -314,7 +339,9 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
         if journal is None or created is None:
             continue
         try:
-            (sim, journaled), rebuild_s = await _rebuilt(registry, created, journal)
+            (sim, journaled), rebuild_s = await _rebuilt(
+                registry, created, journal, abandon.get(session_id)
+            )
         except RestoreError as exc:
             journals.refused[session_id] = str(exc)
             journals.live.pop(session_id, None)
@@ -323,7 +350,16 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
         if session_id in registry.sessions:  # adopted meanwhile (another restore's call)
             sim.sandbox.remove_directories()
             continue
-        made_in(registry.adopt(sim, created, journaled), rebuild_s)
+        session = registry.adopt(sim, created, journaled)
+        made_in(session, rebuild_s)
+        if session_id in abandon:
+            session.abandoned = ProtocolError(
+                ErrorCode.TOOL_BUDGET_EXCEEDED,
+                f"a tool call of session {session_id!r} held its worker's event loop past its "
+                "budget (--tool-budget plus a margin), so the worker was killed and the "
+                "session restored from its journal without that call: its reply never came, "
+                "and it is recorded abandoned (a replay never runs it); call again if need be",
+            )
         restored.append(session_id)
     if restored or journals.refused:
         logger.info(
@@ -337,14 +373,19 @@ async def restore_sessions(registry: Adopter, only: Collection[str] | None = Non
 
 
 async def _rebuilt(
-    registry: Adopter, created: Created, journal: Journal
+    registry: Adopter, created: Created, journal: Journal, abandon_from: int | None = None
 ) -> tuple[tuple[Simulation, int], float]:
     """`rebuild` in a worker thread, as imports are, with the server's judge; and the
     seconds it took (`timed`: not the wait for the import limiter)."""
     return await anyio.to_thread.run_sync(
         timed(
             functools.partial(
-                rebuild, created, journal, registry.config.judge, registry.judge_limiter
+                rebuild,
+                created,
+                journal,
+                registry.config.judge,
+                registry.judge_limiter,
+                abandon_from,
             )
         ),
         limiter=registry.import_limiter,

@@ -31,7 +31,7 @@ import errno as _errno
 import logging
 import shlex
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -50,11 +50,13 @@ from areasync.service.config import ServiceConfig
 from areasync.service.connection import Connection
 from areasync.service.gaia2cli.bare import banner_lines
 from areasync.service.gaia2cli.http import Gaia2Adapter
+from areasync.service.handoff import Handoff
 from areasync.service.http import HttpRoutes, session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.mcp.port import McpPort
 from areasync.service.metrics import Metrics
 from areasync.service.names import safe_id
+from areasync.service.openenv.episode import Credential
 from areasync.service.openenv.routes import base_url as openenv_base_url
 from areasync.service.openenv.routes import locate as openenv_locate
 from areasync.service.openenv.socket import serve_socket as serve_openenv
@@ -109,11 +111,23 @@ class Service:
         scenarios: Sequence[ScenarioSource] = DEFAULT_SCENARIOS,
         *,
         restore_at_start: bool = True,
+        listen: bool = True,
+        ws_base: str | None = None,
+        keep_admin_token: bool = True,
     ) -> None:
         self.config = config or ServiceConfig()
         # False when the state dir is shared with other servers (a cluster's hosts,
-        # `areasync.cluster`): this one restores only the sessions it is assigned (`restore`).
+        # `areasync.cluster`, a front's workers): this one restores only the sessions it is
+        # assigned (`restore`).
         self.restore_at_start = restore_at_start
+        # False in a session worker (`areasync/sessionworker/`): it opens no port; its
+        # connections are handed over by the front (`adopt`), whose URL is `ws_base`, and the
+        # state dir's admin token is the front's alone (`keep_admin_token=False`).
+        self.listens = listen
+        self.keep_admin_token = keep_admin_token
+        # False: the journals' directory is gone after this run (a front's private one), so
+        # live sessions are stopped (traces written) rather than suspended.
+        self.suspend_at_shutdown = True
         self.tokens = Tokens(self.config.admin_token)
         self.metrics = Metrics()
         self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
@@ -135,6 +149,9 @@ class Service:
         self._numbers = 0
         self._runner: asyncio.Task[None] | None = None
         self.suspended = 0  # sessions the shutdown suspended in their journals
+        self._no_connections = anyio.Event()  # set whenever the last connection ends
+        if ws_base is not None:
+            self.registry.ws_base = ws_base
 
     # -- addresses ---------------------------------------------------------------------------
 
@@ -176,7 +193,7 @@ class Service:
             elif self.registry.journals is not None:
                 restored = await restore_sessions(self.registry)
             for source in self._scenarios:
-                if _natural_id(source) in restored:
+                if natural_id(source) in restored:
                     # The same command run again after a crash: its session is back already.
                     logger.info("session %s was restored: not starting it again", source)
                     continue
@@ -185,16 +202,20 @@ class Service:
                     session = await self.registry.create_async(source, ceiling=False)
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
-                if _is_file(source):
+                if is_file(source):
                     self._files[session.id] = Path(source)
-            try:
-                server = await self._listen()
-            except (OSError, OverflowError) as exc:
-                raise ServiceError(listen_error(self.config.host, self.config.port, exc)) from exc
-            if self.config.gaia2_port is not None or self.config.gaia2_ports is not None:
-                await self._listen_gaia2(server)
-            if self.config.mcp_port is not None:
-                await self._listen_mcp(server, tg)
+            server: Server | None = None
+            if self.listens:
+                try:
+                    server = await self._listen()
+                except (OSError, OverflowError) as exc:
+                    raise ServiceError(
+                        listen_error(self.config.host, self.config.port, exc)
+                    ) from exc
+                if self.config.gaia2_port is not None or self.config.gaia2_ports is not None:
+                    await self._listen_gaia2(server)
+                if self.config.mcp_port is not None:
+                    await self._listen_mcp(server, tg)
             stalls = StallSweep(self.connections, self.config.write_timeout)
             background.start(tg, stalls.run, what="the stalled-connection sweep")
             background.start(
@@ -213,9 +234,11 @@ class Service:
         token it keeps (`journals.py`)."""
         journals = Journals(self.config)
         try:
-            self.tokens.admin = await journals.open(self.config.admin_token)
+            kept = await journals.open(self.config.admin_token, keep=self.keep_admin_token)
+            self.tokens.admin = kept or self.tokens.admin
         except StateDirError as exc:
             raise ServiceError(str(exc)) from exc
+        journals.shared = not self.restore_at_start
         self.registry.journals = journals
         background.start(tg, journals.sweep_forever, what="the journal retention sweep")
 
@@ -302,15 +325,18 @@ class Service:
             return self.gaia2.url(self.tokens.admin, session_id)
         return self.gaia2.url(self.tokens.of(session_id)[role])
 
-    async def restore(self, session_ids: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    async def restore(
+        self, session_ids: Sequence[str], abandon: Mapping[str, int] | None = None
+    ) -> tuple[list[str], dict[str, str]]:
         """Restore `session_ids` from their journals in the state dir, while serving (a
-        cluster's router assigns a lost node's sessions to this server): the ids restored,
-        and why each other one was not."""
+        cluster's router assigns a lost node's sessions to this server, a front a lost
+        worker's; `abandon`: `restore_sessions`'): the ids restored, and why each other one
+        was not."""
         journals = self.registry.journals
         if journals is None:
             raise ServiceError("restore needs a state dir (--state-dir)")
         await journals.load(session_ids)
-        restored = await restore_sessions(self.registry, only=set(session_ids))
+        restored = await restore_sessions(self.registry, set(session_ids), abandon)
         refused = {sid: journals.refused[sid] for sid in session_ids if sid in journals.refused}
         return restored, refused
 
@@ -320,12 +346,13 @@ class Service:
         if self._stop is not None:
             self._stop.set()
 
-    async def _shutdown(self, server: Server) -> None:
+    async def _shutdown(self, server: Server | None) -> None:
         self._closing = True
-        server.close(close_connections=False)  # no new connections from here on
+        if server is not None:
+            server.close(close_connections=False)  # no new connections from here on
         # Journaled sessions are suspended (resumed by the next start); the others end: their
         # clients get `ended` and their traces are written.
-        self.suspended = await self.registry.shutdown()
+        self.suspended = await self.registry.shutdown(suspend=self.suspend_at_shutdown)
         await self.gaia2.close()
         await self.mcp.close()
         reason = (
@@ -341,7 +368,11 @@ class Service:
                 for ws in list(self.openenv_sockets):
                     tg.start_soon(ws.close, CloseCode.GOING_AWAY, "the server is shutting down")
         with anyio.move_on_after(config.shutdown_grace + config.close_timeout + 1.0):
-            await server.wait_closed()
+            if server is not None:
+                await server.wait_closed()
+                return
+            if self.connections:  # handed-over connections: no server of their own
+                await self._no_connections.wait()
             return
         for connection in list(self.connections):  # pragma: no cover - a handler that hangs
             wire.abort(connection.ws)
@@ -387,26 +418,53 @@ class Service:
         if openenv is not None:
             await self._on_openenv(ws, openenv[0])
             return
+        await self._serve_client(ws, session_id_of(path) or "")
+
+    async def serve_handed(self, ws: ServerConnection, handoff: Handoff) -> None:
+        """Serve a connection the front handed over (`handoff.py`): its hello was read and its
+        token checked there, so it starts from that hello (which holds no token)."""
+        if self._closing:
+            await ws.close(CloseCode.GOING_AWAY, "the server is shutting down; retry later")
+            return
+        if handoff.openenv:
+            credential = Credential(None, handoff.role, handoff.session_id or None)
+            await self._serve_openenv(ws, credential, admission=None)
+            return
+        hello = handoff.hello.decode() if handoff.text else handoff.hello
+        await self._serve_client(ws, handoff.session_id, hello)
+
+    async def _serve_client(
+        self, ws: ServerConnection, session_id: str, hello: str | bytes | None = None
+    ) -> None:
         self._numbers += 1
+        admission = self.admission if hello is None else None  # the front's pool counted it
         connection = Connection(
-            ws, self.registry, session_id_of(path) or "", self._numbers, admission=self.admission
+            ws, self.registry, session_id, self._numbers, admission=admission, hello=hello
         )
         self.connections[connection] = None
+        self._no_connections = anyio.Event()
         self.metrics.connections_opened += 1
         try:
             await connection.run()
         finally:
             self.connections.pop(connection, None)
+            if not self.connections:
+                self._no_connections.set()
 
     async def _on_openenv(self, ws: ServerConnection, token: str) -> None:
         credential = self.http.openenv.credential(token)
         if credential is None:  # checked before the upgrade; a token revoked since
             await ws.close(CloseCode.UNAUTHORIZED, "the token is not valid")
             return
+        await self._serve_openenv(ws, credential, self.admission)
+
+    async def _serve_openenv(
+        self, ws: ServerConnection, credential: Credential, admission: Admission | None
+    ) -> None:
         self.openenv_sockets[ws] = None
         self.metrics.connections_opened += 1
         try:
-            await serve_openenv(ws, self.registry, credential, self.admission)
+            await serve_openenv(ws, self.registry, credential, admission)
         finally:
             self.openenv_sockets.pop(ws, None)
 
@@ -503,15 +561,15 @@ class Service:
         return lines
 
 
-def _is_file(source: Any) -> bool:
+def is_file(source: Any) -> bool:
     """Whether `source` names a JSON file (as `--scenario` takes one)."""
     return isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json"))
 
 
-def _natural_id(source: Any) -> str | None:
+def natural_id(source: Any) -> str | None:
     """The session id a `--scenario` source gets when none is taken (`session_id_for`), if
     it can be told without loading it."""
-    if _is_file(source):
+    if is_file(source):
         return safe_id(Path(source).stem)
     if isinstance(source, str) and not source.lstrip().startswith("{"):
         return safe_id(source)

@@ -45,7 +45,7 @@ import anyio
 from areasync.bridge.scenarios import Scenario, import_mode_of
 from areasync.bridge.traces import write_trace
 from areasync.loop.clock import to_s
-from areasync.protocol.errors import CloseCode
+from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import ForkedFrom, Mode, Role
 from areasync.service.budget import SessionBudget
 from areasync.service.config import ServiceConfig
@@ -146,6 +146,9 @@ class Session:
         self.suspended = False
         # Set by `SessionRegistry.fork`: the source session and the seq of its stream at the cut.
         self.forked_from: ForkedFrom | None = None
+        # Restored without a call its worker was killed holding (`restore.py`): what its
+        # agent is told after its next welcome, once.
+        self.abandoned: ProtocolError | None = None
         # Copies of the run for forks to start from (`areasync.simulation.snapshots`); set by
         # the registry for a session it can fork, None for others (and once a copy failed).
         self.snapshots: Snapshots | None = None

@@ -201,6 +201,11 @@ def _apply(sim: Simulation, record: InputRecord, following: InputRecord | None) 
     interrupted = (
         following.payload if following is not None and following.source == "interrupted" else None
     )
+    if record.source == "call_tool" and following is not None and following.source == ABANDONED:
+        # A call that never returned (it held its worker's loop, which was killed): logged
+        # again as the run logged it, never run again.
+        sim._record("call_tool", dict(record.payload))
+        return
     apply = _APPLY.get(record.source)
     if apply is None:
         raise ReplayDivergedError(
@@ -282,7 +287,12 @@ def _unasked(_sim: Simulation, payload: dict[str, Any], _: Any) -> None:
     )
 
 
+ABANDONED = "abandoned"
+"""The record that follows a call the run never finished (its worker was killed holding it):
+a replay logs the call and this record, and runs neither."""
+
 _APPLY: dict[str, Any] = {
+    ABANDONED: lambda sim, p, _: sim._record(ABANDONED, p),
     "judge": _unasked,
     "call_tool": _call_tool,
     "send_user_message": lambda sim, p, _: sim._send_user_message(p["content"]),

@@ -7,8 +7,9 @@ spec does not allow, for this process and all it starts, and nothing in the proc
 it. `Confinement` says what a worker may still do:
 
 * **Files (Landlock).** Read (and execute) beneath `read_only`, everything beneath
-  `read_write`, nothing else: no other process's `/proc/<pid>/`, no state dir's `admin-token`,
-  no home directory. `runtime_paths()` is what Python and this package need to run (the
+  `read_write`, nothing else: no other process's `/proc/<pid>/` (nor its own, unless
+  `own_proc`: read-only, for its resident memory), no state dir's `admin-token`, no home
+  directory. `runtime_paths()` is what Python and this package need to run (the
   standard library, the site-packages, this package, the loader's libraries, the few files of
   `/etc` that name resolution and TLS read, `/dev/null` and `/dev/urandom`); a spec adds its
   own. Every right of this kernel's ABI is handled, so a right a newer ABI adds (`REFER`,
@@ -37,6 +38,7 @@ process with more than one thread.
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import os
 import resource
 import site
@@ -44,6 +46,7 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -57,6 +60,7 @@ __all__ = [
     "Support",
     "confine",
     "confine_session_worker",
+    "endpoint_reach",
     "probe",
     "runtime_paths",
     "session_worker_confinement",
@@ -93,6 +97,8 @@ _SYSTEM_READ = (
 )
 _SYSTEM_WRITE = ("/dev/null",)
 _MIN_ABI = 4  # files and TCP: what `required` means
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_HOSTED_PORT = 443  # a provider's own API, when no endpoint is given
 
 
 class ConfinementError(RuntimeError):
@@ -117,6 +123,9 @@ class Confinement(msgspec.Struct, frozen=True):
     # and TMPDIR) and read-write: what its driver removes once the worker is gone.
     tmp_under: str | None = None
     required: bool = False  # refuse (ConfinementUnavailable) rather than apply part of it
+    # Read its own `/proc/<pid>/` (a session worker's memory ceiling reads `statm` there);
+    # never another process's.
+    own_proc: bool = False
 
 
 class Support(msgspec.Struct, frozen=True):
@@ -219,7 +228,8 @@ def _ruleset(spec: Confinement, tmp: str | None, version: int) -> landlock.Rules
     """The Landlock ruleset of `spec` (module docstring), every rule added, not enforced."""
     ruleset = landlock.Ruleset(version)
     try:
-        for path in (*runtime_paths(), *spec.read_only):
+        own = [f"/proc/{os.getpid()}"] if spec.own_proc and _LINUX else []
+        for path in (*runtime_paths(), *spec.read_only, *own):
             ruleset.allow_path(path, landlock.FS_READ)
         writable = (*_existing(list(_SYSTEM_WRITE)), *spec.read_write)
         for path in (*writable, *([tmp] if tmp else [])):
@@ -333,6 +343,27 @@ def confine_session_worker(
         journals_dir, sandbox_roots, tmp_under, connect_ports=connect_ports, required=required
     )
     return confine(spec)
+
+
+def endpoint_reach(url: str | None) -> tuple[int, bool]:
+    """(TCP port, whether name resolution is needed) of a model endpoint's URL: its port, or
+    its scheme's; None (no endpoint: a hosted provider's own API) is 443, by name."""
+    if not url:
+        return _HOSTED_PORT, True
+    parts = urlsplit(url)
+    port = parts.port or _DEFAULT_PORTS.get(parts.scheme, _HOSTED_PORT)
+    return port, not _literal(parts.hostname or "")
+
+
+def _literal(host: str) -> bool:
+    """Whether `host` needs no name resolution over the network."""
+    if host == "localhost":
+        return True  # /etc/hosts
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _make_tmp(tmp: str) -> None:

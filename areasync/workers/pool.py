@@ -25,6 +25,14 @@ driver's own work.
   worker is killed (SIGKILL) and restarted, and the worker's other calls fail with
   `WorkerLost`. The call raises `BudgetSpent`, saying whether the worker was killed. A call
   its caller cancels is ended the same way.
+* **A side channel** (`side_channel=True`): each process also gets a Unix `SOCK_SEQPACKET`
+  socketpair of its own, for what the pickled channel cannot carry (a file descriptor with
+  `socket.send_fds`: the front hands accepted sockets to session workers over it). Its
+  worker end is passed to `serve(side)`; `Worker.side` is the driver's end for the running
+  process (None while it starts).
+* **Losses are told** (`on_lost`): called with the slot, the pid of a process once that
+  process has ended (whatever ended it), and whether the pool killed it (a call that did not
+  give way), before its slot starts a new one.
 * **Confinement.** Given a `confinement` (`confine.Confinement`), each worker applies it to
   itself as it starts, before its handlers (`worker.py`); `Worker.confined` is what it
   applied (`confine.Report`).
@@ -49,7 +57,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -125,6 +133,7 @@ class _Live:
     process: BaseProcess
     pid: int
     writer: asyncio.StreamWriter
+    side: socket.socket | None = None  # the driver's end of its side channel
     calls: dict[int, asyncio.Future[Message]] = field(default_factory=dict)
     killed: str | None = None  # why the pool killed it
     ending: asyncio.Future[str] | None = None  # the one wait for its exit (`_ended`)
@@ -146,6 +155,11 @@ class Worker:
     def pid(self) -> int | None:
         """The running process's id (None while it starts, or once the slot is given up)."""
         return None if self._live is None else self._live.pid
+
+    @property
+    def side(self) -> socket.socket | None:
+        """The driver's end of the running process's side channel (pool's `side_channel`)."""
+        return None if self._live is None else self._live.side
 
     @property
     def running(self) -> int:
@@ -190,6 +204,8 @@ class WorkerPool:
         *,
         preload: Sequence[str] = (),
         grace_s: float = GRACE_S,
+        side_channel: bool = False,
+        on_lost: Callable[[Worker, int, bool], None] | None = None,
         confinement: Confinement | None = None,
     ) -> None:
         if size < 1:
@@ -199,7 +215,11 @@ class WorkerPool:
         self._serve = serve
         self._preload = list(preload)
         self._grace_s = grace_s
-        self._confinement = confinement
+        self._side_channel = side_channel
+        self._on_lost = on_lost
+        # Applied by each process started from now on: a pool whose paths are known only
+        # once its owner has set up (a front's state dir) is given it before `start()`.
+        self.confinement = confinement
         self._context = multiprocessing.get_context("forkserver")
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -235,6 +255,8 @@ class WorkerPool:
         lives = [worker._live for worker in self.workers if worker._live is not None]
         for live in lives:
             live.writer.close()
+            if live.side is not None:
+                live.side.close()
             for future in live.calls.values():
                 if not future.done():
                     future.set_exception(WorkerLost("the pool was closed", live.pid))
@@ -279,9 +301,13 @@ class WorkerPool:
 
     async def _spawn(self, worker: Worker) -> tuple[_Live, asyncio.StreamReader]:
         ours, theirs = socket.socketpair()
+        side_ours: socket.socket | None = None
+        side_theirs: socket.socket | None = None
+        if self._side_channel:
+            side_ours, side_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         process = self._context.Process(
             target=worker_main,
-            args=(theirs, self._serve, self._confinement),
+            args=(theirs, self._serve, self.confinement, side_theirs),
             name=f"areasync {worker.name}",
             daemon=True,
         )
@@ -289,9 +315,11 @@ class WorkerPool:
             # Blocks until the fork server has forked: the first time, until it has imported
             # its preload. Cancelled, the thread still starts it: the process then finds its
             # channel closed, and ends.
-            await asyncio.to_thread(_start, process, theirs)
+            await asyncio.to_thread(_start, process, theirs, side_theirs)
         except BaseException:
             ours.close()
+            if side_ours is not None:
+                side_ours.close()
             raise
         assert process.pid is not None
         try:
@@ -300,16 +328,19 @@ class WorkerPool:
         except BaseException:
             _kill(process.pid)
             ours.close()
+            if side_ours is not None:
+                side_ours.close()
             raise
-        if isinstance(first, Raised):  # its confinement could not be applied (`worker.py`)
-            writer.close()
-            await asyncio.to_thread(_join, process)
-            raise _StartFailed(f"it could not confine itself: {first.message}")
         if not isinstance(first, Ready):
             writer.close()
+            if side_ours is not None:
+                side_ours.close()
+            if isinstance(first, Raised):  # its confinement could not be applied (`worker.py`)
+                await asyncio.to_thread(_join, process)
+                raise _StartFailed(f"it could not confine itself: {first.message}")
             raise _StartFailed(f"it {await asyncio.to_thread(_join, process)} before it was ready")
         worker.confined = first.confined
-        return _Live(process, process.pid, writer), reader
+        return _Live(process, process.pid, writer, side_ours), reader
 
     async def _watch(self, worker: Worker, live: _Live, reader: asyncio.StreamReader) -> None:
         """Hand each reply to its call until the channel ends; then the worker is lost."""
@@ -328,12 +359,19 @@ class WorkerPool:
         worker._live = None
         worker._settled.clear()
         live.writer.close()
+        if live.side is not None:
+            live.side.close()
         ended = await self._ended(live)
         reason = live.killed or ended
         where = f"{worker.name} (pid {live.pid}) {reason}"
         for future in live.calls.values():
             if not future.done():
                 future.set_exception(WorkerLost(where, live.pid))
+        if self._on_lost is not None and not self._closing:
+            try:
+                self._on_lost(worker, live.pid, live.killed is not None)
+            except Exception:  # the listener's bug must not stop the restart
+                logger.exception("on_lost failed for %s", worker.name)
         if self._closing:
             return
         worker.restarts += 1
@@ -433,13 +471,15 @@ class _StartFailed(Exception):
 _POLLING = threading.Lock()
 
 
-def _start(process: BaseProcess, theirs: socket.socket) -> None:
-    """Start the process with the worker's end of its channel, then close that end here."""
+def _start(process: BaseProcess, theirs: socket.socket, side: socket.socket | None) -> None:
+    """Start the process with the worker's ends of its channels, then close those ends here."""
     try:
         with _POLLING:
             process.start()
     finally:
         theirs.close()
+        if side is not None:
+            side.close()
 
 
 def _join(process: BaseProcess) -> str:

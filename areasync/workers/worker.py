@@ -44,14 +44,22 @@ from areasync.workers.confine import Confinement, ConfinementError, Report, conf
 __all__ = ["EXIT_GRACE_S", "Handler", "Serve", "main"]
 
 Handler = Callable[..., Awaitable[object]]
-Serve = Callable[[], AbstractContextManager[Mapping[str, Handler]]]
+# `serve()`, or `serve(side)` for a pool with a side channel.
+Serve = Callable[..., AbstractContextManager[Mapping[str, Handler]]]
 
 # After its driver went away: how long a worker whose loop is held by a call may take to end.
 EXIT_GRACE_S = 5.0
 
 
-def main(sock: socket.socket, serve: Serve, confinement: Confinement | None = None) -> None:
-    """A worker process's body (the pool's `Process` target)."""
+def main(
+    sock: socket.socket,
+    serve: Serve,
+    confinement: Confinement | None = None,
+    side: socket.socket | None = None,
+) -> None:
+    """A worker process's body (the pool's `Process` target); `side`, the pool's side channel
+    (`side_channel=True`), is handed to `serve`. The confinement is applied once the process
+    holds both its channels, before `serve` sets anything up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         report = None if confinement is None else confine(confinement)
@@ -59,7 +67,7 @@ def main(sock: socket.socket, serve: Serve, confinement: Confinement | None = No
         with contextlib.suppress(OSError):
             sock.sendall(channel.encode(Raised(0, type(error).__name__, str(error))))
         raise SystemExit(1) from None
-    with serve() as handlers:
+    with serve() if side is None else serve(side) as handlers:
         asyncio.run(_Worker(sock, handlers, report).serve())
 
 

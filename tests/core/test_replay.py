@@ -20,7 +20,7 @@ from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem
 from areasync.simulation.errors import ReplayDivergedError
 from areasync.simulation.records import InputRecord
-from areasync.simulation.replay import _check
+from areasync.simulation.replay import ABANDONED, _check
 from tests.scenarios import timeline
 
 pytestmark = pytest.mark.anyio
@@ -218,3 +218,25 @@ def test_a_replay_that_logs_a_different_record_before_a_matching_one_is_refused(
     with pytest.raises(ReplayDivergedError, match="record 0 replayed as"):
         _check(again, run, 0)
     assert _check(list(run), run, 0) == 2
+
+
+async def test_a_call_recorded_abandoned_is_logged_again_but_not_run_by_a_replay() -> None:
+    # A call that held its worker's loop until the worker was killed: the restore follows its
+    # record with `abandoned` (service/restore.py), and no replay runs it again.
+    scenario = lambda: timeline(1.0, 5.0, duration=60.0)  # noqa: E731
+    live = Simulation.load(scenario(), mode="manual", seed=3, created_at=50.0)
+    async with live:
+        await live.tick()
+        before = len(live.log.items)
+        await live.call_tool("TimelineApp__mark", {"label": "never finished"})
+        assert len(live.log.items) == before + 1  # its AGENT event
+        records = list(live.flush_records())  # as the journal had them when it was killed
+    assert records[-1].source == "call_tool"
+    call = records[-1]
+    records.append(InputRecord(call.time, call.seq, ABANDONED, {"reason": "held its loop"}))
+    assert live.creation is not None
+    again = Simulation.replay(scenario(), live.creation, records)
+    assert again.records == records
+    assert len(again.log.items) == before  # the call did not run: no event of it
+    once_more = Simulation.replay(scenario(), live.creation, list(again.records))
+    assert once_more.records == records

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,7 +20,16 @@ from areasync.protocol.frames import EventItem, Role
 from areasync.service import Service
 from areasync.service.openenv.messages import schema
 from tests.openenv.client import GenericEnvClient
-from tests.service.support import TUTORIAL, WAIT, attach, http_get, json_body, serving, tokens
+from tests.service.support import (
+    TUTORIAL,
+    WAIT,
+    attach,
+    front_lacks,
+    http_get,
+    json_body,
+    serving,
+    tokens,
+)
 
 SEND = {"app_name": "AgentUserInterface", "tool_name": "send_message_to_user"}
 
@@ -176,6 +186,7 @@ async def test_an_idle_openenv_connection_is_reaped_with_its_session() -> None:
         assert reaped["type"] == "error" and "reaped" in reaped["data"]["message"]
 
 
+@front_lacks("max_sessions 1 cannot be split over two workers (refused at start)")
 async def test_no_room_for_a_session_is_a_capacity_error() -> None:
     async with (
         serving(max_sessions=1) as service,
@@ -202,6 +213,7 @@ async def test_parallel_clients_each_run_their_own_episode() -> None:
         assert sorted(finals) == [1, 2, 3, 4]
 
 
+@front_lacks("OpenEnv's HTTP routes (501)")
 async def test_schema_is_what_is_served(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     async with serving() as service:
@@ -248,8 +260,28 @@ async def test_fast_mode_time_stands_still_while_the_agent_holds_its_turn() -> N
         assert still["current_time"] == start.observation["current_time"]
 
 
+@front_lacks("a worker journals its sessions: see the test below (open)")
 async def test_fast_mode_advance_time_lets_the_clock_run_to_the_next_notification() -> None:
-    async with serving() as service, GenericEnvClient(base_url=service.openenv_url()) as env:
+    await _fast_mode_runs_to_the_next_notification()
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: with journals (--state-dir, every session worker), a fast-mode episode's "
+    "steps wait out the bound without the tutorial's notification",
+)
+async def test_fast_mode_advance_time_reaches_the_next_notification_with_journals(
+    tmp_path: Path,
+) -> None:
+    await _fast_mode_runs_to_the_next_notification(state_dir=tmp_path / "state")
+
+
+async def _fast_mode_runs_to_the_next_notification(**overrides: Any) -> None:
+    async with (
+        serving(**overrides) as service,
+        GenericEnvClient(base_url=service.openenv_url()) as env,
+    ):
         with anyio.fail_after(WAIT):
             start = await env.reset(scenario=TUTORIAL, mode="fast")
             step = await env.step(
@@ -263,6 +295,7 @@ async def test_fast_mode_advance_time_lets_the_clock_run_to_the_next_notificatio
         assert result.observation["current_time"] > start.observation["current_time"]
 
 
+@front_lacks("OpenEnv's HTTP routes (405)")
 async def test_http_reset_step_and_state_drive_a_session() -> None:
     import requests
 

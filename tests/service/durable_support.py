@@ -67,11 +67,11 @@ async def read_banner(process: Process) -> str:
     return await read_until(process, "Ctrl-C")
 
 
-async def read_until(process: Process, marker: str) -> str:
-    """What `process` prints on stdout up to (and with) `marker`."""
+async def read_until(process: Process, marker: str, *, within: float = PROCESS_S) -> str:
+    """What `process` prints on stdout up to (and with) `marker` (`within`: a hang bound)."""
     assert process.stdout is not None
     text = ""
-    with anyio.fail_after(PROCESS_S):
+    with anyio.fail_after(within):
         async for chunk in TextReceiveStream(process.stdout):
             text += chunk
             if marker in text:

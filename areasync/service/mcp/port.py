@@ -231,7 +231,7 @@ class McpPort:
         limit = self.config.max_frame_bytes
         if isinstance(found, Refusal):
             return BodyRule(limit, "max_frame_bytes", key="", refused=found)
-        return BodyRule(limit, "max_frame_bytes", key=found.token)
+        return BodyRule(limit, "max_frame_bytes", key=found.key)
 
     # -- requests ---------------------------------------------------------------------------
 

@@ -82,7 +82,7 @@ async def answer(
             "<base>/mcp serves one session's tools: use a session's OpenEnv URL (its token), "
             "printed by `areasync serve`",
         )
-    key = credential.token
+    key = credential.key
     if method == "openenv/session/close":
         await held.drop(key)
         return _success(request_id, {"session_id": credential.session_id, "closed": True})

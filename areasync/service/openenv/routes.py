@@ -249,7 +249,7 @@ class OpenEnvRoutes:
         if route == "/metadata":
             return self._respond(200, self.metadata())
         if route == "/state":
-            episode = self.held.get(credential.token)
+            episode = self.held.get(credential.key)
             if episode is not None:
                 return self._respond(200, episode.state())
             session = (
@@ -279,8 +279,8 @@ class OpenEnvRoutes:
             data = _json_body(body)
             if route == "/reset":
                 initialize, episode_id = parse_reset(data)
-                self.held.restart(credential.token)
-                episode = self.held.episode(credential.token, credential)
+                self.held.restart(credential.key)
+                episode = self.held.episode(credential.key, credential)
                 async with self.held.using(episode):
                     observation = await self._whole(episode.reset(initialize, episode_id))
             else:
@@ -289,9 +289,9 @@ class OpenEnvRoutes:
                         ErrorCode_.VALIDATION_ERROR, 'a step is {"action": {"action_type": ...}}'
                     )
                 action = parse_action(data["action"])
-                if self.held.was_reaped(credential.token):
+                if self.held.was_reaped(credential.key):
                     raise self._was_reaped()
-                episode = self.held.episode(credential.token, credential)
+                episode = self.held.episode(credential.key, credential)
                 async with self.held.using(episode):
                     observation = await self._whole(episode.step(action))
         except OpenEnvError as exc:

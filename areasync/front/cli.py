@@ -1,0 +1,94 @@
+"""`areasync serve --workers N`: the front process's main, its banner and its signals.
+
+SIGINT and SIGTERM are the front's (`cli_signals.py`; workers ignore Ctrl-C, which the
+terminal sends to the whole process group): the front asks every worker to stop, then ends
+what has not within the shutdown's bound (`server.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from areasync.cli_signals import ShutdownSignals
+from areasync.front.server import Front
+from areasync.protocol.frames import Role
+from areasync.service.config import ServiceConfig
+from areasync.service.server import ServiceError
+from areasync.workers.confine import probe
+
+__all__ = ["banner", "serve_front"]
+
+
+def serve_front(
+    config: ServiceConfig,
+    workers: int,
+    scenarios: Sequence[str],
+    shutdown_within: float,
+    *,
+    require_confinement: bool = False,
+) -> int:
+    """Run the front until a signal (the whole shutdown bounded by `shutdown_within`
+    seconds); the exit status. `require_confinement`: refuse to start where the kernel
+    cannot confine the workers wholly."""
+    try:
+        asyncio.run(_main(config, workers, scenarios, shutdown_within, require_confinement))
+    except ServiceError as exc:
+        print(f"areasync serve: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def _main(
+    config: ServiceConfig,
+    workers: int,
+    scenarios: Sequence[str],
+    shutdown_within: float,
+    require_confinement: bool,
+) -> None:
+    front = Front(config, workers, scenarios, require_confinement=require_confinement)
+    signals = ShutdownSignals(
+        saying="stopping the session workers, suspending their sessions in their journals",
+        answer_within=config.shutdown_timeout,
+        shutdown_within=shutdown_within,
+    )
+    signals.install()
+    async with front:
+        print(banner(front), flush=True)
+        await signals.taken()
+    if front.suspended and config.state_dir is not None:
+        print(
+            f"areasync: {front.suspended} session(s) suspended in their journals; start "
+            f"again with --state-dir {config.state_dir} to resume them",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def banner(front: Front) -> str:
+    """What `areasync serve --workers N` prints: URLs and tokens."""
+    lines = [
+        f"areasync serving on {front.http_url} (WebSocket protocol areasync/1), sessions in "
+        f"{len(front.pool.workers)} worker processes",
+        f"session {probe().describe()}",
+        "",
+        f"  dashboard:   {front.dashboard_url()}",
+        f"  admin token: {front.tokens.admin}  (every role of every session; "
+        "fix it with --token or AREASYNC_TOKEN)",
+        "",
+    ]
+    for session_id, worker in sorted(front.seats.where.items()):
+        lines.append(f"session {session_id}  ({worker})")
+        lines.append(f"  {front.ws_url(session_id)}")
+        tokens = front.tokens.of(session_id)
+        if not tokens:
+            lines += ["  its tokens are those it had before the restart", ""]
+            continue
+        for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
+            lines.append(f"  {role.value:<11} {tokens[role]}")
+        lines.append("")
+    where = front.config.state_dir
+    lines.append(f"journals: {where.resolve() if where else 'a private temporary directory'}")
+    lines.append("Ctrl-C stops the server and its workers.")
+    return "\n".join(lines)

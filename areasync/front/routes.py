@@ -1,0 +1,298 @@
+"""What the front answers over HTTP, and which WebSocket handshakes it lets through.
+
+The front is a websockets server whose `process_request` answers every plain HTTP request
+here, from the front's own state or by asking the session workers over the pool's channel:
+
+==========================  =======  ============================================================
+path                        token    answer
+==========================  =======  ============================================================
+/sessions/<id> (WebSocket)  (hello)  the upgrade; the hello is read and judged by the front, then
+                                     the socket goes to the session's worker (`server.py`)
+/health                     no       200 {"status": "ok" | "degraded", "workers", "restoring",
+                                     "lost"}
+/api/sessions               yes      200 the admin's: every worker's list, merged, each session
+                                     with its `worker`; a session token's: its worker's answer
+                                     for it
+POST /api/sessions          admin    201 a session created on the least loaded worker, from a JSON
+                                     body of `create_session`'s fields (screened as a server's)
+/api/scenarios, /api/schema admin    a worker's answer
+/api/sessions/<id>/source   admin    the session's worker's answer
+/metrics                    admin    503: each worker counts its own; not merged by the front
+/openenv/<token>/ws          (path)   the upgrade, the socket handed to the session's worker (an
+                                     admin's token: the least loaded, fresh sessions there);
+                                     OpenEnv's HTTP routes: 501 (they need --workers 0)
+/ , the dashboard's files   no       the dashboard (its WebSockets open on this port)
+==========================  =======  ============================================================
+
+Every request passes the screens a server's port applies (`service/screens.py`), methods
+(`service/methods.py`) and the security headers (`service/headers.py`), as on a server.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
+
+import msgspec
+from websockets.http11 import Request, Response
+
+from areasync.protocol.errors import ErrorCode, ProtocolError
+from areasync.protocol.frames import PROTOCOL, Role
+from areasync.service.auth import token_from_http
+from areasync.service.http import (
+    CREATE_NEEDS_ADMIN,
+    SESSIONS_PREFIX,
+    Dashboard,
+    create_body_rule,
+    create_fields,
+    create_refused,
+    error_response,
+    head_of,
+    json_response,
+    method_refused,
+    refusal_response,
+    secure,
+    source_session_of,
+    token_required,
+    upgrade_required,
+    without_body,
+)
+from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
+from areasync.service.openenv.routes import locate as locate_openenv
+from areasync.service.origin import SitePolicy, show_host
+from areasync.service.screens import BodyRule, Head, PortScreen
+from areasync.service.wire import PostRequest, RefusedRequest
+from areasync.workers.pool import CallFailed, WorkerLost
+
+if TYPE_CHECKING:
+    from areasync.service.auth import Tokens
+    from areasync.service.config import ServiceConfig
+    from areasync.workers.pool import Worker, WorkerPool
+
+
+class FrontView(Protocol):
+    """What the routes read of the front (`server.Front`)."""
+
+    config: ServiceConfig
+    tokens: Tokens
+    pool: WorkerPool
+    restoring: set[str]
+    refused: dict[str, str]
+    lost: list[str]
+
+    def up(self) -> list[Worker]: ...
+
+    async def locate(self, session_id: str) -> Worker | None: ...
+
+    async def call(self, worker: Worker, method: str, *args: Any) -> Any: ...
+
+    async def create_session(self, **request: Any) -> dict[str, Any]: ...
+
+
+__all__ = ["FrontRoutes"]
+
+_PASSED_ON = frozenset({"/api/scenarios", "/api/schema"})
+_WHOSE = "the admin token, or a token of that session"
+
+
+def _unauthorized(what: str) -> Response:
+    return refusal_response(token_required(what, _WHOSE))
+
+
+class FrontRoutes:
+    """The front's `process_request` (module docstring)."""
+
+    def __init__(self, front: FrontView) -> None:
+        self.front = front
+        self.dashboard = Dashboard()
+        config = front.config
+        self.screen = PortScreen(
+            self.body_rule,
+            max_bodies=config.max_bodies,
+            max_bodies_per_token=config.max_bodies_per_token,
+        )
+        self._own_host = ""
+
+    def bound(self, host: str, port: int, display: str) -> None:
+        config = self.front.config
+        self.screen.site = SitePolicy.for_server(
+            host, port, config.allow_hosts, config.allow_origins
+        )
+        self._own_host = show_host(display.strip("[]"), port)
+
+    def body_rule(self, head: Head) -> BodyRule | None:
+        """The one route with a body: `POST /api/sessions`, from the admin token."""
+        admin = self._is_admin(token_from_http(head.query, head.first("Authorization")))
+        return create_body_rule(head, admin, self.front.config.max_frame_bytes, _WHOSE)
+
+    async def __call__(self, connection: Any, request: Request) -> Response | None:
+        response = await self._answer(request)
+        if response is not None and request.method == "HEAD":
+            return without_body(response)
+        return response
+
+    def after(self, connection: Any, request: Request, response: Response) -> None:
+        if response.status_code != 101:
+            secure(response)
+
+    async def _answer(self, request: Request) -> Response | None:
+        if isinstance(request, RefusedRequest):
+            return refusal_response(request.refusal)
+        refused = self.screen.check_site(head_of(request))
+        if refused is not None:
+            return refusal_response(refused)
+        refused_method = method_refused(request, "this server")
+        if refused_method is not None:
+            return refused_method
+        url = urlsplit(request.path)
+        path = url.path
+        token = token_from_http(url.query, request.headers.get("Authorization"))
+        if isinstance(request, PostRequest):
+            return await self.create(request.body, token)
+        if path.startswith(SESSIONS_PREFIX):
+            if request.method == "HEAD":
+                return upgrade_required(path)
+            return None  # the upgrade goes on; the front reads the hello
+        if path.startswith(OPENENV_PREFIX):
+            return self.openenv(request, path)
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return error_response(
+                404, "not_found", f"no WebSocket endpoint at {path!r}: connect to /sessions/<id>"
+            )
+        if path == "/health":
+            return json_response(200, self.health())
+        if path == "/api/sessions":
+            return await self.sessions(token)
+        if path == "/metrics":
+            if not self._is_admin(token):
+                return _unauthorized("/metrics")
+            return error_response(
+                503,
+                ErrorCode.CAPACITY,
+                "each session worker counts its own metrics; the front does not merge them yet "
+                "(run --workers 0 for /metrics)",
+            )
+        restarted = source_session_of(path)
+        if restarted is not None or path in _PASSED_ON:
+            if not self._is_admin(token):
+                return _unauthorized(path)
+            return await self.passed_on(path, restarted)
+        return self.dashboard.answer(path, [self._socket_host(request)])
+
+    def openenv(self, request: Request, path: str) -> Response | None:
+        """OpenEnv's `/ws` with a token that opens something: the upgrade (the socket then
+        goes to a worker, `server.py`); its HTTP routes are not served here yet."""
+        parts = locate_openenv(path, request.headers.get("Authorization"))
+        assert parts is not None
+        token, route = parts
+        websocket = request.headers.get("Upgrade", "").lower() == "websocket"
+        if route != "/ws" or not websocket:
+            return error_response(
+                501,
+                "not_implemented",
+                "a front of session workers serves OpenEnv's WebSocket (<base>/ws) only: its "
+                "HTTP routes need `areasync serve --workers 0`",
+            )
+        if self.front.tokens.identify(token) is None:
+            return error_response(
+                401,
+                ErrorCode.UNAUTHORIZED,
+                "the token in this OpenEnv URL opens nothing here; use the base URL printed "
+                "for a session (or the admin's)",
+            )
+        return None
+
+    def _socket_host(self, request: Request) -> str:
+        hosts = request.headers.get_all("Host")
+        return hosts[0].strip().lower() if len(hosts) == 1 else self._own_host
+
+    def health(self) -> dict[str, Any]:
+        front = self.front
+        up = len(front.up())
+        degraded = up < len(front.pool.workers) or bool(front.restoring) or bool(front.refused)
+        return {
+            "status": "degraded" if degraded else "ok",
+            "protocol": PROTOCOL,
+            "workers": up,
+            "restoring": len(front.restoring),
+            "lost": len(front.lost),
+        }
+
+    async def sessions(self, token: str | None) -> Response:
+        front = self.front
+        who = front.tokens.identify(token) if token else None
+        if who is None:
+            return _unauthorized("/api/sessions")
+        role, session_id = who
+        if role is not Role.ADMIN:
+            assert session_id is not None
+            worker = await front.locate(session_id)
+            if worker is None:
+                return _unauthorized("/api/sessions")
+            view = await front.call(worker, "sessions", role.value, session_id)
+            return json_response(200, view)
+        workers = front.up()
+        shown: list[dict[str, Any]] = []
+        refused = dict(front.refused)
+        for worker in workers:
+            try:
+                answer = await front.call(worker, "sessions", Role.ADMIN.value, None)
+            except (WorkerLost, CallFailed):
+                continue
+            shown += [{**s, "worker": worker.name} for s in answer["sessions"]]
+            refused.update(answer.get("refused_journals", {}))
+        return json_response(
+            200,
+            {
+                "protocol": PROTOCOL,
+                "access": {"role": "admin", "session_id": None},
+                "sessions": shown,
+                "restoring": sorted(front.restoring),
+                "refused_journals": refused,
+                "workers": [
+                    {"name": w.name, "pid": w.pid, "restarts": w.restarts, "starts_s": w.starts}
+                    for w in front.pool.workers
+                ],
+            },
+        )
+
+    async def create(self, body: bytes, token: str | None) -> Response:
+        if not self._is_admin(token):
+            return _unauthorized(CREATE_NEEDS_ADMIN)
+        fields = create_fields(body)
+        if isinstance(fields, Response):
+            return fields
+        try:
+            created = await self.front.create_session(**fields)
+        except ProtocolError as exc:
+            return create_refused(exc)
+        except (WorkerLost, CallFailed) as exc:
+            return error_response(
+                503,
+                ErrorCode.CAPACITY,
+                f"the worker chosen for the session failed ({exc}); retry: GET /api/sessions "
+                "shows whether it was created meanwhile",
+                {"Retry-After": "1"},
+            )
+        return json_response(201, created)
+
+    async def passed_on(self, path: str, session_id: str | None) -> Response:
+        front = self.front
+        worker = await front.locate(session_id) if session_id is not None else None
+        if worker is None and session_id is None and front.up():
+            worker = front.up()[0]
+        if worker is None:
+            return error_response(
+                404 if session_id is not None else 503,
+                ErrorCode.SESSION_NOT_FOUND if session_id is not None else ErrorCode.CAPACITY,
+                f"no worker holds session {session_id!r}: GET /api/sessions lists them"
+                if session_id is not None
+                else "no session worker is up yet; retry later",
+            )
+        status, body = await front.call(worker, "admin_get", path)
+        return json_response(status, msgspec.json.decode(body))
+
+    def _is_admin(self, token: str | None) -> bool:
+        admin = self.front.tokens.admin
+        return bool(token) and hmac.compare_digest(str(token).encode(), admin.encode())

@@ -1,0 +1,675 @@
+"""`Front`: the one public port of `areasync serve --workers N`, its workers, their sessions.
+
+    front = Front(config, workers=2, scenarios=["scenario_tutorial"])
+    async with front:
+        ...                       # clients dial front.ws_url(session_id), as a server's
+
+What the front does, in order (`serve`):
+
+1. **The state dir.** Session workers always journal: into `--state-dir`, or into a private
+   temporary directory (removed at the end) when none is given, so that a worker that dies
+   loses no session. The admin token is the front's: kept in the state dir as a server keeps
+   it (`service/journals.py`), never given to a worker.
+2. **The port.** A websockets server with areasync's screens (`service/screens.py`) and the
+   pre-hello pool (`service/admission.py`), whose connections keep their bytes raw after the
+   upgrade (`service/handoff.py`). HTTP is answered by `routes.py`.
+3. **The workers.** A `WorkerPool` of session workers (`sessionworker/handlers.py`), forked
+   from a fork server that preloaded ARE and areasync's service; each is started with the
+   front's configuration minus the admin token. Live journals no worker holds are restored,
+   spread over the workers, then the operator's scenarios are created on the least loaded.
+4. **Hand-offs.** A WebSocket for `/sessions/<id>`: its first frame is read here, judged
+   (`hello.py`), and the socket is sent to the session's worker with the hello, token removed
+   (`handoff.send`); the front then holds no descriptor of it.
+5. **Losses.** A worker whose process ends (killed, crashed, stopped by the supervisor,
+   `supervisor.py`) is restarted by its pool; its sessions are restored from their journals
+   on the workers up, exactly as after a crash (`service/restore.py`: same ids, tokens,
+   epochs and seqs). Their clients meanwhile get 4503 (retry), then resume with `since`.
+6. **Shutdown** (`shutdown()`, the CLI's SIGINT/SIGTERM): the port closes, each worker is
+   asked to stop (its live sessions suspended in their journals) within
+   `shutdown_timeout`, and the pool then ends whatever is left, killing a worker that did not
+   give way.
+
+Which sessions exist is the front's map (`seats.py`): what the workers answered. A session an
+admin created through a worker's own protocol (an admin's `create_session` frame) is found by
+asking every worker again when a hello names an unknown id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import anyio
+from websockets.asyncio.server import Server, ServerConnection, serve
+
+from areasync.front import shares
+from areasync.front.hello import Verdict, judge
+from areasync.front.routes import FrontRoutes
+from areasync.front.seats import Seats
+from areasync.front.supervisor import Supervisor
+from areasync.protocol.codec import Encoding, encode_server_frame
+from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
+from areasync.protocol.frames import error_frame
+from areasync.service import wire
+from areasync.service.admission import Admission, connection_class
+from areasync.service.auth import Tokens
+from areasync.service.config import ServiceConfig
+from areasync.service.handoff import (
+    CLOSE_OPCODE,
+    DATA_OPCODES,
+    REST_BYTES,
+    TEXT_OPCODE,
+    BadFrame,
+    DivertingConnection,
+    Handoff,
+    client_frame,
+    detach,
+    filtered_connection,
+    peer_gone,
+    send,
+)
+from areasync.service.hello import Refusal
+from areasync.service.http import session_id_of
+from areasync.service.journals import Journals, StateDirError
+from areasync.service.openenv.routes import locate as locate_openenv
+from areasync.service.redact import RedactingLogger
+from areasync.service.server import (
+    ServiceError,
+    display_host,
+    is_file,
+    listen_error,
+    natural_id,
+)
+from areasync.service.wire import screened_connection
+from areasync.sessionworker.busy import BUSY_DIR, read_busy
+from areasync.sessionworker.confine import session_confinement, writable_dirs
+from areasync.sessionworker.handlers import Seat, serving, worker_config
+from areasync.workers.confine import probe, worker_tmp
+from areasync.workers.pool import CallFailed, Worker, WorkerLost, WorkerPool
+
+__all__ = ["PRELOAD", "Front"]
+
+logger = logging.getLogger("areasync.front")
+
+# What the fork server imports once, so that a worker starts with it imported (and ARE's
+# scenarios discovered): `sessionworker/preload.py`.
+PRELOAD = ("areasync.sessionworker.preload",)
+_BACKLOG = 1024
+_RETRY = "retry in a second and resume with since"
+
+
+class Front:
+    """The front process (module docstring)."""
+
+    def __init__(
+        self,
+        config: ServiceConfig,
+        workers: int,
+        scenarios: Sequence[str] = (),
+        *,
+        beat_interval: float = 1.0,
+        beat_margin: float = 2.0,
+        require_confinement: bool = False,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"a front needs at least one session worker, got {workers}")
+        unsplittable = shares.check(config, workers)
+        if unsplittable is not None:
+            raise ServiceError(unsplittable)
+        self.config = config
+        self.tokens = Tokens(config.admin_token)
+        self.seats = Seats(self.tokens)
+        self.pool = WorkerPool(
+            workers,
+            serving,
+            preload=PRELOAD,
+            grace_s=1.0,
+            side_channel=True,
+            on_lost=self._on_lost,
+        )
+        # Each worker's share of max_sessions, by slot name (`shares.py`).
+        names = [worker.name for worker in self.pool.workers]
+        self.shares = dict(zip(names, shares.split(config.max_sessions, workers), strict=True))
+        self.admission = Admission(config.max_pending_hellos, config.max_connections)
+        self.routes = FrontRoutes(self)
+        self.supervisor = Supervisor(
+            self.pool, budget=config.tool_budget + beat_margin, interval=beat_interval
+        )
+        self.port: int | None = None
+        self.state_dir: Path | None = None
+        self.handed = 0  # sockets handed to workers
+        self.restoring: set[str] = set()  # sessions of a lost worker, not yet restored
+        self.refused: dict[str, str] = {}  # journals a worker could not restore, and why
+        # Sessions a killed worker had a call under way for, with their records before it:
+        # restored without that call (`sessionworker/busy.py`, `service/restore.py`).
+        self.abandon: dict[str, int] = {}
+        self.lost: list[str] = []  # what happened to workers, in order
+        self._scenarios = list(scenarios)
+        self._private_dir = False
+        self._require_confinement = require_confinement
+        self._tmp_under: Path | None = None  # the workers' temp dirs' parent (`_confine`)
+        self._started: dict[str, int] = {}  # worker name -> pid whose service was started
+        self._server: Server | None = None
+        self._stop = asyncio.Event()
+        self._runner: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._create_lock = asyncio.Lock()
+        self._adopt_lock = asyncio.Lock()
+        self.suspended = 0
+
+    # -- addresses ---------------------------------------------------------------------------
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{display_host(self.config.host)}:{self.port}"
+
+    @property
+    def ws_base(self) -> str:
+        return f"ws://{display_host(self.config.host)}:{self.port}"
+
+    def ws_url(self, session_id: str) -> str:
+        return f"{self.ws_base}/sessions/{quote(session_id, safe='')}"
+
+    def dashboard_url(self) -> str:
+        return f"{self.http_url}/#token={quote(self.tokens.admin, safe='')}"
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def serve(self, ready: asyncio.Future[None] | None = None) -> None:
+        """Start (module docstring), serve until `shutdown()`, then shut down."""
+        try:
+            await self._open_state_dir()
+            self._confine()
+            await self._listen()
+            self.pool.start()
+            await self.pool.ready()
+            await asyncio.gather(*(self._ensure_started(w) for w in self.pool.workers))
+            restored = await self.adopt_orphans()
+            for source in self._scenarios:
+                if natural_id(source) in restored:
+                    logger.info("session %s was restored: not starting it again", source)
+                    continue
+                try:
+                    await self._create("open_scenario", source)
+                except ProtocolError as exc:
+                    raise ServiceError(exc.message) from exc
+            self.supervisor.start()
+            if ready is not None and not ready.done():
+                ready.set_result(None)
+            await self._stop.wait()
+        finally:
+            await self._shutdown()
+
+    async def _open_state_dir(self) -> None:
+        directory = self.config.state_dir
+        if directory is None:
+            directory = Path(tempfile.mkdtemp(prefix="areasync-journals-"))
+            self._private_dir = True
+        self.state_dir = directory
+        journals = Journals(worker_config(self.config, directory))
+        try:
+            # Kept for the next start only in a state dir that outlives this one.
+            admin = await journals.open(self.config.admin_token, keep=not self._private_dir)
+        except StateDirError as exc:
+            raise ServiceError(str(exc)) from exc
+        if admin is not None:
+            self.tokens.admin = admin
+
+    def _confine(self) -> None:
+        """Give the pool its workers' confinement (`sessionworker/confine.py`): make what
+        they write (their temp dirs' parent, the journals', busy and trace directories), and
+        say what the kernel applies."""
+        assert self.state_dir is not None
+        missing = probe().missing
+        if self._require_confinement and missing:
+            raise ServiceError(
+                "--require-confinement: this kernel cannot confine the session workers: "
+                + "; ".join(missing)
+                + ". Run on Linux 6.7 or later with Landlock enabled and seccomp, or drop "
+                "--require-confinement to run them less confined."
+            )
+        for path in writable_dirs(self.config, self.state_dir):
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ServiceError(
+                    f"cannot make {path} for the session workers: {exc.strerror or exc}; "
+                    "give a --state-dir and --trace-dir this user may create and write"
+                ) from exc
+        self._tmp_under = Path(tempfile.mkdtemp(prefix="areasync-workers-"))
+        files = [Path(source) for source in self._scenarios if is_file(source)]
+        self.pool.confinement = session_confinement(
+            self.config,
+            self.state_dir,
+            self._tmp_under,
+            readable=[path for path in files if path.exists()],
+            required=self._require_confinement,
+        )
+        logger.info("session %s", probe().describe())
+
+    async def _listen(self) -> None:
+        config = self.config
+        base = filtered_connection(screened_connection(self.routes.screen))
+        try:
+            self._server = await serve(
+                self._on_connection,
+                config.host,
+                config.port,
+                process_request=self.routes,
+                process_response=self.routes.after,
+                logger=RedactingLogger(logging.getLogger("websockets.server")),
+                compression=None,
+                max_size=2 * config.max_frame_bytes,
+                ping_interval=None,  # a socket stays here only until its hello
+                ping_timeout=None,
+                close_timeout=config.close_timeout,
+                open_timeout=config.handshake_timeout,
+                create_connection=connection_class(self.admission, base),
+                backlog=_BACKLOG,
+            )
+        except (OSError, OverflowError) as exc:
+            raise ServiceError(listen_error(config.host, config.port, exc)) from exc
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        self.routes.bound(config.host, self.port, display_host(config.host))
+        logger.info("areasync front listening on %s", self.http_url)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+
+    async def _shutdown(self) -> None:
+        self.supervisor.stop()
+        if self._server is not None:
+            self._server.close()
+        config = self.config
+        limit = config.shutdown_timeout + config.shutdown_grace + config.close_timeout + 1.0
+
+        async def stop(worker: Worker) -> int:
+            if worker.pid is None or self._started.get(worker.name) != worker.pid:
+                return 0
+            try:
+                # A private journals directory goes with this run: sessions end, traces
+                # written, as in one process without --state-dir.
+                suspend = not self._private_dir
+                return int(await self.pool.call(worker, "stop", suspend, budget=limit))
+            except Exception as exc:  # killed past its budget, or gone: the pool ends it
+                logger.warning("%s did not stop cleanly: %s", worker.name, exc)
+                return 0
+
+        results = await asyncio.gather(*(stop(w) for w in self.pool.workers))
+        self.suspended = sum(results)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.pool.close()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), config.close_timeout + 1.0)
+        if self._private_dir and self.state_dir is not None:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        if self._tmp_under is not None:
+            shutil.rmtree(self._tmp_under, ignore_errors=True)
+
+    async def __aenter__(self) -> Front:
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._runner = asyncio.create_task(self.serve(ready), name="areasync front")
+        done, _ = await asyncio.wait({ready, self._runner}, return_when=asyncio.FIRST_COMPLETED)
+        if self._runner in done:
+            await self._runner  # it failed to start: raise why
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.shutdown()
+        if self._runner is not None:
+            await self._runner
+
+    def _track(self, coroutine: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- workers -----------------------------------------------------------------------------
+
+    async def call(self, worker: Worker, method: str, *args: Any) -> Any:
+        """`method(*args)` in `worker`, its service started first (a restarted process's)."""
+        await self._ensure_started(worker)
+        return await self.pool.call(worker, method, *args)
+
+    async def _ensure_started(self, worker: Worker) -> None:
+        while worker.pid is None or self._started.get(worker.name) != worker.pid:
+            assert self.state_dir is not None
+            index = self.pool.workers.index(worker)
+            config = worker_config(
+                shares.for_worker(self.config, len(self.pool.workers), index), self.state_dir
+            )
+            pid = await self.pool.call(worker, "start", config, self.ws_base)
+            self._started[worker.name] = pid
+
+    def worker(self, name: str) -> Worker:
+        return next(w for w in self.pool.workers if w.name == name)
+
+    def up(self) -> list[Worker]:
+        """Workers with a process whose service is started."""
+        return [
+            w
+            for w in self.pool.workers
+            if w.pid is not None and self._started.get(w.name) == w.pid and w.gone is None
+        ]
+
+    def _on_lost(self, worker: Worker, pid: int, killed: bool) -> None:
+        lost = self.seats.lose(worker.name)
+        self._started.pop(worker.name, None)
+        assert self.state_dir is not None
+        busy = self.state_dir / BUSY_DIR / str(pid)
+        if killed:  # its loop was held: most likely by a call under way (`busy.py`)
+            self.abandon.update(read_busy(busy))
+        busy.unlink(missing_ok=True)
+        if self._tmp_under is not None:  # its temp dir: its sessions' sandboxes, with it gone
+            shutil.rmtree(worker_tmp(str(self._tmp_under), pid), ignore_errors=True)
+        self.restoring.update(lost)
+        self.lost.append(f"{worker.name} (pid {pid}) ended with {len(lost)} session(s)")
+        logger.warning("%s (pid %d) ended; restoring its sessions %s", worker.name, pid, lost)
+        self._track(self._recover())
+
+    async def _recover(self) -> None:
+        """Restore a lost worker's sessions on the workers up (its restarted process
+        included, once it is)."""
+        while self.restoring and not self._stop.is_set():
+            if not self.up():
+                await asyncio.gather(
+                    *(self._ensure_started(w) for w in self.pool.workers if w.gone is None),
+                    return_exceptions=True,
+                )
+            try:
+                await self.adopt_orphans()
+            except (WorkerLost, CallFailed) as exc:
+                logger.warning("restoring a lost worker's sessions failed (%s); again", exc)
+            if self.restoring:
+                await asyncio.sleep(0.1)
+
+    async def refresh(self) -> bool:
+        """Ask every worker up which sessions it holds; False if one did not answer."""
+        workers = self.up()
+        answers = await asyncio.gather(
+            *(self.pool.call(w, "seats") for w in workers), return_exceptions=True
+        )
+        complete = True
+        for worker, seats in zip(workers, answers, strict=True):
+            if isinstance(seats, BaseException):
+                complete = False
+            else:
+                self.seats.seat(worker.name, seats)
+        return complete
+
+    async def adopt_orphans(self) -> list[str]:
+        """Restore every live journal no worker holds, spread over the workers up; the ids
+        restored. Nothing this round unless every worker up answers (no journal may get two
+        writers)."""
+        async with self._adopt_lock:
+            workers = self.up()
+            if not workers:
+                return []
+            on_disk = set(await self.pool.call(workers[0], "live_journals"))
+            if not await self.refresh():
+                return []
+            orphans = sorted(on_disk - set(self.seats.where) - set(self.refused))
+            self.restoring &= set(orphans)
+            if not orphans:
+                return []
+            plan: dict[str, list[str]] = {}
+            for session_id in orphans:
+                name = self.seats.least_loaded((w.name for w in workers), self.shares)
+                plan.setdefault(name, []).append(session_id)
+                self.seats.where[session_id] = name  # counted for the next placement
+                self.seats.live[session_id] = True
+            results = await asyncio.gather(
+                *(self._restore_on(self.worker(name), ids) for name, ids in plan.items()),
+                return_exceptions=True,
+            )
+            restored: list[str] = []
+            for (name, ids), result in zip(plan.items(), results, strict=True):
+                if isinstance(result, BaseException):
+                    for session_id in ids:  # not restored there: an orphan again
+                        if self.seats.where.get(session_id) == name:
+                            del self.seats.where[session_id]
+                    logger.warning("%s could not restore %s: %s", name, ids, result)
+                    continue
+                restored += result
+            return restored
+
+    async def _restore_on(self, worker: Worker, session_ids: list[str]) -> list[str]:
+        abandon = {sid: self.abandon[sid] for sid in session_ids if sid in self.abandon}
+        seats, refused = await self.pool.call(worker, "restore", session_ids, abandon)
+        for session_id in session_ids:
+            self.abandon.pop(session_id, None)
+        for session_id in set(session_ids) - {seat.session_id for seat in seats}:
+            self.seats.where.pop(session_id, None)  # refused: held by no worker
+        self.seats.seat(worker.name, seats)
+        self.refused.update(refused)
+        done = [seat.session_id for seat in seats]
+        self.restoring.difference_update(session_ids)
+        logger.info("%s restored %s; refused %s", worker.name, done, sorted(refused))
+        return done
+
+    async def create_session(self, **request: Any) -> dict[str, Any]:
+        """Create a session on the least loaded worker; `request` holds `create_session`'s
+        fields. Raises ProtocolError as `create_session` does, or when no worker is up."""
+        return await self._create("create", request)
+
+    async def _create(self, method: str, *args: Any) -> dict[str, Any]:
+        # One create at a time: each worker reads the ids the others gave from the journals.
+        async with self._create_lock:
+            workers = self.up()
+            try:
+                name = self.seats.least_loaded((w.name for w in workers), self.shares)
+            except ValueError as exc:
+                raise ProtocolError(ErrorCode.CAPACITY, f"{exc}; retry later") from exc
+            worker = self.worker(name)
+            answer = await self.call(worker, method, *args)
+            if "error" in answer:
+                error = answer["error"]
+                raise ProtocolError(ErrorCode(error["code"]), error["message"])
+            session_id = answer["session_id"]
+            tokens = answer["tokens"]
+            self.seats.seat(name, [Seat(session_id, True, dict(tokens))])
+        return {**answer, "url": self.ws_url(session_id), "worker": name}
+
+    async def locate(self, session_id: str) -> Worker | None:
+        """The worker holding `session_id`, asking every worker again on a miss."""
+        name = self.seats.held(session_id)
+        if name is None and session_id not in self.restoring:
+            await self.refresh()
+            name = self.seats.held(session_id)
+        return None if name is None else self.worker(name)
+
+    # -- connections -------------------------------------------------------------------------
+
+    async def _on_connection(self, ws: ServerConnection) -> None:
+        assert isinstance(ws, DivertingConnection)
+        path = urlsplit(ws.request.path if ws.request is not None else "/").path
+        authorization = ws.request.headers.get("Authorization") if ws.request else None
+        openenv = locate_openenv(path, authorization)
+        if openenv is not None:
+            await self._hand_openenv(ws, openenv[0])
+            return
+        session_id = session_id_of(path) or ""
+        if ws.pipelined():
+            await _refuse(ws, None, CloseCode.BAD_HELLO, "send hello after the upgrade's response")
+            return
+        evicted = asyncio.Event()
+        self.admission.on_evict(ws, evicted.set)
+        read = await self._read_hello(ws, evicted)
+        if read is None:
+            return
+        (opcode, payload, taken) = read
+        worker = await self.locate(session_id)
+        known = worker is not None or session_id in self.refused or session_id in self.restoring
+        verdict = judge(opcode, payload, session_id, self.tokens, known)
+        if isinstance(verdict, Refusal):
+            frame = encode_server_frame(error_frame(verdict.error), _encoding(opcode))
+            reason = f"{verdict.error.code.value}: {verdict.error.message}"
+            await _refuse(ws, frame, verdict.code, reason)
+            return
+        if session_id in self.refused and worker is None:
+            error = ProtocolError(
+                ErrorCode.SESSION_ENDED,
+                f"session {session_id!r} cannot resume: {self.refused[session_id]}",
+            )
+            frame = encode_server_frame(error_frame(error), _encoding(opcode))
+            await _refuse(ws, frame, CloseCode.SESSION_NOT_FOUND, error.message)
+            return
+        if session_id in self.restoring or worker is None or worker.side is None:
+            reason = f"session {session_id!r} is being restored on another worker; {_RETRY}"
+            await _refuse(ws, None, CloseCode.CAPACITY, reason)
+            return
+        rest = bytes(ws.raw[taken:])
+        if len(rest) > REST_BYTES:
+            reason = f"more than {REST_BYTES} bytes before the welcome; wait for it"
+            await _refuse(ws, None, CloseCode.TOO_LARGE, reason)
+            return
+        await self._hand(ws, worker, session_id, verdict, rest, path)
+
+    async def _hand_openenv(self, ws: DivertingConnection, token: str) -> None:
+        """OpenEnv's `/ws` (its token checked before the upgrade, `routes.py`): no hello to
+        read; the socket goes at once to the session's worker, or for the admin's token to
+        the least loaded one (whose episodes then make fresh sessions there)."""
+        who = self.tokens.identify(token)
+        if who is None:  # revoked since the upgrade
+            await _refuse(ws, None, CloseCode.UNAUTHORIZED, "the token is not valid")
+            return
+        role, session_id = who
+        if session_id is not None:
+            worker = await self.locate(session_id)
+        else:
+            up = self.up()
+            name = self.seats.least_loaded((w.name for w in up), self.shares) if up else None
+            worker = None if name is None else self.worker(name)
+        if worker is None or worker.side is None:
+            await _refuse(ws, None, CloseCode.CAPACITY, f"no worker holds it now; {_RETRY}")
+            return
+        handoff = Handoff(
+            session_id=session_id or "",
+            role=role,
+            hello=b"",
+            text=True,
+            rest=bytes(ws.raw),
+            path="/openenv/ws",  # without the token
+            openenv=True,
+        )
+        await self._send_socket(ws, worker, handoff)
+
+    async def _read_hello(
+        self, ws: DivertingConnection, evicted: asyncio.Event
+    ) -> tuple[int, bytes, int] | None:
+        """The hello's frame (opcode, payload, bytes it took), or None once the socket was
+        refused or closed."""
+        config = self.config
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + config.hello_timeout
+        skipped = 0
+        while True:
+            try:
+                found = client_frame(memoryview(ws.raw)[skipped:])
+            except BadFrame as exc:
+                await _refuse(ws, None, CloseCode.BAD_HELLO, f"{exc}; send hello first")
+                return None
+            if found is not None:
+                opcode, payload, taken = found
+                if opcode in DATA_OPCODES:
+                    return opcode, payload, skipped + taken
+                if opcode == CLOSE_OPCODE:
+                    ws.give_back()  # websockets answers the client's close
+                    return None
+                skipped += taken  # a ping or pong before the hello: nothing to answer
+                continue
+            ws.arrived.clear()
+            waiting: asyncio.Future[Any] = asyncio.ensure_future(ws.arrived.wait())
+            stopped: asyncio.Future[Any] = asyncio.ensure_future(evicted.wait())
+            closed: asyncio.Future[Any] = asyncio.ensure_future(
+                asyncio.shield(ws.connection_lost_waiter)
+            )
+            done, _ = await asyncio.wait(
+                {waiting, stopped, closed},
+                timeout=max(0.0, deadline - loop.time()),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            for future in (waiting, stopped, closed):
+                future.cancel()
+            if closed in done:
+                return None
+            if stopped in done:
+                reason = (
+                    f"evicted: the server's {config.max_pending_hellos} places for connections "
+                    "that have not said hello are taken by newer ones; reconnect and send hello "
+                    "first"
+                )
+                await _refuse(ws, None, CloseCode.HELLO_TIMEOUT, reason)
+                return None
+            if not done:
+                reason = f"no hello within {config.hello_timeout:g} s; send hello first"
+                await _refuse(ws, None, CloseCode.HELLO_TIMEOUT, reason)
+                return None
+
+    async def _hand(
+        self,
+        ws: DivertingConnection,
+        worker: Worker,
+        session_id: str,
+        verdict: Verdict,
+        rest: bytes,
+        path: str,
+    ) -> None:
+        handoff = Handoff(
+            session_id=session_id,
+            role=verdict.role,
+            hello=verdict.hello,
+            text=verdict.text,
+            rest=rest,
+            path=path,
+        )
+        await self._send_socket(ws, worker, handoff)
+
+    async def _send_socket(self, ws: DivertingConnection, worker: Worker, handoff: Handoff) -> None:
+        side = worker.side
+        assert side is not None
+        if peer_gone(side):  # it ended, and its pool has not seen it yet: as while restoring
+            reason = f"the session's worker has ended and is being replaced; {_RETRY}"
+            await _refuse(ws, None, CloseCode.CAPACITY, reason)
+            return
+        fd = detach(ws)
+        if fd is None:  # it has not even taken the upgrade's response in: dropped
+            wire.abort(ws)
+            return
+        try:
+            await send(side, handoff, fd)
+            self.handed += 1
+        except OSError as exc:  # the worker went meanwhile: the client reconnects
+            logger.info("could not hand a socket to %s: %s", worker.name, exc)
+        finally:
+            os.close(fd)
+
+
+def _encoding(opcode: int) -> Encoding:
+    return Encoding.JSON if opcode == TEXT_OPCODE else Encoding.MSGPACK
+
+
+async def _refuse(
+    ws: DivertingConnection, frame: str | bytes | None, code: int, reason: str
+) -> None:
+    """Before a hand-off: websockets reads the socket again, the error frame (if any) goes,
+    then the closing handshake with `code`."""
+    ws.give_back()
+    with anyio.move_on_after(ws.close_timeout or 1.0):
+        try:
+            if frame is not None:
+                await ws.send(frame)
+            await ws.close(code, reason.encode()[:123].decode(errors="ignore"))
+        except Exception:  # the peer went: nothing to say to it
+            return

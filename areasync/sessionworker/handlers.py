@@ -1,0 +1,242 @@
+"""A session worker's handlers: what the front calls over the pool's channel.
+
+`serving(side)` is the pool's `serve` (`workers/worker.py`): it yields the handlers, and the
+first call, `start`, runs the worker's `Service` on the worker's event loop and starts taking
+hand-offs from `side` (the front's side channel: one packet and one socket per connection,
+`service/handoff.py`). Each handler answers plain data (lists, dicts, msgspec structs), so
+nothing of ARE crosses the channel.
+
+* `beat()`: answered at once by the event loop: the front's supervisor sends one every
+  interval, and kills a worker whose loop has not answered within its budget
+  (`front/supervisor.py`).
+* `create(request)`, `restore(ids)`: sessions made here; each answers the `Seat` of what it
+  made (its id and the credentials the front checks hellos with: the tokens, or a restored
+  session's salted hashes).
+* `seats()`, `live_journals()`, `sessions(role, id)`, `admin_get(path)`, `load()`: what the
+  front reads to place sessions, merge `/api/sessions` and answer the dashboard.
+* `stop()`: shut the service down (live sessions suspended in their journals).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from areasync.bridge.sandbox_paths import own_are_sandboxes
+from areasync.protocol.errors import ProtocolError
+from areasync.protocol.frames import Role
+from areasync.service import Service, ServiceConfig
+from areasync.service.auth import Credentials
+from areasync.service.handoff import adopt, adopting_server, handoff_of, receive
+from areasync.service.memory import resident_bytes
+from areasync.service.requests import (
+    create_from_fields,
+    created_result,
+    refused_as_plain_data,
+)
+from areasync.sessionworker.busy import BUSY_DIR, Busy
+from areasync.workers.worker import Handler
+
+__all__ = ["Seat", "SessionWorker", "serving"]
+
+logger = logging.getLogger("areasync.sessionworker")
+
+
+class Seat(msgspec.Struct, frozen=True):
+    """A session a worker holds, as the front needs it: its id, whether it is live, and what
+    opens its roles."""
+
+    session_id: str
+    live: bool
+    credentials: Credentials | None
+
+
+class SessionWorker:
+    """One worker's service and its hand-offs (module docstring)."""
+
+    def __init__(self, side: socket.socket) -> None:
+        self.side = side
+        self.service: Service | None = None
+        self.handed = 0  # connections handed over to this worker
+
+    # -- life ---------------------------------------------------------------------------------
+
+    async def start(self, config: ServiceConfig, ws_base: str) -> int:
+        """Start the service (no port, no admin token of the front's) and take hand-offs;
+        the process id."""
+        if self.service is not None:
+            return os.getpid()
+        assert config.state_dir is not None
+        service = Service(
+            config,
+            scenarios=(),
+            restore_at_start=False,
+            listen=False,
+            ws_base=ws_base,
+            keep_admin_token=False,
+        )
+        service.registry.calls = Busy(config.state_dir / BUSY_DIR / str(os.getpid()))
+        await service.__aenter__()
+        self.service = service
+        server = adopting_server(self._serve, logging.getLogger("websockets.server"))
+        loop = asyncio.get_running_loop()
+        self.side.setblocking(False)
+        loop.add_reader(self.side.fileno(), self._take, server)
+        return os.getpid()
+
+    def _take(self, server: Any) -> None:
+        """The side channel is readable: adopt every socket waiting there."""
+        config = self._service().config
+        while True:
+            try:
+                taken = receive(self.side)
+            except EOFError:
+                asyncio.get_running_loop().remove_reader(self.side.fileno())
+                return
+            if taken is None:
+                return
+            handoff, sock = taken
+            self.handed += 1
+            adopting = adopt(
+                server,
+                sock,
+                handoff,
+                max_size=2 * config.max_frame_bytes,
+                max_queue=4,
+                write_limit=config.write_limit,
+                ping_interval=config.ping_interval,
+                close_timeout=config.close_timeout,
+            )
+            task = asyncio.ensure_future(adopting)
+            task.add_done_callback(_report_failure)
+
+    async def _serve(self, ws: Any) -> None:
+        await self._service().serve_handed(ws, handoff_of(ws))
+
+    def _service(self) -> Service:
+        if self.service is None:
+            raise RuntimeError("the session worker has not been started: call start first")
+        return self.service
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    async def beat(self) -> int:
+        return self.handed
+
+    async def create(self, request: dict[str, Any]) -> dict[str, Any]:
+        """`create_session` as the admin's frame does it; a refusal as
+        `{"error": {"code", "message"}}`."""
+        return await create_from_fields(request, self._service().registry)
+
+    async def open_scenario(self, source: str) -> dict[str, Any]:
+        """A session of the operator's `--scenario` (a registered id or a JSON file's path),
+        made as a server makes its own at start-up: the configuration's mode, speed and
+        oracle, whatever the memory ceiling says. A refusal as `create`'s."""
+        registry = self._service().registry
+        try:
+            session = await registry.create_async(source, ceiling=False)  # reads the ids taken
+        except ProtocolError as exc:
+            return refused_as_plain_data(exc)
+        return created_result(session, registry)
+
+    async def restore(
+        self, session_ids: list[str], abandon: dict[str, int] | None = None
+    ) -> tuple[list[Seat], dict[str, str]]:
+        """Restore these sessions from their journals (`abandon`: `Service.restore`'s): their
+        seats, and why each other one was not."""
+        service = self._service()
+        restored, refused = await service.restore(session_ids, abandon)
+        return [self._seat(sid) for sid in restored], refused
+
+    async def seats(self) -> list[Seat]:
+        return [self._seat(sid) for sid in self._service().registry.sessions]
+
+    def _seat(self, session_id: str) -> Seat:
+        service = self._service()
+        session = service.registry.sessions.get(session_id)
+        live = session is not None and not session.ended
+        return Seat(session_id, live, service.tokens.credentials(session_id))
+
+    async def live_journals(self) -> list[str]:
+        journals = self._service().registry.journals
+        return [] if journals is None else await journals.live_ids()
+
+    async def sessions(self, role: str, session_id: str | None) -> dict[str, Any]:
+        """`/api/sessions` as `role` (of `session_id`) sees it here."""
+        return self._service().http.sessions(Role(role), session_id)
+
+    async def admin_get(self, path: str) -> tuple[int, bytes]:
+        """(status, JSON body) of GET `path` as the admin."""
+        service = self._service()
+        response = service.http.answer_for(path, service.tokens.admin)
+        return response.status_code, bytes(response.body)
+
+    async def load(self) -> tuple[int, int]:
+        """(live sessions, resident bytes) of this worker."""
+        return len(self._service().registry.live()), resident_bytes() or 0
+
+    async def stop(self, suspend: bool = True) -> int:
+        """Shut the service down: live sessions suspended in their journals (`suspend`), else
+        stopped with their traces written; how many were suspended."""
+        service = self.service
+        self.service = None
+        if service is None:
+            return 0
+        service.suspend_at_shutdown = suspend
+        with contextlib.suppress(OSError, ValueError):
+            asyncio.get_running_loop().remove_reader(self.side.fileno())
+        await service.__aexit__(None, None, None)
+        return service.suspended
+
+    def handlers(self) -> Mapping[str, Handler]:
+        return {
+            "start": self.start,
+            "beat": self.beat,
+            "create": self.create,
+            "open_scenario": self.open_scenario,
+            "restore": self.restore,
+            "seats": self.seats,
+            "live_journals": self.live_journals,
+            "sessions": self.sessions,
+            "admin_get": self.admin_get,
+            "load": self.load,
+            "stop": self.stop,
+        }
+
+
+def _report_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("a handed-over socket could not be adopted: %r", task.exception())
+
+
+@contextmanager
+def serving(side: socket.socket) -> Iterator[Mapping[str, Handler]]:
+    """The pool's `serve` for session workers (module docstring), ARE's file-system sandboxes
+    made in the worker's own temp dir (the one its confinement lets it write: `confine.py`)."""
+    with own_are_sandboxes():
+        yield SessionWorker(side).handlers()
+
+
+def worker_config(config: ServiceConfig, state_dir: Path) -> ServiceConfig:
+    """A session worker's configuration: the front's, without its admin token (the worker's
+    service makes one of its own that nobody holds), with the shared `state_dir`, no port,
+    no gaia2-cli adapter and no MCP port (the front's to serve)."""
+    return dataclasses.replace(
+        config,
+        admin_token=None,
+        state_dir=state_dir,
+        port=0,
+        gaia2_port=None,
+        gaia2_ports=None,
+        mcp_port=None,
+    )

@@ -32,6 +32,8 @@ with contextlib.suppress(ImportError):  # without playwright the test modules sk
 import websockets
 from websockets.asyncio.client import ClientConnection
 
+from tests.bounds import BROWSER_S
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -273,7 +275,11 @@ async def page(
 ) -> AsyncIterator[Page]:
     """A fresh page; at the end, a screenshot under artifacts/, no uncaught script error and
     nothing blocked by the dashboard's Content-Security-Policy."""
+    from playwright.async_api import expect
+
+    expect.set_options(timeout=BROWSER_S * 1000)
     context = await browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context.set_default_timeout(BROWSER_S * 1000)
     await context.add_init_script(WATCH_CSP)
     opened = await context.new_page()
     errors: list[str] = []

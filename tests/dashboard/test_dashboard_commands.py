@@ -96,4 +96,4 @@ async def test_restart_with_the_oracle_runs_the_scenario_to_a_pass_without_an_ag
     await expect(page.locator("#state")).to_have_text("stopped")
     await page.get_by_role("button", name="Restart with the oracle", exact=True).click()
     await expect(page.locator("#crumb")).not_to_have_text(old["session_id"])
-    await expect(page.locator("#state")).to_have_text("passed", timeout=20_000)
+    await expect(page.locator("#state")).to_have_text("passed")

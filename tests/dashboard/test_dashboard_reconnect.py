@@ -58,7 +58,7 @@ async def test_dropped_connection_is_repaired_without_gaps(
         await controller.request({"type": "jump", "by": 1})
         proxy.restore()
 
-        await expect(conn).to_have_attribute("data-state", "live", timeout=20_000)
+        await expect(conn).to_have_attribute("data-state", "live")
         await caught_up(page, controller)
         rows = await page_rows(page)
     assert rows == controller.rows()  # every event and notification, in order, none twice

@@ -83,7 +83,7 @@ async def test_an_agent_runs_a_waiting_session_to_a_passed_validation(
     )
     assert await asyncio.wait_for(agent.wait(), 60) == 0
     ended = page.locator("#ended")
-    await expect(ended).to_contain_text("ran to the end of its scenario", timeout=20_000)
+    await expect(ended).to_contain_text("ran to the end of its scenario")
     await expect(ended).to_contain_text("checks passed")
     await expect(page.locator("#waiting")).to_be_hidden()
 
@@ -142,7 +142,7 @@ async def test_an_admin_creates_a_session_from_an_uploaded_file(
     await page.get_by_role("button", name="Create", exact=True).click()
     await expect(page.locator("#crumb")).to_have_text(GAIA2_SHAPED_ID)
     # The oracle is its own agent: the session runs through and validates.
-    await expect(page.locator("#ended")).to_contain_text("checks passed", timeout=20_000)
+    await expect(page.locator("#ended")).to_contain_text("checks passed")
 
 
 async def test_a_file_that_is_not_json_is_refused_saying_why(

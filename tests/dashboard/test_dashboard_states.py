@@ -215,7 +215,7 @@ async def test_a_fast_session_on_its_agents_turn_says_it_waits_for_the_agent(
     await expect(page.locator("#state")).to_have_text("waiting")
     # An agent that connects holds the fast clock on its turn, until it waits: it never does.
     async with connect(server, session["session_id"], role="agent"):
-        await expect(page.locator("#state")).to_have_text("agent's turn", timeout=15_000)
+        await expect(page.locator("#state")).to_have_text("agent's turn")
         await expect(page.locator("#waiting")).to_contain_text(
             "The agent's turn: the fast clock stands still while the agent acts"
         )
@@ -228,7 +228,7 @@ async def test_a_run_whose_checks_failed_reads_failed(server: Server, page: Page
     await open_session(page, server, session["session_id"])
     # Started without an agent: the scenario runs to its end with nobody acting on it.
     await page.get_by_role("button", name="Start", exact=True).click()
-    await expect(page.locator("#state")).to_have_text("failed", timeout=15_000)
+    await expect(page.locator("#state")).to_have_text("failed")
     await expect(page.locator("#ended .ended-title")).to_have_text(
         "Failed: ran to the end, checks failed"
     )

@@ -23,6 +23,7 @@ from areasync.gaia2.artifacts import EVENTS_JSONL, RESULT_JSON, TRACE_JSONL
 from areasync.gaia2.dataset import CONFIG, SPECS, SPLIT, agent_scripts, write_dataset
 from areasync.gaia2.report import INDEX_HTML, TRACE_HTML, write_report
 from areasync.gaia2.stub_llm import Script, StubLLM
+from tests.bounds import BROWSER_S
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
 
 with_browser = pytest.mark.skipif(not CHROMIUM.exists(), reason=chromium_missing_reason())
@@ -84,7 +85,11 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=BROWSER_S * 1000)
     context = browser.new_context()
+    context.set_default_timeout(BROWSER_S * 1000)
     opened = context.new_page()
     yield opened
     context.close()

@@ -20,6 +20,7 @@ from areasync.gaia2 import compare
 from areasync.gaia2.dataset import CONFIG, SPLIT, agent_scripts, write_dataset
 from areasync.gaia2.report import write_report
 from areasync.gaia2.stub_llm import Script, StubLLM
+from tests.bounds import BROWSER_S
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=chromium_missing_reason())
@@ -66,7 +67,11 @@ def browser(out: Path) -> Iterator[Any]:
 def page(browser: Any, out: Path) -> Iterator[Any]:
     """The index, opened from disk; at the end, nothing said on the console (no policy
     violation, no script error)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=BROWSER_S * 1000)
     context = browser.new_context()
+    context.set_default_timeout(BROWSER_S * 1000)
     opened = context.new_page()
     problems: list[str] = []
     opened.on("console", lambda message: problems.append(message.text))

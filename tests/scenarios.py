@@ -22,6 +22,7 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -166,15 +167,14 @@ class RunawayApp(TimelineApp):
 
     @app_tool()
     @event_registered(operation_type=OperationType.READ)
-    def doze(self, seconds: float) -> bool:
-        """Sleep `seconds` of wall time in C (`time.sleep`), the interpreter lock released: the
-        call watchdog cannot stop it, and other threads (a journal's writer) run meanwhile.
+    def hang(self) -> bool:
+        """Wait in C for what never comes (an event nobody sets), the interpreter lock released:
+        the call watchdog cannot stop it, and other threads (a journal's writer) run meanwhile.
 
-        :param seconds: how long to sleep
-        :returns: True
+        :returns: never
         """
         _announce()
-        time.sleep(seconds)
+        threading.Event().wait()
         return True
 
 

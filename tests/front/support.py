@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -30,11 +31,15 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 from websockets.uri import parse_uri
 
-from areasync.client.reconnect import FATAL_CLOSE_CODES
+from areasync.client.reconnect import FATAL_CLOSE_CODES, backoff
 from tests.service.durable_support import read_until
 
 ADMIN = "front-admin-token-not-for-workers"
 WAIT = 60.0
+# Between hellos refused while a session is restored: areasync's client's own backoff, from its
+# defaults (`backoff_initial`, `backoff_max`).
+RETRY_S = 0.05
+RETRY_LONGEST_S = 2.0
 # A hang bound on a front's start: three processes import ARE (the front, its fork server,
 # which also discovers ARE's scenarios, then forks the workers); with both cores busy and a
 # load average of 15 it took over a minute.
@@ -163,11 +168,12 @@ async def hello_past_restore(
     without a close frame by a worker that ended under it) until it is answered otherwise:
     what areasync's client does for every close but a fatal one (`client/reconnect.py`)."""
     with anyio.fail_after(WAIT):
-        while True:
+        for failures in itertools.count(1):
             ws, answer = await hello(url, role, token, **fields)
             if answer["type"] != "closed" or answer["code"] in FATAL_CLOSE_CODES:
                 return ws, answer
-            await anyio.sleep(0.05)
+            await anyio.sleep(backoff(failures, initial=RETRY_S, longest=RETRY_LONGEST_S))
+    raise AssertionError("unreachable")
 
 
 async def reply(

@@ -129,7 +129,7 @@ async def test_a_killed_workers_sessions_resume_on_a_live_worker_with_since(
     ("tool", "args"),
     [
         ("RunawayApp__backtrack", {"length": 60}),  # holds the interpreter lock in C
-        ("RunawayApp__doze", {"seconds": 600.0}),  # releases it: the call's record is written
+        ("RunawayApp__hang", {}),  # releases it: the call's record is written
     ],
 )
 async def test_a_worker_stuck_in_c_is_killed_and_its_sessions_resume_without_the_call(

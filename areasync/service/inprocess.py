@@ -148,11 +148,18 @@ class InProcessClient:
         self.core = core
 
     async def request(
-        self, frame: ClientFrame, *, then: Callable[[bool], None] | None = None
+        self,
+        frame: ClientFrame,
+        *,
+        then: Callable[[bool], None] | None = None,
+        hold: bool = True,
     ) -> Any:
         """`frame` through the gate and `requests.perform`: its result's value, once durable;
         else RequestError (or NotDurableError). `then(failed)` is called as soon as the request
-        has been carried out, before anything is awaited (an agent takes its turn there)."""
+        has been carried out, before anything is awaited (an agent takes its turn there).
+        `hold=False`: the value as soon as the request is carried out; the caller makes its
+        answer then and holds it (`until_durable`) until the records are durable, so that
+        what happens meanwhile (a fast clock run on) is not in it."""
         core = self.core
         if core is None:
             raise RequestError(ErrorCode.BAD_STATE, "no session joined: say hello first")
@@ -162,7 +169,7 @@ class InProcessClient:
         for action in actions:
             match action:
                 case Call(frame=call):
-                    return await self._carry_out(core, call, then)
+                    return await self._carry_out(core, call, then, hold)
                 case Reply(frame=Error()):
                     pass
                 case Reply():  # answered by the core itself (a ping's pong): nothing ran
@@ -201,7 +208,11 @@ class InProcessClient:
         return RequestError(code, close.reason, closed=True)
 
     async def _carry_out(
-        self, core: ConnectionCore, frame: ClientFrame, then: Callable[[bool], None] | None
+        self,
+        core: ConnectionCore,
+        frame: ClientFrame,
+        then: Callable[[bool], None] | None,
+        hold: bool,
     ) -> Any:
         session, role = core.session, core.role
         assert session is not None and role is not None
@@ -226,7 +237,8 @@ class InProcessClient:
                 self.metrics.tool_call_seconds.observe(time.perf_counter() - started)
         if then is not None:
             then(failed)
-        await until_durable(session)  # the outbox holds a WebSocket reply until then
+        if hold:
+            await until_durable(session)  # the outbox holds a WebSocket reply until then
         reply = answer[0]
         assert isinstance(reply, Reply)
         if isinstance(reply.frame, Result):

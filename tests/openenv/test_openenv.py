@@ -16,7 +16,7 @@ import pytest
 
 from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
-from areasync.protocol.frames import EventItem, Role
+from areasync.protocol.frames import EventItem, Role, SendUserMessage
 from areasync.service import Service
 from areasync.service.openenv.messages import schema
 from tests.openenv.client import GenericEnvClient
@@ -260,17 +260,30 @@ async def test_fast_mode_time_stands_still_while_the_agent_holds_its_turn() -> N
         assert still["current_time"] == start.observation["current_time"]
 
 
-@front_lacks("a worker journals its sessions: see the test below (open)")
+async def test_letting_time_advance_with_a_notification_not_yet_observed_keeps_the_turn() -> None:
+    async with (
+        serving(mode="fast") as service,
+        GenericEnvClient(base_url=agent_url(service)) as env,
+        attach(service, Role.USER) as user,
+    ):
+        with anyio.fail_after(WAIT):
+            start = await env.reset()  # the agent's turn: fast time stands still
+            # News the agent has not been shown yet (its last observation came before it).
+            await user.call(SendUserMessage, content="one more thing")
+            step = await env.step(
+                {"action_type": "call_tool", **SEND, "tool_args": {"content": "on it"}}
+            )
+            await anyio.wait_all_tasks_blocked()
+            state = await env.state()
+    assert step.observation["metadata"]["time_advanced"] is False
+    assert any("one more thing" in n["message"] for n in step.observation["notifications"])
+    assert state["current_time"] == start.observation["current_time"]
+
+
 async def test_fast_mode_advance_time_lets_the_clock_run_to_the_next_notification() -> None:
     await _fast_mode_runs_to_the_next_notification()
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: with journals (--state-dir, every session worker), a fast-mode episode's "
-    "steps wait out the bound without the tutorial's notification",
-)
 async def test_fast_mode_advance_time_reaches_the_next_notification_with_journals(
     tmp_path: Path,
 ) -> None:

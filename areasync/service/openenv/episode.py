@@ -14,12 +14,17 @@ one path every request takes.
 
 The OpenEnv client is the session's agent: in fast mode it holds its turn (a lease: time stands
 still) from each observation until it lets time advance (`call_tool{advance_time}`); a
-notification gives the turn back, as for a native agent. It reads the session's stream from
-its own cursor: each observation carries exactly the notifications since the previous one.
+notification gives the turn back, as for a native agent. Letting time advance says what it has
+read (`idle{seen}`): a notification it has not been shown yet keeps its turn (the observation
+it is about to get carries it). It reads the session's stream from its own cursor: each
+observation carries exactly the notifications since the previous one.
 
-With a journal (`--state-dir`) an observation is made only once the records of what its
-action did are durable (`StreamHub.durable`, the gate of `durable.py`): like a native reply,
-it never tells of an input a restarted server would not know.
+An observation is made when its action is done (the clock, the stream and the outcome then),
+and with a journal (`--state-dir`) sent only once every record logged until then is durable
+(`StreamHub.durable`, the gate of `durable.py`), as a WebSocket reply is made and then held by
+its outbox: it never tells of an input a restarted server would not know, and what it says
+does not depend on how long the disk takes (a fast clock the agent let run goes on meanwhile:
+where it got is the next observation's news).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import msgspec
@@ -79,6 +84,8 @@ logger = logging.getLogger("areasync.service")
 
 _numbers = itertools.count(1)
 
+_Answer = TypeVar("_Answer")
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Credential:
@@ -120,6 +127,7 @@ class Episode:
         self.session: Session | None = None
         self.client: InProcessClient | None = None  # its path into `session`
         self.cursor = 0  # the stream seq the last observation reported up to
+        self.read_to = 0  # ... and the last one sent (`_held`)
         self.steps = 0
         self.episode_id: str | None = None
         self.last_active = time.monotonic()
@@ -200,8 +208,7 @@ class Episode:
             await self._join(self._bound_session())
         self.steps = 0
         self.episode_id = episode_id or self.id
-        await self._durable()
-        return self.observe(action_result=None)
+        return await self._held(self.observe(action_result=None))
 
     async def initialize(self, action: InitializeAction) -> dict[str, Any]:
         if not self.credential.fresh:
@@ -275,7 +282,7 @@ class Episode:
         """Say hello to `session` through its gate and follow its stream from now on."""
         client = self.client
         if self.session is session and client is not None and not client.closed:
-            self.cursor = session.hub.seq
+            self.cursor = session.sim.log.seq
             self.take_turn()
             return
         # A new session, or a client the gate closed (it kept sending while rate limited): it
@@ -290,7 +297,7 @@ class Episode:
             raise OpenEnvError(_openenv_code(refused.code), refused.message) from None
         self.client = client
         self.session = session
-        self.cursor = session.hub.seq
+        self.cursor = session.sim.log.seq
         session.attach(self)
         if self._acts and self.credential.role is not Role.AGENT:
             # attach() does this for an agent's hello; the admin's OpenEnv client is the agent.
@@ -335,8 +342,7 @@ class Episode:
         if isinstance(action, InitializeAction):
             result = await self.initialize(action)
             self.steps += 1
-            await self._durable()
-            return self.observe(action_result=result)
+            return await self._held(self.observe(action_result=result))
         if self.session is None:
             raise OpenEnvError(
                 ErrorCode.EXECUTION_ERROR,
@@ -354,12 +360,12 @@ class Episode:
         if isinstance(action, CallToolAction):
             extra["time_advanced"] = await self._after_tool(action)
         self.steps += 1
-        await self._durable()
-        return self.observe(
+        observation = self.observe(
             action_result=self._result(action, value) if error is None else None,
             action_error=error,
             metadata={**action.metadata, **extra} if action.metadata or extra else {},
         )
+        return await self._held(observation)
 
     def _turn_after(self, action: CallToolAction) -> Callable[[bool], None]:
         """A tool call's outcome is the agent's next turn, unless it lets time advance: taken
@@ -372,13 +378,16 @@ class Episode:
         return then
 
     async def _after_tool(self, action: CallToolAction) -> bool:
+        """Let time advance after a tool call, if asked: whether it may (in fast mode, not
+        if a notification the agent has not seen keeps its turn)."""
         session = self.session
         if session is None or session.sim.ended or not action.advance_time:
             return False
         mode = session.sim.clock.mode
         if mode is Mode.FAST:
-            await self.request(Idle(id=0))
-            return True
+            # Not held: the observation is made now, before the clock can run (`_held`).
+            await self._idle(hold=False)
+            return self.holder not in session.sim.leases
         if mode is Mode.MANUAL and self.client is not None and Tick in self.client.allowed:
             await self.request(Tick(id=0, n=1))
             return True
@@ -396,7 +405,7 @@ class Episode:
         if not self.pending() and not session.sim.ended and not self.closed:
             self._arrived = anyio.Event()
             if session.sim.clock.mode is Mode.FAST and self._acts:
-                await self.request(Idle(id=0))
+                await self._idle()
             self.waiting = True
             try:
                 with anyio.move_on_after(bound):
@@ -404,8 +413,11 @@ class Episode:
             finally:
                 self.waiting = False
             self.take_turn()
-        await self._durable()
-        return self.notifications()
+        return await self._held(self.notifications())
+
+    async def _idle(self, *, hold: bool = True) -> None:
+        """The agent's turn ends, unless a notification came after what it was shown."""
+        await self.request(Idle(id=0, seen=self.cursor), hold=hold)
 
     def pending(self) -> bool:
         """A notification arrived since the previous observation."""
@@ -415,11 +427,13 @@ class Episode:
         )
 
     def _unread(self, session: Session) -> list[StreamItem]:
-        end = session.hub.seq
-        return list(session.sim.log.after(min(self.cursor, end))[: end - self.cursor])
+        # Every item made so far: an answer telling of them is held until the records before
+        # them are durable (`_held`), as an outbox holds a WebSocket reply.
+        return session.sim.log.after(self.cursor)
 
     def notifications(self) -> list[dict[str, Any]]:
-        """The notifications since the previous observation; the cursor moves past them."""
+        """The notifications since the previous observation; the cursor moves past them
+        (back, if the answer carrying them cannot be sent: `_held`)."""
         session = self.session
         if session is None:
             return []
@@ -428,15 +442,21 @@ class Episode:
             for item in self._unread(session)
             if isinstance(item, NotificationItem)
         ]
-        self.cursor = session.hub.seq
+        self.read_to = self.cursor
+        self.cursor = session.sim.log.seq
         return found
 
-    async def _durable(self) -> None:
-        """Wait until every record logged so far is durable (module docstring)."""
+    async def _held(self, answer: _Answer) -> _Answer:
+        """`answer`, made now, once every record logged so far is durable (module docstring).
+        If they cannot be made durable, the answer is not sent and what it would have told
+        is told by the next one."""
         try:
             await until_durable(self.session)
         except NotDurableError as failure:
+            self.cursor = self.read_to
             raise OpenEnvError(ErrorCode.SESSION_ERROR, failure.message) from None
+        self.read_to = self.cursor
+        return answer
 
     def _result(self, action: AreAction, value: Any) -> dict[str, Any]:
         if isinstance(action, ListAppsAction):
@@ -476,14 +496,19 @@ class Episode:
         return out
 
     async def request(
-        self, frame: ClientFrame, *, then: Callable[[bool], None] | None = None
+        self,
+        frame: ClientFrame,
+        *,
+        then: Callable[[bool], None] | None = None,
+        hold: bool = True,
     ) -> Any:
-        """`frame` by a WebSocket frame's path (`InProcessClient.request`): its value, or
-        raises (OpenEnvError, or _ToolFailed if ARE ran the tool and it raised)."""
+        """`frame` by a WebSocket frame's path (`InProcessClient.request`, `then` and `hold`
+        as there): its value, or raises (OpenEnvError, or _ToolFailed if ARE ran the tool and
+        it raised)."""
         client = self.client
         assert client is not None
         try:
-            return await client.request(frame, then=then)
+            return await client.request(frame, then=then, hold=hold)
         except RequestError as failure:
             if failure.code == AreaErrorCode.TOOL_FAILED:
                 raise _ToolFailed(failure.message) from None

@@ -234,6 +234,12 @@ _WAIT: Final = Command(
     (
         opt("--timeout", kind=Kind.FLOAT, default=60.0, help="Simulated seconds, at most."),
         opt("--idle", kind=Kind.FLAG, help="Say the agent is done for now; do not wait."),
+        opt(
+            "--seen",
+            kind=Kind.INT,
+            help="With --idle: the seq of the last notification read; one after it keeps "
+            "the agent's turn.",
+        ),
     ),
 )
 
@@ -245,7 +251,8 @@ def run_wait(words: Sequence[str], environ: Mapping[str, str]) -> Any:
     args = parse(WAIT, _WAIT, words)
     base = adapter_url(environ)
     if args["idle"]:
-        _call(base, "POST", "/idle", {})
+        seen = args.get("seen")
+        _call(base, "POST", "/idle", {} if seen is None else {"seen": seen})
         return {"status": "idle"}
     timeout = args["timeout"]
     before = _call(base, "GET", "/notifications")["lastSeq"]

@@ -287,6 +287,16 @@ async def test_gaia2_wait_idle_lets_the_session_run_to_its_end(tmp_path: Path) -
             await service.registry.sessions[TUTORIAL].done.wait()
 
 
+async def test_gaia2_wait_idle_with_news_unread_keeps_the_agents_turn(tmp_path: Path) -> None:
+    async with session(tmp_path) as (service, env):
+        output(await shell(env, "gaia2-wait --timeout 60"))  # notification 1, at 6 s
+        # As if notification 1 had not been read yet.
+        assert output(await shell(env, "gaia2-wait --idle --seen 0")) == {"status": "idle"}
+        await anyio.wait_all_tasks_blocked()
+        sim = service.registry.sessions[TUTORIAL].sim
+        assert sim.leases and sim.clock_state(peek=True).time == 6.0 and not sim.ended
+
+
 # -- GAIA2_STATE_DIR and GAIA2_EVENT_ID: upstream's events.jsonl -----------------------------
 
 

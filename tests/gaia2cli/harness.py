@@ -4,10 +4,10 @@ Written from gaia2-cli's documented contract, not from areasync's code: `POST /n
 `{"message"}` -> `{"ok", "runId"}`; `GET /messages?after=<seq>` -> `{"ok", "messages",
 "lastSeq"}`; `GET /status` polled until `status` is complete, stopped or error; `GET /health`
 until `connected`; `GET /events` server-sent events `event: chat` / `data: <message JSON>`; and
-areasync's agent route, `POST /call_tool` `{"app", "action", "args"}` -> `{"ok", "result"}`
-(upstream's `/execute_action` is its daemon's ENV dispatch, which areasync refuses). Each call
-runs the blocking stdlib client in a worker thread, with a socket timeout, so no wait is
-unbounded.
+areasync's agent routes, `POST /call_tool` `{"app", "action", "args"}` -> `{"ok", "result"}`,
+`GET /notifications?after=<seq>` and `POST /idle` `{"seen"?}` -> `{"ok"}` (upstream's
+`/execute_action` is its daemon's ENV dispatch, which areasync refuses). Each call runs the
+blocking stdlib client in a worker thread, with a socket timeout, so no wait is unbounded.
 """
 
 from __future__ import annotations
@@ -74,6 +74,18 @@ class Harness:
         self, app: str, action: str, args: dict[str, Any]
     ) -> tuple[int, dict[str, Any]]:
         return await self.call("POST", "/call_tool", {"app": app, "action": action, "args": args})
+
+    async def idle(self, seen: int | None = None) -> dict[str, Any]:
+        """`POST /idle`: the agent is done for now; `seen`, the `lastSeq` of the
+        `/notifications` it has read (a notification after them keeps its turn)."""
+        status, body = await self.call("POST", "/idle", {} if seen is None else {"seen": seen})
+        assert status == 200, body
+        return body
+
+    async def notifications(self, after: int = 0) -> dict[str, Any]:
+        status, body = await self.call("GET", f"/notifications?after={after}")
+        assert status == 200, body
+        return body
 
     async def wait_status(
         self, statuses: frozenset[str] = TERMINAL, limit: float = 30.0

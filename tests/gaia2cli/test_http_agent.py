@@ -48,11 +48,34 @@ async def test_an_http_agent_that_says_it_is_done_lets_the_session_run_to_its_en
         agent = harness(service, Role.AGENT)
         await wait(agent)
         await agent.call_tool("AgentUserInterface", "send_message_to_user", {"content": "On it."})
-        status, body = await agent.call("POST", "/idle", {})
-        assert status == 200 and body == {"ok": True}
+        assert await agent.idle() == {"ok": True}
         run = await Runner(service.gaia2_url(TUTORIAL), limit=WALL_S).run()
     assert run.statuses[-1]["status"] in ("complete", "stopped")
     assert run.statuses[-1]["last_response"] == "On it." and run.statuses[-1]["turn"] == 1
+
+
+async def test_an_http_idle_that_has_not_read_the_latest_notification_keeps_the_agents_turn() -> (
+    None
+):
+    async with adapter() as service:
+        agent = harness(service, Role.AGENT)
+        await wait(agent)  # time moves to the user's message at 6 s, notification 1
+        # As if notification 1 were still on its way: the agent has read none.
+        assert await agent.idle(seen=0) == {"ok": True}
+        await anyio.wait_all_tasks_blocked()
+        sim = service.registry.sessions[TUTORIAL].sim
+        assert HOLDER in sim.leases
+        assert sim.clock_state(peek=True).time == 6.0 and not sim.ended
+
+
+async def test_an_http_idle_that_has_read_the_latest_notification_lets_time_run_on() -> None:
+    async with adapter() as service:
+        agent = harness(service, Role.AGENT)
+        await wait(agent)
+        read = await agent.notifications()
+        assert await agent.idle(seen=read["lastSeq"]) == {"ok": True}
+        status = await agent.wait_status(limit=WALL_S)
+    assert read["lastSeq"] == 1 and status["status"] in ("complete", "stopped")
 
 
 async def test_health_is_connected_once_an_http_agent_has_arrived() -> None:

@@ -86,6 +86,25 @@ def test_an_action_is_its_apps_tool() -> None:
     assert t.parse_action(body.encode()) == t.Action("EmailClientApp__send_email", {})
 
 
+def test_an_idle_without_seen_ends_the_turn_whatever_came_as_upstreams_runner_expects() -> None:
+    assert t.act_of(t.Route.IDLE, b"", [4]) == t.Done()
+    assert t.act_of(t.Route.IDLE, b"{}", [4]) == t.Done()
+    assert t.frame_of(t.Done()).seen is None
+
+
+def test_an_idles_seen_names_the_stream_seq_of_the_last_notification_read() -> None:
+    notified = [4, 9]  # notifications 1 and 2 are stream items 4 and 9
+    assert t.act_of(t.Route.IDLE, b'{"seen": 1}', notified) == t.Done(4)
+    assert t.act_of(t.Route.IDLE, b'{"seen": 0}', notified) == t.Done(0)
+    assert t.frame_of(t.Done(9)).seen == 9
+
+
+def test_an_idles_seen_past_the_notifications_shown_is_refused() -> None:
+    refused = t.act_of(t.Route.IDLE, b'{"seen": 3}', [4, 9])
+    assert isinstance(refused, t.Reply) and refused.status == 400
+    assert "lastSeq of GET /notifications" in refused.body["error"]
+
+
 def test_only_the_agents_messages_to_the_user_become_messages() -> None:
     note = NotificationItem(
         seq=3,

@@ -14,7 +14,9 @@ session calls (`Session.attach`, leases), as an OpenEnv episode is (`openenv/epi
   native agent: time moves to the next notification or to the wait's timeout (simulated
   seconds: the bound), and the notification gives the turn back (`on_item`).
 - `POST /idle` says it is done for now: its turn ends, time moves on until a notification for
-  it (which gives it its turn again) or the session's end.
+  it (which gives it its turn again) or the session's end. With `{"seen": N}` (the last
+  notification it read) a notification it has not read yet keeps its turn instead: in fast
+  mode time would otherwise run on past news still on its way to it.
 
 An HTTP agent that goes away without `/idle` holds its turn until the server's lease policy
 ends it (`lease_timeout`, `lease_policy`), as a WebSocket agent that hangs does. It follows the
@@ -54,7 +56,8 @@ class HttpAgent:
         return await self.client.request(frame, then=lambda failed: self.take_turn())
 
     async def idle(self, frame: ClientFrame) -> Any:
-        """Its turn ends until a notification for it comes (`Idle`)."""
+        """Its turn ends until a notification for it comes (`Idle`; not if one came after
+        its `seen`)."""
         return await self.client.request(frame)
 
     # -- the session's client (session.Client, hub.Subscriber) ---------------------------

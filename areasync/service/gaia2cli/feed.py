@@ -90,6 +90,7 @@ class MessageFeed:
         self.hub = session.hub
         self.messages: list[dict[str, Any]] = []
         self.notifications: list[dict[str, Any]] = []  # what the agent was told
+        self.notified_at: list[int] = []  # the stream seq of each of them (`/idle`'s `seen`)
         self.num_events = 0  # events.jsonl's lines that are not the environment's
         self.ended: EndedItem | None = None  # once the stream's end has gone out
         self._at_end: list[Callable[[], None]] = []
@@ -124,6 +125,7 @@ class MessageFeed:
             note = notification_of(len(self.notifications) + 1, item)
             if note is not None:
                 self.notifications.append(note)
+                self.notified_at.append(seq)
             message = message_of(seq, item)
             if message is not None:
                 number = len(self.messages) + 1

@@ -469,7 +469,7 @@ class Gaia2Adapter:
                 if route is t.Route.MESSAGES:
                     return t.messages_reply(feed.messages, after)
                 return t.messages_reply(feed.notifications, after, "notifications")
-        act = t.act_of(route, body)
+        act = t.act_of(route, body, feed.notified_at)
         if isinstance(act, t.Reply):
             return act
         try:

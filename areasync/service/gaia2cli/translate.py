@@ -37,17 +37,22 @@ POST /call_tool             agent, admin                 {ok, result, value, tim
                                                          on the session (`value`: ARE's as
                                                          JSON; `time`: simulated seconds then)
 POST /idle                  agent, admin                 {ok}: the agent is done for now
+                                                         (`{"seen": N}`: unless news came
+                                                         after notification N)
 POST /execute_action        nobody                       501: see below
 ==========================  ===========================  =====================================
 
 The roles are those of the WebSocket frames each route stands for (`roles.py`): `/notify` is a
 `send_user_message`, `/call_tool` a `call_tool`, `/idle` an `idle`; reading is open to every
 token of the session. The agent's token makes its caller the session's agent (`agent.py`: its
-turn in fast mode, `/idle` to end it). `/execute_action` is upstream's daemon firing one of the
-scenario's ENV events (`gaia2-eventd`'s `_execute_via_http`); an areasync session fires its ENV
-events itself, on its own clock, so a second source of them would run each twice: it is refused
-501, upstream's own answer when an adapter has no ENV dispatch ("execute_action not
-configured"), saying so.
+turn in fast mode, `/idle` to end it). `/idle`'s body may say what the agent has read,
+`{"seen": N}` with N the `lastSeq` of `GET /notifications` it read: a notification after it
+keeps the agent's turn (it is on its way to the agent), as a WebSocket `idle{seen}` does; no
+body, `{}` or no `seen` (upstream's runner sends none) ends the turn as before.
+`/execute_action` is upstream's daemon firing one of the scenario's ENV events (`gaia2-eventd`'s
+`_execute_via_http`); an areasync session fires its ENV events itself, on its own clock, so a
+second source of them would run each twice: it is refused 501, upstream's own answer when an
+adapter has no ENV dispatch ("execute_action not configured"), saying so.
 Errors keep gaia2-cli's shapes: `{"ok": false, "error": "..."}` with 400 (invalid JSON, a
 missing field), 404 (no such route), and, for what gaia2-cli has no word for, 401 (the token),
 403 (the role), 405 (the method) and 409 (the session has ended). An action that cannot run (an
@@ -78,6 +83,7 @@ import dataclasses
 import datetime
 import enum
 import json
+from collections.abc import Sequence
 from typing import Any, Final
 
 from areasync.protocol.errors import ErrorCode
@@ -164,7 +170,10 @@ class Action:
 
 @dataclasses.dataclass(frozen=True)
 class Done:
-    """The agent is done for now: its turn ends (`idle`)."""
+    """The agent is done for now: its turn ends (`idle`), unless a notification came after
+    stream seq `seen` (None: whatever came)."""
+
+    seen: int | None = None
 
 
 Act = Notify | Action | Done
@@ -266,21 +275,49 @@ def parse_after(query: dict[str, str]) -> int | Reply:
     return max(after, 0)
 
 
+def parse_idle(body: bytes, notified: Sequence[int]) -> Done | Reply:
+    """No body, `{}`, or `{"seen": N}`: N the `lastSeq` of `GET /notifications` the agent has
+    read, 0 for none. `notified`: the stream seq of each notification shown so far, in order
+    (`/notifications`' numbering); an agent cannot have read past them."""
+    if not body.strip():
+        return Done()
+    data = _json_object(body)
+    if isinstance(data, Reply):
+        return data
+    seen = data.get("seen")
+    if seen is None:
+        return Done()
+    if type(seen) is not int or seen < 0:
+        return failure(
+            400,
+            "'seen' must be the lastSeq of GET /notifications the agent has read (an integer, "
+            f"0 for none), not {json.dumps(seen)[:40]}",
+        )
+    if seen > len(notified):
+        return failure(
+            400,
+            f"'seen' is {seen}, but {len(notified)} notifications have been shown: send the "
+            "lastSeq of GET /notifications the agent has read",
+        )
+    return Done(notified[seen - 1] if seen else 0)
+
+
 def frame_of(act: Act) -> SendUserMessage | CallTool | Idle:
     """The WebSocket frame `act` stands for: it goes the way that frame goes."""
     if isinstance(act, Notify):
         return SendUserMessage(id=0, content=act.message)
     if isinstance(act, Done):
-        return Idle(id=0)
+        return Idle(id=0, seen=act.seen)
     return CallTool(id=0, tool=act.tool, args=act.args)
 
 
-def act_of(route: Route, body: bytes) -> Act | Reply:
-    """What an acting route's body asks for, or the 400 saying what is wrong with it."""
+def act_of(route: Route, body: bytes, notified: Sequence[int] = ()) -> Act | Reply:
+    """What an acting route's body asks for, or the 400 saying what is wrong with it
+    (`notified`: as `parse_idle` has it)."""
     if route is Route.NOTIFY:
         return parse_notify(body)
     if route is Route.IDLE:
-        return Done()
+        return parse_idle(body, notified)
     return parse_action(body)
 
 

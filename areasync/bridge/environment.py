@@ -35,6 +35,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 from are.simulation import environment as are_environment
 from are.simulation.apps.agent_user_interface import AgentUserInterface
 from are.simulation.apps.system import SystemApp
@@ -62,6 +63,7 @@ from are.simulation.types import (
 
 from areasync.bridge import notifications, tool_cache
 from areasync.bridge.budget import UNBOUNDED, CallBudget, OverBudget
+from areasync.bridge.host_paths import as_agent_sees
 from areasync.bridge.queues import EventLogQueue, FastEventQueue
 from areasync.bridge.records import event_record, notification_record
 from areasync.bridge.time_manager import VirtualTimeManager
@@ -150,6 +152,9 @@ class AsyncEnvironment(Environment):
     def _publish_event(self, event: CompletedEvent) -> None:
         if self.event_listeners:
             record = event_record(event)
+            if record.exception is not None:  # what an agent reads: its paths, not the host's
+                shown = as_agent_sees(self.apps.values(), record.exception)
+                record = msgspec.structs.replace(record, exception=shown)
             for listener in self.event_listeners:
                 listener(record)
 

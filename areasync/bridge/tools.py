@@ -3,7 +3,8 @@
 * unknown tool: `UnknownToolError`, nothing touched;
 * arguments that do not bind or fail ARE's `type_check`: `InvalidArgsError`, nothing logged;
 * the app raises: ARE has already logged an AGENT CompletedEvent carrying the exception;
-  `ToolFailedError` carries the message;
+  `ToolFailedError` carries the message, its sandbox's host paths as the agent names them
+  (`areasync.bridge.host_paths`);
 * the call went over the session's per-call budget (`areasync.bridge.budget`: wall time,
   entries listed): stopped, ARE logged it as failed; `ToolBudgetExceededError`.
 
@@ -55,6 +56,7 @@ from are.simulation.types import EventRegisterer
 from are.simulation.utils import type_check
 
 from areasync.bridge.budget import UNBOUNDED, CallBudget, OverBudget
+from areasync.bridge.host_paths import as_agent_sees
 from areasync.bridge.patterns import ROUTED
 from areasync.bridge.records import to_plain, tool_info
 from areasync.protocol.records import ToolInfo
@@ -151,9 +153,13 @@ class ToolBox:
                 # checked up front.
                 binding.check(name, args, always=True)
                 raise InvalidArgsError(f"invalid arguments for {name}: {exc}") from exc
-            raise ToolFailedError(f"{name} failed: {exc}") from exc
+            raise self._failed(name, exc) from exc
         except Exception as exc:
-            raise ToolFailedError(f"{name} failed: {exc}") from exc
+            raise self._failed(name, exc) from exc
+
+    def _failed(self, name: str, exc: BaseException) -> ToolFailedError:
+        """ARE's exception as the agent may read it: its paths as the agent names them."""
+        return ToolFailedError(as_agent_sees(self._env.apps.values(), f"{name} failed: {exc}"))
 
 
 def _matches_patterns(function: Any) -> bool:

@@ -90,3 +90,14 @@ async def test_idle_is_the_agents_and_refused_to_the_user() -> None:
     async with adapter() as service:
         status, body = await harness(service).call("POST", "/idle", {})
     assert status == 403 and "agent token" in body["error"]
+
+
+async def test_a_file_tools_failure_names_the_agents_path_not_the_hosts() -> None:
+    async with adapter() as service:
+        status, body = await harness(service, Role.AGENT).call_tool(
+            "SandboxLocalFileSystem", "cat", {"path": "/notes/missing.txt"}
+        )
+        session = service.registry.sessions[TUTORIAL]
+        (app,) = [a for a in session.sim.env.apps.values() if hasattr(a, "tmpdir")]
+    assert status == 200 and body["ok"] is False and "'/notes/missing.txt'" in body["error"]
+    assert app.tmpdir not in body["error"] and "are_simulation" not in body["error"]

@@ -16,9 +16,10 @@ from areasync.protocol import (
     Role,
 )
 from tests.scenarios import timeline
-from tests.service.support import attach, serving
+from tests.service.support import TUTORIAL, attach, serving
 
 WAIT_TOOL = "SystemApp__wait_for_notification"
+CAT = "SandboxLocalFileSystem__cat"
 
 
 async def test_list_tools_gives_public_names_with_argument_schemas() -> None:
@@ -126,3 +127,17 @@ async def test_wait_for_notification_answers_when_its_timeout_passes_in_simulate
     note = next(f for f in agent.frames if isinstance(f, NotificationItem))
     assert "timeout" in note.notification.message and note.notification.timestamp == 3.0
     assert agent.frames.index(note) < agent.frames.index(reply)
+
+
+async def test_a_file_tools_error_names_the_agents_path_not_the_hosts() -> None:
+    async with serving() as service, attach(service, Role.AGENT) as agent:
+        session = service.registry.get(TUTORIAL)
+        assert session is not None
+        (app,) = [a for a in session.sim.env.apps.values() if hasattr(a, "tmpdir")]
+        error = await agent.fail(CallTool, tool=CAT, args={"path": "/notes/missing.txt"})
+    # The call's AGENT event came before its error, with ARE's exception.
+    event = next(f for f in agent.frames if isinstance(f, EventItem) and f.event.function == "cat")
+    assert error.code == ErrorCode.TOOL_FAILED and "'/notes/missing.txt'" in error.message
+    assert app.tmpdir not in error.message and "are_simulation" not in error.message
+    assert event.event.exception is not None and "'/notes/missing.txt'" in event.event.exception
+    assert "are_simulation" not in event.event.exception

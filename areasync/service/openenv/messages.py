@@ -114,7 +114,8 @@ class CallToolAction(_Action, tag="call_tool", kw_only=True):
         Meta(
             description=(
                 "After the call, let simulated time move: fast mode ends the agent's turn (time "
-                "runs to the next due item; a notification gives the turn back), manual mode "
+                "runs to the next due item; a notification gives the turn back; one the agent "
+                "has not been shown yet keeps it: `metadata.time_advanced` false), manual mode "
                 "ticks once (when the credential may drive the clock). false: time stays put."
             )
         ),

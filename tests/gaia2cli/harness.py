@@ -55,8 +55,9 @@ class Harness:
         assert status == 200, body
         return body
 
-    async def messages(self, after: int = 0) -> dict[str, Any]:
-        status, body = await self.call("GET", f"/messages?after={after}")
+    async def messages(self, after: int = 0, route: str = "/messages") -> dict[str, Any]:
+        """`GET /messages?after=N` (or `route`'s: `/notifications` is numbered alike)."""
+        status, body = await self.call("GET", f"{route}?after={after}")
         assert status == 200, body
         return body
 
@@ -79,11 +80,6 @@ class Harness:
         """`POST /idle`: the agent is done for now; `seen`, the `lastSeq` of the
         `/notifications` it has read (a notification after them keeps its turn)."""
         status, body = await self.call("POST", "/idle", {} if seen is None else {"seen": seen})
-        assert status == 200, body
-        return body
-
-    async def notifications(self, after: int = 0) -> dict[str, Any]:
-        status, body = await self.call("GET", f"/notifications?after={after}")
         assert status == 200, body
         return body
 

@@ -72,7 +72,7 @@ async def test_an_http_idle_that_has_read_the_latest_notification_lets_time_run_
     async with adapter() as service:
         agent = harness(service, Role.AGENT)
         await wait(agent)
-        read = await agent.notifications()
+        read = await agent.messages(route="/notifications")
         assert await agent.idle(seen=read["lastSeq"]) == {"ok": True}
         status = await agent.wait_status(limit=WALL_S)
     assert read["lastSeq"] == 1 and status["status"] in ("complete", "stopped")

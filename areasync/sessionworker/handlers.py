@@ -14,6 +14,11 @@ nothing of ARE crosses the channel.
   session's salted hashes).
 * `seats()`, `live_journals()`, `sessions(role, id)`, `admin_get(path)`, `load()`: what the
   front reads to place sessions, merge `/api/sessions` and answer the dashboard.
+* `stop_session(id)`, `fork_session(id, at_seq, at_time)`: an admin's controls, which the
+  front carries out for the admin wherever the session is (`front/admin.py`); a refusal comes
+  back as plain data, as `create`'s. Nothing in a worker calls the front: the channel carries
+  the front's calls and their answers only.
+* `metrics()`: this worker's `/metrics` text, which the front merges (`front/metrics.py`).
 * `stop()`: shut the service down (live sessions suspended in their journals).
 """
 
@@ -43,6 +48,7 @@ from areasync.service.requests import (
     create_from_fields,
     created_result,
     refused_as_plain_data,
+    stop_session,
 )
 from areasync.sessionworker.busy import BUSY_DIR, Busy
 from areasync.workers.worker import Handler
@@ -149,6 +155,32 @@ class SessionWorker:
             return refused_as_plain_data(exc)
         return created_result(session, registry)
 
+    async def stop_session(self, session_id: str) -> dict[str, Any]:
+        """An admin's `stop_session` of a session here: its end state, or a refusal as
+        `create`'s."""
+        try:
+            return await stop_session(session_id, self._service().registry)
+        except ProtocolError as exc:
+            return refused_as_plain_data(exc)
+
+    async def fork_session(
+        self, session_id: str, at_seq: int | None, at_time: float | None
+    ) -> dict[str, Any]:
+        """An admin's `fork_session` of a session here, the fork made here too, its id free
+        of those the other workers gave (read from the journals first): `create`'s answer."""
+        registry = self._service().registry
+        try:
+            if registry.journals is not None:
+                await registry.journals.refresh_taken()
+            forked = await registry.fork(session_id, at_seq=at_seq, at_time=at_time)
+        except ProtocolError as exc:
+            return refused_as_plain_data(exc)
+        return created_result(forked, registry)
+
+    async def metrics(self) -> str:
+        """This worker's `/metrics` (Prometheus text)."""
+        return self._service().http.metrics_text()
+
     async def restore(
         self, session_ids: list[str], abandon: dict[str, int] | None = None
     ) -> tuple[list[Seat], dict[str, str]]:
@@ -210,6 +242,9 @@ class SessionWorker:
             "sessions": self.sessions,
             "admin_get": self.admin_get,
             "load": self.load,
+            "stop_session": self.stop_session,
+            "fork_session": self.fork_session,
+            "metrics": self.metrics,
             "stop": self.stop,
         }
 

@@ -16,13 +16,20 @@ path                        token    answer
 POST /api/sessions          admin    201 a session created on the least loaded worker, from a JSON
                                      body of `create_session`'s fields (screened as a server's)
 /api/scenarios, /api/schema admin    a worker's answer
-/api/sessions/<id>/source   admin    the session's worker's answer
-/metrics                    admin    503: each worker counts its own; not merged by the front
-/openenv/<token>/ws          (path)   the upgrade, the socket handed to the session's worker (an
-                                     admin's token: the least loaded, fresh sessions there);
-                                     OpenEnv's HTTP routes: 501 (they need --workers 0)
+/api/sessions/<id>/source   admin    the session's worker's answer (the fields that restart it)
+/api/sessions/<id>/agent    admin    the session's worker's answer (its agent token and URL)
+/metrics                    admin    200 every worker's, merged: each sample summed, and
+                                     `areasync_front_worker_up{worker}` (`metrics.py`)
+/openenv/<token>/ws         (path)   the upgrade, the socket handed to the session's worker (an
+                                     admin's token: the least loaded, fresh sessions there)
+/openenv/<token>/<route>    (path)   OpenEnv's HTTP routes (reset, step, state, schema, mcp...):
+                                     the answer of the worker holding the token's session (the
+                                     admin's token: any worker's, which is not given the token)
 / , the dashboard's files   no       the dashboard (its WebSockets open on this port)
 ==========================  =======  ============================================================
+
+An admin's WebSocket (hello role `admin`) is not handed over but relayed, its
+`create_session`, `stop_session` and `fork_session` carried out by the front (`admin.py`).
 
 Every request passes the screens a server's port applies (`service/screens.py`), methods
 (`service/methods.py`) and the security headers (`service/headers.py`), as on a server.

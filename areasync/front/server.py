@@ -29,9 +29,12 @@ What the front does, in order (`serve`):
    `shutdown_timeout`, and the pool then ends whatever is left, killing a worker that did not
    give way.
 
-Which sessions exist is the front's map (`seats.py`): what the workers answered. A session an
-admin created through a worker's own protocol (an admin's `create_session` frame) is found by
-asking every worker again when a hello names an unknown id.
+An admin's WebSocket is relayed instead of handed over (`admin.py`): the front carries out its
+`create_session`, `stop_session` and `fork_session` on whichever worker holds the session.
+
+Which sessions exist is the front's map (`seats.py`): what the workers answered. A session made
+in a worker without the front (an OpenEnv episode) is found by asking every worker again when a
+hello names an unknown id.
 """
 
 from __future__ import annotations

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import anyio
@@ -55,32 +52,19 @@ async def test_an_admin_url_fresh_session_takes_an_id_no_other_worker_holds(
         assert workers[fresh] != workers[TUTORIAL]
 
 
-def _post(url: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=WAIT) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as refused:
-        return refused.code, json.loads(refused.read())
-
-
 async def test_openenv_http_reset_and_step_through_the_front_drive_the_tokens_session(
     tmp_path: Path,
 ) -> None:
     async with front("--scenario", RUNAWAY, "--scenario", TUTORIAL, log=tmp_path / "log") as served:
-        base = f"http://{served.base}/openenv/{served.token(TUTORIAL, 'agent')}"
+        agent = served.token(TUTORIAL, "agent")
+        base = f"/openenv/{agent}"
         action = {"action_type": "call_tool", **SEND, "tool_args": {"content": "over http"}}
-        reset = await anyio.to_thread.run_sync(_post, f"{base}/reset", {})
-        step = await anyio.to_thread.run_sync(_post, f"{base}/step", {"action": action})
-        served_schema = await anyio.to_thread.run_sync(served.get, f"/openenv/{ADMIN}/schema")
-        fresh = await anyio.to_thread.run_sync(
-            _post, f"http://{served.base}/openenv/{ADMIN}/reset", {}
+        reset = await anyio.to_thread.run_sync(served.post, f"{base}/reset", {}, agent)
+        step = await anyio.to_thread.run_sync(
+            served.post, f"{base}/step", {"action": action}, agent
         )
+        served_schema = await anyio.to_thread.run_sync(served.get, f"/openenv/{ADMIN}/schema")
+        fresh = await anyio.to_thread.run_sync(served.post, f"/openenv/{ADMIN}/reset", {})
     assert reset[0] == 200 and reset[1]["done"] is False
     assert step[0] == 200 and step[1]["observation"]["action_success"] is True  # type: ignore[index]
     assert set(served_schema) >= {"action", "observation", "state"}

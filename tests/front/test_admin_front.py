@@ -119,7 +119,9 @@ async def test_an_admin_through_one_worker_forks_a_session_the_other_worker_hold
         )
         assert forked["forked_from"] == {"session_id": RUNAWAY, "seq": cut}
         assert forked["epoch"] != source["epoch"]
-        assert forks_items == [item for item in sources_items if item["seq"] <= cut]
+        # Up to what its welcome shows: with journals (every worker's), a fork's last items
+        # before the cut may be shown later, as in one process with --state-dir.
+        assert forks_items == sources_items[: forked["seq"]]
         await agent.close()
         await admin.close()
 

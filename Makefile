@@ -72,7 +72,8 @@ test-slow: $(STAMP) browser js
 through-workers: $(STAMP)
 	AREASYNC_TEST_WORKERS=2 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup \
 		tests/service/test_hello.py tests/service/test_roles.py tests/service/test_stream.py \
-		tests/service/test_tools.py tests/openenv/test_openenv.py
+		tests/service/test_tools.py tests/service/test_sessions.py tests/service/test_fork.py \
+		tests/openenv/test_openenv.py
 
 conformance: $(STAMP)
 	$(PY) -m pytest -q -m '' tests/conformance

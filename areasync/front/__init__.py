@@ -4,11 +4,12 @@ The front accepts every connection, answers HTTP and the dashboard, checks every
 alone holds the admin token), and creates sessions on the least loaded session worker
 (`areasync/sessionworker/`, processes of a `workers.WorkerPool`). A WebSocket's hello is read
 here, its token checked and removed, then the socket itself is handed to the session's worker
-(`service/handoff.py`): no frame passes through the front after that.
+(`service/handoff.py`): no frame passes through the front after that, but an admin's.
 
 * `hello.py`: the sans-I/O verdict on a hello (which session, which role, or why not).
 * `seats.py`: which worker holds which session, and placement (the least loaded).
 * `server.py`: `Front`, the asyncio layer: the port, hand-offs, the pool, restores.
-* `routes.py`: the HTTP routes, merging the workers' answers.
+* `routes.py`: the HTTP routes, merging the workers' answers (`metrics.py`: `/metrics`).
+* `admin.py`: an admin's WebSocket, relayed; its create, stop and fork carried out here.
 * `supervisor.py`: the heartbeat that kills a worker whose event loop is held.
 """

@@ -16,13 +16,20 @@ path                        token    answer
 POST /api/sessions          admin    201 a session created on the least loaded worker, from a JSON
                                      body of `create_session`'s fields (screened as a server's)
 /api/scenarios, /api/schema admin    a worker's answer
-/api/sessions/<id>/source   admin    the session's worker's answer
-/metrics                    admin    503: each worker counts its own; not merged by the front
-/openenv/<token>/ws          (path)   the upgrade, the socket handed to the session's worker (an
-                                     admin's token: the least loaded, fresh sessions there);
-                                     OpenEnv's HTTP routes: 501 (they need --workers 0)
+/api/sessions/<id>/source   admin    the session's worker's answer (the fields that restart it)
+/api/sessions/<id>/agent    admin    the session's worker's answer (its agent token and URL)
+/metrics                    admin    200 every worker's, merged: each sample summed, and
+                                     `areasync_front_worker_up{worker}` (`metrics.py`)
+/openenv/<token>/ws         (path)   the upgrade, the socket handed to the session's worker (an
+                                     admin's token: the least loaded, fresh sessions there)
+/openenv/<token>/<route>    (path)   OpenEnv's HTTP routes (reset, step, state, schema, mcp...):
+                                     the answer of the worker holding the token's session (the
+                                     admin's token: any worker's, which is not given the token)
 / , the dashboard's files   no       the dashboard (its WebSockets open on this port)
 ==========================  =======  ============================================================
+
+An admin's WebSocket (hello role `admin`) is not handed over but relayed, its
+`create_session`, `stop_session` and `fork_session` carried out by the front (`admin.py`).
 
 Every request passes the screens a server's port applies (`service/screens.py`), methods
 (`service/methods.py`) and the security headers (`service/headers.py`), as on a server.
@@ -31,16 +38,20 @@ Every request passes the screens a server's port applies (`service/screens.py`),
 from __future__ import annotations
 
 import hmac
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import msgspec
+from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from areasync.front.metrics import merge
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import PROTOCOL, Role
 from areasync.service.auth import token_from_http
 from areasync.service.http import (
+    AGENT_SUFFIX,
     CREATE_NEEDS_ADMIN,
     SESSIONS_PREFIX,
     Dashboard,
@@ -51,6 +62,7 @@ from areasync.service.http import (
     head_of,
     json_response,
     method_refused,
+    metrics_response,
     refusal_response,
     secure,
     source_session_of,
@@ -96,6 +108,17 @@ _PASSED_ON = frozenset({"/api/scenarios", "/api/schema"})
 _WHOSE = "the admin token, or a token of that session"
 
 
+def _no_worker(session_id: str | None) -> Response:
+    """No worker holds `session_id` (None: no worker is up, for a request any may answer)."""
+    if session_id is not None:
+        return error_response(
+            404,
+            ErrorCode.SESSION_NOT_FOUND,
+            f"no worker holds session {session_id!r}: GET /api/sessions lists them",
+        )
+    return error_response(503, ErrorCode.CAPACITY, "no session worker is up yet; retry later")
+
+
 def _unauthorized(what: str) -> Response:
     return refusal_response(token_required(what, _WHOSE))
 
@@ -122,9 +145,16 @@ class FrontRoutes:
         self._own_host = show_host(display.strip("[]"), port)
 
     def body_rule(self, head: Head) -> BodyRule | None:
-        """The one route with a body: `POST /api/sessions`, from the admin token."""
+        """The routes with a body: `POST /api/sessions`, from the admin token, and OpenEnv's
+        POSTs, from a token that opens something (as a server's, `openenv/routes.py`)."""
+        limit = self.front.config.max_frame_bytes
+        parts = locate_openenv(head.path, head.first("Authorization"))
+        if head.method == "POST" and parts is not None:
+            valid = self.front.tokens.identify(parts[0]) is not None if parts[0] else False
+            refused = None if valid else token_required("an OpenEnv POST", _WHOSE)
+            return BodyRule(limit, "max_frame_bytes", key=parts[0], refused=refused)
         admin = self._is_admin(token_from_http(head.query, head.first("Authorization")))
-        return create_body_rule(head, admin, self.front.config.max_frame_bytes, _WHOSE)
+        return create_body_rule(head, admin, limit, _WHOSE)
 
     async def __call__(self, connection: Any, request: Request) -> Response | None:
         response = await self._answer(request)
@@ -148,14 +178,14 @@ class FrontRoutes:
         url = urlsplit(request.path)
         path = url.path
         token = token_from_http(url.query, request.headers.get("Authorization"))
+        if path.startswith(OPENENV_PREFIX):
+            return await self.openenv(request, path)
         if isinstance(request, PostRequest):
             return await self.create(request.body, token)
         if path.startswith(SESSIONS_PREFIX):
             if request.method == "HEAD":
                 return upgrade_required(path)
             return None  # the upgrade goes on; the front reads the hello
-        if path.startswith(OPENENV_PREFIX):
-            return self.openenv(request, path)
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return error_response(
                 404, "not_found", f"no WebSocket endpoint at {path!r}: connect to /sessions/<id>"
@@ -167,41 +197,53 @@ class FrontRoutes:
         if path == "/metrics":
             if not self._is_admin(token):
                 return _unauthorized("/metrics")
-            return error_response(
-                503,
-                ErrorCode.CAPACITY,
-                "each session worker counts its own metrics; the front does not merge them yet "
-                "(run --workers 0 for /metrics)",
-            )
-        restarted = source_session_of(path)
+            return await self.metrics()
+        restarted = source_session_of(path) or source_session_of(path, AGENT_SUFFIX)
         if restarted is not None or path in _PASSED_ON:
             if not self._is_admin(token):
                 return _unauthorized(path)
             return await self.passed_on(path, restarted)
         return self.dashboard.answer(path, [self._socket_host(request)])
 
-    def openenv(self, request: Request, path: str) -> Response | None:
-        """OpenEnv's `/ws` with a token that opens something: the upgrade (the socket then
-        goes to a worker, `server.py`); its HTTP routes are not served here yet."""
+    async def openenv(self, request: Request, path: str) -> Response | None:
+        """OpenEnv's routes under a token that opens something: `/ws` upgrades (the socket
+        then goes to a worker, `server.py`); an HTTP route is the worker's answer (the one
+        holding the token's session; any worker for the admin's, whose token it is not
+        given: its fresh sessions have no HTTP episode)."""
         parts = locate_openenv(path, request.headers.get("Authorization"))
         assert parts is not None
         token, route = parts
-        websocket = request.headers.get("Upgrade", "").lower() == "websocket"
-        if route != "/ws" or not websocket:
-            return error_response(
-                501,
-                "not_implemented",
-                "a front of session workers serves OpenEnv's WebSocket (<base>/ws) only: its "
-                "HTTP routes need `areasync serve --workers 0`",
-            )
-        if self.front.tokens.identify(token) is None:
+        front = self.front
+        who = front.tokens.identify(token) if token else None
+        if who is None:
             return error_response(
                 401,
                 ErrorCode.UNAUTHORIZED,
                 "the token in this OpenEnv URL opens nothing here; use the base URL printed "
                 "for a session (or the admin's)",
             )
-        return None
+        if route == "/ws" and request.headers.get("Upgrade", "").lower() == "websocket":
+            return None
+        session_id = who[1]
+        worker = await front.locate(session_id) if session_id is not None else None
+        if worker is None and session_id is None and front.up():
+            worker = front.up()[0]
+        if worker is None:
+            return _no_worker(session_id)
+        passed = None if session_id is None else token  # never the admin's
+        body = request.body if isinstance(request, PostRequest) else b""
+        try:
+            status, headers, answer = await front.call(
+                worker, "openenv_http", request.method, route, passed, body
+            )
+        except (WorkerLost, CallFailed) as exc:
+            return error_response(
+                503,
+                ErrorCode.CAPACITY,
+                f"the session's worker failed ({exc}); retry in a second",
+                {"Retry-After": "1"},
+            )
+        return Response(status, HTTPStatus(status).phrase, Headers(headers), answer)
 
     def _socket_host(self, request: Request) -> str:
         hosts = request.headers.get_all("Host")
@@ -257,6 +299,19 @@ class FrontRoutes:
             },
         )
 
+    async def metrics(self) -> Response:
+        """Every worker's `/metrics`, merged (`metrics.py`)."""
+        front = self.front
+        texts: list[str] = []
+        up = {worker.name: False for worker in front.pool.workers}
+        for worker in front.up():
+            try:
+                texts.append(await front.call(worker, "metrics"))
+            except (WorkerLost, CallFailed):
+                continue
+            up[worker.name] = True
+        return metrics_response(merge(texts, up))
+
     async def create(self, body: bytes, token: str | None) -> Response:
         if not self._is_admin(token):
             return _unauthorized(CREATE_NEEDS_ADMIN)
@@ -283,13 +338,7 @@ class FrontRoutes:
         if worker is None and session_id is None and front.up():
             worker = front.up()[0]
         if worker is None:
-            return error_response(
-                404 if session_id is not None else 503,
-                ErrorCode.SESSION_NOT_FOUND if session_id is not None else ErrorCode.CAPACITY,
-                f"no worker holds session {session_id!r}: GET /api/sessions lists them"
-                if session_id is not None
-                else "no session worker is up yet; retry later",
-            )
+            return _no_worker(session_id)
         status, body = await front.call(worker, "admin_get", path)
         return json_response(status, msgspec.json.decode(body))
 

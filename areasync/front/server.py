@@ -29,9 +29,12 @@ What the front does, in order (`serve`):
    `shutdown_timeout`, and the pool then ends whatever is left, killing a worker that did not
    give way.
 
-Which sessions exist is the front's map (`seats.py`): what the workers answered. A session an
-admin created through a worker's own protocol (an admin's `create_session` frame) is found by
-asking every worker again when a hello names an unknown id.
+An admin's WebSocket is relayed instead of handed over (`admin.py`): the front carries out its
+`create_session`, `stop_session` and `fork_session` on whichever worker holds the session.
+
+Which sessions exist is the front's map (`seats.py`): what the workers answered. A session made
+in a worker without the front (an OpenEnv episode) is found by asking every worker again when a
+hello names an unknown id.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import contextlib
 import logging
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,13 +55,14 @@ import anyio
 from websockets.asyncio.server import Server, ServerConnection, serve
 
 from areasync.front import shares
+from areasync.front.admin import AdminControls, refused, relay, worker_end
 from areasync.front.hello import Verdict, judge
 from areasync.front.routes import FrontRoutes
 from areasync.front.seats import Seats
 from areasync.front.supervisor import Supervisor
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
-from areasync.protocol.frames import error_frame
+from areasync.protocol.frames import Role, error_frame
 from areasync.service import wire
 from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
@@ -140,6 +145,7 @@ class Front:
         self.shares = dict(zip(names, shares.split(config.max_sessions, workers), strict=True))
         self.admission = Admission(config.max_pending_hellos, config.max_connections)
         self.routes = FrontRoutes(self)
+        self.admin = AdminControls(self)
         self.supervisor = Supervisor(
             self.pool, budget=config.tool_budget + beat_margin, interval=beat_interval
         )
@@ -471,15 +477,20 @@ class Front:
                 name = self.seats.least_loaded((w.name for w in workers), self.shares)
             except ValueError as exc:
                 raise ProtocolError(ErrorCode.CAPACITY, f"{exc}; retry later") from exc
-            worker = self.worker(name)
-            answer = await self.call(worker, method, *args)
-            if "error" in answer:
-                error = answer["error"]
-                raise ProtocolError(ErrorCode(error["code"]), error["message"])
-            session_id = answer["session_id"]
-            tokens = answer["tokens"]
-            self.seats.seat(name, [Seat(session_id, True, dict(tokens))])
-        return {**answer, "url": self.ws_url(session_id), "worker": name}
+            return await self._made(self.worker(name), method, *args)
+
+    async def create_on(self, worker: Worker, method: str, *args: Any) -> dict[str, Any]:
+        """A session made on `worker` by its handler `method` (a fork, on its source's
+        worker: `admin.py`), one at a time with creates. Raises ProtocolError as `create`."""
+        async with self._create_lock:
+            return await self._made(worker, method, *args)
+
+    async def _made(self, worker: Worker, method: str, *args: Any) -> dict[str, Any]:
+        answer = await self.call(worker, method, *args)
+        refused(answer)
+        session_id = answer["session_id"]
+        self.seats.seat(worker.name, [Seat(session_id, True, dict(answer["tokens"]))])
+        return {**answer, "url": self.ws_url(session_id), "worker": worker.name}
 
     async def locate(self, session_id: str) -> Worker | None:
         """The worker holding `session_id`, asking every worker again on a miss."""
@@ -535,6 +546,30 @@ class Front:
             await _refuse(ws, None, CloseCode.TOO_LARGE, reason)
             return
         await self._hand(ws, worker, session_id, verdict, rest, path)
+
+    async def _relay_admin(self, ws: DivertingConnection, worker: Worker, handoff: Handoff) -> None:
+        """An admin's connection: the worker gets one end of a socketpair, as it would the
+        socket, and the front relays (`admin.py`)."""
+        if await self._worker_gone(ws, worker):
+            return
+        mine, theirs = socket.socketpair()
+        with theirs:
+            passed = await self._pass(worker, handoff, theirs.fileno())
+        if not passed:
+            mine.close()
+            await _refuse(ws, None, CloseCode.CAPACITY, f"the session's worker went; {_RETRY}")
+            return
+        ws.give_back()
+        self.admission.leave(ws)
+        config = self.config
+        upstream = await worker_end(
+            mine,
+            max_size=2 * config.max_frame_bytes,
+            close_timeout=config.close_timeout,
+            write_limit=config.write_limit,
+        )
+        encoding = Encoding.JSON if handoff.text else Encoding.MSGPACK
+        await relay(ws, upstream, encoding, self.admin, config.max_frame_bytes)
 
     async def _hand_openenv(self, ws: DivertingConnection, token: str) -> None:
         """OpenEnv's `/ws` (its token checked before the upgrade, `routes.py`): no hello to
@@ -626,34 +661,54 @@ class Front:
         rest: bytes,
         path: str,
     ) -> None:
+        relayed = verdict.role is Role.ADMIN  # `admin.py`: the front reads the rest itself
         handoff = Handoff(
             session_id=session_id,
             role=verdict.role,
             hello=verdict.hello,
             text=verdict.text,
-            rest=rest,
+            rest=b"" if relayed else rest,
             path=path,
         )
-        await self._send_socket(ws, worker, handoff)
+        if relayed:
+            ws.raw[:] = rest
+            await self._relay_admin(ws, worker, handoff)
+        else:
+            await self._send_socket(ws, worker, handoff)
 
     async def _send_socket(self, ws: DivertingConnection, worker: Worker, handoff: Handoff) -> None:
-        side = worker.side
-        assert side is not None
-        if peer_gone(side):  # it ended, and its pool has not seen it yet: as while restoring
-            reason = f"the session's worker has ended and is being replaced; {_RETRY}"
-            await _refuse(ws, None, CloseCode.CAPACITY, reason)
+        if await self._worker_gone(ws, worker):
             return
         fd = detach(ws)
         if fd is None:  # it has not even taken the upgrade's response in: dropped
             wire.abort(ws)
             return
         try:
-            await send(side, handoff, fd)
-            self.handed += 1
-        except OSError as exc:  # the worker went meanwhile: the client reconnects
-            logger.info("could not hand a socket to %s: %s", worker.name, exc)
+            await self._pass(worker, handoff, fd)
         finally:
             os.close(fd)
+
+    async def _worker_gone(self, ws: DivertingConnection, worker: Worker) -> bool:
+        """Whether `worker` has ended, its pool not knowing yet (`ws` then refused, as while
+        its sessions are restored)."""
+        side = worker.side
+        assert side is not None
+        if not peer_gone(side):
+            return False
+        reason = f"the session's worker has ended and is being replaced; {_RETRY}"
+        await _refuse(ws, None, CloseCode.CAPACITY, reason)
+        return True
+
+    async def _pass(self, worker: Worker, handoff: Handoff, fd: int) -> bool:
+        """Send `handoff` with `fd` to `worker`; False if it went meanwhile."""
+        assert worker.side is not None
+        try:
+            await send(worker.side, handoff, fd)
+        except OSError as exc:  # the worker went meanwhile: the client reconnects
+            logger.info("could not hand a socket to %s: %s", worker.name, exc)
+            return False
+        self.handed += 1
+        return True
 
 
 def _encoding(opcode: int) -> Encoding:

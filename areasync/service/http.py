@@ -124,6 +124,11 @@ def json_response(status: int, value: Any, extra: dict[str, str] | None = None) 
     return _response(status, msgspec.json.encode(value), "application/json", extra)
 
 
+def metrics_response(text: str) -> Response:
+    """200 with `text`, a Prometheus text exposition."""
+    return _response(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
+
+
 def error_response(
     status: int, code: ErrorCode | str, message: str, extra: dict[str, str] | None = None
 ) -> Response:
@@ -368,9 +373,7 @@ class HttpRoutes:
                 },
             )
         if path == "/metrics":
-            return _response(
-                200, self.metrics_text().encode(), "text/plain; version=0.0.4; charset=utf-8"
-            )
+            return metrics_response(self.metrics_text())
         raise AssertionError(path)  # pragma: no cover - _PROTECTED lists the paths above
 
     def sessions(self, role: Role, session_id: str | None) -> dict[str, Any]:

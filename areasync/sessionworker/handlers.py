@@ -14,6 +14,13 @@ nothing of ARE crosses the channel.
   session's salted hashes).
 * `seats()`, `live_journals()`, `sessions(role, id)`, `admin_get(path)`, `load()`: what the
   front reads to place sessions, merge `/api/sessions` and answer the dashboard.
+* `stop_session(id)`, `fork_session(id, at_seq, at_time)`: an admin's controls, which the
+  front carries out for the admin wherever the session is (`front/admin.py`); a refusal comes
+  back as plain data, as `create`'s. Nothing in a worker calls the front: the channel carries
+  the front's calls and their answers only.
+* `metrics()`: this worker's `/metrics` text, which the front merges (`front/metrics.py`).
+* `openenv_http(method, route, token, body)`: OpenEnv's HTTP routes for a token the front
+  checked (a session's; None for the admin's, which it never passes on).
 * `stop()`: shut the service down (live sessions suspended in their journals).
 """
 
@@ -25,12 +32,14 @@ import dataclasses
 import logging
 import os
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import msgspec
+from websockets.datastructures import Headers
+from websockets.http11 import Response
 
 from areasync.bridge.sandbox_paths import own_are_sandboxes
 from areasync.protocol.errors import ProtocolError
@@ -38,12 +47,17 @@ from areasync.protocol.frames import Role
 from areasync.service import Service, ServiceConfig
 from areasync.service.auth import Credentials
 from areasync.service.handoff import adopt, adopting_server, handoff_of, receive
+from areasync.service.http import error_response
 from areasync.service.memory import resident_bytes
+from areasync.service.openenv.episode import Credential
+from areasync.service.openenv.routes import unknown_route
 from areasync.service.requests import (
     create_from_fields,
     created_result,
     refused_as_plain_data,
+    stop_session,
 )
+from areasync.service.wire import PostRequest
 from areasync.sessionworker.busy import BUSY_DIR, Busy
 from areasync.workers.worker import Handler
 
@@ -149,6 +163,55 @@ class SessionWorker:
             return refused_as_plain_data(exc)
         return created_result(session, registry)
 
+    async def stop_session(self, session_id: str) -> dict[str, Any]:
+        """An admin's `stop_session` of a session here: its end state, or a refusal as
+        `create`'s."""
+        try:
+            return await stop_session(session_id, self._service().registry)
+        except ProtocolError as exc:
+            return refused_as_plain_data(exc)
+
+    async def fork_session(
+        self, session_id: str, at_seq: int | None, at_time: float | None
+    ) -> dict[str, Any]:
+        """An admin's `fork_session` of a session here, the fork made here too, its id free
+        of those the other workers gave (read from the journals first): `create`'s answer."""
+        registry = self._service().registry
+        try:
+            if registry.journals is not None:
+                await registry.journals.refresh_taken()
+            forked = await registry.fork(session_id, at_seq=at_seq, at_time=at_time)
+        except ProtocolError as exc:
+            return refused_as_plain_data(exc)
+        return created_result(forked, registry)
+
+    async def openenv_http(
+        self, method: str, route: str, token: str | None, body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """OpenEnv's HTTP `route` (`service/openenv/routes.py`), its URL's token checked by
+        the front: a session's token (whose HTTP episode it names), or None for the admin's
+        (which the worker never sees: a fresh session's routes). (status, headers, body)."""
+        openenv = self._service().http.openenv
+        credential = Credential(None, Role.ADMIN, None) if token is None else None
+        if token is not None:
+            credential = openenv.credential(token)
+        response: Response | Awaitable[Response] | None
+        response = unknown_route(route, error_response)
+        if response is None and credential is None:  # revoked since the front checked it
+            response = error_response(401, "unauthorized", "the token is not valid")
+        if response is None:
+            assert credential is not None
+            request = PostRequest(route, Headers(), method=method, body=body)
+            response = openenv.serve(request, route, credential, error_response)
+        if response is not None and not isinstance(response, Response):
+            response = await response
+        assert response is not None  # no WebSocket upgrade comes this way
+        return response.status_code, list(response.headers.raw_items()), bytes(response.body)
+
+    async def metrics(self) -> str:
+        """This worker's `/metrics` (Prometheus text)."""
+        return self._service().http.metrics_text()
+
     async def restore(
         self, session_ids: list[str], abandon: dict[str, int] | None = None
     ) -> tuple[list[Seat], dict[str, str]]:
@@ -210,6 +273,10 @@ class SessionWorker:
             "sessions": self.sessions,
             "admin_get": self.admin_get,
             "load": self.load,
+            "stop_session": self.stop_session,
+            "fork_session": self.fork_session,
+            "metrics": self.metrics,
+            "openenv_http": self.openenv_http,
             "stop": self.stop,
         }
 

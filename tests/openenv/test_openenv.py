@@ -213,7 +213,6 @@ async def test_parallel_clients_each_run_their_own_episode() -> None:
         assert sorted(finals) == [1, 2, 3, 4]
 
 
-@front_lacks("OpenEnv's HTTP routes (501)")
 async def test_schema_is_what_is_served(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     async with serving() as service:
@@ -308,7 +307,6 @@ async def _fast_mode_runs_to_the_next_notification(**overrides: Any) -> None:
         assert result.observation["current_time"] > start.observation["current_time"]
 
 
-@front_lacks("OpenEnv's HTTP routes (405)")
 async def test_http_reset_step_and_state_drive_a_session() -> None:
     import requests
 

@@ -132,7 +132,7 @@ class _FrontSessions:
 
     def get(self, session_id: str) -> _Seat | None:
         if self._front.seats.held(session_id) is None:
-            # Made in a worker (an OpenEnv episode, an admin's frame): the front learns of it
+            # Made in a worker (an OpenEnv episode): the front learns of it
             # only when a hello names it.
             return _in_process_only("whether it exists")
         return _Seat(session_id, self._front.tokens.of(session_id))

@@ -108,6 +108,19 @@ def base_url(http_url: str, token: str) -> str:
     return f"{http_url}{PREFIX}{quote(token, safe='')}"
 
 
+def unknown_route(route: str, error: Callable[..., Response]) -> Response | None:
+    """404 for a route OpenEnv's base URL does not have (None: it has it)."""
+    if route in _ROUTES or taskapi.is_task_route(route):
+        return None
+    return error(
+        404,
+        "not_found",
+        f"no OpenEnv route {route[:60]!r}: an OpenEnv base URL is /openenv/<token> (or "
+        "/openenv with the token in Authorization: Bearer), under which are "
+        f"{', '.join(sorted(_ROUTES))} and the Task API's /{ENV_NAME}/...",
+    )
+
+
 _HTTP_STATUS = {
     ErrorCode_.INVALID_JSON: 400,
     ErrorCode_.UNKNOWN_TYPE: 400,
@@ -178,18 +191,20 @@ class OpenEnvRoutes:
         parts = locate(path, request.headers.get("Authorization"))
         assert parts is not None
         token, route = parts
-        tasks = taskapi.is_task_route(route)
-        if route not in _ROUTES and not tasks:
-            return error(
-                404,
-                "not_found",
-                f"no OpenEnv route {route[:60]!r}: an OpenEnv base URL is /openenv/<token> (or "
-                "/openenv with the token in Authorization: Bearer), under which are "
-                f"{', '.join(sorted(_ROUTES))} and the Task API's /{ENV_NAME}/...",
-            )
+        unknown = unknown_route(route, error)
+        if unknown is not None:
+            return unknown
         credential = self.credential(token)
         if credential is None:
             return error(401, ErrorCode.UNAUTHORIZED, _BAD_TOKEN)
+        return self.serve(request, route, credential, error)
+
+    def serve(
+        self, request: Request, route: str, credential: Credential, error: Callable[..., Response]
+    ) -> Response | Awaitable[Response] | None:
+        """`answer` for a known `route` and a `credential` checked already (here, or by the
+        front of a session worker, which passes the request on: `sessionworker/handlers.py`)."""
+        tasks = taskapi.is_task_route(route)
         websocket = request.headers.get("Upgrade", "").lower() == "websocket"
         if route == "/harness":
             return error(

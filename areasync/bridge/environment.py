@@ -65,7 +65,7 @@ from areasync.bridge.budget import UNBOUNDED, CallBudget, OverBudget
 from areasync.bridge.queues import EventLogQueue, FastEventQueue
 from areasync.bridge.records import event_record, notification_record
 from areasync.bridge.time_manager import VirtualTimeManager
-from areasync.loop.clock import VirtualClock
+from areasync.loop.clock import VirtualClock, to_us
 from areasync.loop.engine import Engine
 from areasync.protocol.frames import Mode
 from areasync.protocol.records import EventRecord, NotificationRecord
@@ -190,7 +190,9 @@ class AsyncEnvironment(Environment):
     # ARE's `tick()`, `schedule()` and `prepare_events_for_start()`, step for step, except for
     # their debug lines: ARE builds them (f-strings, a datetime per event scheduled) before
     # `log_debug` can decide not to print them, per event and per tick. With ARE's logger at
-    # DEBUG, ARE's own run, lines included.
+    # DEBUG, ARE's own run, lines included. `tick()` also converts its time to the queue's
+    # microseconds once, not once per pass, and skips ARE's two notification hooks where they
+    # would do nothing (`notifications.idle_before_events`, `idle_after_events`).
 
     def schedule(self, events: AbstractEvent | list[AbstractEvent]) -> None:
         if _are_logger.isEnabledFor(logging.DEBUG):
@@ -213,9 +215,20 @@ class AsyncEnvironment(Environment):
             super().tick()
             return
         self.current_time = self.time_manager.time()
-        if self.notification_system is not None:
-            self.notification_system.handle_time_based_notifications()
-        while events_to_process := self.event_queue.pop_events_to_process(self.current_time):
+        # ARE's two notification hooks, skipped where they would do nothing (`notifications`).
+        system = self.notification_system
+        if system is not None and not notifications.idle_before_events(system):
+            system.handle_time_based_notifications()
+        now_us = to_us(self.current_time)
+        while True:
+            queue = self.event_queue
+            events_to_process = (
+                queue.pop_due_us(now_us)
+                if type(queue) is FastEventQueue
+                else queue.pop_events_to_process(self.current_time)
+            )
+            if not events_to_process:
+                break
             for event in events_to_process:
                 try:
                     event_successors = self.process_event(event)
@@ -228,8 +241,9 @@ class AsyncEnvironment(Environment):
                     if suc.event_time is None:
                         suc.event_time = event.event_time + suc.event_relative_time
                     self.event_queue.put(suc)
-        if self.notification_system is not None:
-            self.notification_system.handle_timeout_after_events()
+        system = self.notification_system
+        if system is not None and not notifications.idle_after_events(system):
+            system.handle_timeout_after_events()
 
     def _execute(self, event: Event) -> CompletedEvent:
         """ARE's `event.execute()`, within the budget. ARE logs an action that raises as a

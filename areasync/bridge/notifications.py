@@ -71,6 +71,8 @@ MAY_NOTIFY: frozenset[str] = frozenset(
 )
 
 _are_convert_to_message = BaseNotificationSystem.convert_to_message
+_are_time_based = BaseNotificationSystem.handle_time_based_notifications
+_are_timeout_after = BaseNotificationSystem.handle_timeout_after_events
 _are_get_content_for_message = are_notification_system.get_content_for_message
 
 
@@ -115,6 +117,30 @@ def cannot_notify(event: Any) -> bool:
     # looked up further: let ARE decide those); read here without ARE's two calls.
     name = getattr(event.action.function, "__name__", None)
     return type(name) is str and name not in MAY_NOTIFY
+
+
+def idle_before_events(system: BaseNotificationSystem) -> bool:
+    """True if ARE's hook at the start of a tick (`handle_time_based_notifications`) would do
+    nothing: it is ARE's base method (not a subclass's, not set on the instance) and there is
+    no reminder app, whose due reminders are all it looks at."""
+    return (
+        not system.reminder_app
+        and type(system).handle_time_based_notifications is _are_time_based
+        and "handle_time_based_notifications" not in system.__dict__
+    )
+
+
+def idle_after_events(system: BaseNotificationSystem) -> bool:
+    """True if ARE's hook at the end of a tick (`handle_timeout_after_events`) would do nothing
+    but read the time: it is ARE's base method (not a subclass's, not set on the instance),
+    there is no system app (without one it builds a datetime of the time and drops it) and a
+    time manager is set (without one it raises)."""
+    return (
+        not system.system_app
+        and bool(system.time_manager)
+        and type(system).handle_timeout_after_events is _are_timeout_after
+        and "handle_timeout_after_events" not in system.__dict__
+    )
 
 
 def get_content_for_message(event: Any) -> str | None:

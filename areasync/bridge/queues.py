@@ -94,8 +94,12 @@ class FastEventQueue(EventQueue):
         # a hair above its microsecond (0.35000000000000003 s) is due at that microsecond. With
         # ARE's float comparison the engine's tick at 350,000 us would find it not yet due, and
         # the queue-based loop, whose next tick is at that same microsecond, would never move.
+        return self.pop_due_us(to_us(timestamp))
+
+    def pop_due_us(self, now_us: int) -> list[Any]:
+        """`pop_events_to_process` of the time `now_us` in microseconds (a tick converts its
+        time once, not once per pass)."""
         heap = self.future_events.queue
-        now_us = to_us(timestamp)
         if not heap or heap[0][0] > now_us:
             return []
         due = []

@@ -286,6 +286,32 @@ def test_a_system_with_its_own_conversion_keeps_it() -> None:
     assert "convert_to_message" not in vars(system)
 
 
+def test_a_tick_skips_ares_hooks_only_where_they_would_do_nothing() -> None:
+    system = VerboseNotificationSystem()
+    system.initialize(FixedTime())  # type: ignore[arg-type]
+    assert notifications.idle_before_events(system) and notifications.idle_after_events(system)
+    system.setup_reminder_app(stand_in("ReminderApp"))  # type: ignore[arg-type]
+    system.setup_system_app(stand_in("SystemApp"))  # type: ignore[arg-type]
+    assert not notifications.idle_before_events(system)
+    assert not notifications.idle_after_events(system)
+
+
+def test_a_system_with_its_own_tick_hooks_has_them_called_on_every_tick() -> None:
+    ticks: list[str] = []
+
+    class Custom(VerboseNotificationSystem):
+        def handle_time_based_notifications(self) -> None:
+            ticks.append("before")
+
+        def handle_timeout_after_events(self) -> None:
+            ticks.append("after")
+
+    sim = Simulation.load("scenario_tutorial", mode="manual")
+    sim.env.notification_system = Custom()
+    sim.env.tick()
+    assert ticks == ["before", "after"]
+
+
 def test_clear_and_initialize_keep_the_filter() -> None:
     system = VerboseNotificationSystem()
     notifications.install(system, lambda message: None)

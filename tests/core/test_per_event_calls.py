@@ -22,8 +22,8 @@ from bench.synthetic import synthetic_scenario
 
 TOOL = "SystemApp__get_current_time"
 # Python calls (functions and builtins) per unit of work, with some room above today's counts
-# (147.8 per event; 226 per tool call, 235 with the service's bounds).
-MAX_CALLS_PER_EVENT = 151
+# (144.7 per event; 226 per tool call, 235 with the service's bounds).
+MAX_CALLS_PER_EVENT = 148
 MAX_CALLS_PER_TOOL_CALL = 232
 MAX_CALLS_PER_BOUNDED_TOOL_CALL = 242
 SERVICE_BOUNDS: dict[str, Any] = {

@@ -22,10 +22,10 @@ from bench.synthetic import synthetic_scenario
 
 TOOL = "SystemApp__get_current_time"
 # Python calls (functions and builtins) per unit of work, with some room above today's counts
-# (144.7 per event; 226 per tool call, 235 with the service's bounds).
-MAX_CALLS_PER_EVENT = 148
-MAX_CALLS_PER_TOOL_CALL = 232
-MAX_CALLS_PER_BOUNDED_TOOL_CALL = 242
+# (139.6 per event; 225 per tool call, 234 with the service's bounds).
+MAX_CALLS_PER_EVENT = 142
+MAX_CALLS_PER_TOOL_CALL = 228
+MAX_CALLS_PER_BOUNDED_TOOL_CALL = 237
 SERVICE_BOUNDS: dict[str, Any] = {
     "tool_budget": 10.0,
     "max_listing": 100_000,

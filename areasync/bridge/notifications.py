@@ -20,8 +20,10 @@ class first, then the function name, and returns None when no template matches, 
 plain `CompletedEvent` of an `Action` whose function name is not one of them, the answer is
 None whichever app, event type, arguments, verbosity or `notified_tools` (read live by ARE; the
 filter does not read it at all). `convert_to_message` (the filter) returns None after doing what
-ARE does first that could have an effect: read the time (`get_current_time`, which raises
-without a time manager); `get_content_for_message` (ARE's is pure) returns None. Everything
+ARE does first that could have an effect: raise without a time manager (ARE's
+`get_current_time`; the time it reads is dropped, and a reading nobody sees must not bind the
+virtual clock, `areasync.loop.clock`); `get_content_for_message` (ARE's is pure) returns None.
+Everything
 else - any event that could produce a message, an event or action of another class, a function
 whose name cannot be read - goes to ARE's own function unchanged.
 
@@ -155,6 +157,7 @@ def convert_to_message(system: BaseNotificationSystem, event: Any) -> Message | 
     """ARE's `BaseNotificationSystem.convert_to_message`, answering None at once for an event
     that cannot produce a message (bound to a system instance by `install`)."""
     if cannot_notify(event):
-        system.get_current_time()  # what ARE does first (it raises without a time manager)
+        if not system.time_manager:
+            system.get_current_time()  # what ARE does first: it raises without a time manager
         return None
     return _are_convert_to_message(system, event)

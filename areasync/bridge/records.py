@@ -98,6 +98,11 @@ def event_record(event: CompletedEvent) -> EventRecord:
     else:
         app, function = event_names(event)
     return_value = None if metadata is None else metadata.return_value
+    args = dict(raw_args)  # a copy (ARE may change the action's later), values made plain
+    args.pop("self", None)
+    for key, value in args.items():
+        if type(value) not in _EXACT_PRIMITIVES:
+            args[key] = to_plain(value)
     return EventRecord(
         event_id=str(event.event_id),
         # `_value_`: what the enum's `.value` (a descriptor: two calls) reads.
@@ -105,11 +110,7 @@ def event_record(event: CompletedEvent) -> EventRecord:
         time=float(event.event_time) if event.event_time is not None else 0.0,
         app=app,
         function=function,
-        args={
-            k: v if type(v) in _EXACT_PRIMITIVES else to_plain(v)
-            for k, v in raw_args.items()
-            if k != "self"
-        },
+        args=args,
         return_value=return_value
         if type(return_value) in _EXACT_PRIMITIVES
         else to_plain(return_value),

@@ -22,10 +22,10 @@ from bench.synthetic import synthetic_scenario
 
 TOOL = "SystemApp__get_current_time"
 # Python calls (functions and builtins) per unit of work, with some room above today's counts
-# (137.1 per event; 222 per tool call, 231 with the service's bounds).
-MAX_CALLS_PER_EVENT = 140
-MAX_CALLS_PER_TOOL_CALL = 225
-MAX_CALLS_PER_BOUNDED_TOOL_CALL = 234
+# (131.8 per event; 220 per tool call, 229 with the service's bounds).
+MAX_CALLS_PER_EVENT = 134
+MAX_CALLS_PER_TOOL_CALL = 223
+MAX_CALLS_PER_BOUNDED_TOOL_CALL = 232
 SERVICE_BOUNDS: dict[str, Any] = {
     "tool_budget": 10.0,
     "max_listing": 100_000,

@@ -23,9 +23,8 @@ filter does not read it at all). `convert_to_message` (the filter) returns None 
 ARE does first that could have an effect: raise without a time manager (ARE's
 `get_current_time`; the time it reads is dropped, and a reading nobody sees must not bind the
 virtual clock, `areasync.loop.clock`); `get_content_for_message` (ARE's is pure) returns None.
-Everything
-else - any event that could produce a message, an event or action of another class, a function
-whose name cannot be read - goes to ARE's own function unchanged.
+Everything else - any event that could produce a message, an event or action of another class,
+a function whose name cannot be read - goes to ARE's own function unchanged.
 
 The filtered `convert_to_message` is an attribute of the instance, set by `install` only when
 the system's class uses ARE's base method (a notification system that defines its own keeps

@@ -261,6 +261,22 @@ def test_without_a_time_manager_both_raise_the_same() -> None:
     assert outcome(system.convert_to_message, event) == expected
 
 
+def test_an_event_with_no_message_reads_no_time() -> None:
+    reads: list[float] = []
+
+    class CountedTime:
+        def time(self) -> float:
+            reads.append(NOW)
+            return NOW
+
+    system = VerboseNotificationSystem()
+    system.initialize(CountedTime())  # type: ignore[arg-type]
+    notifications.install(system, lambda message: None)
+    event = completed(stand_in("SystemApp"), named("get_current_time"), {}, EventType.AGENT)
+    assert system.convert_to_message(event) is None
+    assert reads == []
+
+
 def test_notified_tools_are_read_live() -> None:
     system = VerboseNotificationSystem(verbosity_level=VerbosityLevel.LOW)
     system.initialize(FixedTime())  # type: ignore[arg-type]

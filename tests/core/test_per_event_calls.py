@@ -22,10 +22,10 @@ from bench.synthetic import synthetic_scenario
 
 TOOL = "SystemApp__get_current_time"
 # Python calls (functions and builtins) per unit of work, with some room above today's counts
-# (131.8 per event; 220 per tool call, 229 with the service's bounds).
+# (131.1 per event; 217 per tool call, 226 with the service's bounds).
 MAX_CALLS_PER_EVENT = 134
-MAX_CALLS_PER_TOOL_CALL = 223
-MAX_CALLS_PER_BOUNDED_TOOL_CALL = 232
+MAX_CALLS_PER_TOOL_CALL = 220
+MAX_CALLS_PER_BOUNDED_TOOL_CALL = 229
 SERVICE_BOUNDS: dict[str, Any] = {
     "tool_budget": 10.0,
     "max_listing": 100_000,

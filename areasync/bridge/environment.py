@@ -67,7 +67,7 @@ from areasync.bridge.host_paths import as_agent_sees
 from areasync.bridge.queues import EventLogQueue, FastEventQueue
 from areasync.bridge.records import event_record, notification_record
 from areasync.bridge.time_manager import VirtualTimeManager
-from areasync.loop.clock import VirtualClock
+from areasync.loop.clock import VirtualClock, to_us
 from areasync.loop.engine import Engine
 from areasync.protocol.frames import Mode
 from areasync.protocol.records import EventRecord, NotificationRecord
@@ -167,7 +167,8 @@ class AsyncEnvironment(Environment):
     # -- ARE's scaling traps -----------------------------------------------------------------
 
     def get_event_queue_length(self) -> int:
-        return len(self.event_queue)
+        queue = self.event_queue  # asked at every step: `len(queue)`, one call less for ours
+        return len(queue.future_events.queue) if type(queue) is FastEventQueue else len(queue)
 
     def get_event_log_size(self) -> int:
         return len(self.event_log)
@@ -195,7 +196,9 @@ class AsyncEnvironment(Environment):
     # ARE's `tick()`, `schedule()` and `prepare_events_for_start()`, step for step, except for
     # their debug lines: ARE builds them (f-strings, a datetime per event scheduled) before
     # `log_debug` can decide not to print them, per event and per tick. With ARE's logger at
-    # DEBUG, ARE's own run, lines included.
+    # DEBUG, ARE's own run, lines included. `tick()` also converts its time to the queue's
+    # microseconds once, not once per pass, and skips ARE's two notification hooks where they
+    # would do nothing (`notifications.idle_before_events`, `idle_after_events`).
 
     def schedule(self, events: AbstractEvent | list[AbstractEvent]) -> None:
         if _are_logger.isEnabledFor(logging.DEBUG):
@@ -207,10 +210,10 @@ class AsyncEnvironment(Environment):
         if _are_logger.isEnabledFor(logging.DEBUG):
             super().prepare_events_for_start()
             return
-        for event in self.events_to_schedule:
-            if len(event.dependencies) == 0:
-                event.compute_absolute_time(self.start_time)
-                self.event_queue.put(event)
+        first = [event for event in self.events_to_schedule if len(event.dependencies) == 0]
+        for event in first:
+            event.compute_absolute_time(self.start_time)
+        self.event_queue.put(first)  # one list: ours heapifies once (`FastEventQueue.put`)
 
     def tick(self) -> None:
         # Also: ARE walks its validators (none, in a session) to tell each the tick count.
@@ -218,9 +221,20 @@ class AsyncEnvironment(Environment):
             super().tick()
             return
         self.current_time = self.time_manager.time()
-        if self.notification_system is not None:
-            self.notification_system.handle_time_based_notifications()
-        while events_to_process := self.event_queue.pop_events_to_process(self.current_time):
+        # ARE's two notification hooks, skipped where they would do nothing (`notifications`).
+        system = self.notification_system
+        if system is not None and not notifications.idle_before_events(system):
+            system.handle_time_based_notifications()
+        now_us = to_us(self.current_time)
+        while True:
+            queue = self.event_queue
+            events_to_process = (
+                queue.pop_due_us(now_us)
+                if type(queue) is FastEventQueue
+                else queue.pop_events_to_process(self.current_time)
+            )
+            if not events_to_process:
+                break
             for event in events_to_process:
                 try:
                     event_successors = self.process_event(event)
@@ -233,8 +247,9 @@ class AsyncEnvironment(Environment):
                     if suc.event_time is None:
                         suc.event_time = event.event_time + suc.event_relative_time
                     self.event_queue.put(suc)
-        if self.notification_system is not None:
-            self.notification_system.handle_timeout_after_events()
+        system = self.notification_system
+        if system is not None and not notifications.idle_after_events(system):
+            system.handle_timeout_after_events()
 
     def _execute(self, event: Event) -> CompletedEvent:
         """ARE's `event.execute()`, within the budget. ARE logs an action that raises as a
@@ -341,11 +356,14 @@ class AsyncEnvironment(Environment):
         return bool(self.stop_event.is_set())
 
     def next_event_time(self) -> float | None:
-        head = self.event_queue.peek()
+        queue = self.event_queue
+        # ARE's `EventQueue.peek` (which ours does not override), one call less.
+        head = queue.future_events.peek() if type(queue) is FastEventQueue else queue.peek()
         return None if head is None else float(head.event_time)
 
     def wait_timeout_time(self) -> float | None:
-        system = self.system_app
+        # `system_app`'s cache read here while it is fresh: asked at every step.
+        system = self._system_app if self._system_app_for == len(self.apps) else self.system_app
         timeout = system.wait_for_notification_timeout if system is not None else None
         return None if timeout is None else float(timeout.timeout_timestamp)
 
@@ -420,12 +438,15 @@ class PublishingEventLog(EventLog):
         self.logged = 0
 
     def put(self, event: CompletedEvent | list[CompletedEvent]) -> None:
-        for one in event if type(event) is list else [event]:
-            # ARE's `EventLog.put` of one event: a copy, so that later changes to the event
-            # are not logged.
-            self.past_events.put(one.copy())
-            self.logged += 1
-            self._hook(one)
+        if type(event) is list:
+            for one in event:
+                self.put(one)
+            return
+        # ARE's `EventLog.put` of one event: a copy, so that later changes to the event are
+        # not logged.
+        self.past_events.put(event.copy())
+        self.logged += 1
+        self._hook(event)
 
 
 def _placeholder_ids(event: Event) -> set[str]:

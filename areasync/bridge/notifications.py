@@ -20,10 +20,11 @@ class first, then the function name, and returns None when no template matches, 
 plain `CompletedEvent` of an `Action` whose function name is not one of them, the answer is
 None whichever app, event type, arguments, verbosity or `notified_tools` (read live by ARE; the
 filter does not read it at all). `convert_to_message` (the filter) returns None after doing what
-ARE does first that could have an effect: read the time (`get_current_time`, which raises
-without a time manager); `get_content_for_message` (ARE's is pure) returns None. Everything
-else - any event that could produce a message, an event or action of another class, a function
-whose name cannot be read - goes to ARE's own function unchanged.
+ARE does first that could have an effect: raise without a time manager (ARE's
+`get_current_time`; the time it reads is dropped, and a reading nobody sees must not bind the
+virtual clock, `areasync.loop.clock`); `get_content_for_message` (ARE's is pure) returns None.
+Everything else - any event that could produce a message, an event or action of another class,
+a function whose name cannot be read - goes to ARE's own function unchanged.
 
 The filtered `convert_to_message` is an attribute of the instance, set by `install` only when
 the system's class uses ARE's base method (a notification system that defines its own keeps
@@ -71,6 +72,8 @@ MAY_NOTIFY: frozenset[str] = frozenset(
 )
 
 _are_convert_to_message = BaseNotificationSystem.convert_to_message
+_are_time_based = BaseNotificationSystem.handle_time_based_notifications
+_are_timeout_after = BaseNotificationSystem.handle_timeout_after_events
 _are_get_content_for_message = are_notification_system.get_content_for_message
 
 
@@ -117,6 +120,30 @@ def cannot_notify(event: Any) -> bool:
     return type(name) is str and name not in MAY_NOTIFY
 
 
+def idle_before_events(system: BaseNotificationSystem) -> bool:
+    """True if ARE's hook at the start of a tick (`handle_time_based_notifications`) would do
+    nothing: it is ARE's base method (not a subclass's, not set on the instance) and there is
+    no reminder app, whose due reminders are all it looks at."""
+    return (
+        not system.reminder_app
+        and type(system).handle_time_based_notifications is _are_time_based
+        and "handle_time_based_notifications" not in system.__dict__
+    )
+
+
+def idle_after_events(system: BaseNotificationSystem) -> bool:
+    """True if ARE's hook at the end of a tick (`handle_timeout_after_events`) would do nothing
+    but read the time: it is ARE's base method (not a subclass's, not set on the instance),
+    there is no system app (without one it builds a datetime of the time and drops it) and a
+    time manager is set (without one it raises)."""
+    return (
+        not system.system_app
+        and bool(system.time_manager)
+        and type(system).handle_timeout_after_events is _are_timeout_after
+        and "handle_timeout_after_events" not in system.__dict__
+    )
+
+
 def get_content_for_message(event: Any) -> str | None:
     """ARE's `get_content_for_message`, answering None at once for an event that cannot
     produce a message (ARE's function is pure: nothing else to do first)."""
@@ -129,6 +156,7 @@ def convert_to_message(system: BaseNotificationSystem, event: Any) -> Message | 
     """ARE's `BaseNotificationSystem.convert_to_message`, answering None at once for an event
     that cannot produce a message (bound to a system instance by `install`)."""
     if cannot_notify(event):
-        system.get_current_time()  # what ARE does first (it raises without a time manager)
+        if not system.time_manager:
+            system.get_current_time()  # what ARE does first: it raises without a time manager
         return None
     return _are_convert_to_message(system, event)

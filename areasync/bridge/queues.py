@@ -49,8 +49,19 @@ class TimeOrderedHeap:
         self._counter = itertools.count()
 
     def put(self, item: Any) -> None:
+        heapq.heappush(self.queue, self._entry(item))
+
+    def put_all(self, items: list[Any]) -> None:
+        """`put` of each of `items` in turn, with one `heapify` instead of a push each: the
+        entries are distinct (the insertion count), so what is popped, and in what order, is
+        the same."""
+        entry = self._entry
+        self.queue.extend([entry(item) for item in items])
+        heapq.heapify(self.queue)
+
+    def _entry(self, item: Any) -> tuple[int, float, str, int, Any]:
         t = item.event_time
-        heapq.heappush(self.queue, (to_us(t), t, item.event_id or "", next(self._counter), item))
+        return (to_us(t), t, item.event_id or "", next(self._counter), item)
 
     def get(self) -> Any:
         return heapq.heappop(self.queue)[_ITEM]
@@ -82,20 +93,30 @@ class FastEventQueue(EventQueue):
         self.future_events = TimeOrderedHeap()
 
     def put(self, events: Any) -> None:
+        scheduled = self.already_scheduled
+        taken = []
         for event in events if isinstance(events, list) else [events]:
             # As ARE: an Event instance is scheduled once; condition checks may recur.
-            if isinstance(event, Event | OracleEvent) and event.event_id in self.already_scheduled:
+            if isinstance(event, Event | OracleEvent) and event.event_id in scheduled:
                 continue
-            self.future_events.put(event)
-            self.already_scheduled.add(event.event_id)
+            taken.append(event)
+            scheduled.add(event.event_id)
+        if len(taken) == 1:
+            self.future_events.put(taken[0])
+        elif taken:
+            self.future_events.put_all(taken)
 
     def pop_events_to_process(self, timestamp: float) -> list[Any]:
         # Due-ness in whole microseconds, as the engine schedules: an event at a float
         # a hair above its microsecond (0.35000000000000003 s) is due at that microsecond. With
         # ARE's float comparison the engine's tick at 350,000 us would find it not yet due, and
         # the queue-based loop, whose next tick is at that same microsecond, would never move.
+        return self.pop_due_us(to_us(timestamp))
+
+    def pop_due_us(self, now_us: int) -> list[Any]:
+        """`pop_events_to_process` of the time `now_us` in microseconds (a tick converts its
+        time once, not once per pass)."""
         heap = self.future_events.queue
-        now_us = to_us(timestamp)
         if not heap or heap[0][0] > now_us:
             return []
         due = []
@@ -105,6 +126,10 @@ class FastEventQueue(EventQueue):
 
     def __len__(self) -> int:
         return len(self.future_events.queue)
+
+
+_SEVERAL = object()  # in `EventLogQueue`'s index: an id logged more than once
+_NONE = object()  # not in it
 
 
 class LogHeapItem(HeapItem[Any]):
@@ -124,10 +149,10 @@ class EventLogQueue(PriorityQueue[Any]):
 
     def __init__(self) -> None:
         super().__init__(fields=["event_time"])
-        # The logged events of each event id, in the order they were logged: what a
-        # placeholder `{{event_id.key}}` reads, found without sorting the whole log (see
+        # The logged event of each event id (`_SEVERAL` for an id logged more than once): what
+        # a placeholder `{{event_id.key}}` reads, found without sorting the whole log (see
         # `logged_with_id`). None once anything but a push changed the heap.
-        self._by_id: dict[str, list[Any]] | None = {}
+        self._by_id: dict[str, Any] | None = {}
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
         # `Queue.put` of an unbounded queue (the log never is full), taking its mutex
@@ -142,8 +167,9 @@ class EventLogQueue(PriorityQueue[Any]):
     def _put(self, item: Any) -> None:
         with self.lock:
             event_id = getattr(item, "event_id", None)
-            if self._by_id is not None and isinstance(event_id, str):
-                self._by_id.setdefault(event_id, []).append(item)
+            by_id = self._by_id
+            if by_id is not None and isinstance(event_id, str):
+                by_id[event_id] = item if event_id not in by_id else _SEVERAL
             else:
                 self._by_id = None  # not an event: the index cannot say what the sort would
             if self.fields is not None:
@@ -157,8 +183,10 @@ class EventLogQueue(PriorityQueue[Any]):
         with self.lock:
             if self._by_id is None:
                 return None
-            found = self._by_id.get(event_id, [])
-            return list(found) if len(found) <= 1 else None
+            found = self._by_id.get(event_id, _NONE)
+            if found is _SEVERAL:
+                return None
+            return [] if found is _NONE else [found]
 
     def _get(self) -> Any:
         self._by_id = None

@@ -84,10 +84,25 @@ def _to_plain(value: Any, _depth: int) -> Any:
 
 
 def event_record(event: CompletedEvent) -> EventRecord:
+    """The record of `event` as it is now (converted per event: the common cases are written
+    out - an `Action`'s names, arguments and a result of exactly a JSON type - with the same
+    output as the general path)."""
     action = event.action
     raw_args = getattr(action, "args", None) or {}
     metadata = event.metadata
-    app, function = event_names(event)
+    # An `Action`'s names as ARE's `app_name()` and `function_name()` give them, without the
+    # calls; every other action through `event_names`.
+    function = getattr(action.function, "__name__", None) if type(action) is Action else None
+    if function is not None or (type(action) is Action and action.function is None):
+        app = None if action.app is None else action.app.name
+    else:
+        app, function = event_names(event)
+    return_value = None if metadata is None else metadata.return_value
+    args = dict(raw_args)  # a copy (ARE may change the action's later), values made plain
+    args.pop("self", None)
+    for key, value in args.items():
+        if type(value) not in _EXACT_PRIMITIVES:
+            args[key] = to_plain(value)
     return EventRecord(
         event_id=str(event.event_id),
         # `_value_`: what the enum's `.value` (a descriptor: two calls) reads.
@@ -95,8 +110,10 @@ def event_record(event: CompletedEvent) -> EventRecord:
         time=float(event.event_time) if event.event_time is not None else 0.0,
         app=app,
         function=function,
-        args={k: to_plain(v) for k, v in raw_args.items() if k != "self"},
-        return_value=to_plain(metadata.return_value) if metadata is not None else None,
+        args=args,
+        return_value=return_value
+        if type(return_value) in _EXACT_PRIMITIVES
+        else to_plain(return_value),
         exception=metadata.exception if metadata is not None else None,
     )
 
@@ -110,11 +127,6 @@ def event_names(event: CompletedEvent) -> tuple[str | None, str | None]:
     callable's name, as ARE names the function of any action.
     """
     action = event.action
-    if type(action) is Action:  # ARE's `app_name()` and `function_name()`, without the calls
-        function = action.function
-        name = getattr(function, "__name__", None)
-        if name is not None or function is None:
-            return (None if action.app is None else action.app.name), name
     if isinstance(action, Action | ConditionCheckAction):
         return event.app_name(), event.function_name()
     if callable(action):

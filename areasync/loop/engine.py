@@ -129,10 +129,14 @@ class Engine:
 
     def next_due_us(self) -> int | None:
         """The earliest time at which something is scheduled to happen, if anything is."""
-        event, timeout = self.next_event_us(), self.wait_timeout_us()
-        if event is None or timeout is None:
-            return timeout if event is None else event
-        return min(event, timeout)
+        # `next_event_us` and `wait_timeout_us` written out: asked at every step.
+        env = self.env
+        event, timeout = env.next_event_time(), env.wait_timeout_time()
+        if timeout is None:
+            return None if event is None else to_us(event)
+        if event is None:
+            return to_us(timeout)
+        return min(to_us(event), to_us(timeout))
 
     def at_end(self, t_us: int) -> bool:
         end = self._geometry()[2]
@@ -174,28 +178,33 @@ class Engine:
         is that tick: the debt is paid.
         """
         self._owed = None
-        now = self.clock.now_us()
+        clock = self.clock
+        now = clock.now_us()
         if t_us > now:
-            self.clock.set_us(t_us)
-        self.env.tick_count = self.tick_index(max(t_us, now)) if tick_count is None else tick_count
-        self.env.tick()
+            clock.set_us(t_us)
+            now = t_us
+        env = self.env
+        env.tick_count = self.tick_index(now) if tick_count is None else tick_count
+        env.tick()
 
     def step_fast(self) -> bool:
         """One step of ARE's queue-based loop. Returns False when nothing is due (idle) or done."""
         if self.finished:
             return False
-        if self.stopping:
+        env = self.env
+        if env.stop_requested():  # `stopping`, one call less: this runs once per event
             self.finish()
             return False
-        if self.env.exit_when_no_events and self.env.get_event_queue_length() == 0:
+        if env.exit_when_no_events and env.get_event_queue_length() == 0:
             self.finish()
             return False
         due = self.next_due_us()
         if due is None:
             return False
-        if self.at_end(due) and not self.wait_runs_past_end(due):
+        end = self._geometry()[2]  # `at_end(due)`, written out
+        if end is not None and due >= end and not self.wait_runs_past_end(due):
             # ARE's jump_to_next_event_time sets the tick index before the duration check.
-            self.env.tick_count = self.tick_index(due)
+            env.tick_count = self.tick_index(due)
             self._finish_at_end()
             return False
         self.tick_at(due)

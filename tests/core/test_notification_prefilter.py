@@ -261,6 +261,22 @@ def test_without_a_time_manager_both_raise_the_same() -> None:
     assert outcome(system.convert_to_message, event) == expected
 
 
+def test_an_event_with_no_message_reads_no_time() -> None:
+    reads: list[float] = []
+
+    class CountedTime:
+        def time(self) -> float:
+            reads.append(NOW)
+            return NOW
+
+    system = VerboseNotificationSystem()
+    system.initialize(CountedTime())  # type: ignore[arg-type]
+    notifications.install(system, lambda message: None)
+    event = completed(stand_in("SystemApp"), named("get_current_time"), {}, EventType.AGENT)
+    assert system.convert_to_message(event) is None
+    assert reads == []
+
+
 def test_notified_tools_are_read_live() -> None:
     system = VerboseNotificationSystem(verbosity_level=VerbosityLevel.LOW)
     system.initialize(FixedTime())  # type: ignore[arg-type]
@@ -284,6 +300,32 @@ def test_a_system_with_its_own_conversion_keeps_it() -> None:
     system = Custom()
     notifications.install(system, lambda message: None)
     assert "convert_to_message" not in vars(system)
+
+
+def test_a_tick_skips_ares_hooks_only_where_they_would_do_nothing() -> None:
+    system = VerboseNotificationSystem()
+    system.initialize(FixedTime())  # type: ignore[arg-type]
+    assert notifications.idle_before_events(system) and notifications.idle_after_events(system)
+    system.setup_reminder_app(stand_in("ReminderApp"))  # type: ignore[arg-type]
+    system.setup_system_app(stand_in("SystemApp"))  # type: ignore[arg-type]
+    assert not notifications.idle_before_events(system)
+    assert not notifications.idle_after_events(system)
+
+
+def test_a_system_with_its_own_tick_hooks_has_them_called_on_every_tick() -> None:
+    ticks: list[str] = []
+
+    class Custom(VerboseNotificationSystem):
+        def handle_time_based_notifications(self) -> None:
+            ticks.append("before")
+
+        def handle_timeout_after_events(self) -> None:
+            ticks.append("after")
+
+    sim = Simulation.load("scenario_tutorial", mode="manual")
+    sim.env.notification_system = Custom()
+    sim.env.tick()
+    assert ticks == ["before", "after"]
 
 
 def test_clear_and_initialize_keep_the_filter() -> None:

@@ -50,7 +50,9 @@ async def test_evicted_slow_observers_also_resume_losslessly() -> None:
         events=20_000, clients=4, cuts_per_client=4, seed=SEED, max_lag=50, freezes=True
     )
     assert_lossless(report)
-    assert sum(log.evictions for log in report.observers) > 0
+    evictions = sum(log.evictions for log in report.observers)
+    # Each one the server's own (the real clients may be evicted too, and reconnect unseen).
+    assert 0 < evictions <= report.slow_consumer_closes
 
 
 @pytest.mark.soak

@@ -7,9 +7,10 @@
 What the front does, in order (`serve`):
 
 1. **The state dir.** Session workers always journal: into `--state-dir`, or into a private
-   temporary directory (removed at the end) when none is given, so that a worker that dies
-   loses no session. The admin token is the front's: kept in the state dir as a server keeps
-   it (`service/journals.py`), never given to a worker.
+   temporary directory when none is given (removed at the end; the next front reclaims it
+   if this one is killed, `privatedirs.py`), so that a worker that dies loses no session.
+   The admin token is the front's: kept in the state dir as a server keeps it
+   (`service/journals.py`), never given to a worker.
 2. **The port.** A websockets server with areasync's screens (`service/screens.py`) and the
    pre-hello pool (`service/admission.py`), whose connections keep their bytes raw after the
    upgrade (`service/handoff.py`). HTTP is answered by `routes.py`.
@@ -41,7 +42,6 @@ import contextlib
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ from areasync.front.hello import Verdict, judge
 from areasync.front.routes import FrontRoutes
 from areasync.front.seats import Seats
 from areasync.front.supervisor import Supervisor
+from areasync.privatedirs import JOURNALS_PREFIX, WORKERS_PREFIX, PrivateDir
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import error_frame
@@ -153,7 +154,10 @@ class Front:
         self.abandon: dict[str, int] = {}
         self.lost: list[str] = []  # what happened to workers, in order
         self._scenarios = list(scenarios)
-        self._private_dir = False
+        # Without --state-dir, the journals' private directory; the workers' temp dirs' parent
+        # (`privatedirs.py`: reclaimed by the next front if this one is killed).
+        self._private: PrivateDir | None = None
+        self._tmp: PrivateDir | None = None
         self._require_confinement = require_confinement
         self._tmp_under: Path | None = None  # the workers' temp dirs' parent (`_confine`)
         self._started: dict[str, int] = {}  # worker name -> pid whose service was started
@@ -211,13 +215,13 @@ class Front:
     async def _open_state_dir(self) -> None:
         directory = self.config.state_dir
         if directory is None:
-            directory = Path(tempfile.mkdtemp(prefix="areasync-journals-"))
-            self._private_dir = True
+            self._private = PrivateDir.make(JOURNALS_PREFIX)
+            directory = self._private.path
         self.state_dir = directory
         journals = Journals(worker_config(self.config, directory))
         try:
             # Kept for the next start only in a state dir that outlives this one.
-            admin = await journals.open(self.config.admin_token, keep=not self._private_dir)
+            admin = await journals.open(self.config.admin_token, keep=self._private is None)
         except StateDirError as exc:
             raise ServiceError(str(exc)) from exc
         if admin is not None:
@@ -244,7 +248,8 @@ class Front:
                     f"cannot make {path} for the session workers: {exc.strerror or exc}; "
                     "give a --state-dir and --trace-dir this user may create and write"
                 ) from exc
-        self._tmp_under = Path(tempfile.mkdtemp(prefix="areasync-workers-"))
+        self._tmp = PrivateDir.make(WORKERS_PREFIX)
+        self._tmp_under = self._tmp.path
         files = [Path(source) for source in self._scenarios if is_file(source)]
         self.pool.confinement = session_confinement(
             self.config,
@@ -297,7 +302,7 @@ class Front:
             try:
                 # A private journals directory goes with this run: sessions end, traces
                 # written, as in one process without --state-dir.
-                suspend = not self._private_dir
+                suspend = self._private is None
                 return int(await self.pool.call(worker, "stop", suspend, budget=limit))
             except Exception as exc:  # killed past its budget, or gone: the pool ends it
                 logger.warning("%s did not stop cleanly: %s", worker.name, exc)
@@ -312,10 +317,9 @@ class Front:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), config.close_timeout + 1.0)
-        if self._private_dir and self.state_dir is not None:
-            shutil.rmtree(self.state_dir, ignore_errors=True)
-        if self._tmp_under is not None:
-            shutil.rmtree(self._tmp_under, ignore_errors=True)
+        for private in (self._private, self._tmp):
+            if private is not None:
+                private.remove()
 
     async def __aenter__(self) -> Front:
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import shutil
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -52,17 +54,19 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 
 from areasync.front import shares
 from areasync.front.hello import Verdict, judge
+from areasync.front.ports import SessionPorts
 from areasync.front.routes import FrontRoutes
 from areasync.front.seats import Seats
 from areasync.front.supervisor import Supervisor
 from areasync.privatedirs import JOURNALS_PREFIX, WORKERS_PREFIX, PrivateDir
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
-from areasync.protocol.frames import error_frame
+from areasync.protocol.frames import Role, error_frame
 from areasync.service import wire
 from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
+from areasync.service.gaia2cli.bare import url as bare_url
 from areasync.service.handoff import (
     CLOSE_OPCODE,
     DATA_OPCODES,
@@ -143,6 +147,12 @@ class Front:
         self.routes = FrontRoutes(self)
         self.supervisor = Supervisor(
             self.pool, budget=config.tool_budget + beat_margin, interval=beat_interval
+        )
+        # Each session's gaia2-cli port (`--gaia2-ports`), bound here (`ports.py`).
+        self.gaia2_ports = (
+            None
+            if config.gaia2_ports is None
+            else SessionPorts(*config.gaia2_ports, self._hand_port)
         )
         self.port: int | None = None
         self.state_dir: Path | None = None
@@ -293,6 +303,8 @@ class Front:
         self.supervisor.stop()
         if self._server is not None:
             self._server.close()
+        if self.gaia2_ports is not None:
+            self.gaia2_ports.close()
         config = self.config
         limit = config.shutdown_timeout + config.shutdown_grace + config.close_timeout + 1.0
 
@@ -353,7 +365,8 @@ class Front:
             config = worker_config(
                 shares.for_worker(self.config, len(self.pool.workers), index), self.state_dir
             )
-            pid = await self.pool.call(worker, "start", config, self.ws_base)
+            handed = self.gaia2_ports is not None
+            pid = await self.pool.call(worker, "start", config, self.ws_base, handed)
             self._started[worker.name] = pid
 
     def worker(self, name: str) -> Worker:
@@ -410,7 +423,19 @@ class Front:
                 complete = False
             else:
                 self.seats.seat(worker.name, seats)
+                await self._seated(worker, [seat.session_id for seat in seats], new_only=True)
         return complete
+
+    async def _seated(self, worker: Worker, session_ids: list[str], *, new_only: bool) -> None:
+        """`worker` holds `session_ids`: each gets its gaia2-cli port (`--gaia2-ports`) if it
+        has none, and the worker is told it (`new_only`: only for those given one now)."""
+        if self.gaia2_ports is None:
+            return
+        given = self.gaia2_ports.bind(session_ids)
+        for session_id in given if new_only else session_ids:
+            port = self.gaia2_ports.port_of(session_id)
+            if port is not None:
+                await self.pool.call(worker, "gaia2_port", session_id, port)
 
     async def adopt_orphans(self) -> list[str]:
         """Restore every live journal no worker holds, spread over the workers up; the ids
@@ -458,6 +483,7 @@ class Front:
         self.seats.seat(worker.name, seats)
         self.refused.update(refused)
         done = [seat.session_id for seat in seats]
+        await self._seated(worker, done, new_only=False)
         self.restoring.difference_update(session_ids)
         logger.info("%s restored %s; refused %s", worker.name, done, sorted(refused))
         return done
@@ -483,7 +509,16 @@ class Front:
             session_id = answer["session_id"]
             tokens = answer["tokens"]
             self.seats.seat(name, [Seat(session_id, True, dict(tokens))])
-        return {**answer, "url": self.ws_url(session_id), "worker": name}
+            await self._seated(worker, [session_id], new_only=False)
+        links = {} if self.gaia2_ports is None else self.gaia2_links(session_id)
+        return {**answer, **links, "url": self.ws_url(session_id), "worker": name}
+
+    def gaia2_links(self, session_id: str) -> dict[str, str]:
+        """The session's `gaia2_cli_url` (`--gaia2-ports`), or why it has none."""
+        port = None if self.gaia2_ports is None else self.gaia2_ports.port_of(session_id)
+        if port is None:
+            return {"gaia2_cli_error": "no free port in --gaia2-ports: widen the range"}
+        return {"gaia2_cli_url": bare_url(port)}
 
     async def locate(self, session_id: str) -> Worker | None:
         """The worker holding `session_id`, asking every worker again on a miss."""
@@ -651,13 +686,52 @@ class Front:
         if fd is None:  # it has not even taken the upgrade's response in: dropped
             wire.abort(ws)
             return
+        await self._send_fd(worker, handoff, fd)
+
+    async def _send_fd(self, worker: Worker, handoff: Handoff, fd: int) -> None:
+        """Hand `fd` (closed here after) to `worker` with `handoff`."""
+        assert worker.side is not None
         try:
-            await send(side, handoff, fd)
+            await send(worker.side, handoff, fd)
             self.handed += 1
         except OSError as exc:  # the worker went meanwhile: the client reconnects
             logger.info("could not hand a socket to %s: %s", worker.name, exc)
         finally:
             os.close(fd)
+
+    async def _hand_port(self, session_id: str, port: int, conn: socket.socket) -> None:
+        """A connection accepted on `session_id`'s gaia2-cli port: to its worker, unread
+        (`ports.py`); while no worker can take it, 503 with Retry-After, and closed."""
+        worker = await self.locate(session_id)
+        side = None if worker is None else worker.side
+        if worker is None or side is None or session_id in self.restoring or peer_gone(side):
+            _busy(
+                conn,
+                f"session {session_id!r} is being restored on another worker; retry in a second",
+            )
+            return
+        handoff = Handoff(
+            session_id=session_id,
+            role=Role.USER,
+            hello=b"",
+            text=False,
+            rest=b"",
+            path="",
+            gaia2_port=port,
+        )
+        await self._send_fd(worker, handoff, conn.detach())
+
+
+def _busy(conn: socket.socket, message: str) -> None:
+    """Answer an HTTP connection 503 (retry in a second), unread, and close it."""
+    body = json.dumps({"ok": False, "error": message, "code": ErrorCode.CAPACITY.value}).encode()
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    )
+    with contextlib.suppress(OSError), conn:
+        conn.setblocking(False)
+        conn.send(head.encode() + body)  # small: the socket's buffer takes it whole
 
 
 def _encoding(opcode: int) -> Encoding:

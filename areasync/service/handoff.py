@@ -84,6 +84,9 @@ class Handoff(msgspec.Struct, frozen=True, kw_only=True):
     rest: bytes  # what the client sent after its hello frame, as it came (masked frames)
     path: str  # the request's path, its query removed (and an OpenEnv token)
     openenv: bool = False  # OpenEnv's /ws: no hello; `role` on `session_id` ("": fresh ones)
+    # An HTTP connection accepted on `session_id`'s gaia2-cli port (`--gaia2-ports`), this
+    # number: no byte of it read, served by the worker's adapter from the first.
+    gaia2_port: int | None = None
 
 
 _ENCODER = msgspec.msgpack.Encoder()

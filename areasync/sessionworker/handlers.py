@@ -12,6 +12,8 @@ nothing of ARE crosses the channel.
 * `create(request)`, `restore(ids)`: sessions made here; each answers the `Seat` of what it
   made (its id and the credentials the front checks hellos with: the tokens, or a restored
   session's salted hashes).
+* `gaia2_port(id, port)`: the session's gaia2-cli port (`--gaia2-ports`), bound by the front,
+  whose connections it hands here like WebSockets (`Handoff.gaia2_port`).
 * `seats()`, `live_journals()`, `sessions(role, id)`, `admin_get(path)`, `load()`: what the
   front reads to place sessions, merge `/api/sessions` and answer the dashboard.
 * `stop()`: shut the service down (live sessions suspended in their journals).
@@ -71,9 +73,9 @@ class SessionWorker:
 
     # -- life ---------------------------------------------------------------------------------
 
-    async def start(self, config: ServiceConfig, ws_base: str) -> int:
-        """Start the service (no port, no admin token of the front's) and take hand-offs;
-        the process id."""
+    async def start(self, config: ServiceConfig, ws_base: str, gaia2_ports: bool = False) -> int:
+        """Start the service (no port, no admin token of the front's) and take hand-offs
+        (`gaia2_ports`: connections of the sessions' gaia2-cli ports too); the process id."""
         if self.service is not None:
             return os.getpid()
         assert config.state_dir is not None
@@ -87,6 +89,8 @@ class SessionWorker:
         )
         service.registry.calls = Busy(config.state_dir / BUSY_DIR / str(os.getpid()))
         await service.__aenter__()
+        if gaia2_ports:
+            await service.gaia2.serve_handed()
         self.service = service
         server = adopting_server(self._serve, logging.getLogger("websockets.server"))
         loop = asyncio.get_running_loop()
@@ -107,6 +111,10 @@ class SessionWorker:
                 return
             handoff, sock = taken
             self.handed += 1
+            if handoff.gaia2_port is not None:  # HTTP, for the session's gaia2-cli adapter
+                served = self._service().gaia2.adopt(sock, handoff.session_id, handoff.gaia2_port)
+                asyncio.ensure_future(served).add_done_callback(_report_failure)
+                continue
             adopting = adopt(
                 server,
                 sock,
@@ -158,6 +166,11 @@ class SessionWorker:
         restored, refused = await service.restore(session_ids, abandon)
         return [self._seat(sid) for sid in restored], refused
 
+    async def gaia2_port(self, session_id: str, port: int) -> bool:
+        """`session_id` is served at the front's gaia2-cli `port`: its URL in its links, the
+        port's screens; False if it is not here."""
+        return self._service().gaia2.hold(session_id, port)
+
     async def seats(self) -> list[Seat]:
         return [self._seat(sid) for sid in self._service().registry.sessions]
 
@@ -206,6 +219,7 @@ class SessionWorker:
             "open_scenario": self.open_scenario,
             "restore": self.restore,
             "seats": self.seats,
+            "gaia2_port": self.gaia2_port,
             "live_journals": self.live_journals,
             "sessions": self.sessions,
             "admin_get": self.admin_get,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from areasync.cli_signals import ShutdownSignals
 from areasync.front.server import Front
@@ -85,6 +86,8 @@ def banner(front: Front) -> str:
         if front.gaia2_ports is not None:
             links = front.gaia2_links(session_id)
             lines += [f"  gaia2-cli   {line}" for line in banner_lines(links)]
+        if front.mcp_port is not None:
+            lines.append(f"  mcp         {front.mcp_base}/mcp/{quote(session_id, safe='')}")
         tokens = front.tokens.of(session_id)
         if not tokens:
             lines += ["  its tokens are those it had before the restart", ""]

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import shutil
 import socket
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ from urllib.parse import quote, urlsplit
 import anyio
 from websockets.asyncio.server import Server, ServerConnection, serve
 
-from areasync.front import shares
+from areasync.front import mcp, shares
 from areasync.front.hello import Verdict, judge
 from areasync.front.ports import SessionPorts
 from areasync.front.routes import FrontRoutes
@@ -155,6 +155,9 @@ class Front:
             else SessionPorts(*config.gaia2_ports, self._hand_port)
         )
         self.port: int | None = None
+        self.mcp_port: int | None = None  # `--mcp-port`, bound (`mcp.py`)
+        self._mcp_sock: socket.socket | None = None
+        self._mcp_judging = 0  # MCP connections whose first head is being read
         self.state_dir: Path | None = None
         self.handed = 0  # sockets handed to workers
         self.restoring: set[str] = set()  # sessions of a lost worker, not yet restored
@@ -295,6 +298,75 @@ class Front:
         self.port = int(self._server.sockets[0].getsockname()[1])
         self.routes.bound(config.host, self.port, display_host(config.host))
         logger.info("areasync front listening on %s", self.http_url)
+        if config.mcp_port is not None:
+            self._listen_mcp(config.mcp_port)
+
+    def _listen_mcp(self, port: int) -> None:
+        host = self.config.host
+        try:
+            sock = socket.create_server((host, port), backlog=_BACKLOG)
+        except (OSError, OverflowError) as exc:
+            message = listen_error(host, port, exc).replace("--port", "--mcp-port")
+            raise ServiceError(message) from exc
+        sock.setblocking(False)
+        self._mcp_sock = sock
+        self.mcp_port = int(sock.getsockname()[1])
+        asyncio.get_running_loop().add_reader(sock.fileno(), self._accept_mcp)
+        logger.info("MCP endpoint listening on %s", self.mcp_base)
+
+    @property
+    def mcp_base(self) -> str:
+        return f"http://{display_host(self.config.host)}:{self.mcp_port}"
+
+    def _accept_mcp(self) -> None:
+        """The MCP port is readable: judge and hand every connection waiting there; past
+        `max_pending_hellos` being judged, one more is reset."""
+        assert self._mcp_sock is not None
+        while True:
+            try:
+                conn, _ = self._mcp_sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # out of descriptors: the backlog waits for the next try
+                logger.warning("MCP port: accept failed: %s", exc)
+                return
+            if self._mcp_judging >= self.config.max_pending_hellos:
+                with contextlib.suppress(OSError), conn:  # a reset: nothing kept for it
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                continue
+            self._mcp_judging += 1
+            self._track(self._hand_mcp(conn))
+
+    async def _hand_mcp(self, conn: socket.socket) -> None:
+        """An MCP connection: its first head judged (`mcp.py`), then the socket to the
+        session's worker, unread, or the refusal answered here."""
+        try:
+            head = await mcp.peek_head(conn, self.config.handshake_timeout)
+        finally:
+            self._mcp_judging -= 1
+        verdict = head if isinstance(head, mcp.Refused) else mcp.judge(head, self.tokens)
+        if isinstance(verdict, mcp.Refused):
+            mcp.refuse(conn, verdict)
+            return
+        worker = await self.locate(verdict.session_id)
+        side = None if worker is None else worker.side
+        if worker is None and verdict.session_id not in self.restoring:
+            mcp.refuse(conn, mcp.Refused(404, "not_found", f"no session {verdict.session_id!r}"))
+            return
+        if worker is None or side is None or peer_gone(side):
+            message = f"session {verdict.session_id!r} is being restored; {_RETRY}"
+            mcp.refuse(conn, mcp.Refused(503, "capacity", message), {"Retry-After": "1"})
+            return
+        handoff = Handoff(
+            session_id=verdict.session_id,
+            role=verdict.credential.role,
+            hello=b"",
+            text=False,
+            rest=b"",
+            path="",
+            mcp=verdict.credential,
+        )
+        await self._send_fd(worker, handoff, conn.detach())
 
     def shutdown(self) -> None:
         self._stop.set()
@@ -305,6 +377,10 @@ class Front:
             self._server.close()
         if self.gaia2_ports is not None:
             self.gaia2_ports.close()
+        if self._mcp_sock is not None:
+            with contextlib.suppress(ValueError, OSError):
+                asyncio.get_running_loop().remove_reader(self._mcp_sock.fileno())
+            self._mcp_sock.close()
         config = self.config
         limit = config.shutdown_timeout + config.shutdown_grace + config.close_timeout + 1.0
 
@@ -366,7 +442,7 @@ class Front:
                 shares.for_worker(self.config, len(self.pool.workers), index), self.state_dir
             )
             handed = self.gaia2_ports is not None
-            pid = await self.pool.call(worker, "start", config, self.ws_base, handed)
+            pid = await self.pool.call(worker, "start", config, self.ws_base, handed, self.mcp_port)
             self._started[worker.name] = pid
 
     def worker(self, name: str) -> Worker:
@@ -705,10 +781,9 @@ class Front:
         worker = await self.locate(session_id)
         side = None if worker is None else worker.side
         if worker is None or side is None or session_id in self.restoring or peer_gone(side):
-            _busy(
-                conn,
-                f"session {session_id!r} is being restored on another worker; retry in a second",
-            )
+            message = f"session {session_id!r} is being restored on another worker; {_RETRY}"
+            body = {"ok": False, "error": message, "code": ErrorCode.CAPACITY.value}
+            mcp.close_with(conn, 503, body, {"Retry-After": "1"})
             return
         handoff = Handoff(
             session_id=session_id,
@@ -720,18 +795,6 @@ class Front:
             gaia2_port=port,
         )
         await self._send_fd(worker, handoff, conn.detach())
-
-
-def _busy(conn: socket.socket, message: str) -> None:
-    """Answer an HTTP connection 503 (retry in a second), unread, and close it."""
-    body = json.dumps({"ok": False, "error": message, "code": ErrorCode.CAPACITY.value}).encode()
-    head = (
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
-    )
-    with contextlib.suppress(OSError), conn:
-        conn.setblocking(False)
-        conn.send(head.encode() + body)  # small: the socket's buffer takes it whole
 
 
 def _encoding(opcode: int) -> Encoding:

@@ -27,7 +27,7 @@ import dataclasses
 import logging
 import os
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from areasync.service.requests import (
     created_result,
     refused_as_plain_data,
 )
+from areasync.service.server import display_host
 from areasync.sessionworker.busy import BUSY_DIR, Busy
 from areasync.workers.worker import Handler
 
@@ -73,9 +74,16 @@ class SessionWorker:
 
     # -- life ---------------------------------------------------------------------------------
 
-    async def start(self, config: ServiceConfig, ws_base: str, gaia2_ports: bool = False) -> int:
+    async def start(
+        self,
+        config: ServiceConfig,
+        ws_base: str,
+        gaia2_ports: bool = False,
+        mcp_port: int | None = None,
+    ) -> int:
         """Start the service (no port, no admin token of the front's) and take hand-offs
-        (`gaia2_ports`: connections of the sessions' gaia2-cli ports too); the process id."""
+        (`gaia2_ports`: connections of the sessions' gaia2-cli ports too; `mcp_port`: of the
+        front's MCP port, on `config.host`); the process id."""
         if self.service is not None:
             return os.getpid()
         assert config.state_dir is not None
@@ -91,6 +99,8 @@ class SessionWorker:
         await service.__aenter__()
         if gaia2_ports:
             await service.gaia2.serve_handed()
+        if mcp_port is not None:
+            await service.mcp.serve_handed(config.host, mcp_port, display_host(config.host))
         self.service = service
         server = adopting_server(self._serve, logging.getLogger("websockets.server"))
         loop = asyncio.get_running_loop()
@@ -111,8 +121,12 @@ class SessionWorker:
                 return
             handoff, sock = taken
             self.handed += 1
-            if handoff.gaia2_port is not None:  # HTTP, for the session's gaia2-cli adapter
+            served: Awaitable[Any] | None = None  # HTTP, for an adapter
+            if handoff.gaia2_port is not None:
                 served = self._service().gaia2.adopt(sock, handoff.session_id, handoff.gaia2_port)
+            elif handoff.mcp is not None:
+                served = self._service().mcp.adopt(sock, handoff.session_id, handoff.mcp)
+            if served is not None:
                 asyncio.ensure_future(served).add_done_callback(_report_failure)
                 continue
             adopting = adopt(

@@ -11,4 +11,6 @@ here, its token checked and removed, then the socket itself is handed to the ses
 * `server.py`: `Front`, the asyncio layer: the port, hand-offs, the pool, restores.
 * `routes.py`: the HTTP routes, merging the workers' answers.
 * `supervisor.py`: the heartbeat that kills a worker whose event loop is held.
+* `ports.py`: gaia2-cli's port per session (`--gaia2-ports`), each connection handed unread.
+* `mcp.py`: the MCP port (`--mcp-port`): a connection's first head judged, then handed.
 """

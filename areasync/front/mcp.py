@@ -32,18 +32,15 @@ import secrets
 import socket
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
 
-from areasync.protocol.errors import ErrorCode
-from areasync.protocol.frames import Role
-from areasync.service.auth import Tokens, token_from_http
+from areasync.service.auth import Tokens
 from areasync.service.handoff import McpCredential, salted
-from areasync.service.mcp.port import PATH
+from areasync.service.mcp.port import credential_of
+from areasync.service.screens import Head, Refusal
 
 __all__ = [
     "HEAD_BYTES",
     "McpVerdict",
-    "Refused",
     "close_with",
     "judge",
     "peek_head",
@@ -57,15 +54,6 @@ HEAD_BYTES: Final = 16 * 1024
 
 
 @dataclass(frozen=True)
-class Refused:
-    """An answer the front gives itself, then closes the connection."""
-
-    status: int
-    code: str
-    message: str
-
-
-@dataclass(frozen=True)
 class McpVerdict:
     """The first request's session and verified credential."""
 
@@ -73,57 +61,28 @@ class McpVerdict:
     credential: McpCredential
 
 
-def judge(head: bytes, tokens: Tokens) -> McpVerdict | Refused:
-    """The session and credential of a connection whose first request's head is `head`."""
+def judge(head: bytes, tokens: Tokens) -> McpVerdict | Refusal:
+    """The session and credential of a connection whose first request's head is `head`: the
+    MCP port's own rule (`credential_of`), the session's existence left to the front's map."""
     try:
         lines = head.decode("latin-1").split("\r\n")
-        _method, target, _version = lines[0].split(" ")
+        method, target, _version = lines[0].split(" ")
     except ValueError:
-        return Refused(400, "bad_request", "a malformed request line: send HTTP/1.1")
-    authorizations = [
-        line.partition(":")[2].strip()
-        for line in lines[1:]
-        if line.partition(":")[0].strip().lower() == "authorization"
-    ]
-    path = urlsplit(target).path
-    if path != PATH and not path.startswith(PATH + "/"):
-        return Refused(
-            404, "not_found", f"nothing here: a session's MCP endpoint is {PATH}/<session id>"
-        )
-    token = token_from_http("", authorizations[0]) if len(authorizations) == 1 else None
-    found = None if token is None else tokens.identify(token)
-    if token is None or found is None:
-        return Refused(
-            401,
-            ErrorCode.UNAUTHORIZED,
-            "send the session's agent token (or the admin token) as Authorization: Bearer "
-            "<token>; the banner and create_session give it",
-        )
-    role, session_id = found
-    named = unquote(path[len(PATH) + 1 :]) or None
-    if session_id is None:
-        session_id = named
-    elif named is not None and named != session_id:
-        session_id = None
-    if session_id is None:
-        return Refused(
-            404,
-            "not_found",
-            f"no such session for this token: the URL is {PATH}/<session id> of a live "
-            "session (the admin token needs the id; a session's token opens only its own)",
-        )
-    if role not in (Role.AGENT, Role.ADMIN):
-        return Refused(
-            403,
-            ErrorCode.FORBIDDEN,
-            f"the {role.value} token may not call the agent's tools: MCP serves a session's "
-            "tools to its agent; use the agent's token",
-        )
+        return Refusal(400, "bad_request", "a malformed request line: send HTTP/1.1")
+    fields = tuple(
+        (name.strip(), value.strip())
+        for name, _, value in (line.partition(":") for line in lines[1:])
+    )
+    found = credential_of(Head(method, target, fields), tokens, lambda _session: True)
+    if isinstance(found, Refusal):
+        return found
+    assert found.token is not None and found.session_id is not None  # `credential_of`'s
     salt = secrets.token_bytes(16)
-    return McpVerdict(session_id, McpCredential(role=role, salt=salt, proof=salted(salt, token)))
+    proof = salted(salt, found.token)
+    return McpVerdict(found.session_id, McpCredential(role=found.role, salt=salt, proof=proof))
 
 
-async def peek_head(conn: socket.socket, within: float) -> bytes | Refused:
+async def peek_head(conn: socket.socket, within: float) -> bytes | Refusal:
     """The first request's head, peeked (module docstring), within `within` seconds."""
     loop = asyncio.get_running_loop()
     conn.setblocking(False)
@@ -143,26 +102,26 @@ async def peek_head(conn: socket.socket, within: float) -> bytes | Refused:
                     conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
                     return data[:end]
                 if not data or len(data) == seen:  # closed, or nothing new
-                    return Refused(400, "bad_request", "the connection closed before a request")
+                    return Refusal(400, "bad_request", "the connection closed before a request")
                 if len(data) >= HEAD_BYTES:
-                    return Refused(
+                    return Refusal(
                         431, "too_large", f"a request head over {HEAD_BYTES} bytes: send less"
                     )
                 seen = len(data)
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, seen + 1)
     except TimeoutError:
-        return Refused(
+        return Refusal(
             408, "request_timeout", f"no request head within {within:g} s (handshake_timeout)"
         )
     except OSError:
-        return Refused(400, "bad_request", "the connection was lost")
+        return Refusal(400, "bad_request", "the connection was lost")
 
 
-def refuse(conn: socket.socket, refused: Refused, headers: dict[str, str] | None = None) -> None:
+def refuse(conn: socket.socket, refused: Refusal, headers: dict[str, str] | None = None) -> None:
     """Answer `refused` as MCP's port does (JSON `{"error": {code, message}}`), unread, and
     close the connection."""
     error = {"error": {"code": refused.code, "message": refused.message}}
-    close_with(conn, refused.status, error, headers)
+    close_with(conn, refused.status, error, {**dict(refused.headers), **(headers or {})})
 
 
 def close_with(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import socket
 from collections.abc import Callable, Coroutine, Iterable
@@ -27,12 +28,26 @@ from typing import Any
 
 from areasync.service.gaia2cli.bare import BarePorts, Bound
 
-__all__ = ["SessionPorts"]
+__all__ = ["SessionPorts", "accept_all"]
 
 logger = logging.getLogger("areasync.front")
 
 # Hands one accepted connection of `session_id`'s port `port` on (it owns the socket).
 Hand = Callable[[str, int, socket.socket], Coroutine[Any, Any, None]]
+
+
+def accept_all(sock: socket.socket, take: Callable[[socket.socket], None], what: str) -> None:
+    """Accept every connection waiting on the listening, non-blocking `sock`, each to `take`
+    (out of descriptors, the rest wait in the backlog for the next readiness)."""
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            logger.warning("%s: accept failed: %s", what, exc)
+            return
+        take(conn)
 
 
 class SessionPorts:
@@ -67,19 +82,14 @@ class SessionPorts:
     def _accept(self, bound: Bound) -> None:
         """The port is readable: hand every connection waiting there."""
         assert bound.sock is not None
-        while True:
-            try:
-                conn, _ = bound.sock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:  # out of descriptors: the backlog waits for the next try
-                logger.warning("gaia2-cli port %d: accept failed: %s", bound.port, exc)
-                return
-            task = asyncio.get_running_loop().create_task(
-                self._hand(bound.session_id, bound.port, conn)
-            )
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        accept_all(bound.sock, functools.partial(self._take, bound), f"gaia2-cli port {bound.port}")
+
+    def _take(self, bound: Bound, conn: socket.socket) -> None:
+        task = asyncio.get_running_loop().create_task(
+            self._hand(bound.session_id, bound.port, conn)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def close(self) -> None:
         loop = asyncio.get_running_loop()

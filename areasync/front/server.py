@@ -20,7 +20,8 @@ What the front does, in order (`serve`):
    spread over the workers, then the operator's scenarios are created on the least loaded.
 4. **Hand-offs.** A WebSocket for `/sessions/<id>`: its first frame is read here, judged
    (`hello.py`), and the socket is sent to the session's worker with the hello, token removed
-   (`handoff.send`); the front then holds no descriptor of it.
+   (`handoff.send`); the front then holds no descriptor of it. gaia2-cli's ports
+   (`ports.py`) and the MCP port (`mcp.py`) hand their HTTP connections the same way, unread.
 5. **Losses.** A worker whose process ends (killed, crashed, stopped by the supervisor,
    `supervisor.py`) is restarted by its pool; its sessions are restored from their journals
    on the workers up, exactly as after a crash (`service/restore.py`: same ids, tokens,
@@ -54,7 +55,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 
 from areasync.front import mcp, shares
 from areasync.front.hello import Verdict, judge
-from areasync.front.ports import SessionPorts
+from areasync.front.ports import SessionPorts, accept_all
 from areasync.front.routes import FrontRoutes
 from areasync.front.seats import Seats
 from areasync.front.supervisor import Supervisor
@@ -86,6 +87,7 @@ from areasync.service.http import session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.openenv.routes import locate as locate_openenv
 from areasync.service.redact import RedactingLogger
+from areasync.service.screens import Refusal as HttpRefusal
 from areasync.service.server import (
     ServiceError,
     display_host,
@@ -319,23 +321,18 @@ class Front:
         return f"http://{display_host(self.config.host)}:{self.mcp_port}"
 
     def _accept_mcp(self) -> None:
-        """The MCP port is readable: judge and hand every connection waiting there; past
-        `max_pending_hellos` being judged, one more is reset."""
+        """The MCP port is readable: judge and hand every connection waiting there."""
         assert self._mcp_sock is not None
-        while True:
-            try:
-                conn, _ = self._mcp_sock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:  # out of descriptors: the backlog waits for the next try
-                logger.warning("MCP port: accept failed: %s", exc)
-                return
-            if self._mcp_judging >= self.config.max_pending_hellos:
-                with contextlib.suppress(OSError), conn:  # a reset: nothing kept for it
-                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                continue
-            self._mcp_judging += 1
-            self._track(self._hand_mcp(conn))
+        accept_all(self._mcp_sock, self._take_mcp, "MCP port")
+
+    def _take_mcp(self, conn: socket.socket) -> None:
+        """Past `max_pending_hellos` connections being judged, one more is reset."""
+        if self._mcp_judging >= self.config.max_pending_hellos:
+            with contextlib.suppress(OSError), conn:  # a reset: nothing kept for it
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        self._mcp_judging += 1
+        self._track(self._hand_mcp(conn))
 
     async def _hand_mcp(self, conn: socket.socket) -> None:
         """An MCP connection: its first head judged (`mcp.py`), then the socket to the
@@ -344,18 +341,18 @@ class Front:
             head = await mcp.peek_head(conn, self.config.handshake_timeout)
         finally:
             self._mcp_judging -= 1
-        verdict = head if isinstance(head, mcp.Refused) else mcp.judge(head, self.tokens)
-        if isinstance(verdict, mcp.Refused):
+        verdict = head if isinstance(head, HttpRefusal) else mcp.judge(head, self.tokens)
+        if isinstance(verdict, HttpRefusal):
             mcp.refuse(conn, verdict)
             return
         worker = await self.locate(verdict.session_id)
         side = None if worker is None else worker.side
         if worker is None and verdict.session_id not in self.restoring:
-            mcp.refuse(conn, mcp.Refused(404, "not_found", f"no session {verdict.session_id!r}"))
+            mcp.refuse(conn, HttpRefusal(404, "not_found", f"no session {verdict.session_id!r}"))
             return
         if worker is None or side is None or peer_gone(side):
             message = f"session {verdict.session_id!r} is being restored; {_RETRY}"
-            mcp.refuse(conn, mcp.Refused(503, "capacity", message), {"Retry-After": "1"})
+            mcp.refuse(conn, HttpRefusal(503, "capacity", message), {"Retry-After": "1"})
             return
         handoff = Handoff(
             session_id=verdict.session_id,

@@ -218,6 +218,14 @@ def server_side_inode(port: int, peer_port: int) -> int:
     raise AssertionError(f"no connection from port {peer_port} to {port}")
 
 
+async def held_by_worker_only(served: Front, session_id: str, port: int, peer: int) -> bool:
+    """Whether the server side of the connection from `peer` to `port` is held by
+    `session_id`'s worker and not by the front."""
+    inode = server_side_inode(port, peer)
+    worker = socket_inodes(await served.holder(session_id))
+    return inode in worker and inode not in socket_inodes(served.process.pid)
+
+
 def proc_bytes(pid: int, part: str) -> bytes:
     """`/proc/<pid>/<part>` (environ, cmdline)."""
     return Path(f"/proc/{pid}/{part}").read_bytes()

@@ -24,10 +24,9 @@ from tests.front.support import (
     WAIT,
     Front,
     front,
+    held_by_worker_only,
     hello_past_restore,
     process_end,
-    server_side_inode,
-    socket_inodes,
 )
 
 pytestmark = REAL_PROCESSES
@@ -84,9 +83,7 @@ async def test_a_sessions_gaia2_cli_port_is_served_by_its_worker_over_one_keep_a
             assert status == 200
             assert conn.sock is not None  # the same connection served all three
             peer = conn.sock.getsockname()[1]
-            inode = server_side_inode(_port(url), peer)
-            assert inode in socket_inodes(await served.holder(TUTORIAL))
-            assert inode not in socket_inodes(served.process.pid)
+            assert await held_by_worker_only(served, TUTORIAL, _port(url), peer)
         finally:
             conn.close()
 

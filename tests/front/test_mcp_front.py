@@ -26,8 +26,7 @@ from tests.front.support import (
     WAIT,
     Front,
     front,
-    server_side_inode,
-    socket_inodes,
+    held_by_worker_only,
 )
 
 pytestmark = REAL_PROCESSES
@@ -87,9 +86,8 @@ async def test_the_admin_token_opens_an_mcp_endpoint_over_one_connection_held_by
                 )
                 assert status == 200, (body, served.said())
             assert conn.sock is not None
-            inode = server_side_inode(port, conn.sock.getsockname()[1])
-            assert inode in socket_inodes(await served.holder(TUTORIAL))
-            assert inode not in socket_inodes(served.process.pid)
+            peer = conn.sock.getsockname()[1]
+            assert await held_by_worker_only(served, TUTORIAL, port, peer)
         finally:
             conn.close()
 

@@ -37,6 +37,7 @@ import hmac
 import json
 import logging
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -60,6 +61,7 @@ from areasync.service.origin import SitePolicy
 from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
 
 if TYPE_CHECKING:
+    from areasync.service.auth import Tokens
     from areasync.service.config import ServiceConfig
     from areasync.service.registry import SessionRegistry
     from areasync.service.session import Session
@@ -263,44 +265,8 @@ class McpPort:
 
     def _credential(self, head: Head) -> Credential | Refusal:
         """The caller's credential on its session, or the refusal."""
-        path = head.path
-        if path != PATH and not path.startswith(PATH + "/"):
-            return Refusal(
-                404,
-                "not_found",
-                f"nothing here: a session's MCP endpoint is {PATH}/<session id> (or {PATH} "
-                "with the session's agent token)",
-            )
-        named = unquote(path[len(PATH) + 1 :]) or None
-        token = token_from_http("", head.first("Authorization"))
-        found = None if token is None else self.registry.tokens.identify(token)
-        if token is None or found is None:
-            return Refusal(
-                401,
-                ErrorCode.UNAUTHORIZED,
-                "send the session's agent token (or the admin token) as Authorization: Bearer "
-                "<token>; the banner and create_session give it",
-            )
-        role, session_id = found
-        if session_id is None:  # the admin token names its session in the path
-            session_id = named
-        elif named is not None and named != session_id:
-            session_id = None
-        if session_id is None or self.registry.get(session_id) is None:
-            return Refusal(
-                404,
-                "not_found",
-                f"no such session for this token: the URL is {PATH}/<session id> of a live "
-                "session (the admin token needs the id; a session's token opens only its own)",
-            )
-        if role not in (Role.AGENT, Role.ADMIN):
-            return Refusal(
-                403,
-                ErrorCode.FORBIDDEN,
-                f"the {role.value} token may not call the agent's tools: MCP serves a session's "
-                "tools to its agent; use the agent's token",
-            )
-        return Credential(token=token, role=role, session_id=session_id)
+        registry = self.registry
+        return credential_of(head, registry.tokens, lambda sid: registry.get(sid) is not None)
 
     def body_rule(self, head: Head) -> BodyRule | None:
         if head.method != "POST":
@@ -420,6 +386,51 @@ class McpPort:
         if outcome.error:
             raise _ToolError(outcome.text)
         return [types.TextContent(type="text", text=outcome.text)]
+
+
+def credential_of(
+    head: Head, tokens: Tokens, exists: Callable[[str], bool]
+) -> Credential | Refusal:
+    """The credential `head` carries on the session it names (`exists`: whether a session is
+    here), or the refusal: the port's rule, and the front's on a first request (`front/mcp.py`)."""
+    path = head.path
+    if path != PATH and not path.startswith(PATH + "/"):
+        return Refusal(
+            404,
+            "not_found",
+            f"nothing here: a session's MCP endpoint is {PATH}/<session id> (or {PATH} "
+            "with the session's agent token)",
+        )
+    named = unquote(path[len(PATH) + 1 :]) or None
+    token = token_from_http("", head.first("Authorization"))
+    found = None if token is None else tokens.identify(token)
+    if token is None or found is None:
+        return Refusal(
+            401,
+            ErrorCode.UNAUTHORIZED,
+            "send the session's agent token (or the admin token) as Authorization: Bearer "
+            "<token>; the banner and create_session give it",
+        )
+    role, session_id = found
+    if session_id is None:  # the admin token names its session in the path
+        session_id = named
+    elif named is not None and named != session_id:
+        session_id = None
+    if session_id is None or not exists(session_id):
+        return Refusal(
+            404,
+            "not_found",
+            f"no such session for this token: the URL is {PATH}/<session id> of a live "
+            "session (the admin token needs the id; a session's token opens only its own)",
+        )
+    if role not in (Role.AGENT, Role.ADMIN):
+        return Refusal(
+            403,
+            ErrorCode.FORBIDDEN,
+            f"the {role.value} token may not call the agent's tools: MCP serves a session's "
+            "tools to its agent; use the agent's token",
+        )
+    return Credential(token=token, role=role, session_id=session_id)
 
 
 class _ToolError(Exception):

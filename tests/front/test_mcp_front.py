@@ -121,3 +121,20 @@ async def test_a_wrong_token_on_the_mcp_port_is_refused_401_by_the_front(tmp_pat
             conn.close()
         assert status == 401
         assert b"Authorization: Bearer" in body
+
+
+async def test_a_request_with_another_token_on_a_handed_connection_is_refused_401(
+    tmp_path: Path,
+) -> None:
+    async with front("--mcp-port", "0", log=tmp_path / "log") as served:
+        port = int(_mcp_url(served, TUTORIAL).split(":")[2].split("/")[0])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT)
+        try:
+            status, _ = await anyio.to_thread.run_sync(_post, conn, f"/mcp/{TUTORIAL}", ADMIN)
+            assert status == 200
+            agent = served.token(TUTORIAL, "agent")  # valid, but not the connection's
+            status, body = await anyio.to_thread.run_sync(_post, conn, f"/mcp/{TUTORIAL}", agent)
+            assert status == 401, body
+            assert b"opened with another token" in body
+        finally:
+            conn.close()

@@ -535,11 +535,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.workers < 0:
         print("areasync serve: --workers is a count of processes: 0 or more", file=sys.stderr)
         return 2
-    adapters = (config.gaia2_port, config.gaia2_ports, config.mcp_port)
-    if args.workers and (args.ray or any(port is not None for port in adapters)):
+    if args.workers and (args.ray or config.gaia2_port is not None):
         print(
-            "areasync serve: --workers does not combine with --ray, --gaia2-port, "
-            "--gaia2-ports or --mcp-port yet; drop --workers (or use --workers 0)",
+            "areasync serve: --workers does not combine with --ray or --gaia2-port yet "
+            "(--gaia2-ports and --mcp-port do); drop them, or use --workers 0",
             file=sys.stderr,
         )
         return 2

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -62,9 +63,15 @@ def _summary(values: list[float]) -> dict[str, float]:
 class Server:
     """A running `areasync serve` and what its banner says."""
 
-    def __init__(self, workers: int, sessions: int, state_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        workers: int,
+        sessions: int,
+        state_dir: str | None = None,
+        extra: Sequence[str] = (),
+    ) -> None:
         command = [*SERVE, "serve", "--port", "0", "--mode", "manual", "--token", TOKEN]
-        command += ["--workers", str(workers), "--log-level", "warning"]
+        command += ["--workers", str(workers), "--log-level", "warning", *extra]
         if state_dir is not None:
             command += ["--state-dir", state_dir]
         for _ in range(sessions):
@@ -81,6 +88,7 @@ class Server:
                 raise RuntimeError(f"the server ended before its banner: {banner}")
             banner += line
         self.start_s = time.perf_counter() - self.started
+        self.banner = banner
         found = re.search(r"http://127\.0\.0\.1:(\d+)", banner)
         assert found
         self.port = int(found[1])

@@ -146,6 +146,7 @@ MAY_IMPORT = {
         "sessionworker",
         "front",
         "cli_signals",
+        "privatedirs",
     },
 }
 

@@ -12,4 +12,6 @@ here, its token checked and removed, then the socket itself is handed to the ses
 * `routes.py`: the HTTP routes, merging the workers' answers (`metrics.py`: `/metrics`).
 * `admin.py`: an admin's WebSocket, relayed; its create, stop and fork carried out here.
 * `supervisor.py`: the heartbeat that kills a worker whose event loop is held.
+* `ports.py`: gaia2-cli's port per session (`--gaia2-ports`), each connection handed unread.
+* `mcp.py`: the MCP port (`--mcp-port`): a connection's first head judged, then handed.
 """

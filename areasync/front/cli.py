@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from areasync.cli_signals import ShutdownSignals
 from areasync.front.server import Front
 from areasync.protocol.frames import Role
 from areasync.service.config import ServiceConfig
+from areasync.service.gaia2cli.bare import banner_lines
 from areasync.service.server import ServiceError
 from areasync.workers.confine import probe
 
@@ -81,6 +83,11 @@ def banner(front: Front) -> str:
     for session_id, worker in sorted(front.seats.where.items()):
         lines.append(f"session {session_id}  ({worker})")
         lines.append(f"  {front.ws_url(session_id)}")
+        if front.gaia2_ports is not None:
+            links = front.gaia2_links(session_id)
+            lines += [f"  gaia2-cli   {line}" for line in banner_lines(links)]
+        if front.mcp_port is not None:
+            lines.append(f"  mcp         {front.mcp_base}/mcp/{quote(session_id, safe='')}")
         tokens = front.tokens.of(session_id)
         if not tokens:
             lines += ["  its tokens are those it had before the restart", ""]

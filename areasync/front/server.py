@@ -7,9 +7,10 @@
 What the front does, in order (`serve`):
 
 1. **The state dir.** Session workers always journal: into `--state-dir`, or into a private
-   temporary directory (removed at the end) when none is given, so that a worker that dies
-   loses no session. The admin token is the front's: kept in the state dir as a server keeps
-   it (`service/journals.py`), never given to a worker.
+   temporary directory when none is given (removed at the end; the next front reclaims it
+   if this one is killed, `privatedirs.py`), so that a worker that dies loses no session.
+   The admin token is the front's: kept in the state dir as a server keeps it
+   (`service/journals.py`), never given to a worker.
 2. **The port.** A websockets server with areasync's screens (`service/screens.py`) and the
    pre-hello pool (`service/admission.py`), whose connections keep their bytes raw after the
    upgrade (`service/handoff.py`). HTTP is answered by `routes.py`.
@@ -19,7 +20,8 @@ What the front does, in order (`serve`):
    spread over the workers, then the operator's scenarios are created on the least loaded.
 4. **Hand-offs.** A WebSocket for `/sessions/<id>`: its first frame is read here, judged
    (`hello.py`), and the socket is sent to the session's worker with the hello, token removed
-   (`handoff.send`); the front then holds no descriptor of it.
+   (`handoff.send`); the front then holds no descriptor of it. gaia2-cli's ports
+   (`ports.py`) and the MCP port (`mcp.py`) hand their HTTP connections the same way, unread.
 5. **Losses.** A worker whose process ends (killed, crashed, stopped by the supervisor,
    `supervisor.py`) is restarted by its pool; its sessions are restored from their journals
    on the workers up, exactly as after a crash (`service/restore.py`: same ids, tokens,
@@ -45,7 +47,7 @@ import logging
 import os
 import shutil
 import socket
-import tempfile
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,12 +56,14 @@ from urllib.parse import quote, urlsplit
 import anyio
 from websockets.asyncio.server import Server, ServerConnection, serve
 
-from areasync.front import shares
+from areasync.front import mcp, shares
 from areasync.front.admin import AdminControls, refused, relay, worker_end
 from areasync.front.hello import Verdict, judge
+from areasync.front.ports import SessionPorts, accept_all
 from areasync.front.routes import FrontRoutes
 from areasync.front.seats import Seats
 from areasync.front.supervisor import Supervisor
+from areasync.privatedirs import JOURNALS_PREFIX, WORKERS_PREFIX, PrivateDir
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import Role, error_frame
@@ -67,6 +71,7 @@ from areasync.service import wire
 from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
+from areasync.service.gaia2cli.bare import url as bare_url
 from areasync.service.handoff import (
     CLOSE_OPCODE,
     DATA_OPCODES,
@@ -86,6 +91,7 @@ from areasync.service.http import session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.openenv.routes import locate as locate_openenv
 from areasync.service.redact import RedactingLogger
+from areasync.service.screens import Refusal as HttpRefusal
 from areasync.service.server import (
     ServiceError,
     display_host,
@@ -149,7 +155,16 @@ class Front:
         self.supervisor = Supervisor(
             self.pool, budget=config.tool_budget + beat_margin, interval=beat_interval
         )
+        # Each session's gaia2-cli port (`--gaia2-ports`), bound here (`ports.py`).
+        self.gaia2_ports = (
+            None
+            if config.gaia2_ports is None
+            else SessionPorts(*config.gaia2_ports, self._hand_port)
+        )
         self.port: int | None = None
+        self.mcp_port: int | None = None  # `--mcp-port`, bound (`mcp.py`)
+        self._mcp_sock: socket.socket | None = None
+        self._mcp_judging = 0  # MCP connections whose first head is being read
         self.state_dir: Path | None = None
         self.handed = 0  # sockets handed to workers
         self.restoring: set[str] = set()  # sessions of a lost worker, not yet restored
@@ -159,7 +174,10 @@ class Front:
         self.abandon: dict[str, int] = {}
         self.lost: list[str] = []  # what happened to workers, in order
         self._scenarios = list(scenarios)
-        self._private_dir = False
+        # Without --state-dir, the journals' private directory; the workers' temp dirs' parent
+        # (`privatedirs.py`: reclaimed by the next front if this one is killed).
+        self._private: PrivateDir | None = None
+        self._tmp: PrivateDir | None = None
         self._require_confinement = require_confinement
         self._tmp_under: Path | None = None  # the workers' temp dirs' parent (`_confine`)
         self._started: dict[str, int] = {}  # worker name -> pid whose service was started
@@ -217,13 +235,13 @@ class Front:
     async def _open_state_dir(self) -> None:
         directory = self.config.state_dir
         if directory is None:
-            directory = Path(tempfile.mkdtemp(prefix="areasync-journals-"))
-            self._private_dir = True
+            self._private = PrivateDir.make(JOURNALS_PREFIX)
+            directory = self._private.path
         self.state_dir = directory
         journals = Journals(worker_config(self.config, directory))
         try:
             # Kept for the next start only in a state dir that outlives this one.
-            admin = await journals.open(self.config.admin_token, keep=not self._private_dir)
+            admin = await journals.open(self.config.admin_token, keep=self._private is None)
         except StateDirError as exc:
             raise ServiceError(str(exc)) from exc
         if admin is not None:
@@ -250,7 +268,8 @@ class Front:
                     f"cannot make {path} for the session workers: {exc.strerror or exc}; "
                     "give a --state-dir and --trace-dir this user may create and write"
                 ) from exc
-        self._tmp_under = Path(tempfile.mkdtemp(prefix="areasync-workers-"))
+        self._tmp = PrivateDir.make(WORKERS_PREFIX)
+        self._tmp_under = self._tmp.path
         files = [Path(source) for source in self._scenarios if is_file(source)]
         self.pool.confinement = session_confinement(
             self.config,
@@ -286,6 +305,70 @@ class Front:
         self.port = int(self._server.sockets[0].getsockname()[1])
         self.routes.bound(config.host, self.port, display_host(config.host))
         logger.info("areasync front listening on %s", self.http_url)
+        if config.mcp_port is not None:
+            self._listen_mcp(config.mcp_port)
+
+    def _listen_mcp(self, port: int) -> None:
+        host = self.config.host
+        try:
+            sock = socket.create_server((host, port), backlog=_BACKLOG)
+        except (OSError, OverflowError) as exc:
+            message = listen_error(host, port, exc).replace("--port", "--mcp-port")
+            raise ServiceError(message) from exc
+        sock.setblocking(False)
+        self._mcp_sock = sock
+        self.mcp_port = int(sock.getsockname()[1])
+        asyncio.get_running_loop().add_reader(sock.fileno(), self._accept_mcp)
+        logger.info("MCP endpoint listening on %s", self.mcp_base)
+
+    @property
+    def mcp_base(self) -> str:
+        return f"http://{display_host(self.config.host)}:{self.mcp_port}"
+
+    def _accept_mcp(self) -> None:
+        """The MCP port is readable: judge and hand every connection waiting there."""
+        assert self._mcp_sock is not None
+        accept_all(self._mcp_sock, self._take_mcp, "MCP port")
+
+    def _take_mcp(self, conn: socket.socket) -> None:
+        """Past `max_pending_hellos` connections being judged, one more is reset."""
+        if self._mcp_judging >= self.config.max_pending_hellos:
+            with contextlib.suppress(OSError), conn:  # a reset: nothing kept for it
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        self._mcp_judging += 1
+        self._track(self._hand_mcp(conn))
+
+    async def _hand_mcp(self, conn: socket.socket) -> None:
+        """An MCP connection: its first head judged (`mcp.py`), then the socket to the
+        session's worker, unread, or the refusal answered here."""
+        try:
+            head = await mcp.peek_head(conn, self.config.handshake_timeout)
+        finally:
+            self._mcp_judging -= 1
+        verdict = head if isinstance(head, HttpRefusal) else mcp.judge(head, self.tokens)
+        if isinstance(verdict, HttpRefusal):
+            mcp.refuse(conn, verdict)
+            return
+        worker = await self.locate(verdict.session_id)
+        side = None if worker is None else worker.side
+        if worker is None and verdict.session_id not in self.restoring:
+            mcp.refuse(conn, HttpRefusal(404, "not_found", f"no session {verdict.session_id!r}"))
+            return
+        if worker is None or side is None or peer_gone(side):
+            message = f"session {verdict.session_id!r} is being restored; {_RETRY}"
+            mcp.refuse(conn, HttpRefusal(503, "capacity", message), {"Retry-After": "1"})
+            return
+        handoff = Handoff(
+            session_id=verdict.session_id,
+            role=verdict.credential.role,
+            hello=b"",
+            text=False,
+            rest=b"",
+            path="",
+            mcp=verdict.credential,
+        )
+        await self._send_fd(worker, handoff, conn.detach())
 
     def shutdown(self) -> None:
         self._stop.set()
@@ -294,6 +377,12 @@ class Front:
         self.supervisor.stop()
         if self._server is not None:
             self._server.close()
+        if self.gaia2_ports is not None:
+            self.gaia2_ports.close()
+        if self._mcp_sock is not None:
+            with contextlib.suppress(ValueError, OSError):
+                asyncio.get_running_loop().remove_reader(self._mcp_sock.fileno())
+            self._mcp_sock.close()
         config = self.config
         limit = config.shutdown_timeout + config.shutdown_grace + config.close_timeout + 1.0
 
@@ -303,7 +392,7 @@ class Front:
             try:
                 # A private journals directory goes with this run: sessions end, traces
                 # written, as in one process without --state-dir.
-                suspend = not self._private_dir
+                suspend = self._private is None
                 return int(await self.pool.call(worker, "stop", suspend, budget=limit))
             except Exception as exc:  # killed past its budget, or gone: the pool ends it
                 logger.warning("%s did not stop cleanly: %s", worker.name, exc)
@@ -318,10 +407,9 @@ class Front:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), config.close_timeout + 1.0)
-        if self._private_dir and self.state_dir is not None:
-            shutil.rmtree(self.state_dir, ignore_errors=True)
-        if self._tmp_under is not None:
-            shutil.rmtree(self._tmp_under, ignore_errors=True)
+        for private in (self._private, self._tmp):
+            if private is not None:
+                private.remove()
 
     async def __aenter__(self) -> Front:
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -355,7 +443,8 @@ class Front:
             config = worker_config(
                 shares.for_worker(self.config, len(self.pool.workers), index), self.state_dir
             )
-            pid = await self.pool.call(worker, "start", config, self.ws_base)
+            handed = self.gaia2_ports is not None
+            pid = await self.pool.call(worker, "start", config, self.ws_base, handed, self.mcp_port)
             self._started[worker.name] = pid
 
     def worker(self, name: str) -> Worker:
@@ -412,7 +501,19 @@ class Front:
                 complete = False
             else:
                 self.seats.seat(worker.name, seats)
+                await self._seated(worker, [seat.session_id for seat in seats], new_only=True)
         return complete
+
+    async def _seated(self, worker: Worker, session_ids: list[str], *, new_only: bool) -> None:
+        """`worker` holds `session_ids`: each gets its gaia2-cli port (`--gaia2-ports`) if it
+        has none, and the worker is told it (`new_only`: only for those given one now)."""
+        if self.gaia2_ports is None:
+            return
+        given = self.gaia2_ports.bind(session_ids)
+        for session_id in given if new_only else session_ids:
+            port = self.gaia2_ports.port_of(session_id)
+            if port is not None:
+                await self.pool.call(worker, "gaia2_port", session_id, port)
 
     async def adopt_orphans(self) -> list[str]:
         """Restore every live journal no worker holds, spread over the workers up; the ids
@@ -460,6 +561,7 @@ class Front:
         self.seats.seat(worker.name, seats)
         self.refused.update(refused)
         done = [seat.session_id for seat in seats]
+        await self._seated(worker, done, new_only=False)
         self.restoring.difference_update(session_ids)
         logger.info("%s restored %s; refused %s", worker.name, done, sorted(refused))
         return done
@@ -490,7 +592,16 @@ class Front:
         refused(answer)
         session_id = answer["session_id"]
         self.seats.seat(worker.name, [Seat(session_id, True, dict(answer["tokens"]))])
-        return {**answer, "url": self.ws_url(session_id), "worker": worker.name}
+        await self._seated(worker, [session_id], new_only=False)
+        links = {} if self.gaia2_ports is None else self.gaia2_links(session_id)
+        return {**answer, **links, "url": self.ws_url(session_id), "worker": worker.name}
+
+    def gaia2_links(self, session_id: str) -> dict[str, str]:
+        """The session's `gaia2_cli_url` (`--gaia2-ports`), or why it has none."""
+        port = None if self.gaia2_ports is None else self.gaia2_ports.port_of(session_id)
+        if port is None:
+            return {"gaia2_cli_error": "no free port in --gaia2-ports: widen the range"}
+        return {"gaia2_cli_url": bare_url(port)}
 
     async def locate(self, session_id: str) -> Worker | None:
         """The worker holding `session_id`, asking every worker again on a miss."""
@@ -683,6 +794,11 @@ class Front:
         if fd is None:  # it has not even taken the upgrade's response in: dropped
             wire.abort(ws)
             return
+        await self._send_fd(worker, handoff, fd)
+
+    async def _send_fd(self, worker: Worker, handoff: Handoff, fd: int) -> None:
+        """Hand `fd` (closed here after) to `worker` with `handoff`."""
+        assert worker.side is not None
         try:
             await self._pass(worker, handoff, fd)
         finally:
@@ -709,6 +825,27 @@ class Front:
             return False
         self.handed += 1
         return True
+
+    async def _hand_port(self, session_id: str, port: int, conn: socket.socket) -> None:
+        """A connection accepted on `session_id`'s gaia2-cli port: to its worker, unread
+        (`ports.py`); while no worker can take it, 503 with Retry-After, and closed."""
+        worker = await self.locate(session_id)
+        side = None if worker is None else worker.side
+        if worker is None or side is None or session_id in self.restoring or peer_gone(side):
+            message = f"session {session_id!r} is being restored on another worker; {_RETRY}"
+            body = {"ok": False, "error": message, "code": ErrorCode.CAPACITY.value}
+            mcp.close_with(conn, 503, body, {"Retry-After": "1"})
+            return
+        handoff = Handoff(
+            session_id=session_id,
+            role=Role.USER,
+            hello=b"",
+            text=False,
+            rest=b"",
+            path="",
+            gaia2_port=port,
+        )
+        await self._send_fd(worker, handoff, conn.detach())
 
 
 def _encoding(opcode: int) -> Encoding:

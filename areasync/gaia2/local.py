@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -38,6 +37,7 @@ from areasync.gaia2 import confinement, remote, timings
 from areasync.gaia2.boot import PRELOAD, preload
 from areasync.gaia2.remote import Answer
 from areasync.gaia2.spread import Arguments, Load, Overrun, PlaceLost, Spread
+from areasync.privatedirs import WORKERS_PREFIX, PrivateDir
 from areasync.workers.confine import Confinement, worker_tmp
 from areasync.workers.pool import BudgetSpent, CallFailed, Worker, WorkerLost, WorkerPool
 from areasync.workers.thread import LoopThread
@@ -108,7 +108,8 @@ def local_runs(
     here (None: unconfined, as before; only bench/confine.py does it, to measure the cost).
     `models`: the runs call models (False for `--oracle`: the workers import no LiteLLM).
     The workers start in the background: a run waits for its worker to be ready."""
-    tmp_under = tempfile.mkdtemp(prefix="areasync-workers-")
+    private = PrivateDir.make(WORKERS_PREFIX)  # reclaimed by the next one if this is killed
+    tmp_under = str(private.path)
     spec = None if confined is None else msgspec.structs.replace(confined, tmp_under=tmp_under)
     serve: Serve
     if models:
@@ -130,4 +131,4 @@ def local_runs(
             thread.call(pool.close())
         finally:
             thread.stop()
-            shutil.rmtree(tmp_under, ignore_errors=True)
+            private.remove()

@@ -8,6 +8,7 @@ descriptor goes with it, no bytes are read), and counted in `refused`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -19,9 +20,17 @@ from areasync.service import wire
 class CappedServer(web.Server):
     """aiohttp's low-level server, holding at most `max_connections` sockets."""
 
-    def __init__(self, handler: Any, *, max_connections: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        handler: Any,
+        *,
+        max_connections: int,
+        on_lost: Callable[[RequestHandler], object] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(handler, **kwargs)
         self.max_connections = max_connections
+        self.on_lost = on_lost  # called with each handler whose connection is lost
         self.open: set[RequestHandler] = set()
         self.refused = 0  # sockets reset at accept, since start
 
@@ -35,4 +44,6 @@ class CappedServer(web.Server):
 
     def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
         self.open.discard(handler)
+        if self.on_lost is not None:
+            self.on_lost(handler)
         super().connection_lost(handler, exc)

@@ -30,6 +30,7 @@ bounded (`REST_BYTES`): the protocol's clients send nothing until welcomed.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import socket
@@ -53,6 +54,7 @@ __all__ = [
     "BadFrame",
     "DivertingConnection",
     "Handoff",
+    "McpCredential",
     "adopt",
     "client_frame",
     "decode",
@@ -60,6 +62,7 @@ __all__ = [
     "encode",
     "peer_gone",
     "receive",
+    "salted",
     "send",
 ]
 
@@ -74,6 +77,21 @@ MAX_PACKET: Final = HELLO_BYTES + REST_BYTES + 4096
 _OP_TEXT, _OP_BINARY, _OP_CLOSE, _OP_PING, _OP_PONG = 0x1, 0x2, 0x8, 0x9, 0xA
 
 
+class McpCredential(msgspec.Struct, frozen=True):
+    """The credential the front verified on an MCP connection's first request: its role, and
+    SHA-256(salt + token), by which the worker tells the same token on later requests (it
+    never learns the admin token itself)."""
+
+    role: Role
+    salt: bytes
+    proof: bytes
+
+
+def salted(salt: bytes, token: str) -> bytes:
+    """An `McpCredential`'s proof of `token`."""
+    return hashlib.sha256(salt + token.encode()).digest()
+
+
 class Handoff(msgspec.Struct, frozen=True, kw_only=True):
     """One accepted socket's hand-off: what the worker needs to serve it from the welcome."""
 
@@ -84,6 +102,13 @@ class Handoff(msgspec.Struct, frozen=True, kw_only=True):
     rest: bytes  # what the client sent after its hello frame, as it came (masked frames)
     path: str  # the request's path, its query removed (and an OpenEnv token)
     openenv: bool = False  # OpenEnv's /ws: no hello; `role` on `session_id` ("": fresh ones)
+    # An HTTP connection accepted on `session_id`'s gaia2-cli port (`--gaia2-ports`), this
+    # number: no byte of it read, served by the worker's adapter from the first.
+    gaia2_port: int | None = None
+    # An HTTP connection accepted on the MCP port for `session_id`, with the credential its
+    # first request carried (verified by the front): no byte of it read, served by the
+    # worker's MCP port from the first.
+    mcp: McpCredential | None = None
 
 
 _ENCODER = msgspec.msgpack.Encoder()

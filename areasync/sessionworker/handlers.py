@@ -12,6 +12,8 @@ nothing of ARE crosses the channel.
 * `create(request)`, `restore(ids)`: sessions made here; each answers the `Seat` of what it
   made (its id and the credentials the front checks hellos with: the tokens, or a restored
   session's salted hashes).
+* `gaia2_port(id, port)`: the session's gaia2-cli port (`--gaia2-ports`), bound by the front,
+  whose connections it hands here like WebSockets (`Handoff.gaia2_port`).
 * `seats()`, `live_journals()`, `sessions(role, id)`, `admin_get(path)`, `load()`: what the
   front reads to place sessions, merge `/api/sessions` and answer the dashboard.
 * `stop_session(id)`, `fork_session(id, at_seq, at_time)`: an admin's controls, which the
@@ -57,6 +59,7 @@ from areasync.service.requests import (
     refused_as_plain_data,
     stop_session,
 )
+from areasync.service.server import display_host
 from areasync.service.wire import PostRequest
 from areasync.sessionworker.busy import BUSY_DIR, Busy
 from areasync.workers.worker import Handler
@@ -85,9 +88,16 @@ class SessionWorker:
 
     # -- life ---------------------------------------------------------------------------------
 
-    async def start(self, config: ServiceConfig, ws_base: str) -> int:
-        """Start the service (no port, no admin token of the front's) and take hand-offs;
-        the process id."""
+    async def start(
+        self,
+        config: ServiceConfig,
+        ws_base: str,
+        gaia2_ports: bool = False,
+        mcp_port: int | None = None,
+    ) -> int:
+        """Start the service (no port, no admin token of the front's) and take hand-offs
+        (`gaia2_ports`: connections of the sessions' gaia2-cli ports too; `mcp_port`: of the
+        front's MCP port, on `config.host`); the process id."""
         if self.service is not None:
             return os.getpid()
         assert config.state_dir is not None
@@ -101,6 +111,10 @@ class SessionWorker:
         )
         service.registry.calls = Busy(config.state_dir / BUSY_DIR / str(os.getpid()))
         await service.__aenter__()
+        if gaia2_ports:
+            await service.gaia2.serve_handed()
+        if mcp_port is not None:
+            await service.mcp.serve_handed(config.host, mcp_port, display_host(config.host))
         self.service = service
         server = adopting_server(self._serve, logging.getLogger("websockets.server"))
         loop = asyncio.get_running_loop()
@@ -121,6 +135,14 @@ class SessionWorker:
                 return
             handoff, sock = taken
             self.handed += 1
+            served: Awaitable[Any] | None = None  # HTTP, for an adapter
+            if handoff.gaia2_port is not None:
+                served = self._service().gaia2.adopt(sock, handoff.session_id, handoff.gaia2_port)
+            elif handoff.mcp is not None:
+                served = self._service().mcp.adopt(sock, handoff.session_id, handoff.mcp)
+            if served is not None:
+                asyncio.ensure_future(served).add_done_callback(_report_failure)
+                continue
             adopting = adopt(
                 server,
                 sock,
@@ -221,6 +243,11 @@ class SessionWorker:
         restored, refused = await service.restore(session_ids, abandon)
         return [self._seat(sid) for sid in restored], refused
 
+    async def gaia2_port(self, session_id: str, port: int) -> bool:
+        """`session_id` is served at the front's gaia2-cli `port`: its URL in its links, the
+        port's screens; False if it is not here."""
+        return self._service().gaia2.hold(session_id, port)
+
     async def seats(self) -> list[Seat]:
         return [self._seat(sid) for sid in self._service().registry.sessions]
 
@@ -269,6 +296,7 @@ class SessionWorker:
             "open_scenario": self.open_scenario,
             "restore": self.restore,
             "seats": self.seats,
+            "gaia2_port": self.gaia2_port,
             "live_journals": self.live_journals,
             "sessions": self.sessions,
             "admin_get": self.admin_get,

@@ -22,20 +22,32 @@ imported there, and runs `main(sock, serve)`:
   are cancelled and the handlers' context is left. The channel is read on a thread of its
   own, so this holds even while a call holds the loop: the process then ends after
   `EXIT_GRACE_S`.
+* The worker dies with its parent, the fork server (`PR_SET_PDEATHSIG`, `SIGKILL`), and lets
+  the fork server end with its driver: multiprocessing gives every process its fork server
+  forks the fork server's "alive" descriptor, and the fork server ends only once every
+  holder has closed it, so the worker closes its copy. The driver ending, however it ends,
+  then ends the fork server, and the kernel kills the workers: a driver killed with SIGKILL
+  leaves no worker running, even one whose loop and reader thread a call holds, and none
+  writes into the driver's private directories once the next driver may reclaim them
+  (`privatedirs.py`). A fork server that ended before the worker set this is the case
+  above: the channel is closed already.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import pickle
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
+from multiprocessing import forkserver
 
 from areasync.workers import channel
 from areasync.workers.channel import Call, Cancel, Cancelled, Message, Raised, Ready, Returned
@@ -49,6 +61,21 @@ Serve = Callable[..., AbstractContextManager[Mapping[str, Handler]]]
 
 # After its driver went away: how long a worker whose loop is held by a call may take to end.
 EXIT_GRACE_S = 5.0
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Have the kernel kill this process (SIGKILL) when its parent, the fork server, ends
+    (Linux; elsewhere the closed channel ends it), and let the fork server end with its
+    driver (module docstring)."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    server = getattr(forkserver, "_forkserver", None)
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(alive, int):
+        with contextlib.suppress(OSError):
+            os.close(alive)
+        server._forkserver_alive_fd = None  # type: ignore[union-attr]
 
 
 def main(
@@ -61,6 +88,7 @@ def main(
     (`side_channel=True`), is handed to `serve`. The confinement is applied once the process
     holds both its channels, before `serve` sets anything up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
     try:
         report = None if confinement is None else confine(confinement)
     except ConfinementError as error:  # said to the pool, which gives it as the start's failure

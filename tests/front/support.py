@@ -120,9 +120,10 @@ def command(*extra: str) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def front(*extra: str, log: Path) -> AsyncIterator[Front]:
-    """A running front with two session workers; killed on the way out if still running."""
-    async with running(*extra, log=log) as process:
+async def front(*extra: str, log: Path, env: dict[str, str] | None = None) -> AsyncIterator[Front]:
+    """A running front with two session workers (in `env`, default this one's); killed on
+    the way out if still running."""
+    async with running(*extra, log=log, env=env) as process:
         banner = await read_until(process, "Ctrl-C", within=START)
         found = re.search(r"serving on http://127\.0\.0\.1:(\d+)", banner)
         assert found, banner
@@ -130,11 +131,13 @@ async def front(*extra: str, log: Path) -> AsyncIterator[Front]:
 
 
 @contextlib.asynccontextmanager
-async def running(*extra: str, log: Path) -> AsyncIterator[Process]:
-    """`command(*extra)` started, its stderr in `log`; killed on the way out if still running,
-    and what it logged printed (shown for a test that failed)."""
+async def running(
+    *extra: str, log: Path, env: dict[str, str] | None = None
+) -> AsyncIterator[Process]:
+    """`command(*extra)` started (in `env`), its stderr in `log`; killed on the way out if
+    still running, and what it logged printed (shown for a test that failed)."""
     with log.open("ab") as stderr:
-        process = await anyio.open_process(command(*extra), stderr=stderr)
+        process = await anyio.open_process(command(*extra), stderr=stderr, env=env)
     try:
         yield process
     finally:
@@ -215,9 +218,29 @@ def server_side_inode(port: int, peer_port: int) -> int:
     raise AssertionError(f"no connection from port {peer_port} to {port}")
 
 
+async def held_by_worker_only(served: Front, session_id: str, port: int, peer: int) -> bool:
+    """Whether the server side of the connection from `peer` to `port` is held by
+    `session_id`'s worker and not by the front."""
+    inode = server_side_inode(port, peer)
+    worker = socket_inodes(await served.holder(session_id))
+    return inode in worker and inode not in socket_inodes(served.process.pid)
+
+
 def proc_bytes(pid: int, part: str) -> bytes:
     """`/proc/<pid>/<part>` (environ, cmdline)."""
     return Path(f"/proc/{pid}/{part}").read_bytes()
+
+
+async def process_end(pid: int) -> None:
+    """Return once process `pid` (not a child of this one) has ended: its pidfd is readable."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
 
 
 def ended(pid: int) -> bool:

@@ -36,11 +36,12 @@ _BACKLOG: Final = 128
 
 @dataclasses.dataclass
 class Bound:
-    """A port of the range, bound and listening for one session."""
+    """A port of the range, bound and listening for one session (`sock` None: bound by the
+    front of `serve --workers N`, which hands its connections to the session's worker)."""
 
     port: int
     session_id: str
-    sock: socket.socket
+    sock: socket.socket | None
 
 
 class BarePorts:
@@ -83,9 +84,17 @@ class BarePorts:
     def at(self, port: int) -> Bound | None:
         return self.held.get(port)
 
+    def hold(self, port: int, session_id: str) -> Bound:
+        """Record that `session_id` is served at `port`, bound elsewhere (by a front)."""
+        self.release(session_id)
+        bound = Bound(port, session_id, None)
+        self.held[port] = self.of_session[session_id] = bound
+        return bound
+
     def close(self) -> None:
         for bound in self.held.values():
-            bound.sock.close()
+            if bound.sock is not None:
+                bound.sock.close()
         self.held.clear()
         self.of_session.clear()
 

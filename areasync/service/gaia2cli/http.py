@@ -46,6 +46,7 @@ import functools
 import json
 import logging
 import os
+import socket
 import tempfile
 import time
 from collections.abc import Coroutine
@@ -157,6 +158,9 @@ class Gaia2Adapter:
         self.bare = None if config.gaia2_ports is None else BarePorts(*config.gaia2_ports)
         self.bare_screens: dict[int, PortScreen] = {}
         self.bare_sites: dict[int, web.SockSite] = {}
+        # In a session worker of `serve --workers N`: the front binds the sessions' ports and
+        # hands their connections here (`serve_handed`, `adopt`).
+        self.handed = False
         self._tasks: set[asyncio.Task[None]] = set()
         if config.gaia2_port is not None or config.gaia2_ports is not None:
             registry.watchers.append(self)  # served: it follows every session from its start
@@ -192,6 +196,40 @@ class Gaia2Adapter:
         for bound in tuple(self.bare.held.values()) if self.bare is not None else ():
             await self._serve_bare(bound)
 
+    async def serve_handed(self) -> None:
+        """Serve, with no socket of its own, the connections a front accepts on the sessions'
+        own ports (`--gaia2-ports` with `serve --workers N`) and hands to this session worker:
+        each session's port is the front's to bind and name (`hold`), its connections this
+        adapter's to serve (`adopt`) as connections of that port."""
+        self.handed = True
+        if self.bare is None:
+            self.bare = BarePorts(0, -1)  # no range of its own: the front's ports, held
+        if self not in self.registry.watchers:
+            self.registry.watchers.append(self)
+        await self.start(LOOPBACK, None, LOOPBACK)
+
+    def hold(self, session_id: str, port: int) -> bool:
+        """`session_id` (registered here) is served at the front's `port`: its URL, and the
+        port's screens; False if no such session is here."""
+        session = self.registry.get(session_id)
+        if session is None or self.bare is None:
+            return False
+        bound = self.bare.of_session.get(session_id)
+        if bound is None or bound.port != port:
+            self.bare_screens[port] = self._bare_screen(self.bare.hold(port, session_id))
+        session.links["gaia2_cli_url"] = url(port)
+        return True
+
+    async def adopt(self, sock: socket.socket, session_id: str, port: int) -> None:
+        """Serve `sock`, a connection the front accepted on `session_id`'s port `port`, from
+        its first byte (closed at once if the session is not here: it moved meanwhile, and
+        the runner connects again)."""
+        if self.server is None or not self.hold(session_id, port):
+            sock.close()
+            return
+        sock.setblocking(False)
+        await asyncio.get_running_loop().connect_accepted_socket(self.server, sock=sock)
+
     def _request(self, message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> Any:
         """aiohttp's request factory: `_Request`, bodies up to `max_frame_bytes`."""
         loop = asyncio.get_running_loop()
@@ -215,7 +253,7 @@ class Gaia2Adapter:
 
     def created(self, session: Session) -> None:
         self._feed(session)
-        if self.bare is None:
+        if self.bare is None or self.handed:
             return
         bound = self.bare.take(session.id)
         if isinstance(bound, str):
@@ -241,13 +279,19 @@ class Gaia2Adapter:
             return
         self.bare_screens.pop(bound.port, None)
         site = self.bare_sites.pop(bound.port, None)
-        if site is None:
-            bound.sock.close()
-        else:
+        if site is not None:
             self._spawn(site.stop())
+        elif bound.sock is not None:  # a front's (None) is the front's to close
+            bound.sock.close()
 
     async def _serve_bare(self, bound: Bound) -> None:
-        assert self._runner is not None
+        assert self._runner is not None and bound.sock is not None
+        self.bare_screens[bound.port] = self._bare_screen(bound)
+        site = web.SockSite(self._runner, bound.sock)
+        self.bare_sites[bound.port] = site
+        await site.start()
+
+    def _bare_screen(self, bound: Bound) -> PortScreen:
         config = self.config
         screen = PortScreen(
             functools.partial(self.bare_rule, bound),
@@ -256,10 +300,7 @@ class Gaia2Adapter:
         )
         # Port 0: no page of any port is a same-site origin here (the port serves none).
         screen.site = SitePolicy.for_server(LOOPBACK, 0, config.allow_hosts, config.allow_origins)
-        self.bare_screens[bound.port] = screen
-        site = web.SockSite(self._runner, bound.sock)
-        self.bare_sites[bound.port] = site
-        await site.start()
+        return screen
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)

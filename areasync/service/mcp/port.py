@@ -32,8 +32,12 @@ while one is open, else with the answer to its next call; the wait tool returns 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import hmac
 import json
 import logging
+import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -47,6 +51,7 @@ from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import Role
 from areasync.service.auth import token_from_http
 from areasync.service.capped import CappedServer
+from areasync.service.handoff import McpCredential, salted
 from areasync.service.headers import API_HEADERS
 from areasync.service.mcp import asgi, calls, listening
 from areasync.service.openenv.episode import Credential, Episode
@@ -56,6 +61,7 @@ from areasync.service.origin import SitePolicy
 from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
 
 if TYPE_CHECKING:
+    from areasync.service.auth import Tokens
     from areasync.service.config import ServiceConfig
     from areasync.service.registry import SessionRegistry
     from areasync.service.session import Session
@@ -67,6 +73,10 @@ NOTIFICATION_LOGGER = listening.LOGGER
 _EPISODE = "areasync.episode"  # the scope key of the caller's episode
 _LISTENER = "areasync.listener"  # ...and of its listening MCP session, if it has one
 SESSION_HEADER = listening.SESSION_HEADER
+# The request `_handle` is screening, for `body_rule` (a contextvar: each request has its task).
+_REQUEST: contextvars.ContextVar[web.BaseRequest | None] = contextvars.ContextVar(
+    "areasync_mcp_request", default=None
+)
 _NO_SESSION = Refusal(
     405,
     "method_not_allowed",
@@ -104,34 +114,67 @@ class McpPort:
         self.port: int | None = None
         self.base = ""
         self._runner: web.ServerRunner | None = None
+        self.server: CappedServer | None = None
+        self._reaper: asyncio.Task[None] | None = None  # a session worker's (`serve_handed`)
+        # In a session worker of `serve --workers N`: each connection the front handed here
+        # (by its handler's id), with the credential its first request carried.
+        self.handed: dict[int, tuple[str, McpCredential]] = {}
         if config.mcp_port is not None:
             registry.watchers.append(self)  # each session's `mcp_url`, once the port listens
 
     # -- life -------------------------------------------------------------------------------
 
-    async def start(self, host: str, port: int, shown_host: str) -> None:
+    async def start(self, host: str, port: int, shown_host: str, *, listen: bool = True) -> None:
+        """Serve on `port` of `host` (`listen` False, in a session worker: the front's port,
+        whose connections it hands here, `adopt`)."""
         config = self.config
-        server = CappedServer(
+        self.server = CappedServer(
             self._handle,
             max_connections=config.max_connections,
             handler_cancellation=True,
             access_log=None,
             keepalive_timeout=config.http_idle_timeout,
             auto_decompress=False,
+            on_lost=lambda handler: self.handed.pop(id(handler), None),
         )
         self._runner = web.ServerRunner(
-            server, handle_signals=False, shutdown_timeout=config.close_timeout
+            self.server, handle_signals=False, shutdown_timeout=config.close_timeout
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, backlog=1024)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        if listen:
+            site = web.TCPSite(self._runner, host, port, backlog=1024)
+            await site.start()
+            port = int(self._runner.addresses[0][1])
+        self.port = port
         self.base = f"http://{shown_host}:{self.port}"
         self.screen.site = SitePolicy.for_server(
             host, self.port, config.allow_hosts, config.allow_origins
         )
         for session in self.registry.sessions.values():  # those registered before it listened
             self.created(session)
+
+    async def serve_handed(self, host: str, port: int, shown_host: str) -> None:
+        """Serve, in a session worker of `serve --workers N`, the connections the front
+        accepts on its MCP `port` of `host` and hands here (`adopt`): no socket of its own;
+        each session's `mcp_url` names the front's port."""
+        if self not in self.registry.watchers:
+            self.registry.watchers.append(self)
+        await self.start(host, port, shown_host, listen=False)
+        self._reaper = asyncio.get_running_loop().create_task(self.held.reap_forever())
+
+    async def adopt(self, sock: socket.socket, session_id: str, credential: McpCredential) -> None:
+        """Serve `sock`, a connection the front accepted for `session_id` with `credential`
+        (`front/mcp.py`), from its first byte."""
+        server = self.server
+        assert server is not None
+
+        def handler() -> Any:
+            made = server()
+            self.handed[id(made)] = (session_id, credential)
+            return made
+
+        sock.setblocking(False)
+        await asyncio.get_running_loop().connect_accepted_socket(handler, sock=sock)
 
     async def _stateless(self, scope: Any, receive: Any, send: Any) -> None:
         """One request on a transport of its own, ended with it (the SDK's stateless mode,
@@ -155,6 +198,8 @@ class McpPort:
         """Stop: the agents leave their sessions (a wait under way returns, answered), then
         the port closes, giving answers in flight `close_timeout` seconds to be written."""
         self.listeners.close_all()
+        if self._reaper is not None:
+            self._reaper.cancel()
         await self.held.close()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -183,51 +228,51 @@ class McpPort:
         token, _, _ = key.partition("\x00")
         return self.registry.tokens.identify(token) is not None
 
-    def _credential(self, head: Head) -> Credential | Refusal:
-        """The caller's credential on its session, or the refusal."""
+    def _handed_credential(
+        self, head: Head, session_id: str, handed: McpCredential
+    ) -> Credential | Refusal:
+        """The caller's credential on a connection the front handed for `session_id` with
+        `handed`: the same token (its salted hash) and session, or the refusal."""
         path = head.path
-        if path != PATH and not path.startswith(PATH + "/"):
-            return Refusal(
-                404,
-                "not_found",
-                f"nothing here: a session's MCP endpoint is {PATH}/<session id> (or {PATH} "
-                "with the session's agent token)",
-            )
-        named = unquote(path[len(PATH) + 1 :]) or None
+        named = unquote(path[len(PATH) + 1 :]) if path.startswith(PATH + "/") else None
         token = token_from_http("", head.first("Authorization"))
-        found = None if token is None else self.registry.tokens.identify(token)
-        if token is None or found is None:
+        if token is None or not hmac.compare_digest(salted(handed.salt, token), handed.proof):
             return Refusal(
                 401,
                 ErrorCode.UNAUTHORIZED,
-                "send the session's agent token (or the admin token) as Authorization: Bearer "
-                "<token>; the banner and create_session give it",
+                "this connection was opened with another token: open a new connection for "
+                "each token (Authorization: Bearer <token>)",
             )
-        role, session_id = found
-        if session_id is None:  # the admin token names its session in the path
-            session_id = named
-        elif named is not None and named != session_id:
-            session_id = None
-        if session_id is None or self.registry.get(session_id) is None:
+        if named is not None and named != session_id:
             return Refusal(
-                404,
-                "not_found",
-                f"no such session for this token: the URL is {PATH}/<session id> of a live "
-                "session (the admin token needs the id; a session's token opens only its own)",
+                421,
+                "misdirected_request",
+                f"this connection serves session {session_id!r} (its first request's): open a "
+                "new connection for another session",
             )
-        if role not in (Role.AGENT, Role.ADMIN):
-            return Refusal(
-                403,
-                ErrorCode.FORBIDDEN,
-                f"the {role.value} token may not call the agent's tools: MCP serves a session's "
-                "tools to its agent; use the agent's token",
-            )
-        return Credential(token=token, role=role, session_id=session_id)
+        if self.registry.get(session_id) is None:
+            return Refusal(404, "not_found", f"no session {session_id!r} here any more")
+        # The admin's hello is said with this service's own admin token (the front's never
+        # comes here); an agent's token is the session's, known here.
+        said = self.registry.tokens.admin if handed.role is Role.ADMIN else token
+        return Credential(token=said, role=handed.role, session_id=session_id)
+
+    def _found(self, request: web.BaseRequest, head: Head) -> Credential | Refusal:
+        handed = self.handed.get(id(request.protocol))
+        if handed is None:
+            return self._credential(head)
+        return self._handed_credential(head, *handed)
+
+    def _credential(self, head: Head) -> Credential | Refusal:
+        """The caller's credential on its session, or the refusal."""
+        registry = self.registry
+        return credential_of(head, registry.tokens, lambda sid: registry.get(sid) is not None)
 
     def body_rule(self, head: Head) -> BodyRule | None:
         if head.method != "POST":
             return None
-        found = self._credential(head)
+        request = _REQUEST.get()
+        found = self._credential(head) if request is None else self._found(request, head)
         limit = self.config.max_frame_bytes
         if isinstance(found, Refusal):
             return BodyRule(limit, "max_frame_bytes", key="", refused=found)
@@ -238,10 +283,11 @@ class McpPort:
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         raw = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers)
         head = Head(request.method, request.raw_path, raw)
+        _REQUEST.set(request)  # this request's task's own: `body_rule` reads it
         admitted = self.screen.check(head)
         if isinstance(admitted, Refusal):
             return _refused(admitted)
-        found = self._credential(head)
+        found = self._found(request, head)
         if isinstance(found, Refusal):
             return _refused(found)
         try:
@@ -340,6 +386,51 @@ class McpPort:
         if outcome.error:
             raise _ToolError(outcome.text)
         return [types.TextContent(type="text", text=outcome.text)]
+
+
+def credential_of(
+    head: Head, tokens: Tokens, exists: Callable[[str], bool]
+) -> Credential | Refusal:
+    """The credential `head` carries on the session it names (`exists`: whether a session is
+    here), or the refusal: the port's rule, and the front's on a first request (`front/mcp.py`)."""
+    path = head.path
+    if path != PATH and not path.startswith(PATH + "/"):
+        return Refusal(
+            404,
+            "not_found",
+            f"nothing here: a session's MCP endpoint is {PATH}/<session id> (or {PATH} "
+            "with the session's agent token)",
+        )
+    named = unquote(path[len(PATH) + 1 :]) or None
+    token = token_from_http("", head.first("Authorization"))
+    found = None if token is None else tokens.identify(token)
+    if token is None or found is None:
+        return Refusal(
+            401,
+            ErrorCode.UNAUTHORIZED,
+            "send the session's agent token (or the admin token) as Authorization: Bearer "
+            "<token>; the banner and create_session give it",
+        )
+    role, session_id = found
+    if session_id is None:  # the admin token names its session in the path
+        session_id = named
+    elif named is not None and named != session_id:
+        session_id = None
+    if session_id is None or not exists(session_id):
+        return Refusal(
+            404,
+            "not_found",
+            f"no such session for this token: the URL is {PATH}/<session id> of a live "
+            "session (the admin token needs the id; a session's token opens only its own)",
+        )
+    if role not in (Role.AGENT, Role.ADMIN):
+        return Refusal(
+            403,
+            ErrorCode.FORBIDDEN,
+            f"the {role.value} token may not call the agent's tools: MCP serves a session's "
+            "tools to its agent; use the agent's token",
+        )
+    return Credential(token=token, role=role, session_id=session_id)
 
 
 class _ToolError(Exception):

@@ -15,6 +15,9 @@ Prints one JSON document (~20 s at the defaults):
   dedicated thread fed by a queue, each for a no-op and for an fdatasync of a one-record append.
 - `bytes_per_input`: a typical tool-call input framed, and on disk per input.
 - `decode`: records/s decoding a 100,000-input journal.
+- `history`: a new journal holding a session's history (a fork's records up to its cut) of
+  0, 1,000 and 10,000 inputs, until durable: created with it in one write and sync (what a
+  fork's journal does) against created, then appended as one group commit (ms p50).
 - `store_choice`: per-append latency of SQLite (WAL, synchronous=FULL, one commit per insert, and
   100 inserts per commit) against the file journal (one write + fdatasync per append, and 100
   appends per write), in the same directory, from the same thread.
@@ -282,6 +285,34 @@ def bench_decode(root: Path, n: int) -> dict[str, Any]:
     return {"records": n + 1, "bytes": len(data), "records_per_s": round((n + 1) / best)}
 
 
+def bench_history(root: Path, rounds: int) -> dict[str, Any]:
+    async def with_history(store: JournalStore, sid: str, frames: list[bytes]) -> None:
+        async with store.create(created(sid), Durability.group(0), frames):
+            pass
+
+    async def appended(store: JournalStore, sid: str, frames: list[bytes]) -> None:
+        async with store.create(created(sid), Durability.group(0)) as writer:
+            tickets = [writer.append_frame(frame) for frame in frames]
+            if tickets:
+                await tickets[-1]  # one batch: every ticket completes with the last
+
+    async def timed(ways: dict[str, Any], frames: list[bytes]) -> dict[str, Any]:
+        times: dict[str, list[float]] = {name: [] for name in ways}
+        for i in range(rounds):
+            for name, way in ways.items():
+                start = time.perf_counter()
+                await way(JournalStore(root / "history"), f"h{len(frames)}-{name}-{i}", frames)
+                times[name].append(time.perf_counter() - start)
+        return {name: round(percentile(t, 50) * 1e3, 2) for name, t in times.items()}
+
+    ways = {"created_with_it_ms": with_history, "created_then_appended_ms": appended}
+    out: dict[str, Any] = {}
+    for n in (0, 1_000, 10_000):
+        frames = [encode_record(tool_call(seq)) for seq in range(n)]
+        out[str(n)] = anyio.run(timed, ways, frames)
+    return out
+
+
 def bench_store_choice(root: Path, n: int) -> dict[str, Any]:
     payload = msgspec.msgpack.encode(tool_call(0))
     db = sqlite3.connect(root / "choice.sqlite3", isolation_level=None)
@@ -346,6 +377,8 @@ def main() -> None:
         out["bytes_per_input"] = bench_bytes(root, 10_000)
         log("decode")
         out["decode"] = bench_decode(root, 100_000)
+        log("history")
+        out["history"] = bench_history(root, 9)
         log("store choice")
         out["store_choice"] = bench_store_choice(root, 500)
     print(json.dumps(out, indent=1))

@@ -30,7 +30,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -230,16 +230,24 @@ class JournalStore:
         return swept
 
     async def create_writer(
-        self, created: Created, durability: Durability = EVERY
+        self, created: Created, durability: Durability = EVERY, history: Sequence[bytes] = ()
     ) -> JournalWriter:
-        """A new journal holding `created`, durable when this returns. The caller runs the
-        writer's `run()` in a task group and `aclose()`s it; `create` does both."""
+        """A new journal holding `created`, then `history` (records already encoded,
+        `format.encode_record`: what the session logged before its journal existed, a fork's
+        replay up to its cut), all durable when this returns: one write and one sync, so the
+        file never holds the session without its history. The caller runs the writer's
+        `run()` in a task group and `aclose()`s it; `create` does both."""
         path = self.path(created.session_id)
         data = encode_preamble(Header(areasync_version=_areasync_version(), created=time.time()))
-        data += encode_record(created)
+        data += encode_record(created) + b"".join(history)
         fd = await anyio.to_thread.run_sync(self._create_file, path, data, limiter=self.limiter)
         return JournalWriter(
-            path, fd, offset=len(data), next_index=1, durability=durability, limiter=self.limiter
+            path,
+            fd,
+            offset=len(data),
+            next_index=1 + len(history),
+            durability=durability,
+            limiter=self.limiter,
         )
 
     async def reopen_writer(self, session_id: str, durability: Durability = EVERY) -> JournalWriter:
@@ -251,10 +259,10 @@ class JournalStore:
 
     @asynccontextmanager
     async def create(
-        self, created: Created, durability: Durability = EVERY
+        self, created: Created, durability: Durability = EVERY, history: Sequence[bytes] = ()
     ) -> AsyncIterator[JournalWriter]:
         """`create_writer` with its `run()` in a task group; leaving drains and closes it."""
-        writer = await self.create_writer(created, durability)
+        writer = await self.create_writer(created, durability, history)
         async with self._running(writer) as running:
             yield running
 

@@ -28,6 +28,15 @@ the simulation validates what its records carry, so a bug) fails the session the
 that record, from `run()`: never from the simulation's own call that logged it, nor out of
 `run()` into the server's task group.
 
+A new session's journal file is created with `Created` and every record the session logged
+before the file existed (its *history*: a fork's replay up to its cut), in one write and one
+sync (`JournalStore.create_writer`). `wait_created()`, which a create's or a fork's reply waits
+for, returns once the session and its history are durable: a client told of the session is
+welcomed at the end of its stream (a fork's at its cut), every item up to there shown at once,
+never held behind a later sync (in manual mode nothing else would move the session); and no
+journal on disk holds the session without the history it was made with. Records the session
+logs while the file is being created are appended after it, and gate as above.
+
 A session restored after a restart (`service/restore.py`) reopens its journal
 (`JournalStore.reopen_writer`, `reopened` = the records it already holds, all durable) rather
 than creating it: nothing it holds gates anything, and what the restored session logs from then
@@ -38,6 +47,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -108,7 +118,7 @@ class SessionJournal:
         self.appended = 1  # records appended, `Created` included
         self.error: JournalError | None = None
         self.writer: JournalWriter | None = None
-        self.opened = anyio.Event()  # `Created` is durable, or the journal failed
+        self.opened = anyio.Event()  # `Created` and its history are durable, or it failed
         self.finished = anyio.Event()  # `run()` is over: everything durable, or failed
         # `Created` gates everything: no item of a session is shown before it durably exists.
         first = _Entry(0, encode_or_refuse(self.path, created))
@@ -182,7 +192,8 @@ class SessionJournal:
         return self.appended - len(self._entries)
 
     async def wait_created(self) -> None:
-        """Return once `Created` is durable; raise the `JournalWriteError` if it cannot be."""
+        """Return once `Created` and the history it was created with are durable; raise the
+        `JournalWriteError` if they cannot be."""
         await self.opened.wait()
         if self.error is not None and self.writer is None:
             raise self.error
@@ -199,9 +210,11 @@ class SessionJournal:
             self.finished.set()
 
     async def _run(self) -> None:
+        history = self._history()
         try:
             if self.reopened is None:
-                writer = await self.store.create_writer(self.created, self.durability)
+                frames = [entry.frame for entry in history]
+                writer = await self.store.create_writer(self.created, self.durability, frames)
             else:
                 sid = self.created.session_id
                 writer = await self.store.reopen_writer(sid, self.durability)
@@ -213,7 +226,8 @@ class SessionJournal:
             return
         self.writer = writer
         if self.reopened is None:
-            self._entries.popleft()  # `Created`, durable with the file
+            for _ in range(1 + len(history)):  # `Created` and its history, durable with the file
+                self._entries.popleft()
         for entry in self._entries:  # logged while the file was being created
             entry.queue(writer)
         self.opened.set()
@@ -227,6 +241,16 @@ class SessionJournal:
                     writer.close()
         finally:
             writer.abort()
+
+    def _history(self) -> list[_Entry]:
+        """The records logged before a new journal's file exists (a fork's replay up to its
+        cut), which the file is created with; none for a reopened journal, and none from the
+        first that cannot be encoded on (it stays pending, and fails the session)."""
+        if self.reopened is not None:
+            return []
+        history = list(itertools.islice(self._entries, 1, None))
+        refused = (i for i, entry in enumerate(history) if entry.refused is not None)
+        return history[: next(refused, len(history))]
 
     async def _release(self) -> None:
         """Await the oldest pending record; when its batch is durable, let the hub show what

@@ -14,6 +14,7 @@ from areasync.journal import (
     JournalStateError,
     JournalStore,
 )
+from areasync.journal.format import encode_record
 from tests.journal.support import created, ended, tool_call
 
 
@@ -25,6 +26,19 @@ async def test_a_created_journal_reads_back_its_records(tmp_path: Path) -> None:
     journal = store.read("s1")
     assert journal.records == [created("s1"), tool_call(0), tool_call(1), tool_call(2)]
     assert store.path("s1") == tmp_path / "sessions" / "s1.journal"
+
+
+async def test_a_journal_created_with_a_history_holds_it_and_appends_after_it(
+    tmp_path: Path,
+) -> None:
+    store = JournalStore(tmp_path)
+    history = [encode_record(tool_call(0)), encode_record(tool_call(1))]
+    async with store.create(created("s1"), Durability.group(0), history) as writer:
+        assert store.read("s1").inputs == [tool_call(0), tool_call(1)]  # durable with the file
+        ticket = writer.append(tool_call(2))
+        await ticket
+    assert ticket.index == 3
+    assert store.read("s1").inputs == [tool_call(0), tool_call(1), tool_call(2)]
 
 
 async def test_tickets_number_records_in_append_order(tmp_path: Path) -> None:

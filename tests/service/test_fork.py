@@ -1,22 +1,25 @@
 """`fork_session`: a new session replayed from another's creation and records up to a cut.
 
 Its stream up to the cut is the source's, frame for frame; after it, the fork goes its own way.
-In memory (no --state-dir): the records are the live session's own.
+In memory (no --state-dir): the records are the live session's own. With a state dir, the
+fork's journal is created with its records up to the cut, so its welcome is at the cut and every
+item up to it is shown at once, whatever later syncs do.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
-import anyio
+import pytest
 
 from areasync.journal import JournalStore
 from areasync.protocol import CallTool, ErrorCode, Role, Tick
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem, ForkedFrom, ForkSession
 from areasync.service.server import Service
-from tests.service.support import TUTORIAL, attach, serving
+from tests.service.support import TUTORIAL, WAIT, attach, replace_sync, serving
 
 INBOX = {"tool": "EmailClientApp__list_emails", "args": {"folder_name": "INBOX"}}
 
@@ -99,10 +102,8 @@ async def test_a_fork_on_a_state_dir_has_its_own_journal_of_its_records(tmp_path
         created = await admin.call(ForkSession, session_id=TUTORIAL)
         fork = service.registry.get(created["session_id"])
         assert fork is not None and fork.journal is not None
-        # The reply waits for the fork's `Created` only: its records are made durable after.
-        with anyio.fail_after(10):
-            while fork.journal.durable < fork.journal.appended:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
+        # The reply waits for the fork's `Created` and the records it was replayed from.
+        assert fork.journal.durable == fork.journal.appended
         journal = JournalStore(tmp_path).read(fork.id)
         assert journal.created is not None and journal.created.epoch == fork.epoch
         assert [(r.source, r.payload) for r in journal.inputs] == [
@@ -125,3 +126,37 @@ async def test_a_forks_welcome_names_its_source_and_cut_and_a_plain_sessions_nam
         ) as other:
             assert other.welcome.restored
             assert other.welcome.forked_from == ForkedFrom(session_id=TUTORIAL, seq=cut)
+
+
+async def test_a_journaled_forks_welcome_and_stream_hold_its_whole_cut_with_later_syncs_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    armed, released = threading.Event(), threading.Event()
+    replace_sync(monkeypatch, lambda fd: armed.is_set() and released.wait(WAIT))
+    async with (
+        serving(state_dir=tmp_path) as service,
+        attach(service, Role.AGENT) as agent,
+        attach(service, Role.ADMIN) as admin,
+    ):
+        await agent.call(CallTool, **INBOX)  # records at seqs below the cut
+        cut = len(stream(service, TUTORIAL))
+        armed.set()  # from here on, a journal's sync waits until the test ends
+        try:
+            created = await admin.call(ForkSession, session_id=TUTORIAL, at_seq=cut)
+            fork, observer_token = created["session_id"], created["tokens"]["observer"]
+            # A client resuming at the cut it forked at is welcomed there.
+            async with attach(
+                service, Role.OBSERVER, session=fork, token=observer_token, since=cut
+            ) as resumed:
+                assert resumed.welcome.seq == cut
+                assert resumed.welcome.forked_from == ForkedFrom(session_id=TUTORIAL, seq=cut)
+            # A client replaying it all gets every item up to the cut, as its source showed them.
+            async with attach(
+                service, Role.OBSERVER, session=fork, token=observer_token, since=0
+            ) as observer:
+                assert observer.welcome.seq == cut
+                await observer.until_seq(cut)
+                shown = [encode_server_frame(item, Encoding.MSGPACK) for item in observer.items]
+                assert shown == stream(service, TUTORIAL)[:cut]
+        finally:
+            released.set()

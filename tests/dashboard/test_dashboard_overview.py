@@ -6,7 +6,6 @@ gets no such picture."""
 from __future__ import annotations
 
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -16,17 +15,16 @@ from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
     ADMIN_TOKEN,
-    CHROMIUM,
+    BROWSER_TESTS,
     DEFAULT_SESSION,
     Server,
-    chromium_missing_reason,
     connect,
     create_session,
     open_session,
     until,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 CLOCK_TOOL = {"type": "call_tool", "tool": "SystemApp__get_current_time", "args": {}}
 

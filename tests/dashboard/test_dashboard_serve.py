@@ -20,16 +20,15 @@ from playwright.async_api import Page, expect
 from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     DEFAULT_SESSION,
     Server,
-    chromium_missing_reason,
     connect,
     create_session,
     start_server,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 FIRST_EVENT = "MessagingApp.add_message"
 

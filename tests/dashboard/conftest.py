@@ -138,12 +138,27 @@ def start_server(tmp: Path, *args: str, port: int | None = None) -> Server:
     return server
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One server per test module; its default session runs scenario_tutorial in manual mode."""
-    running = start_server(tmp_path_factory.mktemp("serve"), "--mode", "manual")
+def running_server(tmp_path_factory: pytest.TempPathFactory, *args: str) -> Iterator[Server]:
+    """A fixture's server: `areasync serve ARGS` until the fixture's scope ends."""
+    running = start_server(tmp_path_factory.mktemp("serve"), *args)
     yield running
     running.stop()
+
+
+# The sessions every module sharing `server` creates, together, with room to spare: none stops
+# its own (a manual session stays live), and the default 64 would refuse the last ones.
+SHARED_MAX_SESSIONS = 1000
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server per test process (starting one takes seconds), shared by the modules whose
+    tests each make their own sessions and look at nothing else on it; its default session runs
+    scenario_tutorial in manual mode. A module whose tests count what is on the whole server
+    defines its own `server`, with `running_server`."""
+    yield from running_server(
+        tmp_path_factory, "--mode", "manual", "--max-sessions", str(SHARED_MAX_SESSIONS)
+    )
 
 
 # -- the test's own WebSocket client ------------------------------------------------------------

@@ -21,7 +21,7 @@ from tests.dashboard.conftest import (
     Server,
     connect,
     create_session,
-    start_server,
+    running_server,
 )
 
 pytestmark = BROWSER_TESTS
@@ -97,11 +97,7 @@ async def test_fork_at_a_selected_row_cuts_the_stream_there(server: Server, page
 @pytest.fixture(scope="module")
 def full_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A server with room for two sessions: its default one and one the test creates."""
-    running = start_server(
-        tmp_path_factory.mktemp("serve-full"), "--mode", "manual", "--max-sessions", "2"
-    )
-    yield running
-    running.stop()
+    yield from running_server(tmp_path_factory, "--mode", "manual", "--max-sessions", "2")
 
 
 async def test_a_refused_fork_is_shown_saying_why(full_server: Server, page: Page) -> None:

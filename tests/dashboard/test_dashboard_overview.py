@@ -6,6 +6,7 @@ gets no such picture."""
 from __future__ import annotations
 
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 
@@ -21,10 +22,18 @@ from tests.dashboard.conftest import (
     connect,
     create_session,
     open_session,
+    running_server,
     until,
 )
 
 pytestmark = BROWSER_TESTS
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The overview counts every session and connection on the server: this module's own."""
+    yield from running_server(tmp_path_factory, "--mode", "manual")
+
 
 CLOCK_TOOL = {"type": "call_tool", "tool": "SystemApp__get_current_time", "args": {}}
 

@@ -25,7 +25,7 @@ from tests.dashboard.conftest import (
     Server,
     connect,
     create_session,
-    start_server,
+    running_server,
 )
 
 pytestmark = BROWSER_TESTS
@@ -36,9 +36,7 @@ FIRST_EVENT = "MessagingApp.add_message"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`areasync serve` with no options, as `make serve` runs it (the default log level too)."""
-    running = start_server(tmp_path_factory.mktemp("serve-default"))
-    yield running
-    running.stop()
+    yield from running_server(tmp_path_factory)
 
 
 async def open_page(page: Page, server: Server, session: str, **query: str) -> None:

@@ -4,6 +4,7 @@ downloaded from the page, and a filter over a long sessions list."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,18 @@ from tests.dashboard.conftest import (
     Server,
     create_session,
     open_session,
+    running_server,
     stepped,
 )
 
 pytestmark = BROWSER_TESTS
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The sessions filter matches a part of an id (`scenario_tutorial-5` matches `-50`):
+    this module's own server, whose few sessions the filter test counts."""
+    yield from running_server(tmp_path_factory, "--mode", "manual")
 
 
 def searched(item: dict[str, Any]) -> str:

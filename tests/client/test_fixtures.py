@@ -104,16 +104,20 @@ def test_async_tests_using_the_fixtures_need_no_marker_in_strict_mode(
             assert await agent.list_tools()
         """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--asyncio-mode=strict")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--asyncio-mode=strict")
     result.assert_outcomes(passed=1)
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "test_harness_example.py"
 
+# The strict-mode runs are pytest runs of their own in this process (`runpytest_inprocess`): a
+# fresh configuration that loads the plugin through its entry point as a user's run does,
+# without a fresh interpreter importing pytest's plugins and ARE again (seconds each).
+
 
 def test_the_harness_example_passes_in_strict_mode(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_harness_example=EXAMPLE.read_text())
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--asyncio-mode=strict")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--asyncio-mode=strict")
     result.assert_outcomes(passed=3)
 
 

@@ -25,6 +25,7 @@ from urllib.parse import urlencode
 
 import anyio
 import pytest
+import pytest_asyncio
 
 with contextlib.suppress(ImportError):  # without playwright the test modules skip themselves
     from playwright.async_api import Browser, Page, async_playwright
@@ -49,6 +50,22 @@ ADMIN_TOKEN = "dashboard-test-admin-token"
 DEFAULT_SESSION = "scenario_tutorial"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 VIEWPORT = {"width": 1360, "height": 820}
+
+
+def chromium_missing_reason() -> str:
+    return (
+        f"{CHROMIUM} is not installed: the dashboard tests drive Debian's chromium "
+        "(`make browser`, or `apt-get install chromium`)"
+    )
+
+
+# Every browser test module's marks: it skips without chromium, and it runs on its worker's
+# session-wide event loop, the loop of the one `browser` it shares (Playwright's objects belong
+# to the loop that made them), as do the `page` and `proxy` it is given.
+BROWSER_TESTS = [
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=chromium_missing_reason()),
+    pytest.mark.asyncio(loop_scope="session"),
+]
 
 
 def free_port() -> int:
@@ -121,12 +138,27 @@ def start_server(tmp: Path, *args: str, port: int | None = None) -> Server:
     return server
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One server per test module; its default session runs scenario_tutorial in manual mode."""
-    running = start_server(tmp_path_factory.mktemp("serve"), "--mode", "manual")
+def running_server(tmp_path_factory: pytest.TempPathFactory, *args: str) -> Iterator[Server]:
+    """A fixture's server: `areasync serve ARGS` until the fixture's scope ends."""
+    running = start_server(tmp_path_factory.mktemp("serve"), *args)
     yield running
     running.stop()
+
+
+# The sessions every module sharing `server` creates, together, with room to spare: none stops
+# its own (a manual session stays live), and the default 64 would refuse the last ones.
+SHARED_MAX_SESSIONS = 1000
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server per test process (starting one takes seconds), shared by the modules whose
+    tests each make their own sessions and look at nothing else on it; its default session runs
+    scenario_tutorial in manual mode. A module whose tests count what is on the whole server
+    defines its own `server`, with `running_server`."""
+    yield from running_server(
+        tmp_path_factory, "--mode", "manual", "--max-sessions", str(SHARED_MAX_SESSIONS)
+    )
 
 
 # -- the test's own WebSocket client ------------------------------------------------------------
@@ -198,8 +230,10 @@ async def create_session(server: Server, **options: Any) -> dict[str, Any]:
 # -- the browser --------------------------------------------------------------------------------
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[Browser]:
+    """One Playwright driver and one chromium per test process: starting them takes seconds,
+    and a test's isolation is the fresh browser context `page` gives it."""
     async with async_playwright() as playwright:
         launched = await playwright.chromium.launch(
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
@@ -269,7 +303,7 @@ def csp_violations() -> list[str]:
     return []
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def page(
     browser: Browser, request: pytest.FixtureRequest, csp_violations: list[str]
 ) -> AsyncIterator[Page]:
@@ -362,16 +396,9 @@ class Proxy:
             writer.transport.abort()
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def proxy(server: Server) -> AsyncIterator[Proxy]:
     running = Proxy(server.port)
     await running.start()
     yield running
     await running.close()
-
-
-def chromium_missing_reason() -> str:
-    return (
-        f"{CHROMIUM} is not installed: the dashboard tests drive Debian's chromium "
-        "(`make browser`, or `apt-get install chromium`)"
-    )

@@ -4,8 +4,6 @@ clock against wall time."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("playwright.async_api", reason="playwright is not installed (dev extras)")
@@ -13,16 +11,15 @@ pytest.importorskip("playwright.async_api", reason="playwright is not installed 
 from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     Server,
-    chromium_missing_reason,
     create_session,
     open_session,
     stepped,
     until,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 # charts.js's LANES, bottom to top.
 LANE = {"AGENT": 0, "USER": 1, "ENV": 2, "CONDITION": 3, "VALIDATION": 3, "STOP": 3}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 import websockets
@@ -17,15 +16,14 @@ pytest.importorskip("playwright.async_api", reason="playwright is not installed 
 from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     Server,
-    chromium_missing_reason,
     create_session,
     open_session,
     stopped,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 COMMAND = re.compile(r"areasync agent oracle --url (\S+) --token (\S+)")
 

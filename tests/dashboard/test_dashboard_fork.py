@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,15 +17,14 @@ pytest.importorskip("playwright.async_api", reason="playwright is not installed 
 from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     Server,
-    chromium_missing_reason,
     connect,
     create_session,
-    start_server,
+    running_server,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 STEPS = 3  # "Next event" presses before the fork: a few events to carry over
 
@@ -99,11 +97,7 @@ async def test_fork_at_a_selected_row_cuts_the_stream_there(server: Server, page
 @pytest.fixture(scope="module")
 def full_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A server with room for two sessions: its default one and one the test creates."""
-    running = start_server(
-        tmp_path_factory.mktemp("serve-full"), "--mode", "manual", "--max-sessions", "2"
-    )
-    yield running
-    running.stop()
+    yield from running_server(tmp_path_factory, "--mode", "manual", "--max-sessions", "2")
 
 
 async def test_a_refused_fork_is_shown_saying_why(full_server: Server, page: Page) -> None:

@@ -4,7 +4,6 @@ roles, the inspector and the end of a session, each seen through the page as a u
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -13,16 +12,15 @@ pytest.importorskip("playwright.async_api", reason="playwright is not installed 
 from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     DEFAULT_SESSION,
     Server,
-    chromium_missing_reason,
     connect,
     create_session,
     until,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 FIRST_EVENT = "MessagingApp.add_message"  # scenario_tutorial's first event, at T+5 s
 

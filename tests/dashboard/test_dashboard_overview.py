@@ -6,7 +6,7 @@ gets no such picture."""
 from __future__ import annotations
 
 import urllib.request
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
@@ -16,17 +16,24 @@ from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
     ADMIN_TOKEN,
-    CHROMIUM,
+    BROWSER_TESTS,
     DEFAULT_SESSION,
     Server,
-    chromium_missing_reason,
     connect,
     create_session,
     open_session,
+    running_server,
     until,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The overview counts every session and connection on the server: this module's own."""
+    yield from running_server(tmp_path_factory, "--mode", "manual")
+
 
 CLOCK_TOOL = {"type": "call_tool", "tool": "SystemApp__get_current_time", "args": {}}
 

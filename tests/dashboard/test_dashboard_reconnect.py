@@ -12,12 +12,11 @@ pytest.importorskip("playwright.async_api", reason="playwright is not installed 
 from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     DEFAULT_SESSION,
     Client,
     Proxy,
     Server,
-    chromium_missing_reason,
     connect,
     create_session,
     snap,
@@ -25,7 +24,7 @@ from tests.dashboard.conftest import (
     until,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 
 async def page_rows(page: Page) -> list[tuple[int, str]]:

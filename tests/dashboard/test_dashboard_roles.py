@@ -3,17 +3,15 @@ controller (or the admin), none to an observer, who is told which token drives t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("playwright.async_api", reason="playwright is not installed (dev extras)")
 
 from playwright.async_api import Page, expect
 
-from tests.dashboard.conftest import CHROMIUM, Server, chromium_missing_reason, create_session
+from tests.dashboard.conftest import BROWSER_TESTS, Server, create_session
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 CLOCK_CONTROLS = ["Pause", "Next event", "Jump", "Tick", "Set speed", "Stop"]
 

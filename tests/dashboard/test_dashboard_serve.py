@@ -20,16 +20,15 @@ from playwright.async_api import Page, expect
 from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     DEFAULT_SESSION,
     Server,
-    chromium_missing_reason,
     connect,
     create_session,
-    start_server,
+    running_server,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 FIRST_EVENT = "MessagingApp.add_message"
 
@@ -37,9 +36,7 @@ FIRST_EVENT = "MessagingApp.add_message"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`areasync serve` with no options, as `make serve` runs it (the default log level too)."""
-    running = start_server(tmp_path_factory.mktemp("serve-default"))
-    yield running
-    running.stop()
+    yield from running_server(tmp_path_factory)
 
 
 async def open_page(page: Page, server: Server, session: str, **query: str) -> None:

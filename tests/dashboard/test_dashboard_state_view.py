@@ -6,7 +6,6 @@ there), and for a fork since its cut or against its source now."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -15,15 +14,14 @@ pytest.importorskip("playwright.async_api", reason="playwright is not installed 
 from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     Server,
-    chromium_missing_reason,
     connect,
     create_session,
     open_session,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 
 async def open_state(page: Page) -> None:

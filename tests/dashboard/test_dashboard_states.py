@@ -14,9 +14,8 @@ pytest.importorskip("playwright.async_api", reason="playwright is not installed 
 from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     Server,
-    chromium_missing_reason,
     connect,
     create_session,
     open_session,
@@ -24,7 +23,7 @@ from tests.dashboard.conftest import (
     stopped,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 # Its only event sends the agent the user's request at T+0; then nothing is scheduled.
 IDLE_SCENARIO = "scenario_find_image_file"

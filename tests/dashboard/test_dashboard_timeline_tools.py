@@ -4,6 +4,7 @@ downloaded from the page, and a filter over a long sessions list."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +15,22 @@ pytest.importorskip("playwright.async_api", reason="playwright is not installed 
 from playwright.async_api import Page, expect
 
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     Server,
-    chromium_missing_reason,
     create_session,
     open_session,
+    running_server,
     stepped,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The sessions filter matches a part of an id (`scenario_tutorial-5` matches `-50`):
+    this module's own server, whose few sessions the filter test counts."""
+    yield from running_server(tmp_path_factory, "--mode", "manual")
 
 
 def searched(item: dict[str, Any]) -> str:

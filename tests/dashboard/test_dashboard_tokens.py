@@ -10,11 +10,11 @@ on its `process_request`; the browser is Debian's chromium.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+import pytest_asyncio
 
 pytest.importorskip("playwright.async_api", reason="playwright is not installed (dev extras)")
 
@@ -24,15 +24,14 @@ from websockets.http11 import Request, Response
 from areasync.service import Service
 from areasync.service.http import HttpRoutes
 from tests.dashboard.conftest import (
-    CHROMIUM,
+    BROWSER_TESTS,
     DEFAULT_SESSION,
     WATCH_CSP,
-    chromium_missing_reason,
     until,
 )
 from tests.service.support import config
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=chromium_missing_reason())
+pytestmark = BROWSER_TESTS
 
 TOKEN = "dashboard-url-token-0123456789"
 
@@ -62,7 +61,7 @@ class Recorder:
                 await anyio.sleep(0.05)
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")  # the loop of the tests and their browser
 async def served() -> AsyncIterator[tuple[Service, Recorder]]:
     service = Service(config(admin_token=TOKEN, ping_interval=20.0), [DEFAULT_SESSION])
     recorder = Recorder(service.http)

@@ -95,15 +95,25 @@ def test_the_fork_server_is_starting_before_the_driver_imports_ares_cli() -> Non
     assert seen["booted"] is True
 
 
-def test_no_fork_server_is_started_for_a_command_without_workers() -> None:
-    seen = probe([*REFUSED, "--workers", "0"])
-    assert seen["booted"] is False
+@pytest.fixture(scope="module")
+def without_workers() -> dict[str, object]:
+    """What the probe saw of one command without workers (a process importing ARE: seconds),
+    for the tests that look at different parts of it."""
+    return probe([*REFUSED, "--workers", "0"])
 
 
-def test_the_commands_process_exits_with_its_heap_frozen() -> None:
+def test_no_fork_server_is_started_for_a_command_without_workers(
+    without_workers: dict[str, object],
+) -> None:
+    assert without_workers["booted"] is False
+
+
+def test_the_commands_process_exits_with_its_heap_frozen(
+    without_workers: dict[str, object],
+) -> None:
     """CPython's finalisation would otherwise collect ARE's whole heap (seconds)."""
-    seen = probe([*REFUSED, "--workers", "0"])
-    assert isinstance(seen["frozen"], int) and seen["frozen"] > 0
+    frozen = without_workers["frozen"]
+    assert isinstance(frozen, int) and frozen > 0
 
 
 def test_a_command_called_in_process_leaves_the_collector_alone() -> None:

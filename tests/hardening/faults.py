@@ -57,10 +57,18 @@ def watch_faults(loop: asyncio.AbstractEventLoop | None = None) -> Iterator[Faul
     loop = loop or asyncio.get_running_loop()
     previous = loop.get_exception_handler()
     loop.set_exception_handler(faults.on_loop_exception)
+    # "Task exception was never retrieved" is reported when a task is freed, which for a task in
+    # a reference cycle takes a collection: at the block's end, of the objects the block made.
+    # What existed before it is frozen, out of the collector's sight: a full collection walks
+    # the whole heap of the test process (ARE, pytest, every module), for every block. (A fork's
+    # state copy in the block unfreezes everything, `bridge/state_copy.py`: the collection then
+    # walks the whole heap, which finds as much.)
+    gc.freeze()
     try:
         yield faults
-        gc.collect()  # "Task exception was never retrieved" is reported when a task is freed
+        gc.collect()
     finally:
+        gc.unfreeze()
         loop.set_exception_handler(previous)
         root.removeHandler(handler)
 

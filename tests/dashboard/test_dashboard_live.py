@@ -50,6 +50,9 @@ async def test_events_appear_while_the_simulation_runs(server: Server, page: Pag
 
 
 async def test_pause_stops_the_clock(server: Server, page: Page) -> None:
+    # The page's own time is Playwright's (it flows as the machine's until told otherwise):
+    # the clock shown between the server's updates is drawn from it.
+    await page.clock.install()
     session = await create_session(server, mode="realtime", speed=1.0)
     await open_session(page, server, session["session_id"])
     clock = page.locator("#clock-time")
@@ -57,7 +60,9 @@ async def test_pause_stops_the_clock(server: Server, page: Page) -> None:
     await page.get_by_role("button", name="Pause", exact=True).click()
     await expect(page.locator("#state")).to_have_text("paused")
     frozen = await clock.text_content()
-    await page.wait_for_timeout(1200)  # realtime x1 would have moved the clock by ~1.2 s
+    # Five seconds of the page's timers and animation frames, run at once: a clock still
+    # running would have been drawn on by up to a second (app.js's interpolation bound).
+    await page.clock.run_for(5_000)
     await expect(clock).to_have_text(frozen or "")
 
 

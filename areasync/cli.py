@@ -362,7 +362,8 @@ def _parser() -> argparse.ArgumentParser:
         "--require-confinement",
         action="store_true",
         help="refuse to start unless the kernel confines every session worker wholly "
-        "(Landlock ABI 4 or later and seccomp); needs --workers N",
+        "(Landlock ABI 4 or later and seccomp); refused with one process (--workers 0, --ray, "
+        "--gaia2-port)",
     )
     limits = serve.add_argument_group(
         "limits and tuning", "ServiceConfig fields (defaults in parentheses; see RELIABILITY.md)"

@@ -150,6 +150,8 @@ class Front:
         names = [worker.name for worker in self.pool.workers]
         self.shares = dict(zip(names, shares.split(config.max_sessions, workers), strict=True))
         self.admission = Admission(config.max_pending_hellos, config.max_connections)
+        # Set once the start-up sessions are placed: /health says "starting" (503) until then.
+        self.serving = False
         self.routes = FrontRoutes(self)
         self.admin = AdminControls(self)
         self.supervisor = Supervisor(
@@ -226,6 +228,7 @@ class Front:
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
             self.supervisor.start()
+            self.serving = True
             if ready is not None and not ready.done():
                 ready.set_result(None)
             await self._stop.wait()

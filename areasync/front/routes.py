@@ -92,6 +92,7 @@ class FrontView(Protocol):
     tokens: Tokens
     pool: WorkerPool
     restoring: set[str]
+    serving: bool  # the start-up sessions are placed
     refused: dict[str, str]
     lost: list[str]
 

@@ -552,7 +552,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(
             "areasync serve: --require-confinement confines session worker processes; with "
             "--workers 0, --ray or --gaia2-port every session runs in this process, "
-            "unconfined: drop those, or leave out --require-confinement",
+            "unconfined: give --workers N (or leave it out), drop --ray and --gaia2-port, "
+            "or leave out --require-confinement",
             file=sys.stderr,
         )
         return 2

@@ -26,6 +26,7 @@ from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
 from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
 from areasync.cli_durable import add_cluster_options, add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
+from areasync.cli_workers import worker_count
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.ports import is_port, port_range_problems
 from areasync.tempdirs import remove_ares_temp_dir_at_exit
@@ -346,21 +347,23 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--workers",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
         help="run sessions in N worker processes behind this one (the front: it alone holds "
         "the admin token and accepts connections, then hands each socket to its session's "
         "worker); a worker that dies or whose event loop stays stuck past --tool-budget is "
         "restarted and its sessions restored from their journals. Each worker is confined "
         "by the kernel (Landlock, seccomp, no_new_privs, rlimits: what the kernel has, said "
-        "at start-up). 0 (the default): every session in this process, unconfined (for "
-        "debugging)",
+        "at start-up). Default: one per CPU this process may use; one process with --ray or "
+        "--gaia2-port, which the front cannot carry yet. 0: every session in this process, "
+        "unconfined (for debugging)",
     )
     serve.add_argument(
         "--require-confinement",
         action="store_true",
         help="refuse to start unless the kernel confines every session worker wholly "
-        "(Landlock ABI 4 or later and seccomp); needs --workers N",
+        "(Landlock ABI 4 or later and seccomp); refused with one process (--workers 0, --ray, "
+        "--gaia2-port)",
     )
     limits = serve.add_argument_group(
         "limits and tuning", "ServiceConfig fields (defaults in parentheses; see RELIABILITY.md)"
@@ -532,7 +535,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"areasync serve: {exc}", file=sys.stderr)
         return 2
-    if args.workers < 0:
+    if args.workers is not None and args.workers < 0:
         print("areasync serve: --workers is a count of processes: 0 or more", file=sys.stderr)
         return 2
     if args.workers and (args.ray or config.gaia2_port is not None):
@@ -542,35 +545,42 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.require_confinement and not args.workers:
+    workers = worker_count(
+        args.workers, ray=bool(args.ray), gaia2_port=config.gaia2_port is not None
+    )
+    if args.require_confinement and not workers.count:
         print(
             "areasync serve: --require-confinement confines session worker processes; with "
-            "--workers 0 every session runs in this process, unconfined: give --workers N",
+            "--workers 0, --ray or --gaia2-port every session runs in this process, "
+            "unconfined: give --workers N (or leave it out), drop --ray and --gaia2-port, "
+            "or leave out --require-confinement",
             file=sys.stderr,
         )
         return 2
-    if args.workers:
+    if workers.count:
         from areasync.front.cli import serve_front
 
         scenarios = args.scenario or ["scenario_tutorial"]
         # The workers' stops, then the pool's kill of what is left (workers/pool.py: STOP_S).
         return serve_front(
             config,
-            args.workers,
+            workers.count,
             scenarios,
             shutdown_deadline(config) + 10.0,
             require_confinement=args.require_confinement,
         )
+    assert workers.one_process is not None
     if args.ray:
         from areasync.cluster.cli import serve_cluster
 
+        print(workers.one_process, flush=True)
         return serve_cluster(args.ray, config, args.scenario or [])
     # Imported once the options are known good: a refusal above answers without loading ARE.
     from areasync.service.server import ServiceError
 
     failures: list[BaseException] = []
     try:
-        anyio.run(_serve, config, args.scenario or ["scenario_tutorial"])
+        anyio.run(_serve, config, args.scenario or ["scenario_tutorial"], workers.one_process)
     except* ServiceError as group:
         # Task groups wrap what fails inside them (nested); report each ServiceError itself.
         failures.extend(_leaves(group))
@@ -599,7 +609,7 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-async def _serve(config: Any, scenarios: list[str]) -> None:
+async def _serve(config: Any, scenarios: list[str], one_process: str) -> None:
     import logging
 
     from areasync.cli_signals import ShutdownSignals
@@ -656,7 +666,9 @@ async def _serve(config: Any, scenarios: list[str]) -> None:
 
         await tg.start(serve)
         settle_gc()
-        print(service.banner(), flush=True)
+        # The note is the banner's second line, where a front's says what confines its workers.
+        first, rest = service.banner().split("\n", 1)
+        print(f"{first}\n{one_process}\n{rest}", flush=True)
         await signals.taken()
         service.shutdown()
         await anyio.sleep_forever()  # until `serve` returns and cancels the group

@@ -17,6 +17,7 @@ from areasync.front.server import Front
 from areasync.protocol.frames import Role
 from areasync.service.config import ServiceConfig
 from areasync.service.gaia2cli.bare import banner_lines
+from areasync.service.openenv.routes import base_url as openenv_base_url
 from areasync.service.server import ServiceError
 from areasync.workers.confine import probe
 
@@ -76,6 +77,8 @@ def banner(front: Front) -> str:
         f"session {probe().describe()}",
         "",
         f"  dashboard:   {front.dashboard_url()}",
+        f"  OpenEnv:     {openenv_base_url(front.http_url, front.tokens.admin)}  "
+        "(a fresh session per connection)",
         f"  admin token: {front.tokens.admin}  (every role of every session; "
         "fix it with --token or AREASYNC_TOKEN)",
         "",
@@ -83,17 +86,23 @@ def banner(front: Front) -> str:
     for session_id, worker in sorted(front.seats.where.items()):
         lines.append(f"session {session_id}  ({worker})")
         lines.append(f"  {front.ws_url(session_id)}")
+        tokens = front.tokens.of(session_id)
+        if not tokens:
+            lines.append("  its tokens are those it had before the restart")
+        else:
+            for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
+                lines.append(f"  {role.value:<11} {tokens[role]}")
+            # OpenEnv's client takes only a base URL: the agent's token rides in its path.
+            agent = openenv_base_url(front.http_url, tokens[Role.AGENT])
+            lines.append(f"  OpenEnv     {agent}")
         if front.gaia2_ports is not None:
             links = front.gaia2_links(session_id)
             lines += [f"  gaia2-cli   {line}" for line in banner_lines(links)]
         if front.mcp_port is not None:
-            lines.append(f"  mcp         {front.mcp_base}/mcp/{quote(session_id, safe='')}")
-        tokens = front.tokens.of(session_id)
-        if not tokens:
-            lines += ["  its tokens are those it had before the restart", ""]
-            continue
-        for role in (Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER):
-            lines.append(f"  {role.value:<11} {tokens[role]}")
+            lines.append(
+                f"  MCP         {front.mcp_base}/mcp/{quote(session_id, safe='')}  "
+                "(Authorization: Bearer <agent token>)"
+            )
         lines.append("")
     where = front.config.state_dir
     lines.append(f"journals: {where.resolve() if where else 'a private temporary directory'}")

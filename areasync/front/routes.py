@@ -9,7 +9,9 @@ path                        token    answer
 /sessions/<id> (WebSocket)  (hello)  the upgrade; the hello is read and judged by the front, then
                                      the socket goes to the session's worker (`server.py`)
 /health                     no       200 {"status": "ok" | "degraded", "workers", "restoring",
-                                     "lost"}
+                                     "lost"}; 503 {"status": "starting", ...} until the
+                                     start-up sessions are placed (a hello sent then would
+                                     find no session)
 /api/sessions               yes      200 the admin's: every worker's list, merged, each session
                                      with its `worker`; a session token's: its worker's answer
                                      for it
@@ -90,6 +92,7 @@ class FrontView(Protocol):
     tokens: Tokens
     pool: WorkerPool
     restoring: set[str]
+    serving: bool  # the start-up sessions are placed
     refused: dict[str, str]
     lost: list[str]
 
@@ -191,7 +194,8 @@ class FrontRoutes:
                 404, "not_found", f"no WebSocket endpoint at {path!r}: connect to /sessions/<id>"
             )
         if path == "/health":
-            return json_response(200, self.health())
+            health = self.health()
+            return json_response(503 if health["status"] == "starting" else 200, health)
         if path == "/api/sessions":
             return await self.sessions(token)
         if path == "/metrics":
@@ -254,7 +258,7 @@ class FrontRoutes:
         up = len(front.up())
         degraded = up < len(front.pool.workers) or bool(front.restoring) or bool(front.refused)
         return {
-            "status": "degraded" if degraded else "ok",
+            "status": "starting" if not front.serving else "degraded" if degraded else "ok",
             "protocol": PROTOCOL,
             "workers": up,
             "restoring": len(front.restoring),

@@ -150,6 +150,8 @@ class Front:
         names = [worker.name for worker in self.pool.workers]
         self.shares = dict(zip(names, shares.split(config.max_sessions, workers), strict=True))
         self.admission = Admission(config.max_pending_hellos, config.max_connections)
+        # Set once the start-up sessions are placed: /health says "starting" (503) until then.
+        self.serving = False
         self.routes = FrontRoutes(self)
         self.admin = AdminControls(self)
         self.supervisor = Supervisor(
@@ -226,6 +228,7 @@ class Front:
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
             self.supervisor.start()
+            self.serving = True
             if ready is not None and not ready.done():
                 ready.set_result(None)
             await self._stop.wait()
@@ -632,7 +635,14 @@ class Front:
             return
         (opcode, payload, taken) = read
         worker = await self.locate(session_id)
-        known = worker is not None or session_id in self.refused or session_id in self.restoring
+        # Until the start-up sessions are placed, a session may be one not placed yet: retry.
+        starting = not self.serving
+        known = (
+            worker is not None
+            or starting
+            or session_id in self.refused
+            or session_id in self.restoring
+        )
         verdict = judge(opcode, payload, session_id, self.tokens, known)
         if isinstance(verdict, Refusal):
             frame = encode_server_frame(error_frame(verdict.error), _encoding(opcode))
@@ -646,6 +656,10 @@ class Front:
             )
             frame = encode_server_frame(error_frame(error), _encoding(opcode))
             await _refuse(ws, frame, CloseCode.SESSION_NOT_FOUND, error.message)
+            return
+        if worker is None and starting:
+            reason = f"the server is starting its sessions; {_RETRY}"
+            await _refuse(ws, None, CloseCode.CAPACITY, reason)
             return
         if session_id in self.restoring or worker is None or worker.side is None:
             reason = f"session {session_id!r} is being restored on another worker; {_RETRY}"

@@ -155,7 +155,11 @@ class Support(msgspec.Struct, frozen=True):
     def describe(self) -> str:
         """One line: what confinement gives here."""
         if self.missing:
-            return "workers run partly unconfined: " + "; ".join(self.missing)
+            return (
+                "workers run partly unconfined: "
+                + "; ".join(self.missing)
+                + " (the in-process audit-hook sandbox still guards each session's files)"
+            )
         return (
             f"workers confined by the kernel (Landlock ABI {self.landlock_abi}, seccomp, "
             "no_new_privs, rlimits)"

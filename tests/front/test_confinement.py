@@ -98,7 +98,7 @@ async def test_a_worker_runs_with_no_new_privileges_and_its_seccomp_filter(
 
 def test_require_confinement_without_workers_is_refused_saying_to_give_workers() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "areasync.cli", "serve", "--require-confinement", "--port", "0"],
+        [sys.executable, "-m", "areasync.cli", "serve", "--require-confinement", "--workers", "0"],
         capture_output=True,
         text=True,
         timeout=120,

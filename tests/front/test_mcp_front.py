@@ -38,7 +38,7 @@ SEND = "AgentUserInterface__send_message_to_user"
 
 def _mcp_url(served: Front, session_id: str) -> str:
     block = served.banner.split(f"session {session_id} ", 1)[1]
-    found = re.search(r"mcp\s+(http://\S+)", block)
+    found = re.search(r"MCP\s+(http://\S+)", block)
     assert found, served.banner
     return found[1]
 

@@ -18,6 +18,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
+from areasync.cli_workers import usable_cpus
 from areasync.journal import JournalStore
 from areasync.protocol import CloseCode
 from areasync.service import ServiceConfig
@@ -368,3 +369,29 @@ async def test_serve_refuses_a_malformed_memory_limit_saying_what_is_accepted() 
     result = await anyio.run_process([*SERVE, "--memory-limit", "lots"], check=False)
     assert result.returncode == 2
     assert b"--memory-limit must be a size (4G, 512M" in result.stderr
+
+
+async def test_serve_without_workers_runs_a_worker_per_cpu_and_answers_a_tool_call() -> None:
+    command = [*SERVE, "--token", "cli-admin", "--trace-dir", ""]
+    async with await anyio.open_process(command) as process:
+        try:
+            banner = await read_banner(process)
+            assert f"sessions in {usable_cpus()} worker processes" in banner, banner
+            url = re.search(r"ws://\S+/sessions/scenario_tutorial", banner)
+            token = re.search(r"^  agent\s+(\S+)$", banner, re.MULTILINE)
+            assert url is not None and token is not None, banner
+            with anyio.fail_after(PROCESS_S):
+                async with connect(url[0]) as ws:
+                    hello = {"type": "hello", "id": 0, "role": "agent", "token": token[1]}
+                    await ws.send(json.dumps(hello))
+                    assert json.loads(await ws.recv())["type"] == "welcome"
+                    call = {"type": "call_tool", "id": 1, "tool": "SystemApp__get_current_time"}
+                    await ws.send(json.dumps({**call, "args": {}}))
+                    reply = json.loads(await ws.recv())
+                    while reply.get("id") != 1:  # events come before the result
+                        reply = json.loads(await ws.recv())
+        finally:
+            process.send_signal(signal.SIGINT)
+            with anyio.fail_after(PROCESS_S):
+                await process.wait()
+    assert reply["type"] == "result" and "current_timestamp" in reply["value"]

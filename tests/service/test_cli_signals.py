@@ -27,7 +27,8 @@ from tests.service.support import json_files
 
 RUNAWAY = RunawayScenario.scenario_id
 SERVE = [
-    *(sys.executable, "-m", "tests.service.runaway_serve", "serve", "--port", "0"),
+    *(sys.executable, "-m", "tests.service.runaway_serve", "serve", "--workers", "0"),
+    *("--port", "0"),
     *("--mode", "manual", "--token", "cli-admin", "--scenario", RUNAWAY),
 ]
 

@@ -59,7 +59,8 @@ async def test_kill_9_mid_run_leaves_a_journal_with_every_answered_tool_call(
 ) -> None:
     state = tmp_path / "state"
     command = [
-        *(sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--token", TOKEN),
+        *(sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", "0"),
+        *("--token", TOKEN),
         *("--scenario", SCENARIO, "--mode", "fast", "--trace-dir", ""),
         *("--state-dir", str(state), "--durability", "group:0"),
     ]

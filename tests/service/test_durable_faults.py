@@ -106,7 +106,7 @@ async def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
 def serve_command(state: Path, scenario: Path) -> Any:
     def command(port: int) -> list[str]:
         return [
-            *(sys.executable, "-m", "areasync.cli", "serve", "--port", str(port)),
+            *(sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", str(port)),
             *("--token", TOKEN, "--scenario", str(scenario), "--mode", "fast", "--trace-dir", ""),
             *("--state-dir", str(state), "--durability", "group:0"),
             *("--seed", str(SERVER_SEED)),
@@ -349,7 +349,8 @@ async def test_a_client_resuming_while_a_record_awaits_its_sync_gets_its_welcome
     # returns at once on an idle socket): the whole server froze, every session with it.
     # group:1000 keeps the agent's tool call record unsynced for 1 s while the client resumes.
     command = [
-        *(sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--token", TOKEN),
+        *(sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", "0"),
+        *("--token", TOKEN),
         *("--scenario", "scenario_tutorial", "--mode", "manual", "--trace-dir", ""),
         *("--state-dir", str(tmp_path / "state"), "--durability", "group:1000"),
     ]
@@ -394,7 +395,8 @@ async def test_a_session_whose_end_was_durable_at_the_kill_still_replays_after_t
     # items it missed. The sessions that ended last (up to keep_ended) are rebuilt for replay.
     scenario = "scenario_apps_tutorial"
     command = [
-        *(sys.executable, "-m", "areasync.cli", "serve", "--token", TOKEN, "--trace-dir", ""),
+        *(sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--token", TOKEN),
+        *("--trace-dir", ""),
         *("--scenario", scenario, "--mode", "fast", "--state-dir", str(tmp_path / "state")),
     ]
     plan = await oracle_plan(scenario)

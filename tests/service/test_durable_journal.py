@@ -19,7 +19,7 @@ from areasync.protocol import CallTool, Pause, Resume, Role, SendUserMessage, St
 from areasync.service.journals import Journals
 from tests.service.support import ADMIN, TUTORIAL, attach, config, serving, tokens
 
-SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0"]
+SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", "0"]
 
 
 async def read_journal(state_dir: Path, session_id: str = TUTORIAL) -> Journal:

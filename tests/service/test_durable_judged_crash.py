@@ -53,7 +53,8 @@ SECOND = [EMAIL_REWORDED, DONE]  # turn 2, whose email only the model can judge
 
 def serve_command(state: Path, port: int, scenario: Path, endpoint: str) -> list[str]:
     return [
-        *(sys.executable, "-m", "areasync.cli", "serve", "--port", str(port), "--token", ADMIN),
+        *(sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", str(port)),
+        *("--token", ADMIN),
         *("--scenario", str(scenario), "--mode", "fast", "--trace-dir", ""),
         *("--state-dir", str(state), "--durability", "group:0"),
         *("--judge_model", f"openai/{JUDGE_MODEL}", "--judge_provider", "local"),

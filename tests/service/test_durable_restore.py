@@ -40,7 +40,8 @@ SCENARIO = "scenario_apps_tutorial"  # two oracle tool calls
 
 def serve_command(state: Path, port: int) -> list[str]:
     return [
-        *(sys.executable, "-m", "areasync.cli", "serve", "--port", str(port), "--token", TOKEN),
+        *(sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", str(port)),
+        *("--token", TOKEN),
         *("--scenario", SCENARIO, "--mode", "fast", "--trace-dir", ""),
         *("--state-dir", str(state), "--durability", "group:0"),
     ]

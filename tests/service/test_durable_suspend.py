@@ -47,7 +47,8 @@ HUGE_N = 10**12
 
 def serve_command(state: Path, traces: Path, port: int, *options: str) -> list[str]:
     return [
-        *(sys.executable, "-m", "areasync.cli", "serve", "--port", str(port), "--token", TOKEN),
+        *(sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", str(port)),
+        *("--token", TOKEN),
         *("--trace-dir", str(traces), "--state-dir", str(state), "--durability", "group:0"),
         *options,
     ]

@@ -80,6 +80,7 @@ async def test_page_drop_resumes_from_the_last_seq(server: Server, page: Page) -
     assert await page.evaluate("window.__areasync.conn.stats.duplicates") == 0
 
 
+@pytest.mark.slow  # two servers started in turn, the page reconnecting on its backoff: 14 s
 async def test_restarted_server_resets_and_rebuilds_the_timeline(
     tmp_path: Path, page: Page
 ) -> None:

@@ -231,6 +231,7 @@ async def _never_reading_client(banner: str) -> RawClient:
     return client
 
 
+@pytest.mark.slow  # a serve, a long tick held in ARE, then the wait for its shutdown: over 10 s
 async def test_sigterm_during_a_long_tick_exits_having_written_every_trace(
     tmp_path: Path,
 ) -> None:

@@ -365,10 +365,6 @@ class Front:
         handoff = Handoff(
             session_id=verdict.session_id,
             role=verdict.credential.role,
-            hello=b"",
-            text=False,
-            rest=b"",
-            path="",
             mcp=verdict.credential,
         )
         await self._send_fd(worker, handoff, conn.detach())
@@ -853,10 +849,6 @@ class Front:
         handoff = Handoff(
             session_id=session_id,
             role=Role.USER,
-            hello=b"",
-            text=False,
-            rest=b"",
-            path="",
             gaia2_port=port,
         )
         await self._send_fd(worker, handoff, conn.detach())

@@ -97,10 +97,11 @@ class Handoff(msgspec.Struct, frozen=True, kw_only=True):
 
     session_id: str
     role: Role  # verified by the front
-    hello: bytes  # the hello's payload, its token removed
-    text: bool  # the hello came as a text (JSON) frame, else binary (msgpack)
-    rest: bytes  # what the client sent after its hello frame, as it came (masked frames)
-    path: str  # the request's path, its query removed (and an OpenEnv token)
+    # A WebSocket's: empty for an HTTP connection handed unread (gaia2-cli's port, MCP).
+    hello: bytes = b""  # the hello's payload, its token removed
+    text: bool = False  # the hello came as a text (JSON) frame, else binary (msgpack)
+    rest: bytes = b""  # what the client sent after its hello frame, as it came (masked frames)
+    path: str = ""  # the request's path, its query removed (and an OpenEnv token)
     openenv: bool = False  # OpenEnv's /ws: no hello; `role` on `session_id` ("": fresh ones)
     # An HTTP connection accepted on `session_id`'s gaia2-cli port (`--gaia2-ports`), this
     # number: no byte of it read, served by the worker's adapter from the first.

@@ -35,10 +35,6 @@ def test_the_admin_token_names_its_session_in_the_path_and_is_in_no_byte_the_wor
     sent = Handoff(
         session_id=SESSION,
         role=Role.ADMIN,
-        hello=b"",
-        text=False,
-        rest=b"",
-        path="",
         mcp=verdict.credential,
     )
     assert ADMIN.encode() not in encode(sent)

@@ -1,6 +1,6 @@
 """Slow and stuck consumers: bounded memory, closed with 4008, nobody else waits for them.
 
-A realtime session streams ~2 kB events while clients misbehave: some say hello and never read
+A session streams ~2 kB events while clients misbehave: some say hello and never read
 a byte, some stop in the middle of a frame and never read, some read one message now and then.
 The session must run to its end, a well-behaved observer must receive everything in order, each
 misbehaving client must be closed with 4008 (slow consumer) - a slow reader sees the code if it
@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 from are.simulation.types import Action, Event, EventType
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -31,6 +32,7 @@ from areasync.protocol import (
     Encoding,
     EndedItem,
     Hello,
+    Jump,
     Role,
     Welcome,
     decode_server_frame,
@@ -104,13 +106,26 @@ async def sampling(service: Service) -> AsyncIterator[list[int]]:
         tg.cancel_scope.cancel()
 
 
+async def step_through(controller: Peer, observer: Peer, end: int, by: int = 5) -> None:
+    """Jump `by` simulated seconds at a time up to `end`, each jump once `observer` has read
+    everything the last one fired (the controller has, having read up to its reply)."""
+    for to in [*range(by, end, by), end]:
+        await controller.call(Jump, to=float(to))
+        if controller.items:
+            await observer.until_seq(controller.items[-1].seq)
+
+
 async def follow_to_end(peer: Peer) -> list[int]:
     await peer.until_ended()
     return peer.seqs
 
 
 async def slow_then_resume(
-    service: Service, pause: float, recovered: anyio.Event
+    service: Service,
+    pause: float,
+    recovered: anyio.Event,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> tuple[str, list[int]]:
     """A reader that reads one message per `pause` until `recovered` (a background tab brought
     back), so it falls behind and is evicted; then it reads at full speed and resumes with since.
@@ -127,6 +142,7 @@ async def slow_then_resume(
         await ws.send(encode_client_frame(hello, Encoding.JSON))
         welcome = decode_server_frame(await ws.recv())
         assert isinstance(welcome, Welcome)
+        task_status.started()
         try:
             with anyio.fail_after(60):
                 while True:
@@ -151,12 +167,16 @@ async def slow_then_resume(
 
 
 async def test_stuck_and_slow_clients_are_evicted_while_the_session_and_others_go_on() -> None:
+    # The session stands still (manual mode) until every misbehaving client is in place, then
+    # a controller steps it through its timeline as fast as a well-behaved client reads: the
+    # stream's pace is the readers', not a wall clock's, on a quiet machine or a loaded one.
     events = 6_000
     stuck: list[RawClient] = []
     with watch_faults() as faults:
         async with (
-            serving(PaddedTimeline(events), mode="realtime", speed=300.0, **LIMITS) as service,
+            serving(PaddedTimeline(events), **LIMITS) as service,
             attach(service, Role.OBSERVER, session=SESSION, since=0) as observer,
+            attach(service, Role.CONTROLLER, session=SESSION) as controller,
             sampling(service) as peak,
         ):
             for n in range(12):
@@ -169,16 +189,19 @@ async def test_stuck_and_slow_clients_are_evicted_while_the_session_and_others_g
                 results: list[tuple[str, list[int]]] = []
                 recovered = anyio.Event()
 
-                async def slow() -> None:
-                    results.append(await slow_then_resume(service, 0.02, recovered))
+                async def slow(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+                    run = slow_then_resume(service, 0.02, recovered, task_status=task_status)
+                    results.append(await run)
 
                 for _ in range(3):
-                    tg.start_soon(slow)
+                    await tg.start(slow)
+                await step_through(controller, observer, end=events // 10 + 2)
                 seqs = await follow_to_end(observer)
                 recovered.set()
             session = service.registry.get(SESSION)
             assert session is not None
-            await eventually(lambda: len(service.connections) == 1)  # stuck ones closed
+            # The stuck ones closed: the observer and the controller are left.
+            await eventually(lambda: len(service.connections) == 2)
             evicted = service.metrics.closes[CloseCode.SLOW_CONSUMER]
             final = session.hub.seq
             largest_frame = max(len(frame.text_frame) for frame in session.hub.frames)

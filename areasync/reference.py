@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from areasync.protocol import errors
+from areasync.protocol.frames import frame_tag
 from areasync.protocol.schema import SCHEMA_PATH
+from areasync.service.roles import ALLOWED
 
 HELP_COLUMNS: Final = "100"
 """The terminal width every ``--help`` is rendered at, so the page reads the same anywhere."""
@@ -90,6 +92,7 @@ def protocol_page(schema: dict[str, Any] | None = None) -> str:
     lines += ["## Records and values", ""]
     for name in sorted(set(defs) - framed - {"ClientFrame", "ServerFrame"}):
         lines += _definition(name, defs[name])
+    lines += _roles_table()
     lines += ["## Error and close codes", "", "From `areasync/protocol/errors.py`:", ""]
     lines += ["```", _codes_table(), "```", ""]
     return "\n".join(lines)
@@ -237,9 +240,28 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _roles_table() -> list[str]:
+    """Who may send what, from `service/roles.py`'s table (the one the server enforces)."""
+    roles = list(ALLOWED)
+    frames = sorted({f for allowed in ALLOWED.values() for f in allowed}, key=frame_tag)
+    lines = [
+        "## Who may send what",
+        "",
+        "After its `hello`, each role may send these frames; any other is answered `forbidden`",
+        "and changes nothing (from `areasync/service/roles.py`, the table the server enforces).",
+        "",
+        "| frame | " + " | ".join(role.value for role in roles) + " |",
+        "|---|" + "---|" * len(roles),
+    ]
+    for frame in frames:
+        cells = ["yes" if frame in ALLOWED[role] else "-" for role in roles]
+        lines.append(f"| `{frame_tag(frame)}` | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def _codes_table() -> str:
     doc = errors.__doc__ or ""
-    start = doc.index("Error codes")
+    start = doc.index("Error codes (")
     return doc[start:].strip()
 
 

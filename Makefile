@@ -10,7 +10,7 @@ JS_AGENT := examples/js-agent
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install browser js stress test test-slow test-under-load lint unit conformance through-workers bench serve soak fuzz clean \
-	schema gaia2-soak
+	schema docs gaia2-soak
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -109,6 +109,11 @@ serve: $(STAMP)
 schema: $(STAMP)
 	$(VENV)/bin/areasync schema > areasync/protocol/schema.json
 
+# docs/reference/protocol.md and cli.md, from the schema and every command's --help
+# (tests/test_docs.py fails while they are stale).
+docs: $(STAMP)
+	$(PY) -m areasync.reference
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
@@ -120,7 +125,7 @@ fuzz: $(STAMP)
 # Soak: SOAK_SECONDS (default 600) of 100 oracle-agent sessions + churn, JSON report;
 # then reconnect storms for STORM_SECONDS (default 120); then FAULT_RUNS (default 10) oracle
 # runs and as many reconnect storms, each with FAULT_KILLS (default 5) SIGKILLs of a durable
-# server (FAULT_SEED replays one). See RELIABILITY.md.
+# server (FAULT_SEED replays one). See docs/topics/testing.md and docs/topics/durability.md.
 soak: $(STAMP)
 	$(PY) bench/soak.py --seconds $${SOAK_SECONDS:-600}
 	STORM_SECONDS=$${STORM_SECONDS:-120} $(PY) -m pytest -q -m soak \

@@ -366,7 +366,8 @@ def _parser() -> argparse.ArgumentParser:
         "--gaia2-port)",
     )
     limits = serve.add_argument_group(
-        "limits and tuning", "ServiceConfig fields (defaults in parentheses; see RELIABILITY.md)"
+        "limits and tuning",
+        "ServiceConfig fields (defaults in parentheses; see docs/reference/limits.md)",
     )
     defaults = _service_defaults()
     for name, kind, meaning in SERVE_TUNABLES:
@@ -436,7 +437,8 @@ SERVE_TUNABLES: list[tuple[str, type, str]] = [
     (
         "max_session_memory_bytes",
         int,
-        "bytes of records and stream items one session may hold (weighed: see RELIABILITY.md)",
+        "bytes of records and stream items one session may hold (weighed: see "
+        "docs/topics/security.md)",
     ),
     ("rate", float, "requests per second per connection (token bucket refill)"),
     ("burst", int, "requests a connection may make at once (token bucket size)"),

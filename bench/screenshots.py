@@ -1,5 +1,6 @@
-"""The screenshots in README.md's dashboard and report sections, taken again: `areasync serve`
-and a stub-LLM sweep, seen by headless chromium (Debian's, as the browser tests use).
+"""The screenshots in docs/screenshots/ (shown by docs/howto/live-clients.md), taken again:
+`areasync serve` and a stub-LLM sweep, seen by headless chromium (Debian's, as the browser
+tests use).
 
     PYTHONPATH=$PWD .venv/bin/python bench/screenshots.py [OUT_DIR]   # default docs/screenshots
 

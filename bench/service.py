@@ -4,7 +4,7 @@
     python bench/service.py --quick         # smaller counts, for a smoke run
     python bench/service.py --only rtt      # one part (rtt, fanout, sessions; comma-separated)
 
-Method (see BENCHMARKS.md, "## Service", for the figures and how to read them):
+Method (see docs/topics/performance.md for the figures and how to read them):
 
 - The server is `areasync.service.Service` with its default configuration except where noted
   (`_service`), in this process. Every client runs in a *separate* process (`python
@@ -418,7 +418,8 @@ async def run_client(
 
 # -- server side (this process) ------------------------------------------------------------
 
-# What the benchmark changes in the service's defaults, and why (BENCHMARKS.md repeats this).
+# What the benchmark changes in the service's defaults, and why (docs/topics/performance.md
+# repeats this).
 SERVICE_OVERRIDES: dict[str, Any] = {
     "port": 0,  # a free port
     "admin_token": TOKEN,

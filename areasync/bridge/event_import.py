@@ -4,8 +4,8 @@ Why: ARE builds a JSON scenario's events one `add_event` at a time, in dependenc
 before each one re-checks the whole graph built so far: it recomputes every event's turn with a
 breadth-first search over all events (`build_event_id_to_turn_idx`), looks predecessors up by a
 scan of the event list, walks the connected part of the graph for an end-of-turn message, scans
-every hint for a duplicate. Quadratic: an uploaded 6,000-event scenario (4.7 MB) took 36 s of
-CPU on the server's event loop, 8,000 events 172 s.
+every hint for a duplicate. Quadratic: an uploaded scenario of a few thousand events held the
+server's event loop for minutes (docs/topics/performance.md, "Imports").
 
 What: the same events, dependencies, hints and checks, with the checks' answers kept as the graph
 grows instead of recomputed. It builds every event exactly as ARE would (ARE's own

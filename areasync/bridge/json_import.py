@@ -4,8 +4,8 @@ Why: a service imports uploaded scenarios in a worker thread so that the event l
 serving (`service/session.py`), which works only as long as the import gives the interpreter
 lock back every few milliseconds. Python code does (every 5 ms switch interval); one long C
 call does not. ARE's importer starts with one: pydantic validates the whole document
-(`ExportedTrace.model_validate_json`), ~0.2 s for 6,000 events, ~0.6 s for 16,000, during which
-no other thread runs.
+(`ExportedTrace.model_validate_json`), a time that grows with the document, during which no
+other thread runs (docs/topics/performance.md, "Design measurements").
 
 What: the same validation in pieces. The document's `events` and `completed_events` (what grows
 with a scenario) are validated by pydantic from JSON, with the model's own field types, a few

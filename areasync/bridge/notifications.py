@@ -9,10 +9,9 @@ it happens. ARE's `BaseNotificationSystem.clear` replaces the queue with a fresh
 The pre-filter. ARE's `BaseNotificationSystem.convert_to_message` runs for every logged event
 and, before it looks at `config.notified_tools` at all, calls `get_content_for_message(event)`:
 a chain of sixteen templates calling `event.app_class_name()` about 25 times. `add_to_log` calls
-it a second time for the world log. Measured on an AGENT `SystemApp.get_current_time` event:
-2.4 us per `get_content_for_message`, 3.1 us per `convert_to_message` (0.22 and 0.58 us
-filtered), i.e. ~5 us of every logged event spent finding no template: on most events (an
-agent's reads, the reminder check on every tick, most ENV events).
+it a second time for the world log: microseconds of every logged event spent finding no
+template (docs/topics/performance.md, "Design measurements"), on most events (an agent's
+reads, the reminder check on every tick, most ENV events).
 ARE can only produce a message or a template text for an event whose function is one of
 `MAY_NOTIFY`: the function names the templates test (`get_content_for_message` compares the
 class first, then the function name, and returns None when no template matches, whatever

@@ -1,9 +1,10 @@
 """ARE's event queue, with the same order and API but without its per-comparison overhead.
 
 ARE keeps future events in a `PriorityQueue` of `HeapItem`s whose `__lt__` builds two tuples
-with `getattr` in a Python list comprehension: about 3 us per comparison, ~2 log2(n) comparisons
-per pop, and `pop_events_to_process` pops then re-pushes the first event that is not due, on every
-tick. At 100,000 queued events that alone costs more than executing an event.
+with `getattr` in a Python list comprehension, ~2 log2(n) comparisons per pop, and
+`pop_events_to_process` pops then re-pushes the first event that is not due, on every tick. With
+many queued events that alone costs more than executing an event (docs/topics/performance.md,
+"Design measurements").
 
 `TimeOrderedHeap` orders by exactly ARE's key `(event_time, event_id)` but compares plain tuples
 in C, with an insertion counter as the final tie-break (where ARE's heap order is arbitrary), and
@@ -18,9 +19,8 @@ put them. `EventLogQueue` is ARE's `PriorityQueue` whose items are `LogHeapItem`
 Every comparison answers as ARE's does, so every push, pop and sort moves the same items to the
 same places (`tests/core/test_event_log_queue.py`). Each logged event is pushed once (one
 comparison when it is the latest) and every `list_view()` sorts the whole log (scenario
-validation, the trace export). Measured with `timeit`: a comparison 1.2 -> 0.4 us, a push at
-the log's latest time 1.7 -> 1.2 us, `list_view()` of 5,000 events logged in random time order
-64 -> 22 ms.
+validation, the trace export), each cheaper than ARE's (`timeit` figures in
+docs/topics/performance.md, "Design measurements").
 """
 
 from __future__ import annotations

@@ -25,12 +25,12 @@ reducer for the few things in that graph that do not pickle:
   (`bridge/confinement.py`). fsspec file systems are copied as objects, never through fsspec's
   instance cache (which would hand back the original's).
 
-Measured on the 10,000-event synthetic session (bench/replay.py): `copy.deepcopy` is several
-times slower than `pickle` and has no hook for closures short of a global dispatch change.
-Most of a copy's time was the cyclic garbage collector, not pickle: the ~800,000 objects made
-or memoized set off collections that each walk the whole heap (thaw 1.0-2.0 s with it, 0.2-0.34 s
-without; freeze 1.5-1.9 s and 0.42 s). Both run with it paused (`_collector_paused`): the
-objects they make are the state itself, and no garbage is made meanwhile.
+Why pickle: `copy.deepcopy` is several times slower (bench/replay.py) and has no hook for
+closures short of a global dispatch change. Most of a copy's time was the cyclic garbage
+collector, not pickle: the objects made or memoized set off collections that each walk the
+whole heap (docs/topics/performance.md, "Design measurements"). Both run with it paused
+(`_collector_paused`): the objects they make are the state itself, and no garbage is made
+meanwhile.
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ def _to_oldest_generation() -> None:
     """Every object the collector tracks moved to its oldest generation, without a walk.
 
     What the copy made would otherwise be walked by the next young collection, then by the one
-    after (0.1-0.2 s each for a 10,000-event session's ~400,000 objects, on whichever thread
-    allocates next: often the event loop), only to end in the oldest generation anyway.
+    after (each a walk of every object the thaw made, on whichever thread allocates next: often
+    the event loop), only to end in the oldest generation anyway.
     `gc.freeze` then `gc.unfreeze` is CPython's one way to move objects there unwalked. It
     moves every younger object too (garbage among them waits for the next full collection) and
     the ones the server's start-up froze (`service/gc_policy.py`), which full collections then

@@ -4,8 +4,8 @@ ARE builds a session's tools on the agent's first tool call: `App.get_tools()` w
 class and calls `build_tool(app, function)` for every tool method, which parses the method's
 docstring (`docstring_parser`), reads its signature and type hints and parses and type-checks
 the usage example in its docstring, then makes the `AppTool`. For scenario_tutorial that is 55
-tools, ~9 ms of CPU per session, every session, although everything it parses belongs to the
-app *class*: only the `AppTool` itself (bound to this session's app instance, its name, its
+tools, milliseconds of CPU per session, every session, although everything it parses belongs to
+the app *class*: only the `AppTool` itself (bound to this session's app instance, its name, its
 failure probability) is the session's.
 
 `build_tool` here gives the same `AppTool` (equal in every field) from parts worked out once per
@@ -31,11 +31,10 @@ is not cached: ARE's `build_tool` runs and raises as it always does. (`tools` st
 function's signature on it as `__signature__` on its first call: that function is parsed once
 more, in the next session that builds it.)
 
-Measured (`python bench/bridge.py --only first`, scenario_tutorial, median of 20 sessions after
-the first): the first tool call of a session 8.8-9.0 ms of CPU before, 1.3-1.4 ms after (ARE's
-walk over each app class's attributes and the 55 `AppTool`s); the Python allocations it leaves
-156 KB before, 46 KB after (the session's `AppTool`s; the parsed descriptions are shared). The
-first session of the process pays the parsing, ~1 ms more than before (13-14 ms).
+What a session's first tool call then costs, and what the first session of the process pays
+for the parsing: `python bench/bridge.py --only first` (docs/topics/performance.md,
+"Sessions"). What is left is ARE's walk over each app class's attributes and the session's own
+`AppTool`s; the parsed descriptions are shared.
 
 Where it applies. `AsyncEnvironment.get_tools_by_app` (what `get_tools()` calls) swaps this
 `build_tool` in for the name ARE's app module calls, for the duration of the call only: ARE's

@@ -15,28 +15,27 @@ This is the hot path of every agent's tool call, so what does not change between
 out once per tool (`_Binding`): the signature the arguments are checked against, and whether the
 tool is ARE's plain `AppTool`. For those, `AppTool.__call__` is carried out here step by step
 (random failure injection, the call, the `llm_formatter`) minus its two debug log lines, which
-ARE formats eagerly (`colored(f"...")` and `str(result)`, ~15 us a call) even when nothing logs
-at DEBUG; with the `are.simulation.tool_utils` logger at DEBUG, ARE's own `__call__` runs.
-ARE's `event_registered` wrapper also computes `inspect.signature` of the app's function on every
-call (~10 us); the function's signature never changes, so it is stored on the function as
+ARE formats eagerly (`colored(f"...")` and `str(result)`) even when nothing logs at DEBUG; with
+the `are.simulation.tool_utils` logger at DEBUG, ARE's own `__call__` runs. ARE's
+`event_registered` wrapper also computes `inspect.signature` of the app's function on every
+call; the function's signature never changes, so it is stored on the function as
 `__signature__`, which `inspect.signature` returns as is (its documented protocol): the same
 `Signature`, computed once per process.
 
-The arguments are bound once, not twice. Our up-front check (`_Binding.check`: refuse arguments
-that do not bind, touching nothing) binds them to the same signature that ARE's wrappers bind
-them to, ~2 us a call. Where `call` hands them straight to one of ARE's wrappers that binds
-before it does anything else - `type_check`, or `event_registered` while events are active
-(with `disable_events()` it makes the bare call) - recognised by the wrapper's code object, the
-check is left to ARE: its `TypeError` arrives with nothing logged, and the error then carries
-the up-front check's message (the check runs on that path only). The check stays up front
-where something would happen first: a random failure to draw (`failure_probability`, whose
-draw must not be consumed by a refused call), ARE's own `AppTool.__call__` (a subclass, or its
-logger at DEBUG: it logs the call first), any other function. Whether a call logged anything
-is read from the event log's counter of events taken in (`PublishingEventLog.logged`), not from
-its `len` (which takes the queue's lock).
+The arguments are bound once, not twice. Our up-front check (`_Binding.check`: refuse arguments that
+do not bind, touching nothing) binds them to the same signature that ARE's wrappers bind them to
+(what each of these costs a call: docs/topics/performance.md, "Design measurements"). Where `call`
+hands them straight to one of ARE's wrappers that binds before it does anything else - `type_check`,
+or `event_registered` while events are active (with `disable_events()` it makes the bare call) -
+recognised by the wrapper's code object, the check is left to ARE: its `TypeError` arrives with
+nothing logged, and the error then carries the up-front check's message (the check runs on that path
+only). The check stays up front where something would happen first: a random failure to draw
+(`failure_probability`, whose draw must not be consumed by a refused call), ARE's own
+`AppTool.__call__` (a subclass, or its logger at DEBUG: it logs the call first), any other function.
+Whether a call logged anything is read from the event log's counter of events taken in
+(`PublishingEventLog.logged`), not from its `len` (which takes the queue's lock).
 `tests/core/test_tool_call_shortcuts.py` checks, for every tool of every offline registered
-scenario, that arguments that do not bind get the up-front check's message, log and publish
-nothing.
+scenario, that arguments that do not bind get the up-front check's message, log and publish nothing.
 """
 
 from __future__ import annotations

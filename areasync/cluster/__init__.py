@@ -1,14 +1,14 @@
 """areasync on a Ray cluster: one areasync server per node, and a router users connect to.
 
 An optional part (`pip install 'areasync[ray]'`): nothing else in areasync imports it except
-`areasync serve --ray`, lazily. Why this shape, as measured with Ray 2.60: one Ray actor per
-session costs ~175 MB and ~1 s to start, while one host actor per node running many sessions
-costs what a plain process does (~61 KB a session); and putting Ray on the path of every frame
-costs 1.1-2.1 ms per tool call against ~0.3 ms for areasync's own server, which it keeps inside
-an actor. So a node's host (`host.py`) runs the unchanged server, the router (`router.py`)
-places sessions and answers each WebSocket handshake with a 307 to the session's node
-(`routes.py`: ~0.75 ms once per connection), and a lost node's sessions come back on the
-others from their journals in a shared directory.
+`areasync serve --ray`, lazily. Why this shape (measured with Ray 2.60:
+docs/topics/performance.md, "Design measurements"): a Ray actor per session costs far more
+memory and start-up time than a session in a host actor per node, which costs what it costs in a
+plain process; and putting Ray on the path of every frame costs several times areasync's own
+server per tool call, which it keeps inside an actor. So a node's host (`host.py`) runs the
+unchanged server, the router (`router.py`) places sessions and answers each WebSocket handshake
+with a 307 to the session's node (`routes.py`: once per connection), and a lost node's sessions
+come back on the others from their journals in a shared directory.
 
     router = Router(ServiceConfig(host=..., port=..., state_dir=Path("/shared/state")))
     await router.start()                        # a host on every node of the running cluster

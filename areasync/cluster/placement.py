@@ -1,11 +1,11 @@
 """Where a new or a lost session goes: the least loaded host, decided without I/O.
 
-A host's load is its live sessions plus the sessions it was just given and has not reported
-yet (creations under way, restores assigned), then its resident memory: a session costs about
-61 KB of memory on a host, the same as in one process, but its CPU is what it costs, and live
-sessions are the best measure of that a host can give without sampling. So the host with the
-fewest sessions wins; among equals the one using less memory; among those the first by node
-id, so that a placement can be told in advance (tests, logs).
+A host's load is its live sessions plus the sessions it was just given and has not reported yet
+(creations under way, restores assigned), then its resident memory: a session costs as much
+memory on a host as in one process (little: docs/topics/performance.md), but its CPU is what it
+costs, and live sessions are the best measure of that a host can give without sampling. So the
+host with the fewest sessions wins; among equals the one using less memory; among those the
+first by node id, so that a placement can be told in advance (tests, logs).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What an `areasync bench` command does once, at its start and its exit, kept off its runs' path.
 
 A sweep's fixed costs are paid before its first run starts and after its last one ends; what
-is here makes them cost no more than they must (BENCHMARKS.md measures them,
+is here makes them cost no more than they must (docs/topics/performance.md measures them,
 bench/fixed_costs.py). Both apply only when the command is its process's own (`cli.main`'s
 `owns_process`: run from the command line); code calling it in-process, as tests do, gets
 neither, since both act on the whole process:

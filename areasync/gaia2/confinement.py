@@ -33,8 +33,8 @@ from areasync.workers.confine import Confinement, Support, endpoint_reach, probe
 
 __all__ = ["FILES", "MEMORY_BYTES", "bench_confinement", "describe", "refusal", "serving"]
 
-# Far above a worker's needs (BENCHMARKS.md measures its address space when ready): a bound
-# on a runaway, not a budget.
+# Far above a worker's needs (docs/topics/performance.md measures its address space when
+# ready): a bound on a runaway, not a budget.
 MEMORY_BYTES = 16 << 30
 FILES = 4096
 _ENDPOINTS = ("endpoint", "judge_endpoint", "a2a_endpoint")

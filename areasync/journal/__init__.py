@@ -7,11 +7,10 @@ and what to do. `format.py` is the bytes (sans-I/O), `writer.py` the durable app
 `store.py` the directory.
 
 Why one append-only file per session (`DIR/sessions/<session_id>.journal`) rather than SQLite in
-WAL mode. Both give a durable append in one sync. Measured side by side (`bench/journal.py`,
-"store_choice", same directory, same thread): one record per sync, the file takes 0.15 ms p50
-(0.27 p99) and SQLite (WAL, synchronous=FULL) 0.30 ms (0.43); 100 records per sync, 2 us and 5 us
-per record. The file is about twice as fast, but both are fast enough. What decides is
-everything around the append:
+WAL mode. Both give a durable append in one sync, and both are fast enough: measured side by
+side (`bench/journal.py`, "store_choice", same directory, same thread; the figures are in
+docs/topics/performance.md, "The journal store"), the file is the faster of the two. What
+decides is everything around the append:
 
 - Crash semantics are ours to state and test: the only possible damage is a torn last frame,
   which was never acknowledged; the decoder drops it and refuses anything else. With SQLite

@@ -6,10 +6,10 @@ fdatasync'ed), or raises `JournalWriteError`. The writer's `run()` task does the
 each batch to a worker thread (`anyio.to_thread.run_sync`, under the store's own
 `CapacityLimiter`, so journals never queue behind the default thread pool's other users, and
 fsyncs of different sessions overlap) and the loop only awaits an `anyio.Event`. A dedicated
-writer thread fed by a queue was measured against it (`bench/journal.py`, "threads"): a round
-trip with a one-record append and fdatasync takes 0.23 to 0.28 ms p50 either way, so the
-difference is noise next to the sync, and a single thread would serialize every session's sync.
-On the loop, `append()` costs 2 to 12 us p50.
+writer thread fed by a queue was measured against it (`bench/journal.py`, "threads";
+docs/topics/performance.md, "The journal store"): the difference is noise next to the sync, and
+a single thread would serialize every session's sync. On the loop, `append()` costs
+microseconds.
 
 Durability policies (`Durability`):
 
@@ -19,10 +19,11 @@ Durability policies (`Durability`):
   and never before. Records appended while a batch is being written start the next batch.
 
 `group(0)` is the one to use: no window, so a lone record is synced at once (latency as `every`),
-and records that arrive while a sync runs share the next one. Measured with 4 sessions: one
-record in flight per session (an agent's tool calls), `every` and `group(0)` both ack at 0.65 ms
-p50; 16 in flight, `every` does 5,500 appends/s and `group(0)` 46,000. A window (`group(1)`,
-`group(5)`) only adds itself to the latency when a session has one record in flight.
+and records that arrive while a sync runs share the next one: with one record in flight per
+session (an agent's tool calls) it acks as fast as `every`, and under bursts it appends many
+times more (`bench/journal.py`; docs/topics/performance.md, "The journal store"). A window
+(`group(1)`, `group(5)`) only adds itself to the latency when a session has one record in
+flight.
 
 fdatasync rather than fsync: for an append it flushes the data and the new file size (what a
 reader needs) and skips the timestamps; where the OS lacks it, fsync.

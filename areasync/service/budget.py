@@ -14,7 +14,7 @@ has three bounds over its life, `ServiceConfig` fields and `areasync serve` opti
   stream items, weighed as their JSON text plus `VALUE_BYTES` per value in it (`weight`). An
   estimate that costs one encoding, not the Python heap itself: a long string costs about its
   length either way, but many short values hold many times their encoded bytes, which the
-  per-value charge brings close (RELIABILITY.md gives the ratios measured). The snapshots a
+  per-value charge brings close (docs/topics/security.md gives the ratios measured). The snapshots a
   session keeps for forks have their own bound (`SnapshotPolicy`).
 
 And one per request (`max_call_bytes`): the frame of one `call_tool` or `send_user_message`.

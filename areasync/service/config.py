@@ -120,8 +120,8 @@ class ServiceConfig:
     # scenario files (`--scenario FILE`) are held to it too, never to `max_file_bytes`
     # (`areasync.bridge.operator_files`).
     max_scenario_bytes: int = 8 * 1024 * 1024
-    # What one session may take over its life (budget.py; RELIABILITY.md says why these
-    # defaults). One `call_tool` or `send_user_message` frame above `max_call_bytes` gets
+    # What one session may take over its life (budget.py; docs/topics/security.md says why
+    # these defaults). One `call_tool` or `send_user_message` frame above `max_call_bytes` gets
     # `too_large`; a request that would take its session past its bytes of input (tool calls,
     # user messages, controls), of journal, or of records and stream items held in memory gets
     # `session_limit_exceeded` (nothing runs, the connection and the session go on); a session
@@ -169,7 +169,7 @@ class ServiceConfig:
     max_jump: float = MAX_JUMP_S
     # What one tool call (or scenario event) may cost, since the whole server waits while it
     # runs (`areasync.bridge.budget`): wall seconds, after which it is stopped and answered
-    # `tool_budget_exceeded` (pure-Python code only: see RELIABILITY.md, "CPU"); directory
+    # `tool_budget_exceeded` (pure-Python code only: docs/topics/security.md, "CPU"); directory
     # entries listed by its file-system code (tree, ls, recursive cat/rm/mv), beyond which it
     # is refused the same way. And the files and directories a session's code may create over
     # its run (beyond it: `tool_failed`, saying so).

@@ -155,7 +155,7 @@ class Connection:
     @property
     def buffered_bytes(self) -> int:
         """What this connection holds for its client now: the socket's user-space buffer plus
-        the replies not yet written (the bound in RELIABILITY.md, "Slow consumers")."""
+        the replies not yet written (the bound in docs/topics/backpressure.md)."""
         return self.outbox.buffered_bytes
 
     def flush(self) -> None:

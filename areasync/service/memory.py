@@ -2,7 +2,7 @@
 
 Every session holds its records, its stream and its snapshots for its life, and up to
 `keep_ended` ended ones are kept for replay: a server admitting sessions up to `max_sessions`
-may need more memory than the machine has (RELIABILITY.md, section 7), and a host that swaps
+may need more memory than the machine has (docs/reference/limits.md), and a host that swaps
 serves every session badly. So admission (`create_session`,
 `fork_session`, an OpenEnv reset: all through `SessionRegistry._admit`) reads the process's
 resident memory (`/proc/self/statm`: one small read) and refuses with

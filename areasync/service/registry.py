@@ -1,8 +1,8 @@
 """The registry of a server's sessions: creates, stops, ends and forgets them.
 
 Creating a session off the event loop. Building a scenario from uploaded JSON is CPU work that
-grows with its size (~60-130 us per event, a few seconds at 16,000 events, after the linear
-import of `bridge/event_import.py`); on the loop it would stop every session, socket and
+grows with its size, linearly after `bridge/event_import.py` (docs/topics/performance.md,
+"Imports"); on the loop it would stop every session, socket and
 `/health` meanwhile. `create_async` builds the scenario (`bridge.scenarios.load`: vetting,
 ARE's import, initialisation, confinement) in a worker thread (`anyio.to_thread.run_sync`,
 which carries the context along), then starts the session on the loop in one synchronous step.
@@ -11,8 +11,8 @@ rewriting ARE's importer around yields; a subprocess cannot hand back an ARE sce
 events hold closures and bound methods, nothing pickles). In a thread, the interpreter lock
 passes back to the loop every 5 ms switch interval while the import runs Python code, and the
 import's C calls are kept short (pydantic validates events in pieces, `bridge/json_import.py`):
-the loop stays responsive (bench/imports.py: /health at most ~40 ms during a 6,000-event import,
-against ~0.5 s with the same import on the loop). Only the scenario object is built there: no
+the loop stays responsive (bench/imports.py times `/health` during an import, in a thread and
+on the loop: docs/topics/performance.md, "Imports"). Only the scenario object is built there: no
 Simulation, no event-loop object, nothing any session shares but ARE's own class-level state,
 which imports do not change in a way a running session sees (ARE's `EventRegisterer` keeps
 its switches per thread, and the worker thread's are ARE's defaults). One import at a time

@@ -10,11 +10,11 @@ another. Most requests never yield; a long `jump`/`next_event`/`tick` does, ever
 subscribers keep going meanwhile - and a request of this session that arrives then waits in
 the lane and runs after it, at the time the jump left.
 
-Fast-mode turn-taking (leases: README, "Modes"). The server holds an agent's busy lease while it
-is the agent's turn: from its attach, from each notification put on the stream and from each
-tool result, until the agent sends `idle`, calls `SystemApp__wait_for_notification`, or
-disconnects. A fast session must not race to its end before its agent arrives, so it starts
-with a *waiting-for-agent* hold:
+Fast-mode turn-taking (leases: docs/topics/time-and-modes.md). The server holds an agent's
+busy lease while it is the agent's turn: from its attach, from each notification put on the
+stream and from each tool result, until the agent sends `idle`, calls
+`SystemApp__wait_for_notification`, or disconnects. A fast session must not race to its end
+before its agent arrives, so it starts with a *waiting-for-agent* hold:
 
 - it is taken when a fast-mode session is created, unless it runs in oracle mode (the oracle is
   its own agent, there is nobody to wait for);

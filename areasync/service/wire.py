@@ -248,7 +248,7 @@ def reset(transport: asyncio.BaseTransport) -> None:
     asyncio's `abort` closes the descriptor without SO_LINGER, which the kernel takes as an
     orderly close: it keeps the socket (FIN-WAIT-1) with every unsent byte, its FIN queued
     behind them, and probes a peer that reads nothing until its orphan retries run out
-    (RELIABILITY.md, section 11). With SO_LINGER 0 the close sends RST and frees them: a
+    (docs/topics/security.md, "Ports"). With SO_LINGER 0 the close sends RST and frees them: a
     connection the server drops is gone when it drops it.
     """
     sock = transport.get_extra_info("socket")

@@ -37,7 +37,8 @@ from areasync.workers.confine import Confinement, endpoint_reach, session_worker
 
 __all__ = ["MEMORY_BYTES", "files_for", "session_confinement", "writable_dirs"]
 
-# A bound on a runaway allocation, far above what a worker holds (BENCHMARKS.md), not a budget.
+# A bound on a runaway allocation, far above what a worker holds (docs/topics/performance.md),
+# not a budget.
 MEMORY_BYTES = 16 << 30
 # Descriptors beyond its sockets: journals, ARE's files, the interpreter's own.
 _SPARE_FILES = 1024

@@ -24,8 +24,8 @@ STEP_BUDGET_S = 0.002
 # A long control (jump, next_event, tick{n}) fires its items in pieces of this many wall
 # seconds. It is one command whose reply waits for its end, so its pieces are longer than fast
 # mode's steps (a piece's overhead - a hand-out to every subscriber - would otherwise slow the
-# control down: a 20,000-event jump took 1.4-1.5 s in pieces of 1 ms, 1.04-1.07 s in pieces of
-# 20 ms, 1.04 s in one piece); 20 ms is the longest another session or socket then waits.
+# control down: docs/topics/performance.md, "Dashboard", times a 20,000-event jump in pieces
+# of 1 ms, of 20 ms and in one); 20 ms is the longest another session or socket then waits.
 CONTROL_BUDGET_S = 0.02
 # Realtime mode publishes the clock at most this often (wall seconds) while it flows.
 CLOCK_PUBLISH_INTERVAL_S = 0.25

@@ -29,10 +29,11 @@ A fork with no cut thaws the newest snapshot and replays what the session did si
 costs less than a new copy (`Snapshots.current`: a session parked at a point to reset an
 episode to has done nothing since); else it takes a snapshot then, and replays nothing.
 
-What it costs (bench/replay.py, bench/fork.py, the 10,000-event session): 6-17 MB a copy,
-0.2-0.6 s of the session's lane (taken back out of its work: a copy is no work of the
-session's); the copy runs in a worker thread, but pickle holds the GIL, so the event loop can
-go 30-45 ms unserved meanwhile. A fork thaws one in about 0.25 s.
+What it costs (bench/replay.py, bench/fork.py; the figures are in docs/topics/performance.md,
+"Replay and fork"): megabytes a copy and a share of the session's lane (taken back out of its
+work: a copy is no work of the session's); the copy runs in a worker thread, but pickle holds
+the GIL, so the event loop goes unserved for a while meanwhile. A fork thaws one instead of
+loading the scenario again.
 
 A thawed copy is made a session of its own (`thawed`): a new lane, fresh wake-up and end
 events, the clock held once as after a load (the driver lets it go), lease deadlines counted

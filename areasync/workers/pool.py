@@ -9,10 +9,10 @@ driver's own work.
 * **Fast starts: a preloaded fork server.** Workers are forked by multiprocessing's fork
   server: a process started once, with the `preload` modules imported
   (`set_forkserver_preload`), so a worker costs a fork and its handlers' set-up, not an
-  interpreter importing ARE (BENCHMARKS.md measures both). The fork server has no thread when
-  it forks; the driver has several, which is why workers are not forked from the driver. The
-  fork server is the process's own: the first pool to start it decides what it preloads. As
-  with every start method but `fork`, a worker imports the driver's main module (as
+  interpreter importing ARE (docs/topics/performance.md measures both). The fork server has
+  no thread when it forks; the driver has several, which is why workers are not forked from
+  the driver. The fork server is the process's own: the first pool to start it decides what
+  it preloads. As with every start method but `fork`, a worker imports the driver's main module (as
   `__mp_main__`): a script that starts a pool keeps its work under `if __name__ ==
   "__main__":`.
 * **Supervision.** A worker whose channel closes (it exited, crashed or was killed) is lost:

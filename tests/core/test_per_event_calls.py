@@ -5,7 +5,7 @@ a log line formatted and dropped) shows as more Python calls per ENV event or pe
 which `sys.setprofile` counts exactly on any machine, loaded or not. Each figure is the
 difference between two runs of different lengths divided by the difference in their lengths,
 so the set-up cancels out. The bounds sit a few calls above what the code makes today
-(BENCHMARKS.md, "The loop's per-event path": what those calls cost in time, and what they
+(docs/topics/performance.md, "The loop": what those calls cost in time, and what they
 are); raise one only with a reason, and say it there.
 """
 

@@ -18,7 +18,7 @@ would hide one). `real_clients` areasync `Client`s also take part, their sockets
 them: their auto-reconnect must give the same contiguous history.
 
 Everything is checked by the caller on the returned `StormReport`; figures (runs, reconnects,
-evictions, items delivered) go to RELIABILITY.md.
+evictions, items delivered) go to docs/topics/testing.md.
 """
 
 from __future__ import annotations

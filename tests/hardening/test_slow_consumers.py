@@ -11,7 +11,8 @@ either way it resumes losslessly with `since` - and no connection may ever buffe
     + max_pending_reply_bytes              (unread replies; none here: they send no requests)
 
 Latency figures (a well-behaved observer with and without stuck clients) come from
-`bench/stuck.py` and are in RELIABILITY.md; these tests assert completion and order only.
+`bench/stuck.py` and are in docs/topics/performance.md; these tests assert completion and order
+only.
 """
 
 from __future__ import annotations

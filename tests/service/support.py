@@ -94,9 +94,9 @@ THROUGH_FRONT = int(os.environ.get("AREASYNC_TEST_WORKERS", "0"))
 
 
 def front_lacks(what: str) -> pytest.MarkDecorator:
-    """A test of something a front of session workers does not carry yet (RELIABILITY.md
-    section 13's known limits): expected to fail through one (strict: it says when it no
-    longer does), run as any other in one process."""
+    """A test of something a front of session workers does not carry yet (the front's known
+    limits in docs/topics/known-limits.md): expected to fail through one (strict: it says when it
+    no longer does), run as any other in one process."""
     return pytest.mark.xfail(bool(THROUGH_FRONT), reason=f"through a front: {what}", strict=True)
 
 

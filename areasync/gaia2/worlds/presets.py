@@ -8,7 +8,7 @@ day (800), chat and SMS threads with the people one talks to (90 + 70 threads, 2
 messages each), a shop's catalogue (250 products, 1-4 variants each) and a year's orders,
 a city's zip codes, a rental site's listings, a home folder of ~400 files. `medium` is a
 quarter of it, `small` a few items per app (what the tests use: every app filled, fast).
-BENCHMARKS.md has the bytes each preset writes.
+docs/topics/performance.md has the bytes each preset writes.
 """
 
 from __future__ import annotations

@@ -31,16 +31,9 @@ import enum
 import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from areasync.bridge.scenarios import ScenarioError
-from areasync.bridge.tools import (
-    InvalidArgsError,
-    ToolBudgetExceededError,
-    ToolFailedError,
-    UnknownToolError,
-)
 from areasync.protocol import SERVER_CAPABILITIES, Capability
 from areasync.protocol.codec import Encoding, decode_client_frame
-from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
+from areasync.protocol.errors import CloseCode, CodedError, ErrorCode, ProtocolError
 from areasync.protocol.frames import (
     CallTool,
     ClientFrame,
@@ -65,7 +58,6 @@ from areasync.service.hello import (
     replay_start,
 )
 from areasync.service.limits import TokenBucket, strike_bucket
-from areasync.simulation import ControlInterruptedError, SimulationError
 
 if TYPE_CHECKING:
     from areasync.service.admission import Admission
@@ -370,49 +362,20 @@ class ConnectionCore:
         return Reply(error_frame(error))
 
     def error_for(self, exc: Exception, frame: ClientFrame) -> ProtocolError:
-        """Any failure of a request, as the error to answer it with."""
+        """Any failure of a request, as the error to answer it with: a domain error carries
+        its code (`CodedError`); anything else is a bug of ours (`internal`)."""
         match exc:
             case ProtocolError():
                 return exc
-            case UnknownToolError():
-                return ProtocolError(ErrorCode.UNKNOWN_TOOL, str(exc))
-            case InvalidArgsError():
-                return ProtocolError(
-                    ErrorCode.INVALID_ARGS,
-                    f"{exc}; nothing was run (list_tools gives the arguments)",
-                )
-            case ToolBudgetExceededError():
-                return ProtocolError(
-                    ErrorCode.TOOL_BUDGET_EXCEEDED,
-                    f"{exc}; ARE logged the call as failed (an AGENT event on the stream) and "
-                    "the session goes on",
-                )
-            case ToolFailedError():
-                return ProtocolError(
-                    ErrorCode.TOOL_FAILED,
-                    f"{exc}; ARE logged the call with its exception (an AGENT event on the stream)",
-                )
-            case ControlInterruptedError():
-                return ProtocolError(ErrorCode.INTERRUPTED, str(exc))
-            case SimulationError():
-                return ProtocolError(self._simulation_error_code(exc), str(exc))
-            case ScenarioError():
-                return ProtocolError(ErrorCode.INVALID_FIELD, str(exc))
+            case CodedError():
+                session = self.session
+                return exc.protocol_error(ended=session is not None and session.sim.ended)
         logger.error("internal error answering %s on %r", frame_tag(frame), self, exc_info=exc)
         return ProtocolError(
             ErrorCode.INTERNAL,
             f"`{frame_tag(frame)}` failed inside areasync ({type(exc).__name__}: {exc}); this is "
             "a bug, please report it with the frame that caused it",
         )
-
-    def _simulation_error_code(self, exc: SimulationError) -> ErrorCode:
-        session = self.session
-        if session is not None and session.sim.ended:
-            return ErrorCode.SESSION_ENDED
-        try:
-            return ErrorCode(exc.code)
-        except ValueError:
-            return ErrorCode.BAD_STATE
 
     def too_large(self, size: int) -> ProtocolError:
         return ProtocolError(

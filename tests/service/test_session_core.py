@@ -29,6 +29,7 @@ from areasync.protocol import (
     Welcome,
     encode_client_frame,
 )
+from areasync.protocol.errors import CodedError
 from areasync.protocol.frames import CallTool, ClientFrame, Jump, ListTools, Ping, Tick
 from areasync.service.auth import Tokens
 from areasync.service.core import (
@@ -249,6 +250,24 @@ async def test_each_failure_is_mapped_to_its_error_code(exc: Exception, code: Er
     async with registry_with_tutorial() as registry:
         core = welcomed(registry)
         assert error_code(only(core.failed(ListTools(id=1), exc))) is code
+
+
+async def test_a_domain_error_the_core_does_not_name_is_answered_with_the_code_it_carries() -> None:
+    class Refused(CodedError):
+        code = ErrorCode.SESSION_LIMIT_EXCEEDED
+
+    async with registry_with_tutorial() as registry:
+        core = welcomed(registry)
+        reply = only(core.failed(ListTools(id=1), Refused("x")))
+        assert error_code(reply) is ErrorCode.SESSION_LIMIT_EXCEEDED
+
+
+async def test_a_tool_error_keeps_the_words_the_core_gave_it() -> None:
+    async with registry_with_tutorial() as registry:
+        core = welcomed(registry)
+        frame = CallTool(id=1, tool="x", args={})
+        reply = only(core.failed(frame, InvalidArgsError("bad date")))
+        assert reply.frame.message == "bad date; nothing was run (list_tools gives the arguments)"
 
 
 async def test_the_wait_tool_runs_aside_and_a_jump_runs_as_a_long_control() -> None:

@@ -317,7 +317,7 @@ class ConnectionCore(Generic[S]):
             # Closing: later frames are not answered (a flood costs no more replies).
             return []
         size: int | None = None
-        if isinstance(data, str | bytes):
+        if isinstance(data, (str, bytes)):  # a tuple: no union built per frame
             size = len(data)
             limit = self.limits.max_frame_bytes
             if size > limit:

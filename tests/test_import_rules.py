@@ -2,15 +2,22 @@
 
 The layers point one way: protocol/ (wire structs) <- loop/ (clock, engine, stream) <- bridge/
 (the one place the service stack imports ARE) <- simulation <- service/; client/ depends on
-protocol/ only; no import cycles. The check parses every module with `ast` and imports none
-of them, so it is fast and cannot be fooled by import side effects. Imports inside functions
-count for the layer rules (a lazy import is still a dependency); cycles are found among
-module-level imports, `if TYPE_CHECKING:` ones included.
+protocol/ only (and the package's lazy-import helper); no import cycles. The check parses
+every module with `ast` and imports none of them, so it is fast and cannot be fooled by import
+side effects. Imports inside functions count for the layer rules (a lazy import is still a
+dependency); cycles are found among module-level imports, `if TYPE_CHECKING:` ones included.
+
+What the layers cannot say is checked by importing: each sans-I/O core, in a fresh
+interpreter, loads no ARE and no I/O library (`SANS_IO`).
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,7 +125,8 @@ def _within(module: str, prefixes: Iterable[str]) -> bool:
 MAY_IMPORT = {
     "protocol": {"protocol"},
     "loop": {"protocol", "loop"},
-    "client": {"protocol", "client"},
+    # `lazy`: the package's imports on first use (PEP 562; the standard library only).
+    "client": {"protocol", "client", "lazy"},
     # The session journal is a storage layer: it knows nothing of ARE or of the service.
     "journal": {"journal"},
     # Worker processes and their supervisor: what a worker does is its handlers' business
@@ -265,6 +273,44 @@ def test_every_are_adapter_exists() -> None:
 
 def _within_any(prefix: str, known: dict[str, Path]) -> bool:
     return any(_within(name, [prefix]) for name in known)
+
+
+# -- the sans-I/O cores, imported -------------------------------------------------------------
+
+# Modules that decide without doing I/O: importing one loads neither ARE nor an I/O library, so
+# that its tests drive it with plain values in milliseconds (ARCHITECTURE.md, "Two sans-I/O
+# cores under thin asyncio layers").
+SANS_IO = (
+    "areasync.service.core",
+    "areasync.client.stream",
+    "areasync.client.requests",
+    "areasync.client.handshake",
+    "areasync.client.reconnect",
+)
+HEAVY = ("are", "websockets", "anyio", "areasync.bridge", "areasync.simulation")
+
+
+def loaded_by(module: str) -> list[str]:
+    """The modules of `HEAVY` that importing `module` loads, in a fresh interpreter."""
+    probe = (
+        f"import json, sys; import {module}; "
+        f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))"
+    )
+    path = os.pathsep.join(p for p in (str(ROOT.parent), os.environ.get("PYTHONPATH")) if p)
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded: list[str] = json.loads(done.stdout)
+    return loaded
+
+
+@pytest.mark.parametrize("module", SANS_IO)
+def test_a_sans_io_core_is_imported_without_are_or_an_io_library(module: str) -> None:
+    assert loaded_by(module) == []
 
 
 # -- the checker, on a synthetic package ----------------------------------------------------

@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from areasync.protocol.errors import CodedError, ErrorCode
+
 __all__ = [
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
@@ -47,8 +49,10 @@ _CALLABLE_MARKS = (
 
 # Defined in the lowest of the scenario modules so that vetting can raise it; loading
 # (`areasync.bridge.scenarios`) raises it too and lists it as part of its API.
-class ScenarioError(ValueError):
+class ScenarioError(CodedError, ValueError):
     """The scenario could not be loaded; nothing was created."""
+
+    code = ErrorCode.INVALID_FIELD
 
 
 def vet_json(

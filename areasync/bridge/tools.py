@@ -58,27 +58,33 @@ from areasync.bridge.budget import UNBOUNDED, CallBudget, OverBudget
 from areasync.bridge.host_paths import as_agent_sees
 from areasync.bridge.patterns import ROUTED
 from areasync.bridge.records import to_plain, tool_info
+from areasync.protocol.errors import CodedError, ErrorCode
 from areasync.protocol.records import ToolInfo
 
 
-class ToolCallError(Exception):
+class ToolCallError(CodedError):
     """A tool call that did not succeed."""
 
 
 class UnknownToolError(ToolCallError):
-    pass
+    code = ErrorCode.UNKNOWN_TOOL
 
 
 class InvalidArgsError(ToolCallError):
-    pass
+    code = ErrorCode.INVALID_ARGS
+    hint = "; nothing was run (list_tools gives the arguments)"
 
 
 class ToolFailedError(ToolCallError):
-    pass
+    code = ErrorCode.TOOL_FAILED
+    hint = "; ARE logged the call with its exception (an AGENT event on the stream)"
 
 
 class ToolBudgetExceededError(ToolCallError):
     """The call went over the session's per-call budget and was stopped (ARE logged it)."""
+
+    code = ErrorCode.TOOL_BUDGET_EXCEEDED
+    hint = "; ARE logged the call as failed (an AGENT event on the stream) and the session goes on"
 
 
 class ToolBox:

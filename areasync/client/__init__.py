@@ -12,43 +12,54 @@
 Requests are matched to replies by id, failures raise the :class:`AreasyncError` subclass of the
 server's error code, and a broken connection is resumed transparently (see
 :mod:`areasync.client.core` for exactly what that guarantees).
+
+Names are imported on first use: the sans-I/O cores (`stream`, `requests`, `handshake`,
+`reconnect`) are imported without websockets or anyio, which only the connection needs.
 """
 
-from areasync.client.core import WAIT_TOOL, Client, Connect, connect
-from areasync.client.errors import (
-    AreasyncError,
-    BadFrameError,
-    BadStateError,
-    CapacityError,
-    ConnectionClosedError,
-    ConnectionLostError,
-    ForbiddenError,
-    InternalError,
-    InterruptedControlError,
-    InvalidArgsError,
-    InvalidFieldError,
-    RateLimitedError,
-    ReplayUnavailableError,
-    SessionEndedError,
-    SessionLimitExceededError,
-    SessionNotFoundError,
-    StreamResetError,
-    TooLargeError,
-    ToolBudgetExceededError,
-    ToolError,
-    ToolFailedError,
-    UnauthorizedError,
-    UnknownToolError,
-    UnknownTypeError,
-    error_class,
-)
-from areasync.client.sessions import (
-    CreatedSession,
-    StoppedSession,
-    admin_url,
-    list_sessions,
-)
-from areasync.client.sync import SyncClient, connect_sync
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from areasync.lazy import lazy_getattr
+
+_EXPORTS = {
+    "AreasyncError": "areasync.client.errors",
+    "BadFrameError": "areasync.client.errors",
+    "BadStateError": "areasync.client.errors",
+    "CapacityError": "areasync.client.errors",
+    "Client": "areasync.client.core",
+    "Connect": "areasync.client.core",
+    "ConnectionClosedError": "areasync.client.errors",
+    "ConnectionLostError": "areasync.client.errors",
+    "CreatedSession": "areasync.client.sessions",
+    "ForbiddenError": "areasync.client.errors",
+    "InternalError": "areasync.client.errors",
+    "InterruptedControlError": "areasync.client.errors",
+    "InvalidArgsError": "areasync.client.errors",
+    "InvalidFieldError": "areasync.client.errors",
+    "RateLimitedError": "areasync.client.errors",
+    "ReplayUnavailableError": "areasync.client.errors",
+    "SessionEndedError": "areasync.client.errors",
+    "SessionLimitExceededError": "areasync.client.errors",
+    "SessionNotFoundError": "areasync.client.errors",
+    "StoppedSession": "areasync.client.sessions",
+    "StreamResetError": "areasync.client.errors",
+    "SyncClient": "areasync.client.sync",
+    "TooLargeError": "areasync.client.errors",
+    "ToolBudgetExceededError": "areasync.client.errors",
+    "ToolError": "areasync.client.errors",
+    "ToolFailedError": "areasync.client.errors",
+    "UnauthorizedError": "areasync.client.errors",
+    "UnknownToolError": "areasync.client.errors",
+    "UnknownTypeError": "areasync.client.errors",
+    "WAIT_TOOL": "areasync.client.core",
+    "admin_url": "areasync.client.sessions",
+    "connect": "areasync.client.core",
+    "connect_sync": "areasync.client.sync",
+    "error_class": "areasync.client.errors",
+    "list_sessions": "areasync.client.sessions",
+}
 
 __all__ = [
     "WAIT_TOOL",
@@ -87,3 +98,51 @@ __all__ = [
     "error_class",
     "list_sessions",
 ]
+
+if TYPE_CHECKING:
+    from areasync.client.core import (
+        WAIT_TOOL,
+        Client,
+        Connect,
+        connect,
+    )
+    from areasync.client.errors import (
+        AreasyncError,
+        BadFrameError,
+        BadStateError,
+        CapacityError,
+        ConnectionClosedError,
+        ConnectionLostError,
+        ForbiddenError,
+        InternalError,
+        InterruptedControlError,
+        InvalidArgsError,
+        InvalidFieldError,
+        RateLimitedError,
+        ReplayUnavailableError,
+        SessionEndedError,
+        SessionLimitExceededError,
+        SessionNotFoundError,
+        StreamResetError,
+        TooLargeError,
+        ToolBudgetExceededError,
+        ToolError,
+        ToolFailedError,
+        UnauthorizedError,
+        UnknownToolError,
+        UnknownTypeError,
+        error_class,
+    )
+    from areasync.client.sessions import (
+        CreatedSession,
+        StoppedSession,
+        admin_url,
+        list_sessions,
+    )
+    from areasync.client.sync import (
+        SyncClient,
+        connect_sync,
+    )
+
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

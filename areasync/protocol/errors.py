@@ -85,6 +85,7 @@ code  name               meaning; reconnect
 from __future__ import annotations
 
 import enum
+from typing import ClassVar
 
 
 class ErrorCode(enum.StrEnum):
@@ -165,3 +166,23 @@ class ProtocolError(Exception):
 
     def __repr__(self) -> str:
         return f"ProtocolError({self.code.value!r}, {self.message!r}, id={self.id!r})"
+
+
+class CodedError(Exception):
+    """An error raised below the service that knows the `error` frame it is answered with.
+
+    The layers that raise these (bridge/, simulation/) declare, on each class, the `code` it is
+    reported as and the `hint` appended to its message (what happened to the call, what to do
+    next), so that the service maps any of them to its frame without importing the layer that
+    raised it. `when_ended`: the code it is reported as instead once its session has ended
+    (None: its own code whatever the session's state).
+    """
+
+    code: ClassVar[ErrorCode] = ErrorCode.INTERNAL
+    hint: ClassVar[str] = ""
+    when_ended: ClassVar[ErrorCode | None] = None
+
+    def protocol_error(self, *, ended: bool = False) -> ProtocolError:
+        """The error this is answered with; `ended`: its session has ended."""
+        code = self.when_ended if ended and self.when_ended is not None else self.code
+        return ProtocolError(code, f"{self}{self.hint}")

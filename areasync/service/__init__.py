@@ -10,7 +10,9 @@ Modules, each with one job:
 - :mod:`~areasync.service.registry`: every session of the server: create, stop, forget;
 - :mod:`~areasync.service.judged`: a session scored by Gaia2's LLM judge (``serve --judge_*``);
 - :mod:`~areasync.service.core`: a connection's protocol state machine, with no I/O;
+- :mod:`~areasync.service.sessionview`: a session as that core sees it;
 - :mod:`~areasync.service.hello`: whether a hello may join (the table of refusals);
+- :mod:`~areasync.service.door`: the server's side of a hello (tokens, admission);
 - :mod:`~areasync.service.requests`: what each request does to its session;
 - :mod:`~areasync.service.connection`: the asyncio layer around the core, hello to close;
 - :mod:`~areasync.service.outbox`: a connection's stream cursor, reply queue and writer;

@@ -57,16 +57,20 @@ from areasync.service.core import (
     Call,
     Close,
     ConnectionCore,
+    Count,
     Lane,
     Phase,
     Refuse,
     Reply,
+    TakeTurn,
+    limits_of,
 )
+from areasync.service.door import ServerDoor
 from areasync.service.outbox import Outbox
 
 if TYPE_CHECKING:
     from areasync.service.admission import Admission
-    from areasync.service.registry import SessionRegistry
+    from areasync.service.registry import CallsUnderWay, SessionRegistry
     from areasync.service.session import Session
 
 logger = logging.getLogger("areasync.service")
@@ -106,13 +110,11 @@ class Connection:
         self.session_id = session_id
         self.id = f"conn-{number}"
         self.holder = f"agent:{self.id}"  # its fast-mode lease, when it is an agent
-        self.core = ConnectionCore(
-            registry,
-            session_id,
-            name=self.id,
-            admission=admission,
-            admission_key=ws,
-            verified=hello is not None,
+        self.core: ConnectionCore[Session] = ConnectionCore(
+            limits_of(self.config), session_id, name=self.id
+        )
+        self.door = ServerDoor(
+            registry.tokens, session_id, verified=hello is not None, admission=admission, key=ws
         )
         self._hello_scope = anyio.CancelScope()
         self.outbox = Outbox(ws, self.config, self.metrics, overfull=self._overfull)
@@ -179,8 +181,7 @@ class Connection:
                 # else: the closer is finishing the close; it cancels the group when done.
         finally:
             self._detach()
-            if self.core.admitted and self.admission is not None:
-                self.admission.release()
+            self.door.release()
 
     def evict(self) -> None:
         """Stop waiting for this socket's hello (the pre-hello pool is full): close it, 4408."""
@@ -265,14 +266,17 @@ class Connection:
                 except ConnectionClosed:
                     return False
         welcome: Reply | None = None
-        for action in self.core.hello(data):
+        for action in self.core.hello(data, self.registry.get(self.session_id), self.door):
             match action:
                 case Refuse(frame=frame, code=code, reason=reason):
+                    self.metrics.errors[frame.code] += 1
                     await self._refuse(frame, code, reason)
                 case Close(code=code, reason=reason, within=within):
                     await self._close_socket(code, reason, within=within)
                 case Reply():
                     welcome = action
+                case Count(tally=tally):
+                    self.metrics.count(tally)
         session = self.session
         if welcome is None or session is None:
             return False
@@ -388,11 +392,16 @@ class Connection:
                 self._apply((action,))
 
     def _apply(self, actions: Iterable[Action]) -> None:
-        """Carry out the core's replies and closes (never a call: those are awaited)."""
+        """Carry out the core's replies, closes, turns and counts (never a call: those are
+        awaited)."""
         for action in actions:
             match action:
                 case Reply(frame=frame, after=after, alone=alone):
                     self.outbox.queue(frame, after=after, alone=alone)
+                case Count(tally=tally):
+                    self.metrics.count(tally)
+                case TakeTurn():
+                    self.take_turn()
                 case Close():
                     self.outbox.stop_flushing()
                     self._close_asked.set()  # the core holds the code and reason
@@ -432,49 +441,40 @@ class Connection:
         )
 
     async def _answer(self, frame: ClientFrame) -> None:
-        """Carry out a request and queue its reply. A tool call's outcome is the agent's next
-        turn: its result is queued before the turn is taken (nothing awaits in between, so time
-        cannot move before it), its error after."""
-        if type(frame) is not CallTool:
-            try:
-                value = await self._perform(frame)
-            except Exception as exc:
-                self._apply(self.core.failed(frame, exc))
-            else:
-                self._apply(self.core.succeeded(frame, value))
-            return
+        """Carry out a request and queue what the core makes of its outcome (its reply, and
+        the agent's turn in its place: core.py). Nothing awaits in between."""
+        tool_call = type(frame) is CallTool
         started = time.perf_counter()
-        calls = self.registry.calls
+        calls = self.registry.calls if tool_call else None
         if calls is not None:
             calls.enter(self.session_id, len(self.session.sim.records) if self.session else 0)
         try:
             value = await self._perform(frame)
         except BaseException as exc:
-            if calls is not None:
-                calls.leave(self.session_id)
-            self.metrics.tool_call_seconds.observe(time.perf_counter() - started)
-            self.take_turn()
+            self._done(calls, tool_call, started)
             if not isinstance(exc, Exception):
+                self._apply(self.core.abandoned(frame))
                 raise
             self._apply(self.core.failed(frame, exc))
             return
-        elapsed = time.perf_counter() - started
+        self._done(calls, tool_call, started)
+        self._apply(self.core.succeeded(frame, value))
+
+    def _done(self, calls: CallsUnderWay | None, tool_call: bool, started: float) -> None:
+        """A request was carried out: no longer under way; a tool call's duration observed."""
         if calls is not None:
             calls.leave(self.session_id)
-        self._apply(self.core.succeeded(frame, value))
-        self.metrics.tool_call_seconds.observe(elapsed)
-        self.take_turn()
+        if tool_call:
+            self.metrics.tool_call_seconds.observe(time.perf_counter() - started)
 
     async def _answer_aside(self, frame: ClientFrame) -> None:
         """`SystemApp__wait_for_notification`: it returns when a notification arrives (the
-        agent's turn, taken before its reply is queued)."""
+        agent's turn, taken before its reply is queued: core.py)."""
         try:
             value = await self._perform(frame)
         except Exception as exc:
-            self.take_turn()
             self._apply(self.core.failed(frame, exc))
         else:
-            self.take_turn()
             self._apply(self.core.succeeded(frame, value))
 
     # -- closing ---------------------------------------------------------------------------

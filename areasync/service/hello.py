@@ -16,9 +16,7 @@ from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import Hello, Replay, Role, frame_tag
 
 if TYPE_CHECKING:
-    from areasync.service.admission import Admission
-    from areasync.service.config import ServiceConfig
-    from areasync.service.session import Session
+    from areasync.service.sessionview import SessionView
 
 _Check = tuple[Callable[[], bool], ErrorCode, CloseCode, Callable[[], str]]
 
@@ -27,12 +25,21 @@ class Joining(Protocol):
     """The connection a hello came on (a `ConnectionCore`), as the checks see it."""
 
     session_id: str
-    config: ServiceConfig
-    admission: Admission | None
+    max_connections_per_session: int
     takes_place: bool  # needs one of the session's places (max_connections_per_session)
 
-    def take_admission(self) -> bool:
+
+class Door(Protocol):
+    """What a hello needs of the server besides its session (`door.py` has the server's)."""
+
+    def allows(self, token: str, role: Role) -> bool:
+        """Whether `token` opens `role` of the connection's session."""
+
+    def admit(self) -> bool:
         """Count the connection as authenticated (False: the server is full)."""
+
+    def admitted(self) -> int:
+        """The connections the server counts as authenticated (for the refusal's message)."""
 
 
 class Refusal(Exception):
@@ -62,7 +69,7 @@ def hello_frame(data: str | bytes) -> Hello:
     return frame
 
 
-def replay_kind(frame: Hello, session: Session) -> Replay:
+def replay_kind(frame: Hello, session: SessionView) -> Replay:
     """What a hello's `since` asks of `session`'s stream: nothing, all of it, or the rest."""
     if frame.since is None:
         return Replay.NONE
@@ -71,11 +78,11 @@ def replay_kind(frame: Hello, session: Session) -> Replay:
     return Replay.FULL
 
 
-def replay_start(frame: Hello, session: Session) -> int:
+def replay_start(frame: Hello, session: SessionView) -> int:
     """The seq after which a welcomed client's stream starts."""
     match replay_kind(frame, session):
         case Replay.NONE:
-            return session.hub.seq
+            return session.seq
         case Replay.RESET:
             return 0
         case _:
@@ -84,33 +91,32 @@ def replay_start(frame: Hello, session: Session) -> int:
 
 
 def hello_refusal(
-    core: Joining, frame: Hello, session: Session | None, allowed: bool, start: int
+    core: Joining, frame: Hello, session: SessionView | None, door: Door, start: int
 ) -> Refusal | None:
     """Why a hello for `session` (None: there is no such session), whose token `allowed` it
     or not, cannot join, with its close code; None if nothing stands in its way. The checks
-    run in order and stop at the first refusal (admission counts the connection once it
-    passes its own check, `ConnectionCore.take_admission`).
+    run in order and stop at the first refusal (the door counts the connection as
+    authenticated once it passes that check, `Door.admit`).
 
     One answer for "no such session" and "bad token", so that session ids cannot be
     enumerated: only a token that opens every session (the admin's) learns that the session
     does not exist.
     """
-    for refused, error_code, close_code, message in _checks(core, frame, session, allowed, start):
+    for refused, error_code, close_code, message in _checks(core, frame, session, door, start):
         if refused():
             return Refusal(ProtocolError(error_code, message(), id=frame.id), close_code)
     return None
 
 
 def _checks(
-    core: Joining, frame: Hello, session: Session | None, allowed: bool, start: int
+    core: Joining, frame: Hello, session: SessionView | None, door: Door, start: int
 ) -> tuple[_Check, ...]:
     """The refusals of `hello_refusal`, in order: each a check (run only if those before it
     passed), its error code, its close code and its message."""
-    config = core.config
     sid = core.session_id
-    clients = 0 if session is None else len(session.connections)
-    seq = 0 if session is None else session.hub.seq
-    admission = core.admission
+    clients = 0 if session is None else session.clients
+    seq = 0 if session is None else session.seq
+    allowed = door.allows(frame.token, frame.role)
     return (
         (
             lambda: session is None and allowed,
@@ -128,7 +134,7 @@ def _checks(
             lambda: unauthorized_message(frame.role),
         ),
         (
-            lambda: core.takes_place and clients >= config.max_connections_per_session,
+            lambda: core.takes_place and clients >= core.max_connections_per_session,
             ErrorCode.CAPACITY,
             CloseCode.CAPACITY,
             lambda: (
@@ -137,12 +143,12 @@ def _checks(
             ),
         ),
         (
-            lambda: not core.take_admission(),
+            lambda: not door.admit(),
             ErrorCode.CAPACITY,
             CloseCode.CAPACITY,
             lambda: (
-                f"the server has {admission.authenticated if admission else 0} clients, "
-                "its limit (max_connections); retry later"
+                f"the server has {door.admitted()} clients, its limit (max_connections); "
+                "retry later"
             ),
         ),
         (

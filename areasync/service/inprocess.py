@@ -7,14 +7,15 @@ what a WebSocket frame meets, decided by the same code, and the adapters cannot 
 WebSocket (or from each other):
 
 - the hello (`ConnectionCore.hello`): the token opens the role here, the session has room;
-- the gate (`ConnectionCore.receive`): the rate limit with its strikes, the role's permission
-  (`roles.py`), the session's state, the lane;
-- the request itself (`requests.perform`), and its failure as the `error` the core makes of it
-  (`ConnectionCore.failed`: the code, the message);
+- the gate (`ConnectionCore.receive`, handed the frame itself: no bytes to weigh or decode):
+  the rate limit with its strikes, the role's permission (`roles.py`), the session's state
+  and bounds, the lane;
+- the request itself (`requests.perform`), its outcome as the reply the core makes of it
+  (`ConnectionCore.failed`: the code, the message) and the agent's turn where the core puts
+  it (`TakeTurn`: no await in between, so fast-mode time cannot move first);
 - what the connection layer adds (`connection.py`, `outbox.py`): an error counted per code, a
-  tool call's duration observed, an agent's turn taken right after its tool call (no await in
-  between, so fast-mode time cannot move first), and the answer held until the records logged
-  before it are durable (`StreamHub.durable`), as a WebSocket reply is held by the outbox.
+  tool call's duration observed, and the answer held until the records logged before it are
+  durable (`StreamHub.durable`), as a WebSocket reply is held by the outbox.
 
 What the client is to the session beyond its requests (a stream subscriber, an agent holding
 its turn) is its owner's: an OpenEnv episode attaches itself to the session, the gaia2-cli
@@ -30,12 +31,22 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from areasync.protocol.codec import Encoding, encode_client_frame
 from areasync.protocol.errors import CloseCode, ErrorCode
 from areasync.protocol.frames import CallTool, ClientFrame, Error, Hello, Result, Role, frame_tag
 from areasync.protocol.values import NotJSONError, check_fields
 from areasync.service import requests
-from areasync.service.core import Action, Call, Close, ConnectionCore, Refuse, Reply
+from areasync.service.core import (
+    Action,
+    Call,
+    Close,
+    ConnectionCore,
+    Count,
+    Refuse,
+    Reply,
+    TakeTurn,
+    limits_of,
+)
+from areasync.service.door import ServerDoor
 
 if TYPE_CHECKING:
     from areasync.service.registry import SessionRegistry
@@ -77,7 +88,8 @@ async def until_durable(session: Session | None) -> None:
 def error_of(registry: SessionRegistry, exc: Exception, frame: ClientFrame) -> RequestError:
     """`exc`, raised carrying out `frame` outside any session's client (an OpenEnv episode's
     `create_session`), as the error a WebSocket client would get for it."""
-    error = ConnectionCore(registry, "", name="in-process").error_for(exc, frame)
+    core: ConnectionCore[Session] = ConnectionCore(limits_of(registry.config), "")
+    error = core.error_for(exc, frame)
     return RequestError(error.code, error.message)
 
 
@@ -104,7 +116,7 @@ class InProcessClient:
         self.holder = holder
         self.as_agent = as_agent
         self.takes_place = takes_place
-        self.core: ConnectionCore | None = None
+        self.core: ConnectionCore[Session] | None = None
         self.closed = False  # the core closed it: it answers no more requests
         self.closed_at: float | None = None  # when (time.monotonic())
         self._ids = itertools.count(1)
@@ -134,17 +146,19 @@ class InProcessClient:
     def hello(self, session: Session, role: Role, token: str | None) -> None:
         """Join `session` as `role` with `token` (None: checked already, by the front that
         handed the connection over): a RequestError if the hello is refused."""
-        core = ConnectionCore(
-            self.registry,
-            session.id,
-            name=self.name,
-            takes_place=self.takes_place,
-            verified=token is None,
+        registry = self.registry
+        core: ConnectionCore[Session] = ConnectionCore(
+            limits_of(registry.config), session.id, name=self.name, takes_place=self.takes_place
         )
+        door = ServerDoor(registry.tokens, session.id, verified=token is None)
         hello = Hello(id=0, role=role, token=token or "")
-        for action in core.hello(encode_client_frame(hello, Encoding.JSON)):
-            if isinstance(action, Refuse):
-                raise RequestError(ErrorCode(action.frame.code), action.frame.message, closed=True)
+        for action in core.hello(hello, session, door):
+            match action:
+                case Refuse(frame=error):
+                    self.metrics.errors[error.code] += 1
+                    raise RequestError(ErrorCode(error.code), error.message, closed=True)
+                case Count(tally=tally):
+                    self.metrics.count(tally)
         self.core = core
 
     async def request(
@@ -155,8 +169,9 @@ class InProcessClient:
         hold: bool = True,
     ) -> Any:
         """`frame` through the gate and `requests.perform`: its result's value, once durable;
-        else RequestError (or NotDurableError). `then(failed)` is called as soon as the request
-        has been carried out, before anything is awaited (an agent takes its turn there).
+        else RequestError (or NotDurableError). `then(failed)` is called where the core says
+        it is the agent's turn (after a tool call: `TakeTurn`), before anything is awaited;
+        the adapter takes its turn there.
         `hold=False`: the value as soon as the request is carried out; the caller makes its
         answer then and holds it (`until_durable`) until the records are durable, so that
         what happens meanwhile (a fast clock run on) is not in it."""
@@ -165,9 +180,11 @@ class InProcessClient:
             raise RequestError(ErrorCode.BAD_STATE, "no session joined: say hello first")
         frame = msgspec.structs.replace(frame, id=next(self._ids))
         self._check_values(frame)
-        actions = core.receive(encode_client_frame(frame, Encoding.JSON))
+        actions = core.receive(frame)
         for action in actions:
             match action:
+                case Count(tally=tally):
+                    self.metrics.count(tally)
                 case Call(frame=call):
                     return await self._carry_out(core, call, then, hold)
                 case Reply(frame=Error()):
@@ -189,7 +206,7 @@ class InProcessClient:
             self.metrics.errors[code] += 1
             raise RequestError(code, f"`{frame_tag(frame)}` cannot be taken: {exc}") from None
 
-    def _refusal(self, core: ConnectionCore, actions: list[Action]) -> RequestError:
+    def _refusal(self, core: ConnectionCore[Session], actions: list[Action]) -> RequestError:
         """What the gate answered instead of a call: its error, and whether it closed."""
         error = next(
             (a.frame for a in actions if isinstance(a, Reply) and isinstance(a.frame, Error)),
@@ -209,7 +226,7 @@ class InProcessClient:
 
     async def _carry_out(
         self,
-        core: ConnectionCore,
+        core: ConnectionCore[Session],
         frame: ClientFrame,
         then: Callable[[bool], None] | None,
         hold: bool,
@@ -235,12 +252,17 @@ class InProcessClient:
         finally:
             if tool_call:
                 self.metrics.tool_call_seconds.observe(time.perf_counter() - started)
-        if then is not None:
-            then(failed)
+        reply: Reply | None = None
+        for action in answer:
+            match action:
+                case TakeTurn():
+                    if then is not None:
+                        then(failed)
+                case Reply():
+                    reply = action
         if hold:
             await until_durable(session)  # the outbox holds a WebSocket reply until then
-        reply = answer[0]
-        assert isinstance(reply, Reply)
+        assert reply is not None
         if isinstance(reply.frame, Result):
             return reply.frame.value
         assert isinstance(reply.frame, Error)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import enum
 from collections.abc import Iterable, Mapping
 
 # Tool calls run in microseconds when nothing is wrong; the upper buckets catch apps that do
@@ -29,6 +30,14 @@ LATENCY_BUCKETS: tuple[float, ...] = (
     0.5,
     1.0,
 )
+
+
+class Tally(enum.Enum):
+    """A count the connection core asks its I/O layer to add one to (`Metrics.count`)."""
+
+    FRAME_RECEIVED = "frames_received"
+    PENDING_EVICTION = "pending_evictions"
+    RATE_LIMIT_DISCONNECT = "rate_limit_disconnects"
 
 
 class Histogram:
@@ -77,6 +86,16 @@ class Metrics:
         self.errors: collections.Counter[str] = collections.Counter()
         self.closes: collections.Counter[int] = collections.Counter()
         self.tool_call_seconds = Histogram()
+
+    def count(self, tally: Tally) -> None:
+        """Add one to what the connection core counted (`core.Count`)."""
+        match tally:
+            case Tally.FRAME_RECEIVED:
+                self.frames_received += 1
+            case Tally.PENDING_EVICTION:
+                self.pending_evictions += 1
+            case Tally.RATE_LIMIT_DISCONNECT:
+                self.rate_limit_disconnects += 1
 
     def render(
         self, *, sessions: Mapping[str, float], connections: Mapping[str, float], traces: int

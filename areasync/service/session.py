@@ -46,7 +46,8 @@ from areasync.bridge.scenarios import Scenario, import_mode_of
 from areasync.bridge.traces import write_trace
 from areasync.loop.clock import to_s
 from areasync.protocol.errors import CloseCode, ProtocolError
-from areasync.protocol.frames import ForkedFrom, Mode, Role
+from areasync.protocol.frames import ClientFrame, ForkedFrom, Mode, Role
+from areasync.protocol.records import ClockState
 from areasync.service.budget import SessionBudget
 from areasync.service.config import ServiceConfig
 from areasync.service.durable import SessionJournal
@@ -55,6 +56,7 @@ from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
 from areasync.service.names import MAX_ID_CHARS, safe_id
 from areasync.service.recipes import Recipe
+from areasync.service.sessionview import SessionView
 from areasync.simulation import Simulation, SimulationError
 from areasync.simulation.snapshots import Snapshots, StateCopyError, keep_taking
 
@@ -204,6 +206,29 @@ class Session:
     @property
     def ended(self) -> bool:
         return self.sim.ended
+
+    # -- as a connection's core sees it (`sessionview.CoreSession`) ----------------------------
+
+    @property
+    def state(self) -> str:
+        return self.sim.state
+
+    def view(self) -> SessionView:
+        return SessionView(
+            id=self.id,
+            epoch=self.epoch,
+            seq=self.hub.seq,
+            clients=len(self.connections),
+            scenario_id=self.scenario_id,
+            restored=self.sim.restored,
+            forked_from=self.forked_from,
+        )
+
+    def clock_state(self) -> ClockState:
+        return self.sim.clock_state()
+
+    def refusal(self, frame: ClientFrame, size: int) -> ProtocolError | None:
+        return self.budget.refusal(frame, size)
 
     def connection_counts(self) -> dict[str, int]:
         counts = {role.value: 0 for role in Role}

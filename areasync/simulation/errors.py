@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
 
-class SimulationError(Exception):
-    """A request the simulation cannot carry out; nothing was changed."""
+from areasync.protocol.errors import CodedError, ErrorCode
 
-    code = "bad_state"
+
+class SimulationError(CodedError):
+    """A request the simulation cannot carry out; nothing was changed. Once the simulation
+    has ended, every refusal of it is reported as `session_ended`."""
+
+    code = ErrorCode.BAD_STATE
+    when_ended: ClassVar[ErrorCode | None] = ErrorCode.SESSION_ENDED
 
 
 class BadStateError(SimulationError):
-    code = "bad_state"
+    code = ErrorCode.BAD_STATE
 
 
 class InvalidRequestError(SimulationError):
-    code = "invalid_field"
+    code = ErrorCode.INVALID_FIELD
 
 
 class ControlInterruptedError(SimulationError):
@@ -22,7 +28,8 @@ class ControlInterruptedError(SimulationError):
 
     What it did stays done (see `areasync.simulation`); the message says how far it got."""
 
-    code = "interrupted"
+    code = ErrorCode.INTERRUPTED
+    when_ended = None  # it is how the session came to end: said as such
 
 
 class ReplayDivergedError(SimulationError):

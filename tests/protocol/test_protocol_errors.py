@@ -91,3 +91,25 @@ def test_package_docstring_states_the_compatibility_rules() -> None:
 def test_package_exports_resolve() -> None:
     for name in areasync.protocol.__all__:
         assert getattr(areasync.protocol, name) is not None
+
+
+class _Refused(errors.CodedError):
+    code = ErrorCode.INVALID_FIELD
+    hint = "; send another"
+    when_ended = ErrorCode.SESSION_ENDED
+
+
+def test_a_coded_error_is_answered_with_its_code_and_its_hint_after_its_message() -> None:
+    error = _Refused("no such thing").protocol_error()
+    assert (error.code, error.message) == (ErrorCode.INVALID_FIELD, "no such thing; send another")
+
+
+def test_a_coded_error_of_an_ended_session_is_answered_with_its_ended_code() -> None:
+    assert _Refused("x").protocol_error(ended=True).code is ErrorCode.SESSION_ENDED
+
+
+def test_a_coded_error_with_no_ended_code_keeps_its_own_once_the_session_ended() -> None:
+    class Interrupted(errors.CodedError):
+        code = ErrorCode.INTERRUPTED
+
+    assert Interrupted("x").protocol_error(ended=True).code is ErrorCode.INTERRUPTED

@@ -92,7 +92,7 @@ class Server:
         found = re.search(r"http://127\.0\.0\.1:(\d+)", banner)
         assert found
         self.port = int(found[1])
-        self.ids = re.findall(r"^session (\S+) ", banner, re.MULTILINE)
+        self.ids = [s["id"] for s in self.get("/api/sessions")["sessions"]]
 
     def url(self, session_id: str) -> str:
         return f"ws://127.0.0.1:{self.port}/sessions/{session_id}"

@@ -75,6 +75,7 @@ def _client_frame(payload: bytes) -> bytes:
 
 PONG = bytes([0x8A, 0x80]) + b"\0\0\0\0"
 RESULT = b'{"type":"result"'
+CLOSE = bytes([0x88, 0x82]) + b"\0\0\0\0" + (1000).to_bytes(2, "big")
 
 
 class Agent(asyncio.Protocol):
@@ -97,9 +98,22 @@ class Agent(asyncio.Protocol):
         self.next = 0
         self.buffer = b""
         self.upgraded = False
-        self.welcomed = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self.welcomed = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()  # we sent a close frame
+        self.ended: asyncio.Future[None] = loop.create_future()  # the connection is gone
         self.on_done = on_done
         self.stop_at = 0  # calls to make before waiting for `go` (the warm-up), then all
+
+    def close(self) -> asyncio.Future[None]:
+        """Send a close frame (1000); the future is done once the server's close came back."""
+        self.transport.write(CLOSE)  # type: ignore[attr-defined]
+        self.closed.set_result(None)
+        return self.ended
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.ended.done():
+            self.ended.set_result(None)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
@@ -140,7 +154,9 @@ class Agent(asyncio.Protocol):
             if opcode == 0x9:
                 self.transport.write(PONG)  # type: ignore[attr-defined]
             elif opcode == 0x8:
-                raise RuntimeError(f"closed by the server: {payload!r}")
+                if not self.closed.done():
+                    raise RuntimeError(f"closed by the server: {payload!r}")
+                self.transport.close()
             elif not self.welcomed.done():
                 if b'"welcome"' not in payload[:20]:
                     raise RuntimeError(f"refused: {payload[:300]!r}")
@@ -152,6 +168,32 @@ class Agent(asyncio.Protocol):
                 else:
                     self.on_done()
         self.buffer = buffer
+
+
+async def handshakes(spec: dict[str, Any]) -> None:
+    """Say `ready`, wait for `go`, then open, welcome and close `handshakes` agent connections,
+    `concurrency` at a time over the sessions; say how long it took; wait for stdin to close."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    print("ready", flush=True)
+    await reader.readline()
+    sessions, count = spec["sessions"], spec["handshakes"]
+
+    async def one_lane(lane: int) -> None:
+        for n in range(lane, count, spec["concurrency"]):
+            make = functools.partial(
+                Agent, "127.0.0.1", spec["port"], sessions[n % len(sessions)], 0, lambda: None
+            )
+            _, agent = await loop.create_connection(make, "127.0.0.1", spec["port"])
+            await agent.welcomed
+            await agent.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one_lane(lane) for lane in range(spec["concurrency"])))
+    elapsed = time.perf_counter() - started
+    print(json.dumps({"elapsed_s": elapsed, "calls": count}), flush=True)
+    await reader.read()
 
 
 async def load(spec: dict[str, Any]) -> None:
@@ -230,42 +272,51 @@ def _metrics(server: Server) -> str:
         return str(response.read().decode())
 
 
+def _driven(
+    server: Server, command: str, spec: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, float], dict[str, float]]:
+    """Run the load process's `command` against `server`: what it said, the CPU each process
+    spent per call (us) while it ran, and the journal counters' increase."""
+    workers_pids = server.worker_pids()
+    processes = {"front": server.process.pid}
+    processes |= {name: pid for name, pid in sorted(workers_pids.items())}
+    processes["fork_server"] = _parent(next(iter(workers_pids.values())))
+    spec = {"port": server.port, "sessions": server.ids, **spec}
+    client = subprocess.Popen(
+        [sys.executable, __file__, command, json.dumps(spec)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert client.stdin is not None and client.stdout is not None
+    try:
+        if client.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"the load process failed before its {command}")
+        processes["load"] = client.pid
+        before = {name: _cpu(pid) for name, pid in processes.items()}
+        journal_before = _journal(server)
+        client.stdin.write("go\n")
+        client.stdin.flush()
+        result = json.loads(client.stdout.readline())
+        after = {name: _cpu(pid) for name, pid in processes.items()}
+        journal_after = _journal(server)
+    finally:
+        client.stdin.close()
+        client.wait(60)
+    total = result["calls"]
+    cpu_us = {n: round((after[n] - before[n]) / total * 1e6, 1) for n in processes}
+    return result, cpu_us, {k: journal_after[k] - journal_before[k] for k in journal_after}
+
+
 def measure(workers: int, sessions: int, calls: int, state_dir: str | None) -> dict[str, Any]:
     """One configuration: a fresh server, a fresh load process, the calls, the CPU."""
     server = Server(workers, sessions, state_dir)
     try:
-        workers_pids = server.worker_pids()
-        processes = {"front": server.process.pid}
-        processes |= {name: pid for name, pid in sorted(workers_pids.items())}
-        processes["fork_server"] = _parent(next(iter(workers_pids.values())))
-        spec = {"port": server.port, "sessions": server.ids, "calls": calls}
-        client = subprocess.Popen(
-            [sys.executable, __file__, "load", json.dumps(spec)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert client.stdin is not None and client.stdout is not None
-        try:
-            if client.stdout.readline().strip() != "ready":
-                raise RuntimeError("the load process failed before its calls")
-            processes["load"] = client.pid
-            before = {name: _cpu(pid) for name, pid in processes.items()}
-            journal_before = _journal(server)
-            client.stdin.write("go\n")
-            client.stdin.flush()
-            result = json.loads(client.stdout.readline())
-            after = {name: _cpu(pid) for name, pid in processes.items()}
-            journal_after = _journal(server)
-        finally:
-            client.stdin.close()
-            client.wait(60)
+        result, cpu_us, delta = _driven(server, "load", {"calls": calls})
     finally:
         server.stop()
     total = result["calls"]
-    cpu_us = {n: round((after[n] - before[n]) / total * 1e6, 1) for n in processes}
     server_us = sum(v for n, v in cpu_us.items() if n != "load")
-    delta = {k: journal_after[k] - journal_before[k] for k in journal_after}
     records = delta["areasync_journal_records_total"]
     # What the CPU alone would allow: the busiest process takes a core at most, and all of
     # them (the load included) share the machine's cores.
@@ -292,15 +343,33 @@ def measure(workers: int, sessions: int, calls: int, state_dir: str | None) -> d
     }
 
 
+def measure_handshakes(count: int) -> dict[str, Any]:
+    """The front's own cost: `count` agent connections opened, welcomed and closed, 8 at a
+    time, through `--workers 2` (the front answers the upgrade, reads the hello, checks the
+    token and hands the socket over; the worker welcomes it)."""
+    server = Server(2, 8)
+    try:
+        result, cpu_us, _ = _driven(server, "handshakes", {"handshakes": count, "concurrency": 8})
+    finally:
+        server.stop()
+    return {
+        "handshakes": count,
+        "per_s": round(count / result["elapsed_s"]),
+        "cpu_us_per_handshake": cpu_us,
+    }
+
+
 def main() -> int:
-    if len(sys.argv) == 3 and sys.argv[1] == "load":
-        asyncio.run(load(json.loads(sys.argv[2])))
+    if len(sys.argv) == 3 and sys.argv[1] in ("load", "handshakes"):
+        run = load if sys.argv[1] == "load" else handshakes
+        asyncio.run(run(json.loads(sys.argv[2])))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=32)
     parser.add_argument("--calls", type=int, default=200, help="calls per agent")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--target", type=float, default=1.7)
+    parser.add_argument("--handshakes", type=int, default=2000)
     parser.add_argument(
         "--state-dir",
         help="where the workers journal (default: a private temporary directory each run)",
@@ -342,6 +411,7 @@ def main() -> int:
             f"each call took, {cpu_ratio:.2f}x"
         ),
         "runs": runs,
+        "front_handshakes": measure_handshakes(args.handshakes),
         "machine": {
             "cores": os.cpu_count(),
             "load_before": load_before,

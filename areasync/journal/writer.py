@@ -9,13 +9,13 @@ pool's other users) and the loop only awaits an `anyio.Event`. On the loop, `app
 2 to 12 us p50.
 
 Group commit across journals (`Syncer`): the batches of every journal of a store that are due
-in the same turn of the event loop share one thread hop: one thread call writes each, then
-syncs each (on a journaling file system the first sync commits the others' metadata too, so
-the later ones find little left to do). A hop costs the loop a handful of callbacks and a
-wake-up from the thread: with many sessions busy, one per session per record was most of what
-a journal cost a tool call (RELIABILITY.md's throughput section has the figures). Up to the
-limiter's number of rounds run at once, so one journal's slow sync never holds every other
-journal's; each record is still acknowledged only after its own file's sync.
+in the same turn of the event loop share one thread call, which writes each, then syncs each.
+A thread call costs the loop a handful of callbacks and a wake-up from the thread: with many
+sessions busy, one per session per record was a large part of what a journal cost the loop per
+tool call (BENCHMARKS.md, "What a second core buys", has the figures). Up to the limiter's
+number of rounds run at once, so one journal's slow sync does not hold every other journal's;
+each record is still acknowledged only after its own file's sync, and a sync's failure is its
+own journal's.
 
 Durability policies (`Durability`):
 

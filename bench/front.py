@@ -115,7 +115,7 @@ class Server:
             return json.loads(response.read())
 
     def worker_pids(self) -> dict[str, int]:
-        return {w["name"]: w["pid"] for w in self.get("/api/sessions")["workers"]}
+        return {w["name"]: w["pid"] for w in self.get("/api/sessions").get("workers", [])}
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)

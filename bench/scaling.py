@@ -30,6 +30,9 @@ records and files synced per call, thread rounds per call (below the syncs: grou
 across sessions) and the mean wait of a record for its sync (what a reply waits for
 durability).
 
+`--single-process` adds the same calls against `--workers 0`, without a journal (its default)
+and with one (`--state-dir`): what the journal costs a call, and what the worker adds.
+
 `verdict` says whether 2 workers carried at least `--target` times the calls/s of 1 (medians of
 the repeats), and the same ratio from the CPU per call.
 """
@@ -280,7 +283,8 @@ def _driven(
     workers_pids = server.worker_pids()
     processes = {"front": server.process.pid}
     processes |= {name: pid for name, pid in sorted(workers_pids.items())}
-    processes["fork_server"] = _parent(next(iter(workers_pids.values())))
+    if workers_pids:
+        processes["fork_server"] = _parent(next(iter(workers_pids.values())))
     spec = {"port": server.port, "sessions": server.ids, **spec}
     client = subprocess.Popen(
         [sys.executable, __file__, command, json.dumps(spec)],
@@ -359,6 +363,15 @@ def measure_handshakes(count: int) -> dict[str, Any]:
     }
 
 
+def single_process(args: argparse.Namespace) -> dict[str, Any]:
+    """The same calls against `--workers 0`: without a journal (its default) and with one."""
+    with tempfile.TemporaryDirectory(prefix="bench-scaling-") as directory:
+        return {
+            "workers_0": measure(0, args.sessions, args.calls, None),
+            "workers_0_journaled": measure(0, args.sessions, args.calls, directory),
+        }
+
+
 def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] in ("load", "handshakes"):
         run = load if sys.argv[1] == "load" else handshakes
@@ -370,6 +383,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--target", type=float, default=1.7)
     parser.add_argument("--handshakes", type=int, default=2000)
+    parser.add_argument(
+        "--single-process",
+        action="store_true",
+        help="also `--workers 0`, once without a journal and once with one",
+    )
     parser.add_argument(
         "--state-dir",
         help="where the workers journal (default: a private temporary directory each run)",
@@ -412,6 +430,7 @@ def main() -> int:
         ),
         "runs": runs,
         "front_handshakes": measure_handshakes(args.handshakes),
+        "single_process": single_process(args) if args.single_process else None,
         "machine": {
             "cores": os.cpu_count(),
             "load_before": load_before,

@@ -126,12 +126,13 @@ class SyncStats:
 class _Due:
     """One journal's batch, due to be written and synced in the next round."""
 
-    __slots__ = ("data", "done", "error", "fd", "wake")
+    __slots__ = ("data", "done", "error", "fd", "taken", "wake")
 
     def __init__(self, fd: int, data: bytes) -> None:
         self.fd = fd
         self.data = data
         self.error: OSError | None = None
+        self.taken = False  # in a round (its thread call may be using `fd`)
         self.done = False
         self.wake = anyio.Event()  # its round ended, or it may lead one
 
@@ -157,13 +158,13 @@ class Syncer:
         self._due.append(due)
         try:
             while not due.done:
-                if not self._gathering and self._rounds < self.limiter.total_tokens:
+                if not (due.taken or self._gathering) and self._rounds < self.limiter.total_tokens:
                     await self._lead()
                 else:
                     await due.wake.wait()
                     due.wake = anyio.Event()
         except BaseException:  # cancelled: never return while a thread may use `fd`
-            if due in self._due:
+            if not due.taken:
                 self._due.remove(due)
                 if self._due:
                     self._due[0].wake.set()
@@ -185,6 +186,8 @@ class Syncer:
             finally:
                 self._gathering = False
             batch, self._due = self._due, []
+            for due in batch:
+                due.taken = True
             try:
                 # Not abandoned when cancelled: the thread finishes, and its outcome stands.
                 await anyio.to_thread.run_sync(_write_round, batch, limiter=self.limiter)

@@ -65,7 +65,14 @@ from areasync.journal.store import (
     Stray,
     is_session_id,
 )
-from areasync.journal.writer import EVERY, Durability, JournalWriter, Ticket, encode_or_refuse
+from areasync.journal.writer import (
+    EVERY,
+    Durability,
+    JournalWriter,
+    SyncStats,
+    Ticket,
+    encode_or_refuse,
+)
 
 __all__ = [
     "EVERY",
@@ -93,6 +100,7 @@ __all__ = [
     "ScenarioSource",
     "StoreScan",
     "Stray",
+    "SyncStats",
     "Ticket",
     "decode_journal",
     "encode_or_refuse",

@@ -46,6 +46,8 @@ from areasync.journal.writer import (
     EVERY,
     Durability,
     JournalWriter,
+    Syncer,
+    SyncStats,
     sync_directory,
     sync_file,
     write_all,
@@ -131,6 +133,8 @@ class JournalStore:
         self.sessions = self.directory / "sessions"
         self.threads = threads  # journals synced at once (each sync holds a worker thread)
         self._limiter: anyio.CapacityLimiter | None = None
+        self._syncer: Syncer | None = None
+        self.stats = SyncStats()  # what its journals made durable (`/metrics` shows it)
         self.sessions.mkdir(parents=True, exist_ok=True)
 
     def path(self, session_id: str) -> Path:
@@ -247,14 +251,14 @@ class JournalStore:
             offset=len(data),
             next_index=1 + len(history),
             durability=durability,
-            limiter=self.limiter,
+            syncer=self.syncer,
         )
 
     async def reopen_writer(self, session_id: str, durability: Durability = EVERY) -> JournalWriter:
         """Append to an existing live journal after a restart: reads it (`writer.recovered`),
         drops a torn tail, and continues after the last acknowledged record."""
         return await anyio.to_thread.run_sync(
-            self._reopen_file, session_id, durability, self.limiter, limiter=self.limiter
+            self._reopen_file, session_id, durability, self.syncer, limiter=self.limiter
         )
 
     @asynccontextmanager
@@ -281,6 +285,13 @@ class JournalStore:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.threads)
         return self._limiter
+
+    @property
+    def syncer(self) -> Syncer:
+        """What syncs this store's journals, the batches due together in one round."""
+        if self._syncer is None:
+            self._syncer = Syncer(self.limiter, self.stats)
+        return self._syncer
 
     @asynccontextmanager
     async def _running(self, writer: JournalWriter) -> AsyncIterator[JournalWriter]:
@@ -311,7 +322,7 @@ class JournalStore:
         return fd
 
     def _reopen_file(
-        self, session_id: str, durability: Durability, limiter: anyio.CapacityLimiter
+        self, session_id: str, durability: Durability, syncer: Syncer
     ) -> JournalWriter:
         journal = self.read(session_id)
         path = self.path(session_id)
@@ -337,7 +348,7 @@ class JournalStore:
             offset=journal.valid_bytes,
             next_index=len(journal.records),
             durability=durability,
-            limiter=limiter,
+            syncer=syncer,
             recovered=journal,
         )
 

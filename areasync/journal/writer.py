@@ -3,13 +3,19 @@
 `JournalWriter.append(record)` encodes and queues the record on the event loop (microseconds, no
 I/O) and returns a `Ticket`; awaiting the ticket returns once the record is on disk (written and
 fdatasync'ed), or raises `JournalWriteError`. The writer's `run()` task does the I/O: it hands
-each batch to a worker thread (`anyio.to_thread.run_sync`, under the store's own
-`CapacityLimiter`, so journals never queue behind the default thread pool's other users, and
-fsyncs of different sessions overlap) and the loop only awaits an `anyio.Event`. A dedicated
-writer thread fed by a queue was measured against it (`bench/journal.py`, "threads";
-docs/topics/performance.md, "The journal store"): the difference is noise next to the sync, and
-a single thread would serialize every session's sync. On the loop, `append()` costs
-microseconds.
+each batch to its store's `Syncer`, which runs it in a worker thread (`anyio.to_thread.run_sync`,
+under the store's own `CapacityLimiter`, so journals never queue behind the default thread
+pool's other users) and the loop only awaits an `anyio.Event`. On the loop, `append()` costs
+microseconds (docs/topics/performance.md, "The journal store").
+
+Group commit across journals (`Syncer`): the batches of every journal of a store that are due
+in the same turn of the event loop share one thread call, which writes each, then syncs each.
+A thread call costs the loop a handful of callbacks and a wake-up from the thread: with many
+sessions busy, one per session per record was a large part of what a journal cost the loop per
+tool call (docs/topics/performance.md, "What a second core buys", has the figures). Up to the limiter's
+number of rounds run at once, so one journal's slow sync does not hold every other journal's;
+each record is still acknowledged only after its own file's sync, and a sync's failure is its
+own journal's.
 
 Durability policies (`Durability`):
 
@@ -19,11 +25,10 @@ Durability policies (`Durability`):
   and never before. Records appended while a batch is being written start the next batch.
 
 `group(0)` is the one to use: no window, so a lone record is synced at once (latency as `every`),
-and records that arrive while a sync runs share the next one: with one record in flight per
-session (an agent's tool calls) it acks as fast as `every`, and under bursts it appends many
-times more (`bench/journal.py`; docs/topics/performance.md, "The journal store"). A window
-(`group(1)`, `group(5)`) only adds itself to the latency when a session has one record in
-flight.
+and records that arrive while a sync runs share the next one. Measured with 4 sessions: one
+record in flight per session (an agent's tool calls), `every` and `group(0)` both ack at 0.65 ms
+p50; 16 in flight, `every` does 5,500 appends/s and `group(0)` 46,000. A window (`group(1)`,
+`group(5)`) only adds itself to the latency when a session has one record in flight.
 
 fdatasync rather than fsync: for an append it flushes the data and the new file size (what a
 reader needs) and skips the timestamps; where the OS lacks it, fsync.
@@ -48,13 +53,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from areasync.journal.errors import JournalRecordError, JournalStateError, JournalWriteError
 from areasync.journal.format import Journal, encode_record
 from areasync.journal.records import Record
 
-__all__ = ["EVERY", "Durability", "JournalWriter", "Ticket", "sync_file"]
+__all__ = ["EVERY", "Durability", "JournalWriter", "SyncStats", "Syncer", "Ticket", "sync_file"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class Durability:
 
 
 EVERY = Durability.every()
+_STOPPED = "the writer stopped before these records were durable"
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -102,6 +109,114 @@ def sync_directory(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@dataclass
+class SyncStats:
+    """What a store's journals have made durable: records, files synced (`syncs`), thread
+    hops (`rounds`: syncs per round above 1 is group commit across journals), and the seconds
+    records waited from their batch's first append to its sync's end, summed (`wait_s`)."""
+
+    records: int = 0
+    syncs: int = 0
+    rounds: int = 0
+    wait_s: float = 0.0
+
+
+class _Due:
+    """One journal's batch, due to be written and synced in the next round."""
+
+    __slots__ = ("data", "done", "error", "fd", "taken", "wake")
+
+    def __init__(self, fd: int, data: bytes) -> None:
+        self.fd = fd
+        self.data = data
+        self.error: OSError | None = None
+        self.taken = False  # in a round (its thread call may be using `fd`)
+        self.done = False
+        self.wake = anyio.Event()  # its round ended, or it may lead one
+
+
+class Syncer:
+    """Writes and syncs the batches of a store's journals, those due together in one round.
+
+    `sync(fd, data)` returns once `data` is written to `fd` and synced, or raises the OSError
+    that stopped it. A caller finding no round gathering and a free slot (at most `limiter`'s
+    tokens of rounds at once) leads one: it lets the loop run once, so that every writer due
+    in this turn joins, then takes every batch due and runs them in one thread call. Others
+    wait for their round to end, or for a slot to lead one."""
+
+    def __init__(self, limiter: anyio.CapacityLimiter, stats: SyncStats) -> None:
+        self.limiter = limiter
+        self.stats = stats
+        self._due: list[_Due] = []
+        self._rounds = 0
+        self._gathering = False
+
+    async def sync(self, fd: int, data: bytes) -> None:
+        due = _Due(fd, data)
+        self._due.append(due)
+        try:
+            while not due.done:
+                if not (due.taken or self._gathering) and self._rounds < self.limiter.total_tokens:
+                    await self._lead()
+                else:
+                    await due.wake.wait()
+                    due.wake = anyio.Event()
+        except BaseException:  # cancelled: never return while a thread may use `fd`
+            if not due.taken:
+                self._due.remove(due)
+                if self._due:
+                    self._due[0].wake.set()
+            else:
+                with anyio.CancelScope(shield=True):
+                    while not due.done:
+                        await due.wake.wait()
+                        due.wake = anyio.Event()
+            raise
+        if due.error is not None:
+            raise due.error
+
+    async def _lead(self) -> None:
+        self._rounds += 1
+        try:
+            self._gathering = True
+            try:
+                await anyio.lowlevel.checkpoint()  # the writers due in this turn join
+            finally:
+                self._gathering = False
+            batch, self._due = self._due, []
+            for due in batch:
+                due.taken = True
+            try:
+                # Not abandoned when cancelled: the thread finishes, and its outcome stands.
+                await anyio.to_thread.run_sync(_write_round, batch, limiter=self.limiter)
+            finally:
+                self.stats.rounds += 1
+                self.stats.syncs += len(batch)
+                for due in batch:
+                    due.done = True
+                    due.wake.set()
+        finally:
+            self._rounds -= 1
+            if self._due:  # due meanwhile: the first may lead the next round
+                self._due[0].wake.set()
+
+
+def _write_round(batch: list[_Due]) -> None:
+    """In a worker thread: write every batch, then sync each written; an OSError is its
+    batch's alone."""
+    for due in batch:
+        try:
+            write_all(due.fd, due.data)
+        except OSError as exc:
+            due.error = exc
+    for due in batch:
+        if due.error is None:
+            try:
+                sync_file(due.fd)
+            except OSError as exc:
+                due.error = exc
 
 
 class _Batch:
@@ -166,7 +281,7 @@ class JournalWriter:
         offset: int,
         next_index: int,
         durability: Durability,
-        limiter: anyio.CapacityLimiter,
+        syncer: Syncer,
         recovered: Journal | None = None,
     ) -> None:
         self.path = path
@@ -176,7 +291,7 @@ class JournalWriter:
         self.broken: JournalWriteError | None = None
         self._fd: int | None = fd
         self._next_index = next_index
-        self._limiter = limiter
+        self._syncer = syncer
         self._queue: deque[_Batch] = deque()
         self._open: _Batch | None = None  # the batch a group commit is still filling
         self._wake = anyio.Event()
@@ -262,8 +377,11 @@ class JournalWriter:
 
     async def _flush(self, batch: _Batch) -> None:
         data = b"".join(batch.frames)
+        fd = self._fd
         try:
-            await anyio.to_thread.run_sync(self._write, data, limiter=self._limiter)
+            if fd is None:
+                raise OSError(9, "the journal file is closed")
+            await self._syncer.sync(fd, data)
         except OSError as exc:
             self.broken = JournalWriteError(
                 self.path,
@@ -274,21 +392,18 @@ class JournalWriter:
             batch.error = self.broken
             batch.done.set()
             return
+        except BaseException:  # cancelled: its records are not known to be durable
+            batch.error = JournalWriteError(self.path, self.durable_bytes, _STOPPED)
+            batch.done.set()
+            raise
         self.durable_bytes += len(data)
+        stats = self._syncer.stats
+        stats.records += len(batch.frames)
+        stats.wait_s += len(batch.frames) * (anyio.current_time() - batch.opened)
         batch.done.set()
 
-    def _write(self, data: bytes) -> None:
-        """In a worker thread: the whole batch, then one sync."""
-        fd = self._fd
-        if fd is None:
-            raise OSError(9, "the journal file is closed")
-        write_all(fd, data)
-        sync_file(fd)
-
     def _fail_queued(self) -> None:
-        error = self.broken or JournalWriteError(
-            self.path, self.durable_bytes, "the writer stopped before these records were durable"
-        )
+        error = self.broken or JournalWriteError(self.path, self.durable_bytes, _STOPPED)
         if self.broken is None and self._queue:
             self.broken = error
         while self._queue:

@@ -437,8 +437,12 @@ class HttpRoutes:
             sessions["ended" if session.ended else "live"] += 1
             for role, count in session.connection_counts().items():
                 connections[role] += count
+        journals = registry.journals
         return registry.metrics.render(
-            sessions=sessions, connections=connections, traces=registry.traces_written
+            sessions=sessions,
+            connections=connections,
+            traces=registry.traces_written,
+            journal=None if journals is None or journals.store is None else journals.store.stats,
         )
 
 

@@ -12,6 +12,8 @@ import collections
 import enum
 from collections.abc import Iterable, Mapping
 
+from areasync.journal import SyncStats
+
 # Tool calls run in microseconds when nothing is wrong; the upper buckets catch apps that do
 # real work (file systems, large mailboxes) and a loaded event loop.
 LATENCY_BUCKETS: tuple[float, ...] = (
@@ -98,9 +100,15 @@ class Metrics:
                 self.rate_limit_disconnects += 1
 
     def render(
-        self, *, sessions: Mapping[str, float], connections: Mapping[str, float], traces: int
+        self,
+        *,
+        sessions: Mapping[str, float],
+        connections: Mapping[str, float],
+        traces: int,
+        journal: SyncStats | None = None,
     ) -> str:
-        """The Prometheus text exposition of every metric."""
+        """The Prometheus text exposition of every metric; `journal`: what the state
+        directory's journals made durable (zeros without one)."""
         lines: list[str] = []
         _metric(lines, "areasync_sessions", "gauge", "Sessions by state.", sessions, "state")
         _metric(
@@ -125,6 +133,8 @@ class Metrics:
         _metric(
             lines, "areasync_traces_written_total", "counter", "ARE trace files written.", traces
         )
+        for name, help_text, value in _journal_counters(journal or SyncStats()):
+            _metric(lines, name, "counter", help_text, value)
         lines.extend(
             self.tool_call_seconds.render(
                 "areasync_tool_call_seconds",
@@ -185,6 +195,26 @@ class Metrics:
                 self.close_resets,
             ),
         ]
+
+
+def _journal_counters(stats: SyncStats) -> list[tuple[str, str, float]]:
+    """The journals' counters (`journal.SyncStats`): name, help, value."""
+    return [
+        ("areasync_journal_records_total", "Journal records made durable.", stats.records),
+        ("areasync_journal_syncs_total", "Journal files synced (fdatasync).", stats.syncs),
+        (
+            "areasync_journal_sync_rounds_total",
+            "Thread calls that wrote and synced journals (syncs per round above 1: group "
+            "commit across sessions).",
+            stats.rounds,
+        ),
+        (
+            "areasync_journal_wait_seconds_total",
+            "Seconds journal records waited from their batch's first append to their sync's "
+            "end, summed (over records_total: the mean wait of a reply for durability).",
+            stats.wait_s,
+        ),
+    ]
 
 
 def _metric(

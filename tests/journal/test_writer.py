@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import pytest
 
@@ -18,7 +19,9 @@ from areasync.journal import (
     JournalStateError,
     JournalStore,
     JournalWriteError,
+    JournalWriter,
 )
+from areasync.journal import writer as journal_writer
 from tests.journal.support import created, tool_call
 
 
@@ -159,3 +162,103 @@ async def test_a_cancelled_writer_fails_its_queued_records(tmp_path: Path) -> No
 def test_a_negative_group_window_is_refused() -> None:
     with pytest.raises(ValueError, match="a duration in ms >= 0"):
         Durability.group(-1)
+
+
+# -- group commit across journals (`Syncer`) ---------------------------------------------------
+
+
+async def _writers(store: JournalStore, n: int, tg: anyio.abc.TaskGroup) -> list[JournalWriter]:
+    """`n` journals of `store`, their `run()` in `tg`."""
+    writers = [await store.create_writer(created(f"s{i}"), Durability.group(0)) for i in range(n)]
+    for writer in writers:
+        tg.start_soon(writer.run)
+    return writers
+
+
+async def test_journals_due_in_the_same_turn_share_one_thread_round(tmp_path: Path) -> None:
+    store = JournalStore(tmp_path)
+    async with anyio.create_task_group() as tg:
+        writers = await _writers(store, 8, tg)
+        await anyio.wait_all_tasks_blocked()
+        tickets = [writer.append(tool_call(0)) for writer in writers]
+        for ticket in tickets:
+            await ticket
+        assert (store.stats.records, store.stats.syncs, store.stats.rounds) == (8, 8, 1)
+        for writer in writers:
+            writer.close()
+
+
+async def test_a_shared_round_acknowledges_each_record_only_after_its_own_file_is_synced(
+    tmp_path: Path, gated: GatedSync, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (gated(fd), synced.append(fd)))
+    store = JournalStore(tmp_path)
+    async with anyio.create_task_group() as tg:
+        writers = await _writers(store, 3, tg)
+        await anyio.wait_all_tasks_blocked()
+        tickets = [writer.append(tool_call(0)) for writer in writers]
+        await anyio.to_thread.run_sync(gated.entered.wait, 30)
+        assert [ticket.done for ticket in tickets] == [False] * 3
+        gated.release.set()
+        for writer, ticket in zip(writers, tickets, strict=True):
+            await ticket
+            assert writer.fileno() in synced
+        for writer in writers:
+            writer.close()
+    assert [len(store.read(f"s{i}").inputs) for i in range(3)] == [1, 1, 1]
+
+
+async def test_a_failed_sync_in_a_shared_round_fails_only_its_own_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing: set[int] = set()
+
+    def sync(fd: int) -> None:
+        if fd in failing:
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(journal_writer, "sync_file", sync)
+    store = JournalStore(tmp_path)
+    async with anyio.create_task_group() as tg:
+        writers = await _writers(store, 3, tg)
+        failing.add(writers[1].fileno())
+        await anyio.wait_all_tasks_blocked()
+        tickets = [writer.append(tool_call(0)) for writer in writers]
+        await tickets[0]
+        with pytest.raises(JournalWriteError, match=r"Input/output error \(errno 5\)"):
+            await tickets[1]
+        await tickets[2]
+        assert store.stats.rounds == 1
+        for writer in writers:
+            writer.close()
+
+
+async def test_a_writer_cancelled_during_a_shared_round_keeps_its_file_until_the_round_ends(
+    tmp_path: Path, gated: GatedSync
+) -> None:
+    store = JournalStore(tmp_path)
+    async with anyio.create_task_group() as tg:
+        writers = await _writers(store, 2, tg)
+        cancelled = await store.create_writer(created("cancelled"), Durability.group(0))
+        scope = anyio.CancelScope()
+        tg.start_soon(_cancellable, cancelled, scope)
+        await anyio.wait_all_tasks_blocked()
+        tickets = [w.append(tool_call(0)) for w in (*writers, cancelled)]
+        await anyio.to_thread.run_sync(gated.entered.wait, 30)
+        scope.cancel()
+        await anyio.wait_all_tasks_blocked()
+        assert cancelled.fileno() != -1  # the round's thread may still write to it
+        gated.release.set()
+        await tickets[0]
+        await tickets[1]
+        await anyio.wait_all_tasks_blocked()
+        assert cancelled.fileno() == -1
+        assert tickets[2].done  # durable, or "the writer stopped": not known to be durable
+        for writer in writers:
+            writer.close()
+
+
+async def _cancellable(writer: JournalWriter, scope: anyio.CancelScope) -> None:
+    with scope:
+        await writer.run()

@@ -103,6 +103,26 @@ async def test_metrics_are_prometheus_text_with_the_service_counters() -> None:
     assert samples["areasync_slow_consumer_disconnects_total"] == "0"
 
 
+async def test_metrics_count_what_the_journals_made_durable(tmp_path: Path) -> None:
+    async with serving(state_dir=tmp_path) as service, attach(service, Role.AGENT) as agent:
+        for _ in range(3):
+            await agent.call(CallTool, tool="SystemApp__get_current_time")
+        _, _, body = await http_get(service, f"/metrics?token={ADMIN}")
+    samples = {
+        name: float(value)
+        for name, value in (line.rsplit(" ", 1) for line in body.decode().splitlines())
+        if name.startswith("areasync_journal_")
+    }
+    records = samples["areasync_journal_records_total"]
+    assert records >= 3  # a reply waits for its call's record
+    syncs, rounds = (
+        samples["areasync_journal_syncs_total"],
+        samples["areasync_journal_sync_rounds_total"],
+    )
+    assert 1 <= rounds <= syncs <= records
+    assert samples["areasync_journal_wait_seconds_total"] > 0
+
+
 async def test_metrics_count_the_events_among_the_stream_items() -> None:
     async with serving() as service, attach(service, Role.CONTROLLER) as controller:
         await controller.call(Jump, next_event=True)  # the tutorial's first event, at T+5 s

@@ -13,9 +13,9 @@ in the same turn of the event loop share one thread call, which writes each, the
 A thread call costs the loop a handful of callbacks and a wake-up from the thread: with many
 sessions busy, one per session per record was a large part of what a journal cost the loop per
 tool call (docs/topics/performance.md, "What a second core buys", has the figures). Up to the
-limiter's number of rounds run at once, so one journal's slow sync does not hold every other journal's;
-each record is still acknowledged only after its own file's sync, and a sync's failure is its
-own journal's.
+limiter's number of rounds run at once, so one journal's slow sync does not hold every other
+journal's; each record is still acknowledged only after its own file's sync, and a sync's failure
+is its own journal's.
 
 Durability policies (`Durability`):
 

@@ -558,6 +558,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     if workers.count:
+        from areasync.front.boot import boot_fork_server
+
+        boot_fork_server()  # it imports ARE beside the front's own import of it, just below
         from areasync.front.cli import serve_front
 
         scenarios = args.scenario or ["scenario_tutorial"]

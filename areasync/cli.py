@@ -27,6 +27,7 @@ from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
 from areasync.cli_durable import add_cluster_options, add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.cli_workers import worker_count
+from areasync.exits import exit_uncollected
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.ports import is_port, port_range_problems
 from areasync.tempdirs import remove_ares_temp_dir_at_exit
@@ -125,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from areasync.agents.gaia2_tools import main as gaia2_tools
 
         return gaia2_tools(argv[1:])
+    if owns_process:
+        exit_uncollected()  # a server or a run: ARE's heap is not collected as it exits
     if argv[:1] == ["bench"] and argv[1:2] in (["run"], ["judge"], ["gaia2-run"]):
         # are-benchmark's own options (click), so argparse never sees them; ARE is imported
         # only here.

@@ -23,7 +23,12 @@ import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
 from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
-from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
+from areasync.bridge.operator_files import (
+    DEFAULT_MAX_SCENARIO_BYTES,
+    TooLargeError,
+    check_file,
+    names_a_file,
+)
 from areasync.cli_durable import add_cluster_options, add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.cli_workers import worker_count
@@ -560,6 +565,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    # An operator's scenario file too large is refused before anything starts (a front and its
+    # workers, or ARE's import): the same line a session's creation would give.
+    for source in args.scenario or []:
+        if names_a_file(source) and os.path.isfile(source):
+            try:
+                check_file(source, config.max_scenario_bytes)
+            except TooLargeError as exc:
+                print(f"areasync serve: cannot create a session: {exc}", file=sys.stderr)
+                return 2
     if workers.count:
         from areasync.front.boot import boot_fork_server
 

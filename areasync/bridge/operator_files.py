@@ -37,6 +37,14 @@ def too_large(what: str, size: int, limit: int) -> str:
     )
 
 
+def names_a_file(source: object) -> bool:
+    """Whether a scenario `source` names a JSON file (a path, or a string ending in `.json`
+    that is not JSON text itself), as `load_scenario` reads it."""
+    return isinstance(source, os.PathLike) or (
+        isinstance(source, str) and source.endswith(".json") and not source.lstrip().startswith("{")
+    )
+
+
 def check_file(path: str | os.PathLike[str], limit: int, what: str | None = None) -> None:
     """Raise TooLargeError if the file at `path` is larger than `limit` bytes."""
     size = os.stat(path).st_size

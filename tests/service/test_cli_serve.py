@@ -115,6 +115,24 @@ async def test_serve_refuses_a_scenario_file_above_max_scenario_bytes_in_one_lin
     assert b"Traceback" not in result.stderr
 
 
+def test_a_scenario_file_above_max_scenario_bytes_is_refused_before_ares_import(
+    tmp_path: Path,
+) -> None:
+    """Refused at once, before a front, its workers or ARE start (as a typo in an option is)."""
+    path = oversized_scenario_file(tmp_path, DEFAULT_MAX_FILE_BYTES + 512 * 1024)
+    probe = (
+        "import sys\n"
+        "from areasync.cli import main\n"
+        f"status = main(['serve', '--port', '0', '--scenario', {str(path)!r}])\n"
+        "print(status, 'are' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    assert done.stdout.split() == ["2", "False"], done.stderr
+    assert "above the" in done.stderr and "--max-scenario-bytes" in done.stderr
+
+
 async def test_serve_refuses_a_bad_limit_with_its_name() -> None:
     result = await anyio.run_process([*SERVE, "--max-lag", "0"], check=False)
     assert result.returncode == 2

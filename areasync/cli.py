@@ -23,10 +23,16 @@ import anyio
 
 from areasync.agents.cli import add_agent_parser, run_agent
 from areasync.bridge.judge_options import DEFAULT_JUDGE_MODEL
-from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
+from areasync.bridge.operator_files import (
+    DEFAULT_MAX_SCENARIO_BYTES,
+    TooLargeError,
+    check_file,
+    names_a_file,
+)
 from areasync.cli_durable import add_cluster_options, add_durability_options
 from areasync.cli_sessions import add_session_parser, run_session
 from areasync.cli_workers import worker_count
+from areasync.exits import exit_uncollected
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.ports import is_port, port_range_problems
 from areasync.tempdirs import remove_ares_temp_dir_at_exit
@@ -125,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from areasync.agents.gaia2_tools import main as gaia2_tools
 
         return gaia2_tools(argv[1:])
+    if owns_process:
+        exit_uncollected()  # a server or a run: ARE's heap is not collected as it exits
     if argv[:1] == ["bench"] and argv[1:2] in (["run"], ["judge"], ["gaia2-run"]):
         # are-benchmark's own options (click), so argparse never sees them; ARE is imported
         # only here.
@@ -559,7 +567,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    # An operator's scenario file too large is refused before anything starts (a front and its
+    # workers, or ARE's import): the same line a session's creation would give.
+    for source in args.scenario or []:
+        if names_a_file(source) and os.path.isfile(source):
+            try:
+                check_file(source, config.max_scenario_bytes)
+            except TooLargeError as exc:
+                print(f"areasync serve: cannot create a session: {exc}", file=sys.stderr)
+                return 2
     if workers.count:
+        from areasync.front.boot import boot_fork_server
+
+        boot_fork_server()  # it imports ARE beside the front's own import of it, just below
         from areasync.front.cli import serve_front
 
         scenarios = args.scenario or ["scenario_tutorial"]

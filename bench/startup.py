@@ -4,13 +4,16 @@
 
 Prints JSON: the best (and median) wall seconds of N runs of `python -m areasync.cli --help`,
 and of `python -m areasync.cli serve --port 0` (the default scenario) until its banner is
-printed. `--source DIR` measures another checkout of areasync (its directory goes first on
-PYTHONPATH), e.g. a worktree of an older commit, to compare with.
+printed, with the CPU seconds (user + sys) its processes had spent by then (the front, its fork
+server and workers, read from /proc: what a busy machine's wall times hide); then the wall
+seconds from SIGINT to its exit. `--source DIR` measures another checkout of areasync (its
+directory goes first on PYTHONPATH), e.g. a worktree of an older commit, to compare with.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -20,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -46,8 +50,35 @@ def time_help(source: Path) -> float:
     return time.perf_counter() - started
 
 
-def time_serve_banner(source: Path) -> float:
-    """Wall seconds from spawning `serve` to the banner's last line; then SIGINT it."""
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every process under it (/proc's children lists)."""
+    found = [pid]
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as kids:
+            for child in kids.read().split():
+                found += _descendants(int(child))
+    return found
+
+
+def _cpu_s(pid: int) -> float:
+    """User + sys seconds `pid` has spent, from /proc (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ServeTimes(NamedTuple):
+    banner_s: float  # wall, spawn to the banner's last line
+    cpu_s: float  # user + sys of the whole process tree by then
+    exit_s: float  # wall, SIGINT to its exit
+
+
+def time_serve_banner(source: Path) -> ServeTimes:
+    """Spawn `serve`, time it to the banner's last line and read its tree's CPU; then SIGINT
+    it and time its exit."""
     with tempfile.TemporaryDirectory() as traces:
         command = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0"]
         command += ["--token", "bench", "--trace-dir", traces]
@@ -64,17 +95,23 @@ def time_serve_banner(source: Path) -> float:
             assert process.stdout is not None
             for line in process.stdout:
                 if "Ctrl-C" in line:  # the banner's last line
-                    return time.perf_counter() - started
+                    banner = time.perf_counter() - started
+                    cpu = sum(_cpu_s(pid) for pid in _descendants(process.pid))
+                    stopping = time.perf_counter()
+                    process.send_signal(signal.SIGINT)
+                    process.wait(timeout=30)
+                    return ServeTimes(banner, cpu, time.perf_counter() - stopping)
                 if time.perf_counter() - started > GIVE_UP_S:
                     break
             raise RuntimeError("areasync serve printed no banner")
         finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 def summary(samples: list[float]) -> dict[str, float]:
@@ -100,7 +137,9 @@ def main() -> None:
                 "source": str(source),
                 "runs": args.runs,
                 "help": summary(help_times),
-                "serve_banner": summary(serve_times),
+                "serve_banner": summary([times.banner_s for times in serve_times]),
+                "serve_cpu_at_banner": summary([times.cpu_s for times in serve_times]),
+                "serve_exit": summary([times.exit_s for times in serve_times]),
             },
             indent=2,
         )

@@ -44,6 +44,7 @@ WHOLE_MODULES = (  # a module, or every module under a directory ending in "/"
     "tests/core/test_snapshots.py",
     "tests/dashboard/",
     "tests/gaia2/",
+    "tests/service/test_cli_serve.py",
     "tests/service/test_durable_judged.py",
     "tests/service/test_durable_judged_crash.py",
     "tests/service/test_gaia2_judge.py",

@@ -6,8 +6,9 @@ operator's limit, `max_scenario_bytes` (`--max-scenario-bytes` on each of those 
 never under a session's sandbox limits: `max_file_bytes` bounds what an agent's tools may
 read, and a Gaia2-sized world is larger than any attachment. Agents cannot name such a file (a
 client's `create_session` names a registered id or sends JSON text, held to the server's
-`max_scenario_bytes` when admitted). The size is checked before anything is read; too big is
-one line: the file, its size, the limit and the flag that raises it.
+`max_scenario_bytes` when admitted). The size is checked before anything is read (by `serve`,
+before it starts anything); too big is one line: the file, its size, the limit and the flag that
+raises it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ def too_large(what: str, size: int, limit: int) -> str:
     return (
         f"{what} is {size} bytes, above the {limit}-byte limit for scenario files "
         f"(max_scenario_bytes); raise it with {FLAG} N"
+    )
+
+
+def names_a_file(source: object) -> bool:
+    """Whether a scenario `source` names a JSON file (a path, or a string ending in `.json`
+    that is not JSON text itself), as `load_scenario` reads it."""
+    return isinstance(source, os.PathLike) or (
+        isinstance(source, str) and source.endswith(".json") and not source.lstrip().startswith("{")
     )
 
 

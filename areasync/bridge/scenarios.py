@@ -37,7 +37,7 @@ from are.simulation.scenarios.scenario import Scenario
 from areasync.bridge.confinement import confine_file_systems
 from areasync.bridge.json_import import import_benchmark, import_plain
 from areasync.bridge.judge_options import JudgeOptions
-from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES, check_file
+from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES, check_file, names_a_file
 from areasync.bridge.scenario_vetting import MAX_JSON_BYTES, ScenarioError, vetted_json
 from areasync.protocol.frames import ImportMode
 
@@ -299,9 +299,7 @@ def load(
     mode = parse_import_mode(import_mode)
     if isinstance(source, Scenario):
         scenario = source
-    elif isinstance(source, os.PathLike) or (
-        isinstance(source, str) and source.endswith(".json") and not source.lstrip().startswith("{")
-    ):
+    elif names_a_file(source):
         path = Path(source)
         if not path.is_file():
             raise ScenarioError(f"scenario file {str(path)!r} does not exist; check the path")

@@ -58,6 +58,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 
 from areasync.front import mcp, shares
 from areasync.front.admin import AdminControls, refused, relay, worker_end
+from areasync.front.boot import PRELOAD
 from areasync.front.hello import Verdict, judge
 from areasync.front.ports import SessionPorts, accept_all
 from areasync.front.routes import FrontRoutes
@@ -110,9 +111,6 @@ __all__ = ["PRELOAD", "Front"]
 
 logger = logging.getLogger("areasync.front")
 
-# What the fork server imports once, so that a worker starts with it imported (and ARE's
-# scenarios discovered): `sessionworker/preload.py`.
-PRELOAD = ("areasync.sessionworker.preload",)
 _BACKLOG = 1024
 _RETRY = "retry in a second and resume with since"
 

@@ -14,20 +14,19 @@ neither, since both act on the whole process:
   booted here, from the command line as given (`wants_workers`), both import at once, each
   on a core. A command line that turns out to be refused leaves a fork server that ends with
   the command.
-* **The process exits without a last collection** (`exit_uncollected`): at exit, CPython's
-  finalisation collects the whole heap, ARE's and LiteLLM's millions of objects, which took
-  seconds. An `atexit` hook freezes the heap out of collection instead: objects are still
-  freed as their modules are cleared, only the cycles among them are not looked for.
+* **The process exits without a last collection** (`exit_uncollected`, `areasync/exits.py`):
+  at exit, CPython's finalisation collects the whole heap, ARE's and LiteLLM's millions of
+  objects, which took seconds.
 
 This module imports nothing heavy: it runs before ARE is imported.
 """
 
 from __future__ import annotations
 
-import atexit
-import gc
 import multiprocessing
 from collections.abc import Sequence
+
+from areasync.exits import exit_uncollected
 
 __all__ = [
     "ORACLE_PRELOAD",
@@ -116,14 +115,3 @@ def boot_workers(argv: Sequence[str]) -> bool:
     multiprocessing.get_context("forkserver").set_forkserver_preload(list(modules))
     forkserver.ensure_running()
     return True
-
-
-_exit_hooked = False
-
-
-def exit_uncollected() -> None:
-    """Freeze the heap out of the interpreter's last collections when this process exits."""
-    global _exit_hooked
-    if not _exit_hooked:
-        _exit_hooked = True
-        atexit.register(gc.freeze)

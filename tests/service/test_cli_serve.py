@@ -8,11 +8,13 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+import pytest_asyncio
 from anyio.streams.text import TextReceiveStream
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
@@ -29,6 +31,33 @@ from tests.service.durable_support import read_banner
 from tests.service.support import json_files
 
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--mode", "manual"]
+
+
+# One `serve` for the tests that check an option reaches the service and leave the server as
+# they found it (a start through the front costs seconds of CPU): OpenEnv's idle timeout, an
+# allowed origin and host, and the workers left to their default. Their tests run on the
+# module's event loop, the server's.
+OPTIONED = [
+    *("--token", "cli-admin", "--trace-dir", ""),
+    *("--openenv-idle-timeout", "0.3"),
+    *("--allow-origin", "http://dash.example:9000", "--allow-host", "box.lan"),
+]
+ON_THE_OPTIONED_SERVER = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def optioned(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """The banner of `serve` with OPTIONED, running until the module's tests are done."""
+    log = tmp_path_factory.mktemp("optioned") / "serve.log"
+    with log.open("ab") as stderr:
+        process = await anyio.open_process([*SERVE, *OPTIONED], stderr=stderr)
+    async with process:
+        try:
+            yield await read_banner(process)
+        finally:
+            process.send_signal(signal.SIGINT)
+            with anyio.fail_after(PROCESS_S):
+                await process.wait()
 
 
 async def banner_then_sigint(command: list[str]) -> tuple[str, int]:
@@ -84,6 +113,24 @@ async def test_serve_refuses_a_scenario_file_above_max_scenario_bytes_in_one_lin
         "it with --max-scenario-bytes N"
     )
     assert b"Traceback" not in result.stderr
+
+
+def test_a_scenario_file_above_max_scenario_bytes_is_refused_before_ares_import(
+    tmp_path: Path,
+) -> None:
+    """Refused at once, before a front, its workers or ARE start (as a typo in an option is)."""
+    path = oversized_scenario_file(tmp_path, DEFAULT_MAX_FILE_BYTES + 512 * 1024)
+    probe = (
+        "import sys\n"
+        "from areasync.cli import main\n"
+        f"status = main(['serve', '--port', '0', '--scenario', {str(path)!r}])\n"
+        "print(status, 'are' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    assert done.stdout.split() == ["2", "False"], done.stderr
+    assert "above the" in done.stderr and "--max-scenario-bytes" in done.stderr
 
 
 async def test_serve_refuses_a_bad_limit_with_its_name() -> None:
@@ -148,21 +195,16 @@ async def test_serve_refuses_a_bad_flood_or_call_limit_with_its_name(
     assert message in result.stderr
 
 
-async def test_serve_reaps_openenv_clients_after_the_idle_timeout_given() -> None:
-    command = [*SERVE, "--token", "cli-admin", "--openenv-idle-timeout", "0.3"]
-    async with await anyio.open_process(command) as process:
-        banner = await read_banner(process)
-        match = re.search(r"http://(127\.0\.0\.1:\d+)/openenv/cli-admin", banner)
-        assert match is not None
-        async with connect(f"ws://{match[1]}/openenv/cli-admin/ws") as ws:
-            reset = {"type": "reset", "data": {"scenario": "scenario_tutorial", "mode": "manual"}}
-            await ws.send(json.dumps(reset))
-            with anyio.fail_after(PROCESS_S):
-                observed = json.loads(await ws.recv())
-                reaped = json.loads(await ws.recv())
-        process.send_signal(signal.SIGINT)
+@ON_THE_OPTIONED_SERVER
+async def test_serve_reaps_openenv_clients_after_the_idle_timeout_given(optioned: str) -> None:
+    match = re.search(r"http://(127\.0\.0\.1:\d+)/openenv/cli-admin", optioned)
+    assert match is not None
+    async with connect(f"ws://{match[1]}/openenv/cli-admin/ws") as ws:
+        reset = {"type": "reset", "data": {"scenario": "scenario_tutorial", "mode": "manual"}}
+        await ws.send(json.dumps(reset))
         with anyio.fail_after(PROCESS_S):
-            await process.wait()
+            observed = json.loads(await ws.recv())
+            reaped = json.loads(await ws.recv())
     assert observed["type"] == "observation"
     assert reaped["type"] == "error" and "no message for 0.3 s" in reaped["data"]["message"]
 
@@ -283,24 +325,16 @@ async def _status_as(port: int, host: str) -> bytes:
         return (await stream.receive()).split(b"\r\n")[0]
 
 
-async def test_serve_passes_allow_origin_and_allow_host_to_the_service() -> None:
-    command = [*SERVE, "--token", "cli-admin", "--allow-origin", "http://dash.example:9000"]
-    command += ["--allow-host", "box.lan"]
-    async with await anyio.open_process(command) as process:
-        try:
-            banner = await read_banner(process)
-            match = re.search(r"ws://127\.0\.0\.1:(\d+)/sessions/scenario_tutorial", banner)
-            assert match is not None
-            hello = {"type": "hello", "id": 1, "role": "observer", "token": "cli-admin"}
-            with anyio.fail_after(PROCESS_S):
-                async with connect(match[0], origin="http://dash.example:9000") as page:  # type: ignore[arg-type]
-                    await page.send(json.dumps(hello))
-                    welcome = json.loads(await page.recv())
-                by_name = await _status_as(int(match[1]), f"box.lan:{match[1]}")
-        finally:
-            process.send_signal(signal.SIGINT)
-            with anyio.fail_after(PROCESS_S):
-                await process.wait()
+@ON_THE_OPTIONED_SERVER
+async def test_serve_passes_allow_origin_and_allow_host_to_the_service(optioned: str) -> None:
+    match = re.search(r"ws://127\.0\.0\.1:(\d+)/sessions/scenario_tutorial", optioned)
+    assert match is not None
+    hello = {"type": "hello", "id": 1, "role": "observer", "token": "cli-admin"}
+    with anyio.fail_after(PROCESS_S):
+        async with connect(match[0], origin="http://dash.example:9000") as page:  # type: ignore[arg-type]
+            await page.send(json.dumps(hello))
+            welcome = json.loads(await page.recv())
+        by_name = await _status_as(int(match[1]), f"box.lan:{match[1]}")
     assert welcome["type"] == "welcome" and by_name == b"HTTP/1.1 200 OK"
 
 
@@ -372,27 +406,22 @@ async def test_serve_refuses_a_malformed_memory_limit_saying_what_is_accepted() 
     assert b"--memory-limit must be a size (4G, 512M" in result.stderr
 
 
-async def test_serve_without_workers_runs_a_worker_per_cpu_and_answers_a_tool_call() -> None:
-    command = [*SERVE, "--token", "cli-admin", "--trace-dir", ""]
-    async with await anyio.open_process(command) as process:
-        try:
-            banner = await read_banner(process)
-            assert f"sessions in {usable_cpus()} worker processes" in banner, banner
-            url = re.search(r"ws://\S+/sessions/scenario_tutorial", banner)
-            token = re.search(r"^  agent\s+(\S+)$", banner, re.MULTILINE)
-            assert url is not None and token is not None, banner
-            with anyio.fail_after(PROCESS_S):
-                async with connect(url[0]) as ws:
-                    hello = {"type": "hello", "id": 0, "role": "agent", "token": token[1]}
-                    await ws.send(json.dumps(hello))
-                    assert json.loads(await ws.recv())["type"] == "welcome"
-                    call = {"type": "call_tool", "id": 1, "tool": "SystemApp__get_current_time"}
-                    await ws.send(json.dumps({**call, "args": {}}))
-                    reply = json.loads(await ws.recv())
-                    while reply.get("id") != 1:  # events come before the result
-                        reply = json.loads(await ws.recv())
-        finally:
-            process.send_signal(signal.SIGINT)
-            with anyio.fail_after(PROCESS_S):
-                await process.wait()
+@ON_THE_OPTIONED_SERVER
+async def test_serve_without_workers_runs_a_worker_per_cpu_and_answers_a_tool_call(
+    optioned: str,
+) -> None:
+    assert f"sessions in {usable_cpus()} worker processes" in optioned, optioned
+    url = re.search(r"ws://\S+/sessions/scenario_tutorial", optioned)
+    token = re.search(r"^  agent\s+(\S+)$", optioned, re.MULTILINE)
+    assert url is not None and token is not None, optioned
+    with anyio.fail_after(PROCESS_S):
+        async with connect(url[0]) as ws:
+            hello = {"type": "hello", "id": 0, "role": "agent", "token": token[1]}
+            await ws.send(json.dumps(hello))
+            assert json.loads(await ws.recv())["type"] == "welcome"
+            call = {"type": "call_tool", "id": 1, "tool": "SystemApp__get_current_time"}
+            await ws.send(json.dumps({**call, "args": {}}))
+            reply = json.loads(await ws.recv())
+            while reply.get("id") != 1:  # events come before the result
+                reply = json.loads(await ws.recv())
     assert reply["type"] == "result" and "current_timestamp" in reply["value"]

@@ -1,0 +1,50 @@
+"""`areasync serve` boots its workers' fork server before the front imports ARE
+(`areasync/front/boot.py`): the two imports then run at once, each on a core."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# Runs `areasync serve` (workers by default) in this process; when it first imports ARE, says
+# whether this process has a child running multiprocessing's fork server yet, kills its
+# children and exits there: nothing is served, nothing outlives it.
+AT_ARES_IMPORT = """
+import os, signal, sys
+
+def children():
+    pid = os.getpid()
+    with open(f"/proc/{pid}/task/{pid}/children") as listing:
+        return [int(child) for child in listing.read().split()]
+
+def command_line(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as line:
+        return line.read().replace(b"\\0", b" ").decode()
+
+def at_import(event, args):
+    if event == "import" and args[0] == "are":
+        running = [p for p in children() if "multiprocessing.forkserver" in command_line(p)]
+        print(f"fork servers running as ARE is first imported: {len(running)}", flush=True)
+        for child in children():
+            os.kill(child, signal.SIGKILL)
+        os._exit(0)
+
+sys.addaudithook(at_import)
+from areasync.cli import main
+main(["serve", "--port", "0", "--token", "boot-test", "--trace-dir", sys.argv[1]])
+"""
+
+
+def test_serve_boots_the_fork_server_before_the_front_imports_are(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", AT_ARES_IMPORT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert "fork servers running as ARE is first imported: 1" in done.stdout, (
+        done.stdout + done.stderr
+    )

@@ -11,8 +11,10 @@ import bisect
 import collections
 import enum
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from areasync.journal import SyncStats
+if TYPE_CHECKING:  # the core imports this module: no journal (anyio) at run time
+    from areasync.journal import SyncStats
 
 # Tool calls run in microseconds when nothing is wrong; the upper buckets catch apps that do
 # real work (file systems, large mailboxes) and a loaded event loop.
@@ -133,7 +135,7 @@ class Metrics:
         _metric(
             lines, "areasync_traces_written_total", "counter", "ARE trace files written.", traces
         )
-        for name, help_text, value in _journal_counters(journal or SyncStats()):
+        for name, help_text, value in _journal_counters(journal):
             _metric(lines, name, "counter", help_text, value)
         lines.extend(
             self.tool_call_seconds.render(
@@ -197,22 +199,27 @@ class Metrics:
         ]
 
 
-def _journal_counters(stats: SyncStats) -> list[tuple[str, str, float]]:
-    """The journals' counters (`journal.SyncStats`): name, help, value."""
+def _journal_counters(stats: SyncStats | None) -> list[tuple[str, str, float]]:
+    """The journals' counters (`journal.SyncStats`; zero without journals): name, help, value."""
+    records, syncs, rounds, wait_s = (
+        (0, 0, 0, 0.0)
+        if stats is None
+        else (stats.records, stats.syncs, stats.rounds, stats.wait_s)
+    )
     return [
-        ("areasync_journal_records_total", "Journal records made durable.", stats.records),
-        ("areasync_journal_syncs_total", "Journal files synced (fdatasync).", stats.syncs),
+        ("areasync_journal_records_total", "Journal records made durable.", records),
+        ("areasync_journal_syncs_total", "Journal files synced (fdatasync).", syncs),
         (
             "areasync_journal_sync_rounds_total",
             "Thread calls that wrote and synced journals (syncs per round above 1: group "
             "commit across sessions).",
-            stats.rounds,
+            rounds,
         ),
         (
             "areasync_journal_wait_seconds_total",
             "Seconds journal records waited from their batch's first append to their sync's "
             "end, summed (over records_total: the mean wait of a reply for durability).",
-            stats.wait_s,
+            wait_s,
         ),
     ]
 

@@ -102,7 +102,7 @@ from areasync.service.server import (
 from areasync.service.wire import screened_connection
 from areasync.sessionworker.busy import BUSY_DIR, read_busy
 from areasync.sessionworker.confine import session_confinement, writable_dirs
-from areasync.sessionworker.handlers import Seat, serving, worker_config
+from areasync.sessionworker.handlers import Banner, Described, Seat, serving, worker_config
 from areasync.workers.confine import probe, worker_tmp
 from areasync.workers.pool import CallFailed, Worker, WorkerLost, WorkerPool
 
@@ -445,6 +445,28 @@ class Front:
             handed = self.gaia2_ports is not None
             pid = await self.pool.call(worker, "start", config, self.ws_base, handed, self.mcp_port)
             self._started[worker.name] = pid
+
+    async def banner_words(self) -> Banner:
+        """What the workers up say of their sessions and of the judge, merged: the banner's
+        words come from the services that run the sessions (`front/cli.py`). A worker that
+        does not answer leaves its sessions' words out."""
+        held: dict[str, list[str]] = {}
+        for session_id, name in self.seats.where.items():
+            held.setdefault(name, []).append(session_id)
+        workers = self.up()
+        answers = await asyncio.gather(
+            *(self.call(worker, "banner", held.get(worker.name, [])) for worker in workers),
+            return_exceptions=True,
+        )
+        judge: list[str] = []
+        sessions: dict[str, Described] = {}
+        for worker, answer in zip(workers, answers, strict=True):
+            if isinstance(answer, BaseException):
+                logger.warning("%s did not say its banner: %r", worker.name, answer)
+                continue
+            judge = judge or answer.judge
+            sessions.update(answer.sessions)
+        return Banner(judge, sessions)
 
     def worker(self, name: str) -> Worker:
         return next(w for w in self.pool.workers if w.name == name)

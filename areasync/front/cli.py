@@ -17,6 +17,7 @@ from areasync.front.server import Front
 from areasync.protocol.frames import Role
 from areasync.service.config import ServiceConfig
 from areasync.service.gaia2cli.bare import banner_lines
+from areasync.service.gaia2cli.http import adapter_url
 from areasync.service.openenv.routes import base_url as openenv_base_url
 from areasync.service.server import ServiceError
 from areasync.sessionworker.handlers import Banner
@@ -100,6 +101,9 @@ def banner(front: Front, words: Banner) -> str:
             # OpenEnv's client takes only a base URL: the agent's token rides in its path.
             agent = openenv_base_url(front.http_url, tokens[Role.AGENT])
             lines.append(f"  OpenEnv     {agent}")
+        if front.gaia2.port is not None and tokens:
+            shared = adapter_url(front.gaia2_base, tokens[Role.USER])
+            lines.append(f"  gaia2-cli   {shared}  (the user's token)")
         if front.gaia2_ports is not None:
             links = front.gaia2_links(session_id)
             lines += [f"  gaia2-cli   {line}" for line in banner_lines(links)]

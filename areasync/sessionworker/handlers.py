@@ -113,10 +113,12 @@ class SessionWorker:
         ws_base: str,
         gaia2_ports: bool = False,
         mcp_port: int | None = None,
+        gaia2_port: int | None = None,
     ) -> int:
         """Start the service (no port, no admin token of the front's) and take hand-offs
         (`gaia2_ports`: connections of the sessions' gaia2-cli ports too; `mcp_port`: of the
-        front's MCP port, on `config.host`); the process id."""
+        front's MCP port, on `config.host`; `gaia2_port`: of the front's shared gaia2-cli
+        port, on `config.host`); the process id."""
         if self.service is not None:
             return os.getpid()
         assert config.state_dir is not None
@@ -130,8 +132,8 @@ class SessionWorker:
         )
         service.registry.calls = Busy(config.state_dir / BUSY_DIR / str(os.getpid()))
         await service.__aenter__()
-        if gaia2_ports:
-            await service.gaia2.serve_handed()
+        if gaia2_ports or gaia2_port is not None:
+            await service.gaia2.serve_handed(gaia2_port, display_host(config.host))
         if mcp_port is not None:
             await service.mcp.serve_handed(config.host, mcp_port, display_host(config.host))
         self.service = service
@@ -157,6 +159,9 @@ class SessionWorker:
             served: Awaitable[Any] | None = None  # HTTP, for an adapter
             if handoff.gaia2_port is not None:
                 served = self._service().gaia2.adopt(sock, handoff.session_id, handoff.gaia2_port)
+            elif handoff.gaia2_shared:
+                gaia2 = self._service().gaia2
+                served = gaia2.adopt_shared(sock, handoff.session_id, handoff.role)
             elif handoff.mcp is not None:
                 served = self._service().mcp.adopt(sock, handoff.session_id, handoff.mcp)
             if served is not None:

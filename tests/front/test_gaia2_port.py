@@ -203,3 +203,22 @@ async def test_a_head_that_never_ends_is_refused_408_naming_handshake_timeout(
             )
     status, body = _status_and_body(answer)
     assert status == 408 and "handshake_timeout" in body["error"]
+
+
+async def test_a_request_pipelined_after_the_first_is_not_served_on_the_handed_connection(
+    tmp_path: Path,
+) -> None:
+    # The front verified the first request's token only: the worker answers that one, and
+    # closes before reading the next as if it held the same credential.
+    async with _front(tmp_path) as front:
+        assert front.gaia2.port is not None
+        user = front.tokens.of(TUTORIAL)[Role.USER]
+        first = f"GET /gaia2/{user}/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        second = f"GET /gaia2/{ADMIN}/{SECOND}/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        with anyio.fail_after(WAIT):
+            answer = await anyio.to_thread.run_sync(
+                _raw, front.gaia2.port, (first + second).encode()
+            )
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+    status, body = _status_and_body(answer)
+    assert status == 200 and body["session"] == TUTORIAL

@@ -92,7 +92,8 @@ class Server:
         found = re.search(r"http://127\.0\.0\.1:(\d+)", banner)
         assert found
         self.port = int(found[1])
-        self.ids = re.findall(r"^session (\S+) ", banner, re.MULTILINE)
+        # A session's line is "session ID  (...)"; the confinement line is no session's.
+        self.ids = re.findall(r"^session (\S+)  \(", banner, re.MULTILINE)
 
     def url(self, session_id: str) -> str:
         return f"ws://127.0.0.1:{self.port}/sessions/{session_id}"

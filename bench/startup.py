@@ -4,8 +4,12 @@
 
 Prints JSON: the best (and median) wall seconds of N runs of `python -m areasync.cli --help`,
 and of `python -m areasync.cli serve --port 0` (the default scenario) until its banner is
-printed. `--source DIR` measures another checkout of areasync (its directory goes first on
-PYTHONPATH), e.g. a worktree of an older commit, to compare with.
+printed: `serve_banner` as it runs by default (a front and one session worker per CPU: the
+fork server's preload and every worker's service up before the banner; `workers` says how
+many the banner named) and `serve_banner_workers_0` as one process (`--workers 0`).
+`--source DIR` measures another checkout of areasync (its directory goes first on
+PYTHONPATH), e.g. a worktree of an older commit, to compare with (one without `--workers`
+gets no `serve_banner_workers_0`, and its `serve_banner` is one process).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -46,10 +51,11 @@ def time_help(source: Path) -> float:
     return time.perf_counter() - started
 
 
-def time_serve_banner(source: Path) -> float:
-    """Wall seconds from spawning `serve` to the banner's last line; then SIGINT it."""
+def time_serve_banner(source: Path, *extra: str) -> tuple[float, int]:
+    """Wall seconds from spawning `serve` (with `extra` options) to the banner's last line,
+    and the session workers the banner names (0: one process); then SIGINT it."""
     with tempfile.TemporaryDirectory() as traces:
-        command = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0"]
+        command = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0", *extra]
         command += ["--token", "bench", "--trace-dir", traces]
         started = time.perf_counter()
         process = subprocess.Popen(
@@ -62,9 +68,13 @@ def time_serve_banner(source: Path) -> float:
         )
         try:
             assert process.stdout is not None
+            workers = 0
             for line in process.stdout:
+                named = re.search(r"sessions in (\d+) worker processes", line)
+                if named:
+                    workers = int(named[1])
                 if "Ctrl-C" in line:  # the banner's last line
-                    return time.perf_counter() - started
+                    return time.perf_counter() - started, workers
                 if time.perf_counter() - started > GIVE_UP_S:
                     break
             raise RuntimeError("areasync serve printed no banner")
@@ -92,19 +102,20 @@ def main() -> None:
     source = args.source.resolve()
     log(f"startup: {args.runs} runs of --help and of serve's banner, from {source}")
     help_times = [time_help(source) for _ in range(args.runs)]
-    serve_times = [time_serve_banner(source) for _ in range(args.runs)]
-    print(
-        json.dumps(
-            {
-                "benchmark": "startup",
-                "source": str(source),
-                "runs": args.runs,
-                "help": summary(help_times),
-                "serve_banner": summary(serve_times),
-            },
-            indent=2,
-        )
-    )
+    served = [time_serve_banner(source) for _ in range(args.runs)]
+    result: dict[str, object] = {
+        "benchmark": "startup",
+        "source": str(source),
+        "runs": args.runs,
+        "help": summary(help_times),
+        "serve_banner": {**summary([s for s, _ in served]), "workers": served[0][1]},
+    }
+    try:
+        one = [time_serve_banner(source, "--workers", "0")[0] for _ in range(args.runs)]
+        result["serve_banner_workers_0"] = summary(one)
+    except RuntimeError as exc:  # a checkout without --workers
+        result["serve_banner_workers_0"] = str(exc)
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -170,23 +171,14 @@ class Front:
         self.port: int | None = None
         # The ports whose connections go where their first request says (`heads.py`): MCP's
         # (`--mcp-port`, `mcp.py`) and gaia2-cli's shared one (`--gaia2-port`, `gaia2.py`).
-        within, pending = config.handshake_timeout, config.max_pending_hellos
-        self.mcp = HeadPort(
-            "MCP port",
-            "--mcp-port",
-            within=within,
-            pending=pending,
-            route=self._hand_mcp,
+        heads = functools.partial(
+            HeadPort,
+            within=config.handshake_timeout,
+            pending=config.max_pending_hellos,
             track=self._track,
         )
-        self.gaia2 = HeadPort(
-            "gaia2-cli port",
-            "--gaia2-port",
-            within=within,
-            pending=pending,
-            route=self._hand_gaia2,
-            track=self._track,
-        )
+        self.mcp = heads("MCP port", "--mcp-port", route=self._hand_mcp)
+        self.gaia2 = heads("gaia2-cli port", "--gaia2-port", route=self._hand_gaia2)
         # The shared gaia2-cli port's Host and Origin screens (`gaia2.judge`).
         self.gaia2_screen = PortScreen(lambda _head: None, max_bodies=0, max_bodies_per_token=0)
         self.state_dir: Path | None = None

@@ -263,6 +263,8 @@ class Front:
             raise ServiceError(str(exc)) from exc
         if admin is not None:
             self.tokens.admin = admin
+        # Journals that do not read back: no worker will restore them (degraded, as a server).
+        self.refused.update(journals.refused)
 
     def _confine(self) -> None:
         """Give the pool its workers' confinement (`sessionworker/confine.py`): make what

@@ -222,3 +222,12 @@ async def test_a_request_pipelined_after_the_first_is_not_served_on_the_handed_c
     assert answer.count(b"HTTP/1.1 ") == 1, answer
     status, body = _status_and_body(answer)
     assert status == 200 and body["session"] == TUTORIAL
+
+
+async def test_the_admin_token_changes_a_session_through_the_front(tmp_path: Path) -> None:
+    # The worker never learns the front's admin token: it acts on the front's verdict.
+    async with _front(tmp_path) as front:
+        runner = Harness(adapter_url(front.gaia2_base, ADMIN, SECOND))
+        with anyio.fail_after(WAIT):
+            sent = await runner.notify("from the operator")
+    assert sent["ok"] is True and sent.get("runId"), sent

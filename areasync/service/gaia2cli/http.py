@@ -444,13 +444,16 @@ class Gaia2Adapter:
         self, verified: Verified, path: str, method: str
     ) -> tuple[Session, Role, str, t.Route] | t.Reply:
         """`_caller` for a request whose session and role a front verified: its path's
-        token (and, the admin's, the session's id) stand for them."""
+        token (and, the admin's, the session's id) stand for them. The admin's token is the
+        front's, unknown here: its requests act with this service's, as on a session's own
+        port (a `port:` key)."""
         if not path.startswith(PREFIX):
             return t.failure(404, f"not found: the adapter's URLs are {PREFIX}...")
         token, _, tail = path[len(PREFIX) :].partition("/")
         session_id = verified.session_id
         if verified.role is Role.ADMIN:
             session_id, _, tail = tail.partition("/")
+            token = f"port:{self.port}"
         session = self.registry.get(verified.session_id)
         if session is None or session_id != verified.session_id:
             return t.failure(404, f"no session {session_id[:64]!r} here: connect again")
@@ -617,7 +620,8 @@ class Gaia2Adapter:
 
     def _client(self, session: Session, role: Role, token: str) -> InProcessClient:
         """The session's client for `role` (a new one says hello: RequestError if refused).
-        On a session's own port (a `port:` key, no token) it says hello with the admin's."""
+        On a session's own port (a `port:` key, no token), or for the front's admin
+        (`_verified_caller`), it says hello with this service's admin token."""
         key = (session.id, role)
         client = self.clients.get(key)
         if client is None or client.session is not session or self._replaced(client):

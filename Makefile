@@ -69,11 +69,12 @@ test-slow: $(STAMP) browser js
 
 # tests/service's protocol-level tests through `serve --workers 2` (a front and two session
 # workers) instead of one process; a test that reaches into a session's in-process state skips.
+# Every tests/service and tests/gaia2cli test that runs through a service, through a front with
+# two session workers instead (`serving`, `adapter`); those that reach into this process's
+# state skip saying why (-rs lists them), those of what a front lacks are strict xfails.
 through-workers: $(STAMP)
-	AREASYNC_TEST_WORKERS=2 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup \
-		tests/service/test_hello.py tests/service/test_roles.py tests/service/test_stream.py \
-		tests/service/test_tools.py tests/service/test_sessions.py tests/service/test_fork.py \
-		tests/openenv/test_openenv.py
+	AREASYNC_TEST_WORKERS=2 $(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadgroup \
+		tests/service tests/gaia2cli tests/openenv/test_openenv.py
 
 conformance: $(STAMP)
 	$(PY) -m pytest -q -m '' tests/conformance

@@ -548,22 +548,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 0:
         print("areasync serve: --workers is a count of processes: 0 or more", file=sys.stderr)
         return 2
-    if args.workers and (args.ray or config.gaia2_port is not None):
+    if args.workers and args.ray:
         print(
-            "areasync serve: --workers does not combine with --ray or --gaia2-port yet "
-            "(--gaia2-ports and --mcp-port do); drop them, or use --workers 0",
+            "areasync serve: --workers does not combine with --ray yet (--gaia2-port, "
+            "--gaia2-ports and --mcp-port do); drop it, or use --workers 0",
             file=sys.stderr,
         )
         return 2
-    workers = worker_count(
-        args.workers, ray=bool(args.ray), gaia2_port=config.gaia2_port is not None
-    )
+    workers = worker_count(args.workers, ray=bool(args.ray))
     if args.require_confinement and not workers.count:
         print(
             "areasync serve: --require-confinement confines session worker processes; with "
-            "--workers 0, --ray or --gaia2-port every session runs in this process, "
-            "unconfined: give --workers N (or leave it out), drop --ray and --gaia2-port, "
-            "or leave out --require-confinement",
+            "--workers 0 or --ray every session runs in this process, unconfined: give "
+            "--workers N (or leave it out), drop --ray, or leave out --require-confinement",
             file=sys.stderr,
         )
         return 2

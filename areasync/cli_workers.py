@@ -2,9 +2,9 @@
 
 The default is one session worker per CPU this process may use (its affinity mask, which a
 container or `taskset` narrows; the machine's count where there is no mask): sessions then run
-in kernel-confined processes behind the front (`areasync/front/`). Two options the front cannot
-carry yet, `--ray` and the shared `--gaia2-port`, make the default one process instead, said in
-one banner line naming the option; an explicit `--workers N` with them is refused (`cli.py`).
+in kernel-confined processes behind the front (`areasync/front/`). `--ray`, which the front
+does not carry, makes the default one process instead, said in one banner line naming the
+option; an explicit `--workers N` with it is refused (`cli.py`).
 `--workers 0` is one process on purpose, for debugging: its banner says it is unconfined.
 """
 
@@ -32,7 +32,7 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def worker_count(given: int | None, *, ray: bool, gaia2_port: bool) -> WorkerCount:
+def worker_count(given: int | None, *, ray: bool) -> WorkerCount:
     """`given` (`--workers`, None when left out) resolved: the rule is the module's."""
     if given is not None:
         if given == 0:
@@ -42,11 +42,10 @@ def worker_count(given: int | None, *, ray: bool, gaia2_port: bool) -> WorkerCou
                 "kernel (for debugging; leave --workers out for one confined worker per core)",
             )
         return WorkerCount(given)
-    held = "--ray" if ray else "--gaia2-port" if gaia2_port else None
-    if held is not None:
+    if ray:
         return WorkerCount(
             0,
-            f"one process: {held} does not run through session workers yet, so every "
+            "one process: --ray does not run through session workers yet, so every "
             "session runs in this process, unconfined by the kernel",
         )
     return WorkerCount(usable_cpus())

@@ -1,15 +1,20 @@
-"""gaia2-cli's port per session and the MCP port through a front of session workers, against
-a single process: round trips side by side in one run.
+"""gaia2-cli's ports (per session and shared) and the MCP port through a front of session
+workers, against a single process: round trips side by side in one run.
 
     PYTHONPATH=. python bench/front_ports.py [--calls 500]
 
 Prints one JSON document. Every server is a real `areasync serve` process (manual mode,
-`--gaia2-ports`, `--mcp-port 0`, the admin token `TOKEN`), with `--workers 0` (with
-`--state-dir`: workers always journal) and `--workers 2`; each client is one keep-alive
-`http.client` connection in this process:
+`--gaia2-ports`, `--gaia2-port 0`, `--mcp-port 0`, the admin token `TOKEN`), with
+`--workers 0` (with `--state-dir`: workers always journal) and `--workers 2`; each client is
+one keep-alive `http.client` connection in this process (which connects again when a
+response closes its connection, as the shared port's do through a front):
 
 * `gaia2_status`: `GET /status` on the session's own gaia2-cli port (a read, no journal).
 * `gaia2_notify`: `POST /notify` there (the user's message: a change, journaled first).
+* `shared_status`, `shared_notify`: the same on the shared port, `/gaia2/<user token>/...`
+  (through a front: a connection and a hand-off per request).
+* `shared_status_fresh`: `GET /status` on the shared port, each on a connection of its own
+  (as gaia2-cli's commands send theirs), in both set-ups.
 * `mcp_call`: MCP `tools/call` of a cheap tool (`SystemApp__get_current_time`) on
   `/mcp/<session>` with the admin token (the SDK's stateless transport answers with an event
   stream that ends with the result).
@@ -45,14 +50,16 @@ def _free_range(size: int) -> str:
     return f"{first}-{first + size - 1}"
 
 
-def _start(workers: int, state_dir: str) -> tuple[Server, str, int]:
-    """A server with the adapters; its session's gaia2-cli URL and its MCP port."""
-    extra = ["--gaia2-ports", _free_range(8), "--mcp-port", "0"]
+def _start(workers: int, state_dir: str) -> tuple[Server, str, tuple[int, str], int]:
+    """A server with the adapters; its session's gaia2-cli URL, the shared port's port and
+    the session's path there, and its MCP port."""
+    extra = ["--gaia2-ports", _free_range(8), "--gaia2-port", "0", "--mcp-port", "0"]
     server = Server(workers, 1, state_dir, extra)
     gaia2 = re.search(r"(http://127\.0\.0\.1:\d+)\s+\(its own port", server.banner)
+    shared = re.search(r"http://127\.0\.0\.1:(\d+)(/gaia2/\S+)\s+\(the user's token", server.banner)
     mcp = re.search(r"http://127\.0\.0\.1:(\d+)/mcp/", server.banner)
-    assert gaia2 and mcp, server.banner
-    return server, gaia2[1], int(mcp[1])
+    assert gaia2 and shared and mcp, server.banner
+    return server, gaia2[1], (int(shared[1]), shared[2]), int(mcp[1])
 
 
 def _timed(calls: int, request: Callable[[], object]) -> dict[str, float]:
@@ -75,22 +82,44 @@ def _exchange(conn: http.client.HTTPConnection, method: str, path: str, **kw: An
     return body
 
 
+def _gaia2_round_trips(name: str, port: int, prefix: str, calls: int) -> dict[str, Any]:
+    """`GET /status` and `POST /notify` at `prefix` on `port`, over one client connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    notify = json.dumps({"message": "hello"}).encode()
+    json_type = {"Content-Type": "application/json"}
+    try:
+        return {
+            f"{name}_status": _timed(calls, lambda: _exchange(conn, "GET", f"{prefix}/status")),
+            f"{name}_notify": _timed(
+                calls,
+                lambda: _exchange(conn, "POST", f"{prefix}/notify", body=notify, headers=json_type),
+            ),
+        }
+    finally:
+        conn.close()
+
+
+def _fresh(port: int, path: str) -> bytes:
+    """`GET path` on a connection of its own, as gaia2-cli's commands send each request."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        return _exchange(conn, "GET", path)
+    finally:
+        conn.close()
+
+
 def measure(workers: int, calls: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="areasync-bench-ports-") as state:
-        server, gaia2, mcp_port = _start(workers, state)
+        server, gaia2, (shared_port, path), mcp_port = _start(workers, state)
         try:
-            port = int(gaia2.rsplit(":", 1)[1])
-            bare = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            notify = json.dumps({"message": "hello"}).encode()
             json_type = {"Content-Type": "application/json"}
-            out = {
-                "gaia2_status": _timed(calls, lambda: _exchange(bare, "GET", "/status")),
-                "gaia2_notify": _timed(
-                    calls,
-                    lambda: _exchange(bare, "POST", "/notify", body=notify, headers=json_type),
-                ),
-            }
-            bare.close()
+            out: dict[str, Any] = {}
+            ports = {"gaia2": (int(gaia2.rsplit(":", 1)[1]), ""), "shared": (shared_port, path)}
+            for name, (port, prefix) in ports.items():
+                out.update(_gaia2_round_trips(name, port, prefix, calls))
+            out["shared_status_fresh"] = _timed(
+                calls, lambda: _fresh(shared_port, f"{path}/status")
+            )
             mcp = http.client.HTTPConnection("127.0.0.1", mcp_port, timeout=60)
             headers = {
                 "Authorization": f"Bearer {TOKEN}",

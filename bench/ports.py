@@ -1,7 +1,11 @@
 """What a hostile client can make one server hold through its ports: memory, descriptors, time.
 
-Runs against `areasync serve` in a process of its own (`--mode manual --gaia2-port`), so that
-its resident memory and open descriptors are measured alone:
+Runs against `areasync serve` started as a child of its own (`--mode manual --gaia2-port`), as
+it runs by default (a front and one session worker per CPU; `--workers N` passes its own
+count, 0 for one process), so that its resident memory and open descriptors are measured
+alone: summed over every process of the server (the front, its fork server and its workers;
+`processes` says how many), since through a front what a connection holds is split between
+the front (before the hand-off) and the session's worker (after):
 
 - `bodies`: `--posts` (100) clients at once POST `/openenv/<wrong token>/step` announcing a
   `--body-mib` (16) MiB body and sending it. Reported: the server's peak and settled RSS over
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import select
@@ -55,25 +60,53 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
+def _tree(root: int) -> list[int]:
+    """`root` and every process descending from it."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat.rpartition(")")[2].split()[1])
+    found, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        found += frontier
+    return found
 
 
-def _fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
+def _rss(root: int) -> int:
+    """The resident bytes of `root` and its descendants."""
+    total = 0
+    for pid in _tree(root):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+    return total
+
+
+def _fds(root: int) -> int:
+    """The open descriptors of `root` and its descendants."""
+    total = 0
+    for pid in _tree(root):
+        with contextlib.suppress(OSError):
+            total += len(os.listdir(f"/proc/{pid}/fd"))
+    return total
 
 
 class Server:
     """`areasync serve` in a child process, on free ports."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int | None) -> None:
         self.port = _free_port()
         self.gaia2_port = _free_port()
         command = [sys.executable, "-m", "areasync.cli", "serve", "--mode", "manual"]
         command += ["--port", str(self.port), "--gaia2-port", str(self.gaia2_port)]
+        if workers is not None:
+            command += ["--workers", str(workers)]
         command += ["--token", TOKEN, "--log-level", "warning"]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.process = subprocess.Popen(
@@ -248,10 +281,11 @@ async def stall() -> dict[str, Any]:
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     size = args.body_mib * 1024 * 1024
-    report: dict[str, Any] = {"python": sys.version.split()[0]}
-    server = Server()
+    report: dict[str, Any] = {"python": sys.version.split()[0], "workers": args.workers}
+    server = Server(args.workers)
     try:
         await server.ready()
+        report["processes"] = len(_tree(server.process.pid))
         log("bodies")
         report["bodies"] = await bodies(server, args.posts, size)
         log("hellos")
@@ -270,6 +304,9 @@ if __name__ == "__main__":
     parser.add_argument("--posts", type=int, default=100)
     parser.add_argument("--body-mib", type=int, default=16)
     parser.add_argument("--streams", type=int, default=2000)
+    parser.add_argument(
+        "--workers", type=int, default=None, help="serve's --workers (default: serve's own)"
+    )
     parser.add_argument("--quick", action="store_true", help="10 posts of 4 MiB, 50 streams")
     parsed = parser.parse_args()
     if parsed.quick:

@@ -4,10 +4,14 @@
 
 Prints JSON: the best (and median) wall seconds of N runs of `python -m areasync.cli --help`,
 and of `python -m areasync.cli serve --port 0` (the default scenario) until its banner is
-printed, with the CPU seconds (user + sys) its processes had spent by then (the front, its fork
-server and workers, read from /proc: what a busy machine's wall times hide); then the wall
-seconds from SIGINT to its exit. `--source DIR` measures another checkout of areasync (its
-directory goes first on PYTHONPATH), e.g. a worktree of an older commit, to compare with.
+printed, as it runs by default (`serve_banner`: a front and one session worker per CPU, the
+fork server's preload and every worker's service up before the banner; `workers` says how many
+the banner named) and as one process (`serve_banner_workers_0`, `--workers 0`), with the CPU
+seconds (user + sys) its processes had spent by then (the front, its fork server and workers,
+read from /proc: what a busy machine's wall times hide); then the wall seconds from SIGINT to
+its exit. `--source DIR` measures another checkout of areasync (its directory goes first on
+PYTHONPATH), e.g. a worktree of an older commit, to compare with (one without `--workers` gets
+no `serve_banner_workers_0`, and its `serve_banner` is one process).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -74,13 +79,14 @@ class ServeTimes(NamedTuple):
     banner_s: float  # wall, spawn to the banner's last line
     cpu_s: float  # user + sys of the whole process tree by then
     exit_s: float  # wall, SIGINT to its exit
+    workers: int  # the session workers the banner names (0: one process)
 
 
-def time_serve_banner(source: Path) -> ServeTimes:
-    """Spawn `serve`, time it to the banner's last line and read its tree's CPU; then SIGINT
-    it and time its exit."""
+def time_serve_banner(source: Path, *extra: str) -> ServeTimes:
+    """Spawn `serve` (with `extra` options), time it to the banner's last line and read its
+    tree's CPU and the workers it names; then SIGINT it and time its exit."""
     with tempfile.TemporaryDirectory() as traces:
-        command = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0"]
+        command = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0", *extra]
         command += ["--token", "bench", "--trace-dir", traces]
         started = time.perf_counter()
         process = subprocess.Popen(
@@ -93,14 +99,18 @@ def time_serve_banner(source: Path) -> ServeTimes:
         )
         try:
             assert process.stdout is not None
+            workers = 0
             for line in process.stdout:
+                named = re.search(r"sessions in (\d+) worker processes", line)
+                if named:
+                    workers = int(named[1])
                 if "Ctrl-C" in line:  # the banner's last line
                     banner = time.perf_counter() - started
                     cpu = sum(_cpu_s(pid) for pid in _descendants(process.pid))
                     stopping = time.perf_counter()
                     process.send_signal(signal.SIGINT)
                     process.wait(timeout=30)
-                    return ServeTimes(banner, cpu, time.perf_counter() - stopping)
+                    return ServeTimes(banner, cpu, time.perf_counter() - stopping, workers)
                 if time.perf_counter() - started > GIVE_UP_S:
                     break
             raise RuntimeError("areasync serve printed no banner")
@@ -129,21 +139,23 @@ def main() -> None:
     source = args.source.resolve()
     log(f"startup: {args.runs} runs of --help and of serve's banner, from {source}")
     help_times = [time_help(source) for _ in range(args.runs)]
-    serve_times = [time_serve_banner(source) for _ in range(args.runs)]
-    print(
-        json.dumps(
-            {
-                "benchmark": "startup",
-                "source": str(source),
-                "runs": args.runs,
-                "help": summary(help_times),
-                "serve_banner": summary([times.banner_s for times in serve_times]),
-                "serve_cpu_at_banner": summary([times.cpu_s for times in serve_times]),
-                "serve_exit": summary([times.exit_s for times in serve_times]),
-            },
-            indent=2,
-        )
-    )
+    served = [time_serve_banner(source) for _ in range(args.runs)]
+    result: dict[str, object] = {
+        "benchmark": "startup",
+        "source": str(source),
+        "runs": args.runs,
+        "help": summary(help_times),
+        "serve_banner": {**summary([t.banner_s for t in served]), "workers": served[0].workers},
+        "serve_cpu_at_banner": summary([t.cpu_s for t in served]),
+        "serve_exit": summary([t.exit_s for t in served]),
+    }
+    try:
+        one = [time_serve_banner(source, "--workers", "0") for _ in range(args.runs)]
+        result["serve_banner_workers_0"] = summary([t.banner_s for t in one])
+        result["serve_cpu_at_banner_workers_0"] = summary([t.cpu_s for t in one])
+    except RuntimeError as exc:  # a checkout without --workers
+        result["serve_banner_workers_0"] = str(exc)
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@ from areasync.front.server import Front
 from areasync.protocol.frames import Role
 from areasync.service.config import ServiceConfig
 from areasync.service.gaia2cli.bare import banner_lines
+from areasync.service.gaia2cli.http import adapter_url
 from areasync.service.openenv.routes import base_url as openenv_base_url
 from areasync.service.server import ServiceError
+from areasync.sessionworker.handlers import Banner
 from areasync.workers.confine import probe
 
 __all__ = ["banner", "serve_front"]
@@ -58,7 +60,7 @@ async def _main(
     )
     signals.install()
     async with front:
-        print(banner(front), flush=True)
+        print(banner(front, await front.banner_words()), flush=True)
         await signals.taken()
     if front.suspended and config.state_dir is not None:
         print(
@@ -69,8 +71,9 @@ async def _main(
         )
 
 
-def banner(front: Front) -> str:
-    """What `areasync serve --workers N` prints: URLs and tokens."""
+def banner(front: Front, words: Banner) -> str:
+    """What `areasync serve --workers N` prints: URLs and tokens, and what the workers say
+    of their sessions and of the judge (`words`), as one process prints them."""
     lines = [
         f"areasync serving on {front.http_url} (WebSocket protocol areasync/1), sessions in "
         f"{len(front.pool.workers)} worker processes",
@@ -82,9 +85,12 @@ def banner(front: Front) -> str:
         f"  admin token: {front.tokens.admin}  (every role of every session; "
         "fix it with --token or AREASYNC_TOKEN)",
         "",
+        *words.judge,
     ]
     for session_id, worker in sorted(front.seats.where.items()):
-        lines.append(f"session {session_id}  ({worker})")
+        described = words.sessions.get(session_id)
+        how = worker if described is None else f"{described.summary}; {worker}"
+        lines.append(f"session {session_id}  ({how})")
         lines.append(f"  {front.ws_url(session_id)}")
         tokens = front.tokens.of(session_id)
         if not tokens:
@@ -95,6 +101,9 @@ def banner(front: Front) -> str:
             # OpenEnv's client takes only a base URL: the agent's token rides in its path.
             agent = openenv_base_url(front.http_url, tokens[Role.AGENT])
             lines.append(f"  OpenEnv     {agent}")
+        if front.gaia2.port is not None and tokens:
+            shared = adapter_url(front.gaia2_base, tokens[Role.USER])
+            lines.append(f"  gaia2-cli   {shared}  (the user's token)")
         if front.gaia2_ports is not None:
             links = front.gaia2_links(session_id)
             lines += [f"  gaia2-cli   {line}" for line in banner_lines(links)]
@@ -103,8 +112,13 @@ def banner(front: Front) -> str:
                 f"  MCP         {front.mcp_base}/mcp/{quote(session_id, safe='')}  "
                 "(Authorization: Bearer <agent token>)"
             )
+        if described is not None:
+            lines += described.waiting
         lines.append("")
-    where = front.config.state_dir
+    config = front.config
+    where = config.state_dir
     lines.append(f"journals: {where.resolve() if where else 'a private temporary directory'}")
+    traces = "not written" if config.trace_dir is None else str(config.trace_dir.resolve())
+    lines.append(f"traces: {traces}")
     lines.append("Ctrl-C stops the server and its workers.")
     return "\n".join(lines)

@@ -9,7 +9,7 @@ path                        token    answer
 /sessions/<id> (WebSocket)  (hello)  the upgrade; the hello is read and judged by the front, then
                                      the socket goes to the session's worker (`server.py`)
 /health                     no       200 {"status": "ok" | "degraded", "workers", "restoring",
-                                     "lost"}; 503 {"status": "starting", ...} until the
+                                     "lost", "journal"}; 503 {"status": "starting", ...} until the
                                      start-up sessions are placed (a hello sent then would
                                      find no session)
 /api/sessions               yes      200 the admin's: every worker's list, merged, each session
@@ -65,6 +65,7 @@ from areasync.service.http import (
     json_response,
     method_refused,
     metrics_response,
+    protected_refusal,
     refusal_response,
     secure,
     source_session_of,
@@ -198,14 +199,15 @@ class FrontRoutes:
             return json_response(503 if health["status"] == "starting" else 200, health)
         if path == "/api/sessions":
             return await self.sessions(token)
-        if path == "/metrics":
-            if not self._is_admin(token):
-                return _unauthorized("/metrics")
-            return await self.metrics()
         restarted = source_session_of(path) or source_session_of(path, AGENT_SUFFIX)
-        if restarted is not None or path in _PASSED_ON:
-            if not self._is_admin(token):
-                return _unauthorized(path)
+        if path == "/metrics" or restarted is not None or path in _PASSED_ON:
+            # A server's own rule: 401 without a valid token, 403 for a session's where the
+            # route is the admin's.
+            forbidden = protected_refusal(path, token, self.front.tokens.identify(token))
+            if forbidden is not None:
+                return forbidden
+            if path == "/metrics":
+                return await self.metrics()
             return await self.passed_on(path, restarted)
         return self.dashboard.answer(path, [self._socket_host(request)])
 
@@ -263,13 +265,17 @@ class FrontRoutes:
             "workers": up,
             "restoring": len(front.restoring),
             "lost": len(front.lost),
+            # Journals no worker holds for not reading back (a server's field of that name).
+            "journal": {"refused_journals": len(front.refused)},
         }
 
     async def sessions(self, token: str | None) -> Response:
         front = self.front
         who = front.tokens.identify(token) if token else None
         if who is None:
-            return _unauthorized("/api/sessions")
+            unknown = protected_refusal("/api/sessions", token, None)
+            assert unknown is not None
+            return unknown
         role, session_id = who
         if role is not Role.ADMIN:
             assert session_id is not None

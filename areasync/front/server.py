@@ -21,7 +21,8 @@ What the front does, in order (`serve`):
 4. **Hand-offs.** A WebSocket for `/sessions/<id>`: its first frame is read here, judged
    (`hello.py`), and the socket is sent to the session's worker with the hello, token removed
    (`handoff.send`); the front then holds no descriptor of it. gaia2-cli's ports
-   (`ports.py`) and the MCP port (`mcp.py`) hand their HTTP connections the same way, unread.
+   (`ports.py`: a port per session; `gaia2.py`: the shared one) and the MCP port (`mcp.py`)
+   hand their HTTP connections the same way, unread.
 5. **Losses.** A worker whose process ends (killed, crashed, stopped by the supervisor,
    `supervisor.py`) is restarted by its pool; its sessions are restored from their journals
    on the workers up, exactly as after a crash (`service/restore.py`: same ids, tokens,
@@ -43,11 +44,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shutil
 import socket
-import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,11 +57,12 @@ from urllib.parse import quote, urlsplit
 import anyio
 from websockets.asyncio.server import Server, ServerConnection, serve
 
-from areasync.front import mcp, shares
+from areasync.front import gaia2, mcp, shares
 from areasync.front.admin import AdminControls, refused, relay, worker_end
 from areasync.front.boot import PRELOAD
+from areasync.front.heads import HeadPort, close_with
 from areasync.front.hello import Verdict, judge
-from areasync.front.ports import SessionPorts, accept_all
+from areasync.front.ports import SessionPorts
 from areasync.front.routes import FrontRoutes
 from areasync.front.seats import Seats
 from areasync.front.supervisor import Supervisor
@@ -87,11 +89,14 @@ from areasync.service.handoff import (
     peer_gone,
     send,
 )
+from areasync.service.headers import API_HEADERS
 from areasync.service.hello import Refusal
 from areasync.service.http import session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.openenv.routes import locate as locate_openenv
+from areasync.service.origin import SitePolicy
 from areasync.service.redact import RedactingLogger
+from areasync.service.screens import PortScreen
 from areasync.service.screens import Refusal as HttpRefusal
 from areasync.service.server import (
     ServiceError,
@@ -103,7 +108,7 @@ from areasync.service.server import (
 from areasync.service.wire import screened_connection
 from areasync.sessionworker.busy import BUSY_DIR, read_busy
 from areasync.sessionworker.confine import session_confinement, writable_dirs
-from areasync.sessionworker.handlers import Seat, serving, worker_config
+from areasync.sessionworker.handlers import Banner, Described, Seat, serving, worker_config
 from areasync.workers.confine import probe, worker_tmp
 from areasync.workers.pool import CallFailed, Worker, WorkerLost, WorkerPool
 
@@ -162,9 +167,18 @@ class Front:
             else SessionPorts(*config.gaia2_ports, self._hand_port)
         )
         self.port: int | None = None
-        self.mcp_port: int | None = None  # `--mcp-port`, bound (`mcp.py`)
-        self._mcp_sock: socket.socket | None = None
-        self._mcp_judging = 0  # MCP connections whose first head is being read
+        # The ports whose connections go where their first request says (`heads.py`): MCP's
+        # (`--mcp-port`, `mcp.py`) and gaia2-cli's shared one (`--gaia2-port`, `gaia2.py`).
+        heads = functools.partial(
+            HeadPort,
+            within=config.handshake_timeout,
+            pending=config.max_pending_hellos,
+            track=self._track,
+        )
+        self.mcp = heads("MCP port", "--mcp-port", route=self._hand_mcp)
+        self.gaia2 = heads("gaia2-cli port", "--gaia2-port", route=self._hand_gaia2)
+        # The shared gaia2-cli port's Host and Origin screens (`gaia2.judge`).
+        self.gaia2_screen = PortScreen(lambda _head: None, max_bodies=0, max_bodies_per_token=0)
         self.state_dir: Path | None = None
         self.handed = 0  # sockets handed to workers
         self.restoring: set[str] = set()  # sessions of a lost worker, not yet restored
@@ -247,6 +261,8 @@ class Front:
             raise ServiceError(str(exc)) from exc
         if admin is not None:
             self.tokens.admin = admin
+        # Journals that do not read back: no worker will restore them (degraded, as a server).
+        self.refused.update(journals.refused)
 
     def _confine(self) -> None:
         """Give the pool its workers' confinement (`sessionworker/confine.py`): make what
@@ -307,58 +323,46 @@ class Front:
         self.routes.bound(config.host, self.port, display_host(config.host))
         logger.info("areasync front listening on %s", self.http_url)
         if config.mcp_port is not None:
-            self._listen_mcp(config.mcp_port)
+            self.mcp.listen(config.host, config.mcp_port)
+            logger.info("MCP endpoint listening on %s", self.mcp_base)
+        if config.gaia2_port is not None:
+            port = self.gaia2.listen(config.host, config.gaia2_port)
+            self.gaia2_screen.site = SitePolicy.for_server(
+                config.host, port, config.allow_hosts, config.allow_origins
+            )
+            logger.info("gaia2-cli adapter listening on %s/gaia2/", self.gaia2_base)
 
-    def _listen_mcp(self, port: int) -> None:
-        host = self.config.host
-        try:
-            sock = socket.create_server((host, port), backlog=_BACKLOG)
-        except (OSError, OverflowError) as exc:
-            message = listen_error(host, port, exc).replace("--port", "--mcp-port")
-            raise ServiceError(message) from exc
-        sock.setblocking(False)
-        self._mcp_sock = sock
-        self.mcp_port = int(sock.getsockname()[1])
-        asyncio.get_running_loop().add_reader(sock.fileno(), self._accept_mcp)
-        logger.info("MCP endpoint listening on %s", self.mcp_base)
+    @property
+    def mcp_port(self) -> int | None:
+        return self.mcp.port
 
     @property
     def mcp_base(self) -> str:
         return f"http://{display_host(self.config.host)}:{self.mcp_port}"
 
-    def _accept_mcp(self) -> None:
-        """The MCP port is readable: judge and hand every connection waiting there."""
-        assert self._mcp_sock is not None
-        accept_all(self._mcp_sock, self._take_mcp, "MCP port")
+    @property
+    def gaia2_base(self) -> str:
+        """The shared gaia2-cli port's URL (`--gaia2-port`)."""
+        return f"http://{display_host(self.config.host)}:{self.gaia2.port}"
 
-    def _take_mcp(self, conn: socket.socket) -> None:
-        """Past `max_pending_hellos` connections being judged, one more is reset."""
-        if self._mcp_judging >= self.config.max_pending_hellos:
-            with contextlib.suppress(OSError), conn:  # a reset: nothing kept for it
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            return
-        self._mcp_judging += 1
-        self._track(self._hand_mcp(conn))
-
-    async def _hand_mcp(self, conn: socket.socket) -> None:
+    async def _hand_mcp(self, conn: socket.socket, head: bytes | HttpRefusal) -> None:
         """An MCP connection: its first head judged (`mcp.py`), then the socket to the
         session's worker, unread, or the refusal answered here."""
-        try:
-            head = await mcp.peek_head(conn, self.config.handshake_timeout)
-        finally:
-            self._mcp_judging -= 1
         verdict = head if isinstance(head, HttpRefusal) else mcp.judge(head, self.tokens)
+        linger = self.config.close_timeout
         if isinstance(verdict, HttpRefusal):
-            mcp.refuse(conn, verdict)
+            await mcp.refuse(conn, verdict, linger=linger)
             return
         worker = await self.locate(verdict.session_id)
         side = None if worker is None else worker.side
         if worker is None and verdict.session_id not in self.restoring:
-            mcp.refuse(conn, HttpRefusal(404, "not_found", f"no session {verdict.session_id!r}"))
+            refused = HttpRefusal(404, "not_found", f"no session {verdict.session_id!r}")
+            await mcp.refuse(conn, refused, linger=linger)
             return
         if worker is None or side is None or peer_gone(side):
             message = f"session {verdict.session_id!r} is being restored; {_RETRY}"
-            mcp.refuse(conn, HttpRefusal(503, "capacity", message), {"Retry-After": "1"})
+            refused = HttpRefusal(503, "capacity", message)
+            await mcp.refuse(conn, refused, linger=linger, headers={"Retry-After": "1"})
             return
         handoff = Handoff(
             session_id=verdict.session_id,
@@ -376,10 +380,8 @@ class Front:
             self._server.close()
         if self.gaia2_ports is not None:
             self.gaia2_ports.close()
-        if self._mcp_sock is not None:
-            with contextlib.suppress(ValueError, OSError):
-                asyncio.get_running_loop().remove_reader(self._mcp_sock.fileno())
-            self._mcp_sock.close()
+        self.mcp.close()
+        self.gaia2.close()
         config = self.config
         limit = config.shutdown_timeout + config.shutdown_grace + config.close_timeout + 1.0
 
@@ -441,8 +443,32 @@ class Front:
                 shares.for_worker(self.config, len(self.pool.workers), index), self.state_dir
             )
             handed = self.gaia2_ports is not None
-            pid = await self.pool.call(worker, "start", config, self.ws_base, handed, self.mcp_port)
+            pid = await self.pool.call(
+                worker, "start", config, self.ws_base, handed, self.mcp_port, self.gaia2.port
+            )
             self._started[worker.name] = pid
+
+    async def banner_words(self) -> Banner:
+        """What the workers up say of their sessions and of the judge, merged: the banner's
+        words come from the services that run the sessions (`front/cli.py`). A worker that
+        does not answer leaves its sessions' words out."""
+        held: dict[str, list[str]] = {}
+        for session_id, name in self.seats.where.items():
+            held.setdefault(name, []).append(session_id)
+        workers = self.up()
+        answers = await asyncio.gather(
+            *(self.call(worker, "banner", held.get(worker.name, [])) for worker in workers),
+            return_exceptions=True,
+        )
+        judge: list[str] = []
+        sessions: dict[str, Described] = {}
+        for worker, answer in zip(workers, answers, strict=True):
+            if isinstance(answer, BaseException):
+                logger.warning("%s did not say its banner: %r", worker.name, answer)
+                continue
+            judge = judge or answer.judge
+            sessions.update(answer.sessions)
+        return Banner(judge, sessions)
 
     def worker(self, name: str) -> Worker:
         return next(w for w in self.pool.workers if w.name == name)
@@ -834,22 +860,51 @@ class Front:
         self.handed += 1
         return True
 
-    async def _hand_port(self, session_id: str, port: int, conn: socket.socket) -> None:
-        """A connection accepted on `session_id`'s gaia2-cli port: to its worker, unread
-        (`ports.py`); while no worker can take it, 503 with Retry-After, and closed."""
+    async def _hand_gaia2(self, conn: socket.socket, head: bytes | HttpRefusal) -> None:
+        """A connection on the shared gaia2-cli port: its first head judged (`gaia2.py`),
+        then the socket to the session's worker, unread, for that request; or the refusal
+        answered here, as the adapter answers (gaia2-cli's error shape)."""
+        screen = self.gaia2_screen
+        verdict = head if isinstance(head, HttpRefusal) else gaia2.judge(head, self.tokens, screen)
+        if isinstance(verdict, HttpRefusal):
+            await self._refuse_gaia2(conn, verdict)
+            return
+        session_id = verdict.session_id
         worker = await self.locate(session_id)
+        if worker is None and session_id not in self.restoring:
+            gone = f"no session {session_id[:64]!r} (it ended and was discarded, or never was)"
+            await self._refuse_gaia2(conn, HttpRefusal(404, "not_found", gone))
+            return
+        handoff = Handoff(session_id=session_id, role=verdict.role, gaia2_shared=True)
+        await self._hand_http(conn, worker, handoff)
+
+    async def _hand_http(
+        self, conn: socket.socket, worker: Worker | None, handoff: Handoff
+    ) -> None:
+        """Hand an HTTP connection of gaia2-cli's to `worker`, unread; while no worker can
+        take it (its session being restored), 503 with Retry-After, and closed."""
         side = None if worker is None else worker.side
+        session_id = handoff.session_id
         if worker is None or side is None or session_id in self.restoring or peer_gone(side):
             message = f"session {session_id!r} is being restored on another worker; {_RETRY}"
-            body = {"ok": False, "error": message, "code": ErrorCode.CAPACITY.value}
-            mcp.close_with(conn, 503, body, {"Retry-After": "1"})
+            retry = HttpRefusal(503, ErrorCode.CAPACITY.value, message, (("Retry-After", "1"),))
+            await self._refuse_gaia2(conn, retry)
             return
-        handoff = Handoff(
-            session_id=session_id,
-            role=Role.USER,
-            gaia2_port=port,
-        )
         await self._send_fd(worker, handoff, conn.detach())
+
+    async def _refuse_gaia2(self, conn: socket.socket, refused: HttpRefusal) -> None:
+        """Answer `refused` in gaia2-cli's error shape, with the adapter's headers, and
+        close."""
+        body = {"ok": False, "error": refused.message, "code": str(refused.code)}
+        headers = {**dict(API_HEADERS), **dict(refused.headers)}
+        await close_with(conn, refused.status, body, headers, linger=self.config.close_timeout)
+
+    async def _hand_port(self, session_id: str, port: int, conn: socket.socket) -> None:
+        """A connection accepted on `session_id`'s gaia2-cli port: to its worker, unread
+        (`ports.py`)."""
+        worker = await self.locate(session_id)
+        handoff = Handoff(session_id=session_id, role=Role.USER, gaia2_port=port)
+        await self._hand_http(conn, worker, handoff)
 
 
 def _encoding(opcode: int) -> Encoding:

@@ -106,6 +106,10 @@ class Handoff(msgspec.Struct, frozen=True, kw_only=True):
     # An HTTP connection accepted on `session_id`'s gaia2-cli port (`--gaia2-ports`), this
     # number: no byte of it read, served by the worker's adapter from the first.
     gaia2_port: int | None = None
+    # An HTTP connection accepted on the shared gaia2-cli port (`--gaia2-port`), whose first
+    # request names `session_id` with a token of `role` (verified by the front): no byte of
+    # it read, its first request served by the worker's adapter, then closed.
+    gaia2_shared: bool = False
     # An HTTP connection accepted on the MCP port for `session_id`, with the credential its
     # first request carried (verified by the front): no byte of it read, served by the
     # worker's MCP port from the first.

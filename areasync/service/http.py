@@ -333,14 +333,10 @@ class HttpRoutes:
     def _protected(self, path: str, query: str, authorization: str | None) -> Response:
         token = token_from_http(query, authorization)
         who = self.registry.tokens.identify(token) if token else None
-        if who is None:
-            what = "no token was given" if not token else "the token is not valid"
-            return error_response(
-                401,
-                ErrorCode.UNAUTHORIZED,
-                f"{what}: add ?token=<token> or an `Authorization: Bearer <token>` header, with "
-                "a token printed by `areasync serve` (the admin token, or a session's)",
-            )
+        refused = protected_refusal(path, token, who)
+        if refused is not None:
+            return refused
+        assert who is not None  # `protected_refusal`'s
         role, session_id = who
         if path == "/api/sessions":
             return json_response(200, self.sessions(role, session_id))
@@ -348,18 +344,6 @@ class HttpRoutes:
             return _response(200, self._schema, "application/schema+json")
         restarted = source_session_of(path)
         agent_of = source_session_of(path, AGENT_SUFFIX)
-        admin_only = path
-        if restarted is not None:
-            admin_only = _SOURCE_SUFFIX
-        elif agent_of is not None:
-            admin_only = AGENT_SUFFIX
-        if admin_only in _ADMIN_ONLY_WHY and session_id is not None:
-            return error_response(
-                403,
-                ErrorCode.FORBIDDEN,
-                f"{_ADMIN_ONLY_WHY[admin_only]}: it needs the admin token (printed by "
-                "`areasync serve`, or fixed with --token / AREASYNC_TOKEN), not a session's",
-            )
         if restarted is not None:
             return self.source(restarted)
         if agent_of is not None:
@@ -505,6 +489,35 @@ CREATE_STATUS = {
     ErrorCode.INTERNAL: 500,
 }
 CREATE_NEEDS_ADMIN = "POST /api/sessions (creating a session) needs the admin token"
+
+
+def protected_refusal(
+    path: str, token: str | None, who: tuple[Role, str | None] | None
+) -> Response | None:
+    """The 401 or 403 that a token-protected GET `path` answers `token` (held by `who`, None:
+    by nobody), or None when it may be answered: the same rule on a server's port and on a
+    front's."""
+    if who is None:
+        what = "no token was given" if not token else "the token is not valid"
+        return error_response(
+            401,
+            ErrorCode.UNAUTHORIZED,
+            f"{what}: add ?token=<token> or an `Authorization: Bearer <token>` header, with "
+            "a token printed by `areasync serve` (the admin token, or a session's)",
+        )
+    admin_only = path
+    if source_session_of(path) is not None:
+        admin_only = _SOURCE_SUFFIX
+    elif source_session_of(path, AGENT_SUFFIX) is not None:
+        admin_only = AGENT_SUFFIX
+    if admin_only in _ADMIN_ONLY_WHY and who[1] is not None:
+        return error_response(
+            403,
+            ErrorCode.FORBIDDEN,
+            f"{_ADMIN_ONLY_WHY[admin_only]}: it needs the admin token (printed by "
+            "`areasync serve`, or fixed with --token / AREASYNC_TOKEN), not a session's",
+        )
+    return None
 
 
 def token_required(what: str, whose: str) -> Refusal:

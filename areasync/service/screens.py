@@ -197,12 +197,14 @@ class PortScreen:
             key_option="max_bodies_per_token",
         )
 
-    def check(self, head: Head) -> Admitted | Refusal:
-        """Every screen, in order, on a request's head: a refusal, or what to read of it."""
+    def check(self, head: Head, rules: BodyRules | None = None) -> Admitted | Refusal:
+        """Every screen, in order, on a request's head: a refusal, or what to read of it
+        (`rules`: this request's body rules, when not the port's: a request whose caller
+        was verified before it came here)."""
         refused = self.check_site(head)
         if refused is not None:
             return refused
-        rule = self.rules(head)
+        rule = (rules or self.rules)(head)
         if rule is None:
             return Admitted()
         if rule.refused is not None:

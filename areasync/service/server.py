@@ -202,8 +202,7 @@ class Service:
                     session = await self.registry.create_async(source, ceiling=False)
                 except ProtocolError as exc:
                     raise ServiceError(exc.message) from exc
-                if is_file(source):
-                    self._files[session.id] = Path(source)
+                self.opened(session, source)
             server: Server | None = None
             if self.listens:
                 try:
@@ -482,12 +481,7 @@ class Service:
             "fix it with --token or AREASYNC_TOKEN)",
             "",
         ]
-        if config.judge is not None:
-            lines += [
-                f"  judge:       {config.judge.describe()}: Gaia2 JSON imported the benchmark "
-                "way is preprocessed and judged as by are-benchmark run",
-                "",
-            ]
+        lines += self.judge_lines()
         ended = 0
         for session in self.registry.sessions.values():
             if session.ended:  # kept for replay (rebuilt by a restart): no URL to hand out
@@ -515,6 +509,45 @@ class Service:
             lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
         return "\n".join(lines)
 
+    def opened(self, session: Session, source: ScenarioSource) -> None:
+        """The operator's `source` (a `--scenario`) became `session`: a JSON file's path is
+        kept, for the oracle command the banner prints."""
+        if is_file(source):
+            self._files[session.id] = Path(str(source))
+
+    def judge_lines(self) -> list[str]:
+        """The banner's lines on the judge (none without one)."""
+        judge = self.config.judge
+        if judge is None:
+            return []
+        return [
+            f"  judge:       {judge.describe()}: Gaia2 JSON imported the benchmark "
+            "way is preprocessed and judged as by are-benchmark run",
+            "",
+        ]
+
+    def summary(self, session: Session) -> str:
+        """The banner's words on how `session` runs: its scenario, clock mode, import..."""
+        clock = session.sim.clock_state(peek=True)
+        how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
+        extra = ", oracle" if session.oracle else ""
+        extra += f", {session.import_mode} import" if session.import_mode else ""
+        extra += ", judged" if session.judge else ""
+        extra += ", waiting for an agent" if session.waiting_for_agent else ""
+        extra += ", restored from its journal" if session.sim.restored else ""
+        return f"scenario {session.scenario_id}, {how}{extra}"
+
+    def waiting_lines(self, session: Session) -> list[str]:
+        """The banner's lines for a session waiting for its agent: the command that plays
+        its oracle (none once it is not waiting)."""
+        if not session.waiting_for_agent:
+            return []
+        return [
+            "  waiting for an agent (time stands still until one connects):",
+            f"    {self._oracle_command(session)}",
+            "    (or your own agent, or an OpenEnv client; or press Start on the dashboard)",
+        ]
+
     def _oracle_command(self, session: Session) -> str:
         """The command that plays `session`'s oracle, as printed: a session of a JSON file
         names its file (the oracle plans from it) and how it was imported."""
@@ -529,14 +562,7 @@ class Service:
 
     def _session_banner(self, session: Session) -> list[str]:
         """The banner's lines for one session: its URLs and tokens."""
-        clock = session.sim.clock_state(peek=True)
-        how = f"{clock.mode}" + (f" x{clock.speed:g}" if clock.mode == "realtime" else "")
-        extra = ", oracle" if session.oracle else ""
-        extra += f", {session.import_mode} import" if session.import_mode else ""
-        extra += ", judged" if session.judge else ""
-        extra += ", waiting for an agent" if session.waiting_for_agent else ""
-        extra += ", restored from its journal" if session.sim.restored else ""
-        lines = [f"session {session.id}  (scenario {session.scenario_id}, {how}{extra})"]
+        lines = [f"session {session.id}  ({self.summary(session)})"]
         lines.append(f"  {self.ws_url(session.id)}")
         if not session.tokens:  # restored: its tokens were printed by the run that made it
             return [*lines, "  its tokens are those it had before the restart", ""]
@@ -551,14 +577,7 @@ class Service:
             lines.append(
                 f"  MCP         {self.mcp.url(session.id)}  (Authorization: Bearer <agent token>)"
             )
-        if session.waiting_for_agent:
-            lines.append("  waiting for an agent (time stands still until one connects):")
-            lines.append(f"    {self._oracle_command(session)}")
-            lines.append(
-                "    (or your own agent, or an OpenEnv client; or press Start on the dashboard)"
-            )
-        lines.append("")
-        return lines
+        return [*lines, *self.waiting_lines(session), ""]
 
 
 def is_file(source: Any) -> bool:

@@ -14,6 +14,8 @@ nothing of ARE crosses the channel.
   session's salted hashes).
 * `gaia2_port(id, port)`: the session's gaia2-cli port (`--gaia2-ports`), bound by the front,
   whose connections it hands here like WebSockets (`Handoff.gaia2_port`).
+* `banner(ids)`: the banner's words on these sessions and on the judge, which the front
+  prints as a server prints its own.
 * `seats()`, `live_journals()`, `sessions(role, id)`, `admin_get(path)`, `load()`: what the
   front reads to place sessions, merge `/api/sessions` and answer the dashboard.
 * `stop_session(id)`, `fork_session(id, at_seq, at_time)`: an admin's controls, which the
@@ -64,7 +66,7 @@ from areasync.service.wire import PostRequest
 from areasync.sessionworker.busy import BUSY_DIR, Busy
 from areasync.workers.worker import Handler
 
-__all__ = ["Seat", "SessionWorker", "serving"]
+__all__ = ["Banner", "Described", "Seat", "SessionWorker", "serving"]
 
 logger = logging.getLogger("areasync.sessionworker")
 
@@ -76,6 +78,23 @@ class Seat(msgspec.Struct, frozen=True):
     session_id: str
     live: bool
     credentials: Credentials | None
+
+
+class Described(msgspec.Struct, frozen=True):
+    """A session as the banner says it, in the worker's words: how it runs (`summary`:
+    scenario, clock mode, import, judged...) and, while it waits for its agent, the lines
+    with the command that plays its oracle."""
+
+    summary: str
+    waiting: list[str]
+
+
+class Banner(msgspec.Struct, frozen=True):
+    """What a worker's service says in the banner: its judge lines, and its sessions asked
+    for (those it holds, live)."""
+
+    judge: list[str]
+    sessions: dict[str, Described]
 
 
 class SessionWorker:
@@ -94,10 +113,12 @@ class SessionWorker:
         ws_base: str,
         gaia2_ports: bool = False,
         mcp_port: int | None = None,
+        gaia2_port: int | None = None,
     ) -> int:
         """Start the service (no port, no admin token of the front's) and take hand-offs
         (`gaia2_ports`: connections of the sessions' gaia2-cli ports too; `mcp_port`: of the
-        front's MCP port, on `config.host`); the process id."""
+        front's MCP port, on `config.host`; `gaia2_port`: of the front's shared gaia2-cli
+        port, on `config.host`); the process id."""
         if self.service is not None:
             return os.getpid()
         assert config.state_dir is not None
@@ -111,8 +132,8 @@ class SessionWorker:
         )
         service.registry.calls = Busy(config.state_dir / BUSY_DIR / str(os.getpid()))
         await service.__aenter__()
-        if gaia2_ports:
-            await service.gaia2.serve_handed()
+        if gaia2_ports or gaia2_port is not None:
+            await service.gaia2.serve_handed(gaia2_port, display_host(config.host))
         if mcp_port is not None:
             await service.mcp.serve_handed(config.host, mcp_port, display_host(config.host))
         self.service = service
@@ -138,6 +159,9 @@ class SessionWorker:
             served: Awaitable[Any] | None = None  # HTTP, for an adapter
             if handoff.gaia2_port is not None:
                 served = self._service().gaia2.adopt(sock, handoff.session_id, handoff.gaia2_port)
+            elif handoff.gaia2_shared:
+                gaia2 = self._service().gaia2
+                served = gaia2.adopt_shared(sock, handoff.session_id, handoff.role)
             elif handoff.mcp is not None:
                 served = self._service().mcp.adopt(sock, handoff.session_id, handoff.mcp)
             if served is not None:
@@ -183,6 +207,7 @@ class SessionWorker:
             session = await registry.create_async(source, ceiling=False)  # reads the ids taken
         except ProtocolError as exc:
             return refused_as_plain_data(exc)
+        self._service().opened(session, source)
         return created_result(session, registry)
 
     async def stop_session(self, session_id: str) -> dict[str, Any]:
@@ -257,6 +282,19 @@ class SessionWorker:
         live = session is not None and not session.ended
         return Seat(session_id, live, service.tokens.credentials(session_id))
 
+    async def banner(self, session_ids: list[str]) -> Banner:
+        """The banner's words on these sessions (those held here, live) and on the judge:
+        the front prints them as a server prints its own (`front/cli.py`)."""
+        service = self._service()
+        described = {}
+        for session_id in session_ids:
+            session = service.registry.sessions.get(session_id)
+            if session is not None and not session.ended:
+                described[session_id] = Described(
+                    service.summary(session), service.waiting_lines(session)
+                )
+        return Banner(service.judge_lines(), described)
+
     async def live_journals(self) -> list[str]:
         journals = self._service().registry.journals
         return [] if journals is None else await journals.live_ids()
@@ -296,6 +334,7 @@ class SessionWorker:
             "open_scenario": self.open_scenario,
             "restore": self.restore,
             "seats": self.seats,
+            "banner": self.banner,
             "gaia2_port": self.gaia2_port,
             "live_journals": self.live_journals,
             "sessions": self.sessions,

@@ -144,9 +144,9 @@ async def test_an_explicit_plain_import_mode_in_create_session_wins_over_auto(
 async def test_areasync_serve_a_gaia2_file_and_the_oracle_agent_command_reach_turn_two(
     gaia2_file: Path, tmp_path: Path, pace: str
 ) -> None:
-    # One process: a front's banner does not yet say a session's import mode.
+    # The default: a front, its session workers saying each session's import in the banner.
     serve = [
-        *(sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", "0"),
+        *(sys.executable, "-m", "areasync.cli", "serve", "--port", "0"),
         *("--mode", "fast"),
         *("--scenario", str(gaia2_file), "--token", "cli-admin"),
         *("--trace-dir", str(tmp_path / "traces")),
@@ -187,9 +187,9 @@ async def test_areasync_serve_a_gaia2_file_and_the_oracle_agent_command_reach_tu
 
 
 async def test_areasync_serve_import_mode_plain_wins_over_auto(gaia2_file: Path) -> None:
-    # One process: a front's banner does not yet say a session's import mode.
+    # The default: a front, its session workers saying each session's import in the banner.
     serve = [
-        *(sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", "0"),
+        *(sys.executable, "-m", "areasync.cli", "serve", "--port", "0"),
         *("--mode", "manual"),
         *("--scenario", str(gaia2_file), "--import-mode", "plain", "--trace-dir", ""),
     ]

@@ -14,8 +14,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -113,15 +111,3 @@ async def test_a_killed_workers_session_keeps_its_gaia2_cli_port_on_the_worker_t
         finally:
             conn.close()
         assert status == 200 and health["session"] == TUTORIAL, (health, served.said())
-
-
-def test_workers_with_the_shared_gaia2_port_are_refused_saying_which_ports_combine() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "areasync.cli", "serve", "--workers", "2", "--gaia2-port", "0"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 2
-    assert "--gaia2-port" in done.stderr and "--gaia2-ports and --mcp-port do" in done.stderr

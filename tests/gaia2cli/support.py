@@ -10,16 +10,21 @@ from areasync.client import Client, connect
 from areasync.protocol.frames import Mode, Role
 from areasync.service import Service
 from tests.gaia2cli.harness import Harness
-from tests.service.support import TUTORIAL, config
+from tests.service.support import THROUGH_FRONT, TUTORIAL, config, through_front
 
 TO_USER = "AgentUserInterface__send_message_to_user"
 
 
 @asynccontextmanager
 async def adapter(**overrides: Any) -> AsyncIterator[Service]:
-    """scenario_tutorial in fast mode (it waits for its agent), the adapter on a free port."""
+    """scenario_tutorial in fast mode (it waits for its agent), the adapter on a free port
+    (through a front's workers with `AREASYNC_TEST_WORKERS`, as `serving`)."""
     fields: dict[str, Any] = {"gaia2_port": 0, "mode": Mode.FAST}
     fields.update(overrides)
+    if THROUGH_FRONT:  # `make through-workers`: the front's shared port, handed to a worker
+        async with through_front((TUTORIAL,), config(**fields)) as front:
+            yield front
+        return
     async with Service(config(**fields), (TUTORIAL,)) as service:
         yield service
 

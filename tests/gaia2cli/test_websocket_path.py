@@ -17,12 +17,13 @@ from areasync.client import AreasyncError
 from areasync.protocol.frames import Role
 from tests.gaia2cli.support import TO_USER, adapter, agent, harness, stream_seq
 from tests.openenv.test_openenv_durable import HeldSync, answered_after_the_sync
-from tests.service.support import WAIT
+from tests.service.support import WAIT, in_process_only
 
 UI, TO_USER_ACTION = TO_USER.split("__")
 BAD_ARGS = {"nope": 1}
 
 
+@in_process_only("holds this process's journal syncs")
 async def test_a_failed_action_is_answered_once_its_journal_record_is_durable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,6 +102,7 @@ async def test_the_adapter_takes_none_of_a_full_sessions_places_for_clients() ->
     assert first[1]["ok"] is True and second[1]["ok"] is True
 
 
+@in_process_only("patches this process's requests.perform")
 async def test_an_internal_failure_says_so_without_the_exceptions_words(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -100,6 +100,12 @@ def front_lacks(what: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(bool(THROUGH_FRONT), reason=f"through a front: {what}", strict=True)
 
 
+def in_process_only(why: str) -> pytest.MarkDecorator:
+    """A test that patches or holds code in this process (`why`), which a front's workers do
+    not run: skipped through one, run as any other in one process."""
+    return pytest.mark.skipif(bool(THROUGH_FRONT), reason=f"in this process only: {why}")
+
+
 @asynccontextmanager
 async def serving(*scenarios: ScenarioSource, **overrides: Any) -> AsyncIterator[Service]:
     """A running service with `scenarios` (default: scenario_tutorial), torn down after."""
@@ -166,6 +172,15 @@ class _ThroughFront:
         from areasync.service.openenv.routes import base_url
 
         return base_url(self.http_url, token or self.tokens.admin)
+
+    def gaia2_url(self, session_id: str, role: Role = Role.USER) -> str:
+        """The shared gaia2-cli port's URL, on the front (`--gaia2-port`)."""
+        from areasync.service.gaia2cli.http import adapter_url
+
+        base = str(self.front.gaia2_base)
+        if role is Role.ADMIN:
+            return adapter_url(base, self.tokens.admin, session_id)
+        return adapter_url(base, self.tokens.of(session_id)[role])
 
     def __getattr__(self, name: str) -> Any:
         return _in_process_only(f"the service's {name}")

@@ -425,3 +425,25 @@ async def test_serve_without_workers_runs_a_worker_per_cpu_and_answers_a_tool_ca
             while reply.get("id") != 1:  # events come before the result
                 reply = json.loads(await ws.recv())
     assert reply["type"] == "result" and "current_timestamp" in reply["value"]
+
+
+async def test_the_default_banner_says_how_a_session_runs_and_how_to_play_its_oracle() -> None:
+    # Fast mode's default session waits for its agent: its worker says so, and the command.
+    command = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--trace-dir", ""]
+    banner, code = await banner_then_sigint(command)
+    assert code == 0
+    assert "worker processes" in banner, banner
+    token = re.search(r"^  agent\s+(\S+)$", banner, re.MULTILINE)
+    assert token is not None, banner
+    assert re.search(
+        r"^session scenario_tutorial  \(scenario scenario_tutorial, fast, waiting for an agent;"
+        r" worker-\d+\)$",
+        banner,
+        re.MULTILINE,
+    ), banner
+    oracle = (
+        r"^    areasync agent oracle --url ws://127\.0\.0\.1:\d+/sessions/scenario_tutorial "
+        rf"--token {re.escape(token[1])}$"
+    )
+    assert re.search(oracle, banner, re.MULTILINE), banner
+    assert "traces: not written" in banner

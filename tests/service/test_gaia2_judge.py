@@ -591,9 +591,9 @@ async def test_serve_with_judge_options_judges_its_gaia2_scenarios(
 ) -> None:
     scenario = tmp_path / "tiny_email.json"
     scenario.write_text(scenario_json(SPECS["tiny_email"]))
-    # One process: a front's banner does not yet say the judge nor a session's import mode.
+    # The default: a front, whose banner says what its session workers say of the judge.
     command = [
-        sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", "0",
+        sys.executable, "-m", "areasync.cli", "serve", "--port", "0",
         "--mode", "fast",
         "--token", ADMIN, "--trace-dir", str(tmp_path / "traces"), "--scenario", str(scenario),
         "--judge_model", f"openai/{JUDGE_MODEL}", "--judge_provider", "local",

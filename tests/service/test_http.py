@@ -13,7 +13,16 @@ from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from areasync.protocol import CallTool, Jump, Mode, Role, Stop
 from areasync.protocol.schema import render_schema
 from areasync.service import ServiceError
-from tests.service.support import ADMIN, TUTORIAL, attach, http_get, json_body, serving, tokens
+from tests.service.support import (
+    ADMIN,
+    TUTORIAL,
+    attach,
+    http_get,
+    in_process_only,
+    json_body,
+    serving,
+    tokens,
+)
 
 
 async def test_health_needs_no_token() -> None:
@@ -234,6 +243,7 @@ async def test_source_of_a_json_session_is_its_json_text() -> None:
     assert status == 200 and json_body(body)["scenario_json"] == text
 
 
+@in_process_only("a start-up refusal comes as the service's task group's exception group")
 async def test_a_json_file_above_the_limit_is_refused_at_start_up_naming_the_limit(
     tmp_path: Path,
 ) -> None:

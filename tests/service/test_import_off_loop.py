@@ -23,13 +23,23 @@ from areasync.bridge import scenarios as scenarios_module
 from areasync.protocol import CreateSession, Error, ErrorCode, ListTools, Ping, Pong, Result, Role
 from areasync.service import registry as session_module
 from bench.synthetic import synthetic_scenario_json
-from tests.service.support import TUTORIAL, Gate, attach, http_get, serving
+from tests.service.support import (
+    THROUGH_FRONT,
+    TUTORIAL,
+    Gate,
+    attach,
+    http_get,
+    in_process_only,
+    serving,
+)
 
 LARGE = 2000  # events: a real import of some length once the gate opens
 
 
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+    if THROUGH_FRONT:
+        pytest.skip("in this process only: holds this process's scenario builds")
     gate = Gate()
     real = session_module.build_scenario
 
@@ -110,6 +120,7 @@ async def test_an_import_cancelled_mid_way_leaves_no_session(gate: Gate) -> None
         assert sorted(registry.sessions) == [TUTORIAL]
 
 
+@in_process_only("spies on this process's scenario loads")
 async def test_an_import_in_its_worker_thread_runs_inside_the_new_sessions_sandbox(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -49,7 +49,9 @@ import os
 import socket
 import tempfile
 import time
+import weakref
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -80,6 +82,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("areasync.service")
 
 PREFIX = "/gaia2/"
+UNKNOWN_TOKEN = (
+    "the token in the URL is not valid: use http://HOST:PORT/gaia2/<session token> "
+    "(a token the server printed or create_session returned)"
+)
 _HOLDER = "gaia2-cli"  # the lease holder of its requests: none is taken (not an agent)
 _SSE_HEADERS = {
     "Content-Type": "text/event-stream",
@@ -125,6 +131,15 @@ class _HandlerLog(logging.LoggerAdapter[logging.Logger]):
         super().exception(msg, *args, exc_info=exc_info, **kwargs)
 
 
+@dataclass(frozen=True)
+class Verified:
+    """A connection a front accepted on its shared port and handed here for its first
+    request, whose session and role the front verified (`front/gaia2.py`)."""
+
+    session_id: str
+    role: Role
+
+
 class Gaia2Adapter:
     """gaia2-cli's HTTP+SSE adapter for every session of a service."""
 
@@ -161,6 +176,9 @@ class Gaia2Adapter:
         # In a session worker of `serve --workers N`: the front binds the sessions' ports and
         # hands their connections here (`serve_handed`, `adopt`).
         self.handed = False
+        # The connections a front handed from its shared port, each served for one request.
+        self.verified: weakref.WeakKeyDictionary[asyncio.BaseTransport, Verified]
+        self.verified = weakref.WeakKeyDictionary()
         self._tasks: set[asyncio.Task[None]] = set()
         if config.gaia2_port is not None or config.gaia2_ports is not None:
             registry.watchers.append(self)  # served: it follows every session from its start
@@ -196,17 +214,26 @@ class Gaia2Adapter:
         for bound in tuple(self.bare.held.values()) if self.bare is not None else ():
             await self._serve_bare(bound)
 
-    async def serve_handed(self) -> None:
-        """Serve, with no socket of its own, the connections a front accepts on the sessions'
-        own ports (`--gaia2-ports` with `serve --workers N`) and hands to this session worker:
-        each session's port is the front's to bind and name (`hold`), its connections this
-        adapter's to serve (`adopt`) as connections of that port."""
+    async def serve_handed(self, shared_port: int | None = None, shown_host: str = "") -> None:
+        """Serve, with no socket of its own, the connections a front accepts and hands to
+        this session worker: on the sessions' own ports (`--gaia2-ports` with `serve
+        --workers N`: each session's port is the front's to bind and name, `hold`, its
+        connections this adapter's to serve, `adopt`, as connections of that port), and on
+        the front's shared port `shared_port` (`--gaia2-port`: one request per connection,
+        `adopt_shared`; its URLs name `shown_host`), screened as this port's own would be."""
         self.handed = True
         if self.bare is None:
             self.bare = BarePorts(0, -1)  # no range of its own: the front's ports, held
         if self not in self.registry.watchers:
             self.registry.watchers.append(self)
         await self.start(LOOPBACK, None, LOOPBACK)
+        if shared_port is not None:
+            config = self.config
+            self.port = shared_port
+            self.base = f"http://{shown_host}:{shared_port}"
+            self.screen.site = SitePolicy.for_server(
+                config.host, shared_port, config.allow_hosts, config.allow_origins
+            )
 
     def hold(self, session_id: str, port: int) -> bool:
         """`session_id` (registered here) is served at the front's `port`: its URL, and the
@@ -230,8 +257,26 @@ class Gaia2Adapter:
         sock.setblocking(False)
         await asyncio.get_running_loop().connect_accepted_socket(self.server, sock=sock)
 
+    async def adopt_shared(self, sock: socket.socket, session_id: str, role: Role) -> None:
+        """Serve `sock`, a connection the front accepted on its shared port, from its first
+        byte: its first request as `role` of `session_id` (the front verified its token),
+        then closed (`front/gaia2.py`; closed at once if the session is not here: it moved
+        meanwhile, and the client connects again)."""
+        if self.server is None or self.registry.get(session_id) is None:
+            sock.close()
+            return
+        sock.setblocking(False)
+        loop = asyncio.get_running_loop()
+        # Stored before the first byte is read: the transport reads from the next round of
+        # the event loop, after this coroutine resumes.
+        transport, _ = await loop.connect_accepted_socket(self.server, sock=sock)
+        self.verified[transport] = Verified(session_id, role)
+
     def _request(self, message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> Any:
-        """aiohttp's request factory: `_Request`, bodies up to `max_frame_bytes`."""
+        """aiohttp's request factory: `_Request`, bodies up to `max_frame_bytes`; on a
+        connection handed from a front's shared port, its one request (`Connection: close`)."""
+        if protocol.transport in self.verified:
+            message = message._replace(should_close=True)
         loop = asyncio.get_running_loop()
         limit = self.config.max_frame_bytes
         return _Request(message, payload, protocol, writer, task, loop, client_max_size=limit)
@@ -336,17 +381,21 @@ class Gaia2Adapter:
         whose token, session, route and role are judged from its head."""
         if head.method != "POST" or not head.path.startswith(PREFIX):
             return None
-        found = self._caller(unquote(head.path[len(PREFIX) :]), "POST")
-        limit = self.config.max_frame_bytes
-        if isinstance(found, t.Reply):
-            return BodyRule(limit, "max_frame_bytes", key="", refused=_as_refusal(found))
-        return BodyRule(limit, "max_frame_bytes", key=found[2])
+        return self._rule(self._caller(unquote(head.path[len(PREFIX) :]), "POST"))
 
     def bare_rule(self, bound: Bound, head: Head) -> BodyRule | None:
         """`body_rule` on a session's own port, whose session is `bound`'s."""
         if head.method != "POST":
             return None
-        found = self._bare_caller(bound, head.path.partition("?")[0], "POST")
+        return self._rule(self._bare_caller(bound, head.path.partition("?")[0], "POST"))
+
+    def verified_rule(self, verified: Verified, head: Head) -> BodyRule | None:
+        """`body_rule` for the request of a connection a front handed (`verified`)."""
+        if head.method != "POST":
+            return None
+        return self._rule(self._verified_caller(verified, unquote(head.path), "POST"))
+
+    def _rule(self, found: tuple[Session, Role, str, t.Route] | t.Reply) -> BodyRule:
         limit = self.config.max_frame_bytes
         if isinstance(found, t.Reply):
             return BodyRule(limit, "max_frame_bytes", key="", refused=_as_refusal(found))
@@ -359,11 +408,7 @@ class Gaia2Adapter:
         token, _, tail = rest.partition("/")
         found = self.registry.tokens.identify(token)
         if found is None:
-            return t.failure(
-                401,
-                "the token in the URL is not valid: use http://HOST:PORT/gaia2/<session token> "
-                "(a token the server printed or create_session returned)",
-            )
+            return t.failure(401, UNKNOWN_TOKEN)
         role, session_id = found
         if session_id is None:  # the admin token: the session comes next
             session_id, _, tail = tail.partition("/")
@@ -395,6 +440,25 @@ class Gaia2Adapter:
             return t.failure(404, "this port's session was discarded")
         return self._routed(session, Role.USER, f"port:{bound.port}", path, method)
 
+    def _verified_caller(
+        self, verified: Verified, path: str, method: str
+    ) -> tuple[Session, Role, str, t.Route] | t.Reply:
+        """`_caller` for a request whose session and role a front verified: its path's
+        token (and, the admin's, the session's id) stand for them. The admin's token is the
+        front's, unknown here: its requests act with this service's, as on a session's own
+        port (a `port:` key)."""
+        if not path.startswith(PREFIX):
+            return t.failure(404, f"not found: the adapter's URLs are {PREFIX}...")
+        token, _, tail = path[len(PREFIX) :].partition("/")
+        session_id = verified.session_id
+        if verified.role is Role.ADMIN:
+            session_id, _, tail = tail.partition("/")
+            token = f"port:{self.port}"
+        session = self.registry.get(verified.session_id)
+        if session is None or session_id != verified.session_id:
+            return t.failure(404, f"no session {session_id[:64]!r} here: connect again")
+        return self._routed(session, verified.role, token, "/" + tail, method)
+
     def _caller(self, rest: str, method: str) -> tuple[Session, Role, str, t.Route] | t.Reply:
         """The session, role, token and route of `method /gaia2/<rest>`, or the refusal."""
         found = self._resolve(rest)
@@ -421,8 +485,10 @@ class Gaia2Adapter:
         return None if not sockname else self.bare.at(int(sockname[1]))
 
     def _found(
-        self, request: web.BaseRequest, bound: Bound | None
+        self, request: web.BaseRequest, bound: Bound | None, verified: Verified | None
     ) -> tuple[Session, Role, str, t.Route] | t.Reply:
+        if verified is not None:
+            return self._verified_caller(verified, request.path, request.method)
         if bound is not None:
             return self._bare_caller(bound, request.path, request.method)
         if not request.path.startswith(PREFIX):
@@ -432,13 +498,15 @@ class Gaia2Adapter:
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         raw = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers)
         bound = self._bare_of(request)
+        verified = None if request.transport is None else self.verified.get(request.transport)
         screen = self.screen if bound is None else self.bare_screens[bound.port]
-        admitted = screen.check(Head(request.method, request.raw_path, raw))
+        rules = None if verified is None else functools.partial(self.verified_rule, verified)
+        admitted = screen.check(Head(request.method, request.raw_path, raw), rules)
         if isinstance(admitted, Refusal):
             return _refused(admitted)
         try:
             with admitted.holding():
-                found = self._found(request, bound)
+                found = self._found(request, bound, verified)
                 if isinstance(found, t.Reply):
                     return _json(found)
                 session, role, token, route = found
@@ -552,7 +620,8 @@ class Gaia2Adapter:
 
     def _client(self, session: Session, role: Role, token: str) -> InProcessClient:
         """The session's client for `role` (a new one says hello: RequestError if refused).
-        On a session's own port (a `port:` key, no token) it says hello with the admin's."""
+        On a session's own port (a `port:` key, no token), or for the front's admin
+        (`_verified_caller`), it says hello with this service's admin token."""
         key = (session.id, role)
         client = self.clients.get(key)
         if client is None or client.session is not session or self._replaced(client):

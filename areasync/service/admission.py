@@ -19,6 +19,13 @@ read, so it costs no handshake work, and let in, in arrival order, as soon as a 
 up or becomes evictable; at most `4 x max_pending_hellos` are parked, beyond which a new
 socket is dropped.
 
+A socket's group is what it has sent, not only what the server has read: before one is
+evicted, its kernel receive queue is looked at (`wire.unread`), and one whose bytes wait there
+unread (a server behind on its reads, under load) is moved where reading them will put it
+(idle to speaking, silent to handshaking) instead. A loaded server does not evict, for its own
+slowness, a client whose hello came in time; an attacker gains nothing it could not have by
+sending the first byte of a frame.
+
 Why the grace and the queue: an attacker that reopens every socket the server closes would
 otherwise make the pool turn over as fast as the server can accept and handshake, saturating
 it, and evict a legitimate client before its hello, however promptly it sent it. With them, the
@@ -27,7 +34,8 @@ defaults), the server's work stays bounded, and a client that sends hello at onc
 turn behind the sockets parked before it, then is never evicted (it is handshaking, then
 speaking, by the time an idle socket is). A client parked longer than `handshake_timeout` is
 dropped: the pool protects clients as long as an attacker holds fewer than about
-`handshake_timeout x max_pending_hellos / EVICTION_GRACE` sockets (2,560 with the defaults).
+`handshake_timeout x max_pending_hellos / EVICTION_GRACE` sockets (2,560 with the defaults),
+fewer when the server cannot turn its pool over that fast (a loaded machine).
 
 The pool is tracked from websockets' own connection object (`connection_class`): its
 `connection_made` is the moment of accept, `data_received` moves it between groups, and its
@@ -77,6 +85,9 @@ class _Entry:
         self.since = since
 
 
+_Group = dict[ServerConnection, _Entry]
+
+
 class Admission:
     """The pending pool, its queue, and the count of authenticated connections (see the module
     docstring).
@@ -98,23 +109,27 @@ class Admission:
         grace: float = EVICTION_GRACE,
         max_waiting: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        unread: Callable[[ServerConnection], int] = wire.unread,
     ) -> None:
         self.max_pending = max_pending
         self.max_connections = max_connections
         self.grace = grace
         self.max_waiting = 4 * max_pending if max_waiting is None else max_waiting
         self._clock = clock
+        self._unread = unread
         # Each dict's insertion order is the order its sockets entered the group.
-        self._idle: dict[ServerConnection, _Entry] = {}
-        self._silent: dict[ServerConnection, _Entry] = {}
-        self._handshaking: dict[ServerConnection, _Entry] = {}
-        self._speaking: dict[ServerConnection, _Entry] = {}
+        self._idle: _Group = {}
+        self._silent: _Group = {}
+        self._handshaking: _Group = {}
+        self._speaking: _Group = {}
         self._groups = (self._idle, self._silent, self._handshaking, self._speaking)
-        self._evictable = (
-            (self._idle, grace),
-            (self._silent, grace),
-            (self._handshaking, grace),
-            (self._speaking, max(grace, SPEAKING_GRACE)),
+        # Each group, its grace, and the group its sockets are in once bytes have come: one
+        # whose bytes wait unread in the kernel is moved there (`_evict_one`).
+        self._evictable: tuple[tuple[_Group, float, _Group | None], ...] = (
+            (self._idle, grace, self._speaking),
+            (self._silent, grace, self._handshaking),
+            (self._handshaking, grace, None),
+            (self._speaking, max(grace, SPEAKING_GRACE), None),
         )
         self._waiting: dict[ServerConnection, None] = {}  # parked, in arrival order
         self._timer: asyncio.TimerHandle | None = None
@@ -149,15 +164,21 @@ class Admission:
 
     def _evict_one(self) -> bool:
         now = self._clock()
-        for group, grace in self._evictable:
-            if group:
+        for group, grace, onward in self._evictable:
+            while group:
                 oldest = next(iter(group))
                 entry = group[oldest]
-                if now - entry.since >= grace:
-                    del group[oldest]
-                    self.evicted += 1
-                    entry.evict()
-                    return True
+                if now - entry.since < grace:
+                    break
+                if onward is not None and self._unread(oldest):
+                    # Its bytes came, but the server has not read them yet (its loop is behind):
+                    # it is where reading them will put it, not idle or silent.
+                    self._move(oldest, onward)
+                    continue
+                del group[oldest]
+                self.evicted += 1
+                entry.evict()
+                return True
         return False
 
     def _pump(self) -> None:
@@ -178,14 +199,14 @@ class Admission:
         if not self._waiting or self._timer is not None:
             return
         due = [
-            next(iter(group.values())).since + grace for group, grace in self._evictable if group
+            next(iter(group.values())).since + grace for group, grace, _ in self._evictable if group
         ]
         delay = max(0.0, min(due) - self._clock()) if due else self.grace
         self._timer = asyncio.get_running_loop().call_later(delay, self._pump)
 
     # -- a pending socket's progress ---------------------------------------------------------
 
-    def _move(self, ws: ServerConnection, to: dict[ServerConnection, _Entry]) -> None:
+    def _move(self, ws: ServerConnection, to: _Group) -> None:
         for group in self._groups:
             entry = group.pop(ws, None)
             if entry is not None:

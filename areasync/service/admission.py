@@ -19,12 +19,14 @@ read, so it costs no handshake work, and let in, in arrival order, as soon as a 
 up or becomes evictable; at most `4 x max_pending_hellos` are parked, beyond which a new
 socket is dropped.
 
-A socket's group is what it has sent, not only what the server has read: before one is
-evicted, its kernel receive queue is looked at (`wire.unread`), and one whose bytes wait there
-unread (a server behind on its reads, under load) is moved where reading them will put it
-(idle to speaking, silent to handshaking) instead. A loaded server does not evict, for its own
-slowness, a client whose hello came in time; an attacker gains nothing it could not have by
-sending the first byte of a frame.
+Only a socket that owes the server bytes is evicted, never one waiting on the server's own
+work, which a loaded server is slow to do. Before one is evicted, what it sent is looked at,
+not only what the server has read: one whose bytes wait unread in its kernel receive queue
+(`wire.unread`) is moved where reading them will put it (idle to speaking, silent to
+handshaking), and one whose request is complete is *answering* (the server owes it its
+response: it is never evicted, and becomes idle once answered). An attacker gains nothing by
+this it could not have by sending the first byte of a frame, or a request, which the server
+answers as fast as it works.
 
 Why the grace and the queue: an attacker that reopens every socket the server closes would
 otherwise make the pool turn over as fast as the server can accept and handshake, saturating
@@ -92,13 +94,15 @@ class Admission:
     """The pending pool, its queue, and the count of authenticated connections (see the module
     docstring).
 
-    Pending sockets are in four groups: *idle* (handshake done, not a byte since), *silent*
+    Pending sockets are in five groups: *idle* (handshake done, not a byte since), *silent*
     (connected, not a byte yet), *handshaking* (part of a request received), *speaking* (a first
-    frame on its way: the hello being read or checked). To make room, the socket evicted is the
-    one that has been longest in the first of those groups whose oldest has been there `grace`
-    seconds (speaking: `SPEAKING_GRACE`). When none is evictable yet, a new socket is *parked*:
-    accepted, but not read (no handshake work) until a place frees up, in arrival order; at
-    most `max_waiting` are parked (beyond, a new socket is dropped).
+    frame on its way: the hello being read or checked), *answering* (its request is in, its
+    response not sent). To make room, the socket evicted is the one that has been longest in
+    the first of the others whose oldest has been there `grace` seconds (speaking:
+    `SPEAKING_GRACE`), unless it waits on the server (`_waits_on_server`). When none is
+    evictable yet, a new socket is *parked*: accepted, but not read (no handshake work) until a
+    place frees up, in arrival order; at most `max_waiting` are parked (beyond, a new socket is
+    dropped).
     """
 
     def __init__(
@@ -122,14 +126,19 @@ class Admission:
         self._silent: _Group = {}
         self._handshaking: _Group = {}
         self._speaking: _Group = {}
-        self._groups = (self._idle, self._silent, self._handshaking, self._speaking)
-        # Each group, its grace, and the group its sockets are in once bytes have come: one
-        # whose bytes wait unread in the kernel is moved there (`_evict_one`).
-        self._evictable: tuple[tuple[_Group, float, _Group | None], ...] = (
-            (self._idle, grace, self._speaking),
-            (self._silent, grace, self._handshaking),
-            (self._handshaking, grace, None),
-            (self._speaking, max(grace, SPEAKING_GRACE), None),
+        self._answering: _Group = {}  # its request is in: the server owes it its response
+        self._groups = (
+            self._idle,
+            self._silent,
+            self._handshaking,
+            self._answering,
+            self._speaking,
+        )
+        self._evictable = (
+            (self._idle, grace),
+            (self._silent, grace),
+            (self._handshaking, grace),
+            (self._speaking, max(grace, SPEAKING_GRACE)),
         )
         self._waiting: dict[ServerConnection, None] = {}  # parked, in arrival order
         self._timer: asyncio.TimerHandle | None = None
@@ -164,15 +173,14 @@ class Admission:
 
     def _evict_one(self) -> bool:
         now = self._clock()
-        for group, grace, onward in self._evictable:
+        for group, grace in self._evictable:
             while group:
                 oldest = next(iter(group))
                 entry = group[oldest]
                 if now - entry.since < grace:
                     break
-                if onward is not None and self._unread(oldest):
-                    # Its bytes came, but the server has not read them yet (its loop is behind):
-                    # it is where reading them will put it, not idle or silent.
+                onward = self._waits_on_server(group, oldest)
+                if onward is not None:
                     self._move(oldest, onward)
                     continue
                 del group[oldest]
@@ -180,6 +188,18 @@ class Admission:
                 entry.evict()
                 return True
         return False
+
+    def _waits_on_server(self, group: _Group, ws: ServerConnection) -> _Group | None:
+        """Where `ws` is, if it has done its part and the server (its loop behind) has not
+        done its own yet: its bytes came but wait unread in the kernel (idle: its hello;
+        silent: its request), or its request is in and not answered. None: it owes bytes."""
+        if group is self._idle:
+            return self._speaking if self._unread(ws) else None
+        if group is self._silent:
+            return self._handshaking if self._unread(ws) else None
+        if group is self._handshaking:
+            return self._answering if ws.request is not None else None
+        return None
 
     def _pump(self) -> None:
         """Let parked sockets in, oldest first, while there are places (or evictions)."""
@@ -199,7 +219,7 @@ class Admission:
         if not self._waiting or self._timer is not None:
             return
         due = [
-            next(iter(group.values())).since + grace for group, grace, _ in self._evictable if group
+            next(iter(group.values())).since + grace for group, grace in self._evictable if group
         ]
         delay = max(0.0, min(due) - self._clock()) if due else self.grace
         self._timer = asyncio.get_running_loop().call_later(delay, self._pump)
@@ -227,7 +247,7 @@ class Admission:
         It waits for its hello among the idle, unless its first frame already came."""
         if ws in self._speaking:
             self._speaking[ws].evict = evict
-        elif ws in self._silent or ws in self._handshaking or ws in self._idle:
+        elif any(ws in group for group in self._groups):
             self._move(ws, self._idle)
             self._idle[ws].evict = evict
 

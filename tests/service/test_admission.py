@@ -47,6 +47,7 @@ class _Socket:
     def __init__(self, name: str, sock: socket.socket | None = None) -> None:
         self.name = name
         self.transport = _Transport(sock)
+        self.request: object | None = None  # websockets' `request`, once it is complete
         self.closed_4408 = False
 
     def evict(self) -> None:
@@ -134,6 +135,18 @@ async def test_a_silent_socket_whose_request_waits_unread_in_the_kernel_is_not_d
         requested = _open(admission, "requested", sock=sock)
         now[0] = 1.0
         newcomer = _open(admission, "newcomer")
+    assert not requested.transport.aborted and newcomer.transport.paused
+    assert admission.evicted == 0
+
+
+async def test_a_socket_whose_request_is_in_is_not_dropped_while_the_server_answers() -> None:
+    now = [0.0]
+    admission = _pool(1, now)
+    requested = _open(admission, "requested")
+    admission.received(requested, open=False)
+    requested.request = object()  # complete: its response is the server's to send
+    now[0] = 1.0  # the server has not answered it yet (its loop is behind)
+    newcomer = _open(admission, "newcomer")
     assert not requested.transport.aborted and newcomer.transport.paused
     assert admission.evicted == 0
 

@@ -23,10 +23,11 @@ Only a socket that owes the server bytes is evicted, never one waiting on the se
 work, which a loaded server is slow to do. Before one is evicted, what it sent is looked at,
 not only what the server has read: one whose bytes wait unread in its kernel receive queue
 (`wire.unread`) is moved where reading them will put it (idle to speaking, silent to
-handshaking), and one whose request is complete is *answering* (the server owes it its
-response: it is never evicted, and becomes idle once answered). An attacker gains nothing by
-this it could not have by sending the first byte of a frame, or a request, which the server
-answers as fast as it works.
+handshaking), and one whose request is complete is *answering* (`wire.answering`: the server
+owes it its response; it is not evicted, and becomes idle once answered, or is dropped by
+`handshake_timeout`; a body route's request, whose answer runs an action, stays evictable).
+An attacker gains nothing by this it could not have by sending the first byte of a frame, or a
+request, which the server answers as fast as it works.
 
 Why the grace and the queue: an attacker that reopens every socket the server closes would
 otherwise make the pool turn over as fast as the server can accept and handshake, saturating
@@ -198,7 +199,7 @@ class Admission:
         if group is self._silent:
             return self._handshaking if self._unread(ws) else None
         if group is self._handshaking:
-            return self._answering if ws.request is not None else None
+            return self._answering if wire.answering(ws) else None
         return None
 
     def _pump(self) -> None:

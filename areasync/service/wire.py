@@ -286,6 +286,14 @@ class ResettingTransport:
         return getattr(self.transport, name)
 
 
+def answering(ws: ServerConnection) -> bool:
+    """Whether `ws`'s request is in and its answer is the server's own prompt work: a request
+    head (a WebSocket upgrade, a page, a refusal), not a body route's request (`PostRequest`),
+    whose answer runs an action."""
+    request = ws.request
+    return request is not None and not isinstance(request, PostRequest)
+
+
 def pause_reading(ws: ServerConnection) -> None:
     """Read nothing more from the socket until `resume_reading`."""
     ws.transport.pause_reading()

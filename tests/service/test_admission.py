@@ -15,10 +15,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from websockets.datastructures import Headers
 
 from areasync.service.admission import SPEAKING_GRACE, Admission
 from areasync.service.config import ServiceConfig
 from areasync.service.fdlimit import raise_open_files_limit
+from areasync.service.wire import PostRequest
 
 
 class _Transport:
@@ -149,6 +151,17 @@ async def test_a_socket_whose_request_is_in_is_not_dropped_while_the_server_answ
     newcomer = _open(admission, "newcomer")
     assert not requested.transport.aborted and newcomer.transport.paused
     assert admission.evicted == 0
+
+
+async def test_a_body_routes_request_whose_answer_runs_an_action_stays_evictable() -> None:
+    now = [0.0]
+    admission = _pool(1, now)
+    posted = _open(admission, "posted")
+    admission.received(posted, open=False)
+    posted.request = PostRequest("/openenv/step", Headers(), "POST", body=b"{}")
+    now[0] = 1.0
+    _open(admission, "newcomer")
+    assert posted.transport.aborted
 
 
 async def test_a_first_frame_that_stops_half_way_loses_its_place_after_its_grace() -> None:

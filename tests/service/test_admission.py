@@ -141,27 +141,28 @@ async def test_a_silent_socket_whose_request_waits_unread_in_the_kernel_is_not_d
     assert admission.evicted == 0
 
 
-async def test_a_socket_whose_request_is_in_is_not_dropped_while_the_server_answers() -> None:
+def _requested_past_the_grace(request: object) -> tuple[Any, Any, Admission]:
+    """A socket whose complete `request` the server has not answered yet (its loop is behind)
+    when, past the grace, a newcomer finds the pool full: the socket, the newcomer, the pool."""
     now = [0.0]
     admission = _pool(1, now)
     requested = _open(admission, "requested")
     admission.received(requested, open=False)
-    requested.request = object()  # complete: its response is the server's to send
-    now[0] = 1.0  # the server has not answered it yet (its loop is behind)
-    newcomer = _open(admission, "newcomer")
+    requested.request = request
+    now[0] = 1.0
+    return requested, _open(admission, "newcomer"), admission
+
+
+async def test_a_socket_whose_request_is_in_is_not_dropped_while_the_server_answers() -> None:
+    requested, newcomer, admission = _requested_past_the_grace(object())
     assert not requested.transport.aborted and newcomer.transport.paused
     assert admission.evicted == 0
 
 
 async def test_a_body_routes_request_whose_answer_runs_an_action_stays_evictable() -> None:
-    now = [0.0]
-    admission = _pool(1, now)
-    posted = _open(admission, "posted")
-    admission.received(posted, open=False)
-    posted.request = PostRequest("/openenv/step", Headers(), "POST", body=b"{}")
-    now[0] = 1.0
-    _open(admission, "newcomer")
-    assert posted.transport.aborted
+    posted = PostRequest("/openenv/step", Headers(), "POST", body=b"{}")
+    requested, _, _ = _requested_past_the_grace(posted)
+    assert requested.transport.aborted
 
 
 async def test_a_first_frame_that_stops_half_way_loses_its_place_after_its_grace() -> None:

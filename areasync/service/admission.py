@@ -19,6 +19,16 @@ read, so it costs no handshake work, and let in, in arrival order, as soon as a 
 up or becomes evictable; at most `4 x max_pending_hellos` are parked, beyond which a new
 socket is dropped.
 
+Only a socket that owes the server bytes is evicted, never one waiting on the server's own
+work, which a loaded server is slow to do. Before one is evicted, what it sent is looked at,
+not only what the server has read: one whose bytes wait unread in its kernel receive queue
+(`wire.unread`) is moved where reading them will put it (idle to speaking, silent to
+handshaking), and one whose request is complete is *answering* (`wire.answering`: the server
+owes it its response; it is not evicted, and becomes idle once answered, or is dropped by
+`handshake_timeout`; a body route's request, whose answer runs an action, stays evictable).
+An attacker gains nothing by this it could not have by sending the first byte of a frame, or a
+request, which the server answers as fast as it works.
+
 Why the grace and the queue: an attacker that reopens every socket the server closes would
 otherwise make the pool turn over as fast as the server can accept and handshake, saturating
 it, and evict a legitimate client before its hello, however promptly it sent it. With them, the
@@ -27,7 +37,8 @@ defaults), the server's work stays bounded, and a client that sends hello at onc
 turn behind the sockets parked before it, then is never evicted (it is handshaking, then
 speaking, by the time an idle socket is). A client parked longer than `handshake_timeout` is
 dropped: the pool protects clients as long as an attacker holds fewer than about
-`handshake_timeout x max_pending_hellos / EVICTION_GRACE` sockets (2,560 with the defaults).
+`handshake_timeout x max_pending_hellos / EVICTION_GRACE` sockets (2,560 with the defaults),
+fewer when the server cannot turn its pool over that fast (a loaded machine).
 
 The pool is tracked from websockets' own connection object (`connection_class`): its
 `connection_made` is the moment of accept, `data_received` moves it between groups, and its
@@ -77,17 +88,22 @@ class _Entry:
         self.since = since
 
 
+_Group = dict[ServerConnection, _Entry]
+
+
 class Admission:
     """The pending pool, its queue, and the count of authenticated connections (see the module
     docstring).
 
-    Pending sockets are in four groups: *idle* (handshake done, not a byte since), *silent*
+    Pending sockets are in five groups: *idle* (handshake done, not a byte since), *silent*
     (connected, not a byte yet), *handshaking* (part of a request received), *speaking* (a first
-    frame on its way: the hello being read or checked). To make room, the socket evicted is the
-    one that has been longest in the first of those groups whose oldest has been there `grace`
-    seconds (speaking: `SPEAKING_GRACE`). When none is evictable yet, a new socket is *parked*:
-    accepted, but not read (no handshake work) until a place frees up, in arrival order; at
-    most `max_waiting` are parked (beyond, a new socket is dropped).
+    frame on its way: the hello being read or checked), *answering* (its request is in, its
+    response not sent). To make room, the socket evicted is the one that has been longest in
+    the first of the others whose oldest has been there `grace` seconds (speaking:
+    `SPEAKING_GRACE`), unless it waits on the server (`_waits_on_server`). When none is
+    evictable yet, a new socket is *parked*: accepted, but not read (no handshake work) until a
+    place frees up, in arrival order; at most `max_waiting` are parked (beyond, a new socket is
+    dropped).
     """
 
     def __init__(
@@ -98,18 +114,27 @@ class Admission:
         grace: float = EVICTION_GRACE,
         max_waiting: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        unread: Callable[[ServerConnection], int] = wire.unread,
     ) -> None:
         self.max_pending = max_pending
         self.max_connections = max_connections
         self.grace = grace
         self.max_waiting = 4 * max_pending if max_waiting is None else max_waiting
         self._clock = clock
+        self._unread = unread
         # Each dict's insertion order is the order its sockets entered the group.
-        self._idle: dict[ServerConnection, _Entry] = {}
-        self._silent: dict[ServerConnection, _Entry] = {}
-        self._handshaking: dict[ServerConnection, _Entry] = {}
-        self._speaking: dict[ServerConnection, _Entry] = {}
-        self._groups = (self._idle, self._silent, self._handshaking, self._speaking)
+        self._idle: _Group = {}
+        self._silent: _Group = {}
+        self._handshaking: _Group = {}
+        self._speaking: _Group = {}
+        self._answering: _Group = {}  # its request is in: the server owes it its response
+        self._groups = (
+            self._idle,
+            self._silent,
+            self._handshaking,
+            self._answering,
+            self._speaking,
+        )
         self._evictable = (
             (self._idle, grace),
             (self._silent, grace),
@@ -150,15 +175,32 @@ class Admission:
     def _evict_one(self) -> bool:
         now = self._clock()
         for group, grace in self._evictable:
-            if group:
+            while group:
                 oldest = next(iter(group))
                 entry = group[oldest]
-                if now - entry.since >= grace:
-                    del group[oldest]
-                    self.evicted += 1
-                    entry.evict()
-                    return True
+                if now - entry.since < grace:
+                    break
+                onward = self._waits_on_server(group, oldest)
+                if onward is not None:
+                    self._move(oldest, onward)
+                    continue
+                del group[oldest]
+                self.evicted += 1
+                entry.evict()
+                return True
         return False
+
+    def _waits_on_server(self, group: _Group, ws: ServerConnection) -> _Group | None:
+        """Where `ws` is, if it has done its part and the server (its loop behind) has not
+        done its own yet: its bytes came but wait unread in the kernel (idle: its hello;
+        silent: its request), or its request is in and not answered. None: it owes bytes."""
+        if group is self._idle:
+            return self._speaking if self._unread(ws) else None
+        if group is self._silent:
+            return self._handshaking if self._unread(ws) else None
+        if group is self._handshaking:
+            return self._answering if wire.answering(ws) else None
+        return None
 
     def _pump(self) -> None:
         """Let parked sockets in, oldest first, while there are places (or evictions)."""
@@ -185,7 +227,7 @@ class Admission:
 
     # -- a pending socket's progress ---------------------------------------------------------
 
-    def _move(self, ws: ServerConnection, to: dict[ServerConnection, _Entry]) -> None:
+    def _move(self, ws: ServerConnection, to: _Group) -> None:
         for group in self._groups:
             entry = group.pop(ws, None)
             if entry is not None:
@@ -206,7 +248,7 @@ class Admission:
         It waits for its hello among the idle, unless its first frame already came."""
         if ws in self._speaking:
             self._speaking[ws].evict = evict
-        elif ws in self._silent or ws in self._handshaking or ws in self._idle:
+        elif any(ws in group for group in self._groups):
             self._move(ws, self._idle)
             self._idle[ws].evict = evict
 

@@ -50,9 +50,11 @@ if sys.platform == "linux":
     import termios
 
     _SIOCOUTQ: int | None = termios.TIOCOUTQ  # the same ioctl as SIOCOUTQ on Linux
+    _FIONREAD: int | None = termios.FIONREAD  # SIOCINQ: bytes in the receive queue
 else:  # pragma: no cover - elsewhere only the user-space buffer counts
     fcntl = None
     _SIOCOUTQ = None
+    _FIONREAD = None
 
 # A write hands the socket at most about this many bytes (more only for one frame that is larger
 # on its own).
@@ -284,6 +286,14 @@ class ResettingTransport:
         return getattr(self.transport, name)
 
 
+def answering(ws: ServerConnection) -> bool:
+    """Whether `ws`'s request is in and its answer is the server's own prompt work: a request
+    head (a WebSocket upgrade, a page, a refusal), not a body route's request (`PostRequest`),
+    whose answer runs an action."""
+    request = ws.request
+    return request is not None and not isinstance(request, PostRequest)
+
+
 def pause_reading(ws: ServerConnection) -> None:
     """Read nothing more from the socket until `resume_reading`."""
     ws.transport.pause_reading()
@@ -308,11 +318,23 @@ def unsent(ws: ServerConnection) -> int | None:
 def kernel_unsent(transport: asyncio.BaseTransport) -> int:
     """Bytes in the socket's kernel send queue, not yet acknowledged by the peer (Linux
     `SIOCOUTQ`); 0 where that cannot be read."""
+    return _queued(transport, _SIOCOUTQ)
+
+
+def unread(ws: ServerConnection) -> int:
+    """Bytes the peer sent that wait in the socket's kernel receive queue, not yet read by the
+    server (Linux `SIOCINQ`); 0 where that cannot be read, or once the transport is gone."""
+    transport = ws.transport
+    return 0 if transport is None else _queued(transport, _FIONREAD)
+
+
+def _queued(transport: asyncio.BaseTransport, request: int | None) -> int:
+    """The byte count a queue-size `ioctl` reports for the transport's socket; 0 without one."""
     sock = transport.get_extra_info("socket")
-    if sock is None or _SIOCOUTQ is None:
+    if sock is None or request is None:
         return 0
     try:
-        data = fcntl.ioctl(sock.fileno(), _SIOCOUTQ, b"\0\0\0\0")
+        data = fcntl.ioctl(sock.fileno(), request, b"\0\0\0\0")
     except OSError:
         return 0
     return int(struct.unpack("i", data)[0])

@@ -1,25 +1,36 @@
 """The pre-hello pool (`service/admission.py`) on its own: who is evicted, who waits, who is let in.
 
-Sockets are stand-ins with a transport that records what was done to it; the clock is the
-test's. The same rules over real sockets: `tests/hardening/test_floods.py`.
+Sockets are stand-ins with a transport that records what was done to it (and, where the kernel's
+receive queue matters, a real loopback socket beneath); the clock is the test's. The same rules
+over real sockets: `tests/hardening/test_floods.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import select
+import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from websockets.datastructures import Headers
 
 from areasync.service.admission import SPEAKING_GRACE, Admission
 from areasync.service.config import ServiceConfig
 from areasync.service.fdlimit import raise_open_files_limit
+from areasync.service.wire import PostRequest
 
 
 class _Transport:
-    def __init__(self) -> None:
+    def __init__(self, sock: socket.socket | None = None) -> None:
         self.aborted = False
         self.paused = False
+        self.sock = sock  # the kernel's side of it, when a test needs one
+
+    def get_extra_info(self, name: str) -> Any:
+        return self.sock if name == "socket" else None
 
     def abort(self) -> None:
         self.aborted = True
@@ -35,21 +46,28 @@ class _Transport:
 
 
 class _Socket:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, sock: socket.socket | None = None) -> None:
         self.name = name
-        self.transport = _Transport()
+        self.transport = _Transport(sock)
+        self.request: object | None = None  # websockets' `request`, once it is complete
         self.closed_4408 = False
 
     def evict(self) -> None:
         self.closed_4408 = True
 
 
+# A client's masked `hello` frame as it arrives (its bytes matter only in that they came).
+HELLO_FRAME = b"\x81\x85\x00\x00\x00\x00hello"
+
+
 def _pool(size: int, now: list[float]) -> Admission:
     return Admission(size, 10, grace=0.5, clock=lambda: now[0])
 
 
-def _open(admission: Admission, name: str, *, handshake: bool = False) -> Any:
-    ws: Any = _Socket(name)
+def _open(
+    admission: Admission, name: str, *, handshake: bool = False, sock: socket.socket | None = None
+) -> Any:
+    ws: Any = _Socket(name, sock)
     admission.arrive(ws)
     if handshake:
         admission.on_evict(ws, ws.evict)
@@ -84,6 +102,67 @@ async def test_a_socket_whose_hello_is_arriving_keeps_its_place_past_the_grace()
     now[0] = 1.0  # past EVICTION_GRACE, within SPEAKING_GRACE
     newcomer = _open(admission, "newcomer")
     assert not speaking.closed_4408 and newcomer.transport.paused and admission.waiting == 1
+
+
+@contextlib.contextmanager
+def _sent(data: bytes) -> Iterator[socket.socket]:
+    """The server's end of a loopback TCP connection whose client sent `data`, waiting in the
+    kernel's receive queue: what a server behind on its reads has not read yet."""
+    with (
+        socket.create_server(("127.0.0.1", 0)) as listener,
+        socket.create_connection(listener.getsockname()) as client,
+    ):
+        server, _ = listener.accept()
+        with server:
+            client.sendall(data)
+            readable, _, _ = select.select([server], [], [], 10.0)
+            assert readable == [server]
+            yield server
+
+
+async def test_an_idle_socket_whose_hello_waits_unread_in_the_kernel_is_not_evicted() -> None:
+    now = [0.0]
+    admission = _pool(1, now)
+    with _sent(HELLO_FRAME) as sock:
+        said_hello = _open(admission, "said hello", handshake=True, sock=sock)
+        now[0] = 1.0  # past EVICTION_GRACE: idle, had the server read nothing
+        newcomer = _open(admission, "newcomer")
+    assert not said_hello.closed_4408 and newcomer.transport.paused and admission.evicted == 0
+
+
+async def test_a_silent_socket_whose_request_waits_unread_in_the_kernel_is_not_dropped() -> None:
+    now = [0.0]
+    admission = _pool(1, now)
+    with _sent(b"GET / HTTP/1.1\r\n") as sock:
+        requested = _open(admission, "requested", sock=sock)
+        now[0] = 1.0
+        newcomer = _open(admission, "newcomer")
+    assert not requested.transport.aborted and newcomer.transport.paused
+    assert admission.evicted == 0
+
+
+def _requested_past_the_grace(request: object) -> tuple[Any, Any, Admission]:
+    """A socket whose complete `request` the server has not answered yet (its loop is behind)
+    when, past the grace, a newcomer finds the pool full: the socket, the newcomer, the pool."""
+    now = [0.0]
+    admission = _pool(1, now)
+    requested = _open(admission, "requested")
+    admission.received(requested, open=False)
+    requested.request = request
+    now[0] = 1.0
+    return requested, _open(admission, "newcomer"), admission
+
+
+async def test_a_socket_whose_request_is_in_is_not_dropped_while_the_server_answers() -> None:
+    requested, newcomer, admission = _requested_past_the_grace(object())
+    assert not requested.transport.aborted and newcomer.transport.paused
+    assert admission.evicted == 0
+
+
+async def test_a_body_routes_request_whose_answer_runs_an_action_stays_evictable() -> None:
+    posted = PostRequest("/openenv/step", Headers(), "POST", body=b"{}")
+    requested, _, _ = _requested_past_the_grace(posted)
+    assert requested.transport.aborted
 
 
 async def test_a_first_frame_that_stops_half_way_loses_its_place_after_its_grace() -> None:

@@ -30,6 +30,9 @@ from tests.service.support import ADMIN, Peer, attach, serving
 
 SESSION = "areasync_test_timeline"
 LABEL = "x" * 20_000  # each tool call puts a ~20 kB AGENT event on the stream
+# Marks of LABEL in the state a GetState returns: a reply of ~500 kB, within the 1 MiB a client
+# takes in one message.
+REPLY_MARKS = 25
 
 
 @asynccontextmanager
@@ -90,16 +93,24 @@ async def test_a_client_that_never_reads_its_replies_is_closed() -> None:
         # It reads through its backlog to the close frame only once closed: a reset after
         # close_timeout would cut it first (the reset is `test_write_timeout.py`'s subject).
         serving(timeline(), max_pending_replies=4, rate=None, close_timeout=30.0) as service,
-        attach(service, Role.OBSERVER, session=SESSION) as witness,
-        never_reading(service) as stuck,
+        attach(service, Role.AGENT, session=SESSION) as agent,
     ):
-        with anyio.fail_after(30):
-            while service.metrics.slow_consumer_disconnects == 0:
-                for _ in range(10):
-                    await stuck.send(GetState(id=stuck.next_id()))
-                await witness.request(Ping)  # the server has had its turn with the frames
-        code, _ = await stuck.closed()
-    assert code == CloseCode.SLOW_CONSUMER
+        # Replies queue only once the kernel's buffers are full, and loopback's send buffer
+        # grows to megabytes: a state of REPLY_MARKS x 20 kB fills them in a few dozen replies
+        # (with the empty state's 115 bytes it took some 25,000, seconds or minutes by load).
+        for _ in range(REPLY_MARKS):
+            await agent.call(CallTool, tool="TimelineApp__mark", args={"label": LABEL})
+        async with (
+            attach(service, Role.OBSERVER, session=SESSION) as witness,
+            never_reading(service) as stuck,
+        ):
+            with anyio.fail_after(30):
+                while service.metrics.slow_consumer_disconnects == 0:
+                    for _ in range(10):
+                        await stuck.send(GetState(id=stuck.next_id()))
+                    await witness.request(Ping)  # the server has had its turn with the frames
+            code, reason = await stuck.closed()
+    assert code == CloseCode.SLOW_CONSUMER and "replies" in reason
 
 
 async def test_a_reader_is_not_evicted_by_a_burst_larger_than_the_lag_bound() -> None:

@@ -34,7 +34,7 @@ draw must not be consumed by a refused call), ARE's own `AppTool.__call__` (a su
 logger at DEBUG: it logs the call first), any other function. Whether a call logged anything
 is read from the event log's counter of events taken in (`PublishingEventLog.logged`), not from
 its `len` (which takes the queue's lock).
-`tests/core/test_tool_call_shortcuts.py` checks, for every tool of every offline registered
+`tests/bridge/test_tool_call_shortcuts.py` checks, for every tool of every offline registered
 scenario, that arguments that do not bind get the up-front check's message, log and publish
 nothing.
 """

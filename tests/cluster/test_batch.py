@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from areasync.gaia2.dataset import agent_scripts
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.stub_llm import StubLLM
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S, RUN_BOUND_S
 from tests.gaia2.pair import PAIR, Evaluation, assert_same_outputs, bench, evaluated_in_one_process
+from tests.stubs import stub_fixture
 
 ray = pytest.importorskip("ray")
 
@@ -35,11 +35,8 @@ pytestmark = [
 DOOMED = f"{HOST_PREFIX}0-doomed"  # sorts first: the least loaded among equals
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    # Each request takes 0.2 s, so that a run is still under way when its host is killed.
-    with StubLLM(Script(agent=agent_scripts()), latency=0.2) as server:
-        yield server
+# Each request takes 0.2 s, so that a run is still under way when its host is killed.
+stub = stub_fixture(latency=0.2)
 
 
 @pytest.fixture(scope="module")

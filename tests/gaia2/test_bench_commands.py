@@ -44,6 +44,7 @@ from areasync.gaia2.cli import main as bench_main
 from areasync.gaia2.dataset import agent_scripts, expected_verdicts, write_dataset
 from areasync.gaia2.stub_llm import Script, StubLLM
 from areasync.gaia2.sweep import RECORDS_DIR, RunRecords
+from tests.stubs import stub_fixture, stub_llm
 
 PAIR = ("tiny_email", "tiny_skip")
 # ARE's thread executor, with room for every run at once (areasync accepts both, adds nothing).
@@ -195,16 +196,10 @@ def ours(command: str, args: Sequence[str]) -> int:
     return bench_main(list(args), command=command)
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent=scripts())) as server:
-        yield server
+stub = stub_fixture(lambda: Script(agent=scripts()))
 
 
-@pytest.fixture(scope="module")
-def are_stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent=scripts())) as server:
-        yield server
+are_stub = stub_fixture(lambda: Script(agent=scripts()), name="are_stub")
 
 
 @pytest.fixture(scope="module")
@@ -615,7 +610,7 @@ def test_an_interrupted_gaia2_run_uploads_nothing(execution_layout: Path, tmp_pa
     dataset = hf_dataset(tmp_path / "hf", scenario, gaia2_configs)
     out = tmp_path / "out"
     # Slow replies: the sweep is still going when its first run is recorded.
-    with StubLLM(Script(agent=scripts()), latency=0.3) as slow:
+    with stub_llm(Script(agent=scripts()), latency=0.3) as slow:
         args = [
             "--hf-dataset",
             str(dataset),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -48,6 +47,7 @@ from tests.service.test_gaia2_judge import (
     play,
     script,
 )
+from tests.stubs import stub_fixture
 
 __all__ = ["script"]  # the stub's fixture, shared with the judge's tests
 
@@ -89,11 +89,7 @@ class HoldingScript(JudgeScript):
         return super().reply(request)
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with pytest.MonkeyPatch.context() as env, StubLLM(HoldingScript()) as server:
-        env.setenv("OPENAI_API_KEY", os.environ.get("OPENAI_API_KEY") or "stub")  # litellm's
-        yield server
+stub = stub_fixture(HoldingScript)
 
 
 @pytest.fixture

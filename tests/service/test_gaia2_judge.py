@@ -12,7 +12,6 @@ stub judge, ARE's threaded `Environment`, the same actions, `scenario.validate`.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import sys
@@ -51,6 +50,7 @@ from areasync.service.judged import JudgedSimulation
 from tests.bounds import PROCESS_S
 from tests.gaia2cli.harness import Harness
 from tests.service.support import http_get
+from tests.stubs import stub_fixture
 
 ADMIN = "judge-admin-token"
 WALL_S = PROCESS_S  # any one session, or a server's start, before the test fails
@@ -175,11 +175,7 @@ class JudgeScript(Script):
         return super().reply(request)
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with pytest.MonkeyPatch.context() as env, StubLLM(JudgeScript()) as server:
-        env.setenv("OPENAI_API_KEY", os.environ.get("OPENAI_API_KEY") or "stub")  # litellm's
-        yield server
+stub = stub_fixture(JudgeScript)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from areasync.gaia2.dataset import SPECS, write_dataset
 from areasync.gaia2.stub_llm import StubLLM
 from areasync.gaia2.sweep import RECORDS_DIR, RunRecords, Sweep
 from tests.stubs import stub_fixture, stub_llm
+from tests.waiting import eventually_blocking
 
 PAIR = ("tiny_email", "tiny_skip")
 # ARE's default agent tries 80 steps; the client retries each failed request twice.
@@ -212,10 +212,12 @@ def test_ctrl_c_stops_cleanly_writing_what_finished_and_resume_does_the_rest(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         try:
-            deadline = time.monotonic() + 300  # a bound on a hang, not a pace
-            while not list(runs_dir.glob("*.json")) and time.monotonic() < deadline:
+
+            def a_run_recorded() -> bool:
                 assert process.poll() is None, process.communicate()
-                time.sleep(0.05)
+                return bool(list(runs_dir.glob("*.json")))
+
+            eventually_blocking(a_run_recorded, within=300, poll=0.05)  # a bound on a hang
             process.send_signal(signal.SIGINT)
             _, stderr = process.communicate(timeout=300)
         finally:

@@ -50,8 +50,8 @@ from areasync.protocol import (
 )
 from areasync.protocol.codec import Encoding
 from bench.synthetic import SyntheticScenario, synthetic_scenario
-from tests.hardening.faults import eventually
 from tests.service.support import ADMIN, serving
+from tests.waiting import eventually
 
 SESSION = SyntheticScenario.scenario_id
 STYLES = ("abort", "close", "stall")

@@ -34,8 +34,8 @@ from areasync.protocol import (
 )
 from areasync.service.limits import TokenBucket
 from areasync.service.wire import HELLO_BYTES
-from tests.hardening.faults import eventually
 from tests.service.support import ADMIN, TUTORIAL, WAIT, attach, raw, serving, tokens
+from tests.waiting import eventually
 
 
 async def test_sessions_beyond_the_limit_get_capacity_and_the_connection_stays() -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 
 from areasync.protocol import Role, StopSession
-from tests.hardening.faults import eventually
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, json_body, serving
+from tests.waiting import eventually
 
 
 async def listed_clock(service: Any) -> dict[str, Any]:

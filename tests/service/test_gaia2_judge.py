@@ -16,7 +16,6 @@ import re
 import signal
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from tests.bounds import PROCESS_S
 from tests.gaia2cli.harness import Harness
 from tests.service.support import http_get
 from tests.stubs import stub_fixture
+from tests.waiting import eventually_blocking
 
 ADMIN = "judge-admin-token"
 WALL_S = PROCESS_S  # any one session, or a server's start, before the test fails
@@ -300,12 +300,13 @@ def are_verdict(text: str, options: JudgeOptions, actions: list[dict[str, Any]])
     )
     env.run(scenario, wait_for_end=False)
     try:
-        deadline = time.monotonic() + WALL_S
-        while not any(
-            e.function_name() == "send_message_to_agent" for e in env.event_log.list_view()
-        ):
-            assert time.monotonic() < deadline, "ARE never delivered the user's message"
-            time.sleep(0.01)
+        eventually_blocking(
+            lambda: any(
+                e.function_name() == "send_message_to_agent" for e in env.event_log.list_view()
+            ),
+            within=WALL_S,
+            what="ARE's delivery of the user's message",
+        )
         tools = {tool.name: tool for tool in env.get_tools()}
         for action in actions:
             tools[action["action"]](**action["action_input"])

@@ -227,7 +227,7 @@ async def stall() -> dict[str, Any]:
     from tests.service.support import ADMIN, attach, serving
     from tests.waiting import eventually
 
-    limits = {"write_timeout": 0.5, "close_timeout": 0.5, "ping_interval": None}
+    limits: dict[str, Any] = {"write_timeout": 0.5, "close_timeout": 0.5, "ping_interval": None}
     limits |= {"max_lag": 10**9, "write_limit": 16 * 1024}
     async with serving(PaddedTimeline(3000), **limits) as service:
         client = await RawClient.open(service.port or 0, SESSION)

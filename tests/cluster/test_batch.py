@@ -22,6 +22,7 @@ from areasync.gaia2.stub_llm import StubLLM
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S, RUN_BOUND_S
 from tests.gaia2.pair import PAIR, Evaluation, assert_same_outputs, bench, evaluated_in_one_process
 from tests.stubs import stub_fixture
+from tests.waiting import eventually
 
 ray = pytest.importorskip("ray")
 
@@ -75,12 +76,12 @@ async def test_a_run_whose_host_is_killed_runs_again_on_another_host(
     running = asyncio.create_task(
         asyncio.to_thread(bench, evaluation.dataset, out, stub, "--ray", "auto")
     )
-    for _ in range(int(HOST_START_S / 0.05)):
-        if await asyncio.wrap_future(doomed.bench_running.remote().future()):
-            break
-        await asyncio.sleep(0.05)
-    else:
-        pytest.fail(f"no run reached the doomed host within {HOST_START_S:g} s")
+    await eventually(
+        lambda: asyncio.wrap_future(doomed.bench_running.remote().future()),
+        within=HOST_START_S,
+        poll=0.05,
+        what="a run on the doomed host",
+    )
     os.kill(pid, signal.SIGKILL)
     assert await asyncio.wait_for(running, RUN_BOUND_S) == 0
     err = capsys.readouterr().err

@@ -132,6 +132,18 @@ def test_readings_never_decrease_whatever_anchors_and_controls_do(
     assert readings == sorted(readings)
 
 
+def realtime_sim(wall: JumpingWall) -> Simulation:
+    """Speed 1000 on `wall`: a tick every simulated second is one wall millisecond apart."""
+    return Simulation.load(
+        timeline(duration=30.0, initialize=True),
+        mode="realtime",
+        speed=1000.0,
+        lag_policy=LagPolicy.SLIP,
+        wall=wall,
+        sleep=wall.sleep,
+    )
+
+
 async def ticks_run(sim: Simulation, n: int) -> None:
     """Let the driver run until `n` ticks have run (it waits on the wall between them)."""
     await eventually(lambda: sim.env.tick_count >= n, what=f"{n} ticks run")
@@ -141,15 +153,7 @@ async def test_a_command_logged_while_a_tick_is_overdue_is_never_followed_by_an_
     None
 ):
     wall = JumpingWall()
-    # Speed 1000: a tick every simulated second is one wall millisecond apart.
-    sim = Simulation.load(
-        timeline(duration=30.0, initialize=True),
-        mode="realtime",
-        speed=1000.0,
-        lag_policy=LagPolicy.SLIP,
-        wall=wall,
-        sleep=wall.sleep,
-    )
+    sim = realtime_sim(wall)
     async with sim:
         await ticks_run(sim, 1)  # the tick at 0 s has run; the next is due at 1 s
         wall.jump(0.0015)  # 1.5 s of simulated time: the tick at 1 s is overdue
@@ -165,14 +169,7 @@ async def test_a_command_logged_while_a_tick_is_overdue_is_never_followed_by_an_
 
 async def test_listing_a_session_does_not_move_an_overdue_tick() -> None:
     wall = JumpingWall()
-    sim = Simulation.load(
-        timeline(duration=30.0, initialize=True),
-        mode="realtime",
-        speed=1000.0,
-        lag_policy=LagPolicy.SLIP,
-        wall=wall,
-        sleep=wall.sleep,
-    )
+    sim = realtime_sim(wall)
     async with sim:
         await ticks_run(sim, 1)
         reported = sim.clock.reported_us

@@ -240,7 +240,7 @@ async def run_storm(
             with anyio.move_on_after(30):
                 await eventually(
                     lambda: service.metrics.slow_consumer_disconnects > evicted or ended(),
-                    limit=31,
+                    within=31,
                 )
 
         with anyio.fail_after(120 + events / 100):

@@ -256,11 +256,11 @@ async def streams(server: Server, tries: int) -> dict[str, Any]:
 async def stall() -> dict[str, Any]:
     from areasync.protocol import Jump, Role
     from bench.misbehaving import RawClient, hello_frame
-    from tests.hardening.faults import eventually
     from tests.hardening.test_slow_consumers import SESSION, PaddedTimeline
     from tests.service.support import ADMIN, attach, serving
+    from tests.waiting import eventually
 
-    limits = {"write_timeout": 0.5, "close_timeout": 0.5, "ping_interval": None}
+    limits: dict[str, Any] = {"write_timeout": 0.5, "close_timeout": 0.5, "ping_interval": None}
     limits |= {"max_lag": 10**9, "write_limit": 16 * 1024}
     async with serving(PaddedTimeline(3000), **limits) as service:
         client = await RawClient.open(service.port or 0, SESSION)
@@ -268,7 +268,7 @@ async def stall() -> dict[str, Any]:
             await client.send(hello_frame(ADMIN))
             async with attach(service, Role.CONTROLLER, session=SESSION) as controller:
                 await controller.call(Jump, by=400.0)
-            await eventually(lambda: service.metrics.write_timeout_disconnects > 0, 60)
+            await eventually(lambda: service.metrics.write_timeout_disconnects > 0, within=60)
             decided = time.monotonic()
             poller = select.poll()
             poller.register(client.sock, select.POLLHUP | select.POLLERR)

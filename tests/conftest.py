@@ -40,8 +40,8 @@ WHOLE_PACKAGES = ("tests/cluster/",)
 WHOLE_MODULES = (  # a module, or every module under a directory ending in "/"
     "tests/agents/",
     "tests/conformance/test_reference.py",
-    "tests/core/test_replay.py",
-    "tests/core/test_snapshots.py",
+    "tests/simulation/test_replay.py",
+    "tests/simulation/test_snapshots.py",
     "tests/dashboard/",
     "tests/gaia2/",
     "tests/service/test_cli_serve.py",

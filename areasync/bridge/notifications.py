@@ -28,7 +28,7 @@ a function whose name cannot be read - goes to ARE's own function unchanged.
 The filtered `convert_to_message` is an attribute of the instance, set by `install` only when
 the system's class uses ARE's base method (a notification system that defines its own keeps
 it); `clear()` and `initialize()` replace neither. The world log's call goes through
-`AsyncEnvironment.add_to_log` (see there). `tests/core/test_notification_prefilter.py` checks,
+`AsyncEnvironment.add_to_log` (see there). `tests/bridge/test_notification_prefilter.py` checks,
 for every app and function ARE ships (every notified tool of every verbosity, the apps'
 aliases, odd events), that both give what ARE's own functions give, and that `MAY_NOTIFY` is
 exactly the set of names ARE's source compares function names with.

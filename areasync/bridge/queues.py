@@ -17,7 +17,7 @@ put them. `EventLogQueue` is ARE's `PriorityQueue` whose items are `LogHeapItem`
 `HeapItem` with a `__lt__` that gives the same answer (the same one-element tuples compared,
 `(getattr(a, f),) < (getattr(b, f),)`) without two method calls and two list comprehensions.
 Every comparison answers as ARE's does, so every push, pop and sort moves the same items to the
-same places (`tests/core/test_event_log_queue.py`). Each logged event is pushed once (one
+same places (`tests/bridge/test_event_log_queue.py`). Each logged event is pushed once (one
 comparison when it is the latest) and every `list_view()` sorts the whole log (scenario
 validation, the trace export), each cheaper than ARE's (`timeit` figures in
 docs/topics/performance.md, "Design measurements").

@@ -7,7 +7,7 @@ logged at that instant. The output holds JSON types only, so it can be sent over
 Every tool call converts its arguments (the input log), its result and the logged event, so
 `to_plain` first handles what those nearly always are - exactly a JSON type, or a plain `dict`
 or `list` of them - by type identity, before the general chain of `isinstance` tests (the
-`Mapping` test is an ABC check): the same output (`tests/core/test_records_fast_path.py`
+`Mapping` test is an ABC check): the same output (`tests/bridge/test_records_fast_path.py`
 compares it with the general chain's on generated values).
 """
 

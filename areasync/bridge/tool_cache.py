@@ -41,7 +41,7 @@ Where it applies. `AsyncEnvironment.get_tools_by_app` (what `get_tools()` calls)
 own environments in the process build their tools with ARE's function, and a function
 someone else put there (a mock) is left alone. Apps that override `get_tools_with_attribute`
 (MessagingAppV2 appends to each tool's description) keep doing so on their own tools.
-`tests/core/test_tool_cache.py` checks that the tools of every offline registered scenario, of
+`tests/bridge/test_tool_cache.py` checks that the tools of every offline registered scenario, of
 every tool type, equal ARE's freshly built ones, and that served sessions are still collected.
 """
 

@@ -34,7 +34,7 @@ only). The check stays up front where something would happen first: a random fai
 `AppTool.__call__` (a subclass, or its logger at DEBUG: it logs the call first), any other function.
 Whether a call logged anything is read from the event log's counter of events taken in
 (`PublishingEventLog.logged`), not from its `len` (which takes the queue's lock).
-`tests/core/test_tool_call_shortcuts.py` checks, for every tool of every offline registered
+`tests/bridge/test_tool_call_shortcuts.py` checks, for every tool of every offline registered
 scenario, that arguments that do not bind get the up-front check's message, log and publish nothing.
 """
 

@@ -22,19 +22,39 @@ that nobody saw the clock pass still runs at its own time. Only `restart` (a new
 `TimeManager.reset`) sets time back.
 
 The clock takes its wall function as a parameter: it does no I/O and never sleeps. The async
-driver asks `wall_delay_until()` how long to wait and does the waiting itself.
+driver asks `wall_delay_until()` how long to wait and does the waiting itself: on the event
+loop's clock, which the default wall (`time.monotonic`) matches, or with the `WallSleep` given
+beside an injected wall (a test's wall that moves only when told: its driver then waits for
+it, instead of polling a reading that does not move).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from areasync.protocol.frames import Mode
 
 US_PER_S = 1_000_000
+
+# Waits the given number of seconds of a wall (see the module docstring).
+WallSleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Wall:
+    """The wall a session reads (`now`) and its driver waits on (`sleep`; None: the event
+    loop's clock, which the default `now` matches)."""
+
+    now: Callable[[], float] = time.monotonic
+    sleep: WallSleep | None = None
+
+
+# The real wall: `time.monotonic`, waited on by the event loop.
+REAL_WALL = Wall()
 
 
 def to_us(seconds: float) -> int:

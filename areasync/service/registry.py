@@ -48,6 +48,7 @@ from areasync.bridge.judge import judge_link
 from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.scenarios import Scenario, detach_apps
 from areasync.journal import SESSION_ID_RULE, Created, InlineScenario, is_session_id
+from areasync.loop.clock import REAL_WALL, Wall
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ForkedFrom, ImportMode, Mode
 from areasync.service import background
@@ -97,10 +98,13 @@ class SessionWatcher(Protocol):
 class SessionRegistry:
     """Every session of the server, by id; creates, stops and forgets them."""
 
-    def __init__(self, config: ServiceConfig, tokens: Tokens, metrics: Metrics) -> None:
+    def __init__(
+        self, config: ServiceConfig, tokens: Tokens, metrics: Metrics, wall: Wall = REAL_WALL
+    ) -> None:
         self.config = config
         self.tokens = tokens
         self.metrics = metrics
+        self.wall = wall  # what the sessions it starts read and wait on
         self.sessions: dict[str, Session] = {}
         self.ws_base = f"ws://{config.host}:{config.port}"  # set to the bound address at start
         self.traces_written = 0
@@ -380,6 +384,8 @@ class SessionRegistry:
             sim = (JudgedSimulation if judged else Simulation).load(
                 scenario,
                 sandbox=sandbox,
+                wall=self.wall.now,
+                sleep=self.wall.sleep,
                 mode=str(Mode(mode or self.config.mode).value),
                 speed=self.config.speed if speed is None else speed,
                 oracle=oracle,

@@ -41,6 +41,7 @@ import anyio.abc
 from websockets.asyncio.server import Server, ServerConnection, serve
 
 from areasync.bridge.scenarios import registered_ids
+from areasync.loop.clock import REAL_WALL, Wall
 from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import Role
 from areasync.service import background, wire
@@ -114,6 +115,7 @@ class Service:
         listen: bool = True,
         ws_base: str | None = None,
         keep_admin_token: bool = True,
+        wall: Wall = REAL_WALL,
     ) -> None:
         self.config = config or ServiceConfig()
         # False when the state dir is shared with other servers (a cluster's hosts,
@@ -130,7 +132,8 @@ class Service:
         self.suspend_at_shutdown = True
         self.tokens = Tokens(self.config.admin_token)
         self.metrics = Metrics()
-        self.registry = SessionRegistry(self.config, self.tokens, self.metrics)
+        # The wall the sessions it starts read and wait on (a test's own, to move by hand).
+        self.registry = SessionRegistry(self.config, self.tokens, self.metrics, wall)
         self.connections: dict[Connection, None] = {}
         self.openenv_sockets: dict[ServerConnection, None] = {}  # OpenEnv's /ws connections
         # Sockets before hello (a pool of their own) and authenticated connections (what

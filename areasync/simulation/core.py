@@ -21,7 +21,7 @@ from areasync.bridge.environment import AsyncEnvironment, Scenario
 from areasync.bridge.records import to_plain
 from areasync.bridge.sandbox import Sandbox
 from areasync.bridge.tools import ToolBox
-from areasync.loop.clock import to_s
+from areasync.loop.clock import WallSleep, to_s
 from areasync.loop.stream import StreamLog
 from areasync.policies import LagPolicy, LeasePolicy
 from areasync.protocol.frames import ClockItem, EndedItem, EventItem, NotificationItem, StreamItem
@@ -87,6 +87,9 @@ class SimulationCore:
         self.lag = 0.0
         self._leases = Leases(self.settings.lease_timeout)
         self._wake_event = anyio.Event()
+        # How the driver waits wall seconds of the clock's wall (`Simulation.load`'s `sleep`);
+        # None: on the event loop's clock.
+        self.wall_sleep: WallSleep | None = None
         self._ended = anyio.Event()
         self._waiting_for_notification = 0
         self._last_clock_publish = -math.inf

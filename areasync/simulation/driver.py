@@ -8,6 +8,8 @@ seconds, each batch holding the session's command lane.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from functools import partial
 from time import perf_counter
 from types import TracebackType
 from typing import Any, Self
@@ -195,8 +197,22 @@ class Driver(SimulationCore):
         event = self._wake_event
         if delay is None:
             await event.wait()
-        else:
+        elif self.wall_sleep is None:
             with anyio.move_on_after(delay):
                 await event.wait()
+        else:
+            await _first_of(event.wait, partial(self.wall_sleep, delay))
         if self._wake_event is event and event.is_set():
             self._wake_event = anyio.Event()
+
+
+async def _first_of(*waits: Callable[[], Awaitable[Any]]) -> None:
+    """Return once the first of `waits` is done; the others are cancelled."""
+    async with anyio.create_task_group() as tg:
+
+        async def until(wait: Callable[[], Awaitable[Any]]) -> None:
+            await wait()
+            tg.cancel_scope.cancel()
+
+        for wait in waits:
+            tg.start_soon(until, wait)

@@ -15,6 +15,7 @@ from typing import Unpack
 from areasync.bridge.environment import session_environment
 from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
 from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
+from areasync.loop.clock import WallSleep
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.simulation.agent_side import AgentSide
 from areasync.simulation.loading import ScenarioSource, load_in, sandboxed_loading
@@ -36,6 +37,7 @@ class Simulation(AgentSide):
         speed: float = 1.0,
         exit_when_no_events: bool | None = None,
         wall: Callable[[], float] = time.monotonic,
+        sleep: WallSleep | None = None,
         import_mode: ImportMode | str = ImportMode.AUTO,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         max_scenario_bytes: int = DEFAULT_MAX_SCENARIO_BYTES,
@@ -63,6 +65,9 @@ class Simulation(AgentSide):
         while loading (`areasync.bridge.determinism`): with them and its records, the run can
         be replayed exactly (`sim.creation`, `sim.records`, `Simulation.replay`). A sandbox
         from `build_scenario` brings the seed and time it was built with.
+
+        `wall` is what realtime pacing and lease deadlines read; the driver waits on the event
+        loop's clock, unless `sleep` says how to wait seconds of an injected `wall`.
         """
         with sandboxed_loading(
             source,
@@ -89,6 +94,7 @@ class Simulation(AgentSide):
             assert box.entropy is not None  # `sandboxed_loading` gives every sandbox one
             box.entropy.clock = env.clock
             sim = cls(scenario, env, sandbox=box, **options)
+            sim.wall_sleep = sleep
             sim.creation = Creation.of(
                 box.entropy,
                 mode=Mode(mode),

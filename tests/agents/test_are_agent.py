@@ -12,7 +12,6 @@ too. See tests/agents/runs.py for the two runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from unittest.mock import patch
 
@@ -38,6 +37,7 @@ from tests.agents.runs import (
     prompts,
     read_steps,
 )
+from tests.stubs import stub_fixture, stub_llm
 
 SCENARIO_IDS = [*SCENARIOS, READS_ID]
 
@@ -57,10 +57,7 @@ class SleepSpy:
         return getattr(time, name)
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent={**agent_scripts(), READS_MARKER: read_steps()})) as server:
-        yield server
+stub = stub_fixture(lambda: Script(agent={**agent_scripts(), READS_MARKER: read_steps()}))
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +182,7 @@ def test_the_clock_stands_still_while_the_model_generates() -> None:
     """Fast mode: the agent holds its busy lease through every generation, so a slow model
     lets no simulated time pass (tiny_email would otherwise run to its end meanwhile)."""
     witness = Witness(0.3, agent=agent_scripts())
-    with StubLLM(witness) as slow:
+    with stub_llm(witness) as slow:
 
         def watch(session: Any) -> None:
             witness.sim = session.sim
@@ -203,7 +200,7 @@ def test_a_realtime_clock_is_paused_while_the_model_generates() -> None:
     """Realtime: a controller pauses the clock around each generation, as ARE's runner pauses
     its environment, and resumes it after."""
     witness = Witness(0.2, agent=agent_scripts())
-    with StubLLM(witness) as slow:
+    with stub_llm(witness) as slow:
 
         def watch(session: Any) -> None:
             witness.sim = session.sim
@@ -308,7 +305,7 @@ def test_the_socket_keeps_receiving_while_the_model_generates() -> None:
             return super().reply(request)
 
     counting = Counting(agent=agent_scripts())
-    with StubLLM(counting) as slow:
+    with stub_llm(counting) as slow:
         run = anyio.run(
             lambda: over_the_socket(
                 slow,

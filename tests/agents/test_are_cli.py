@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -15,20 +14,17 @@ import pytest
 
 from areasync.client import connect
 from areasync.conformance.normal_form import first_difference, normalized_log
-from areasync.gaia2.dataset import agent_scripts
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.stub_llm import StubLLM
 from areasync.testing import AreasyncServer
 from tests.agents.runs import MODEL, Run, in_process, scenario_text
 from tests.bounds import PROCESS_S
+from tests.stubs import stub_fixture
 
 GIVE_UP_S = PROCESS_S
 NOBODY = "127.0.0.1:9"  # the discard port: nothing listens there
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent=agent_scripts())) as server:
-        yield server
+stub = stub_fixture()
 
 
 @pytest.fixture(scope="module")

@@ -3,22 +3,12 @@ that keeps breaking before a message gets through."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import anyio
 
 from areasync.client import connect
 from areasync.protocol import Batch, CallTool, ClientFrame, Result, encode_server_frame
 from tests.client.fake_server import TOKEN, FakeServer, event, note
-
-
-async def eventually(condition: Callable[[], bool], limit: float = 10.0) -> None:
-    """Wait until `condition()` holds (checked every 10 ms); fail after `limit` wall seconds."""
-    with anyio.fail_after(limit):
-        while True:
-            if condition():
-                return
-            await anyio.sleep(0.01)
+from tests.waiting import eventually
 
 
 async def test_hello_asks_for_batches_unless_told_not_to() -> None:

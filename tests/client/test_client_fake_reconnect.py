@@ -16,7 +16,7 @@ from areasync.client import (
 from areasync.client.connection import ResumingConnection
 from areasync.protocol import CallTool, ClientFrame, Hello, NotificationItem, StreamItem
 from tests.client.fake_server import TOKEN, FakeServer, event, note
-from tests.hardening.faults import eventually
+from tests.waiting import eventually
 
 
 async def take(client: Client, count: int, since: int | None = None) -> list[StreamItem]:

@@ -66,15 +66,20 @@ async def test_retryable_errors_say_so() -> None:
 
 
 async def test_concurrent_calls_each_get_their_own_reply_when_replies_come_out_of_order() -> None:
-    async def slow_echo(frame: ClientFrame) -> object:
+    # Each request is answered once every later one has been: the first is answered last.
+    answered = [anyio.Event() for _ in range(11)]
+    answered[10].set()
+
+    async def reverse_echo(frame: ClientFrame) -> object:
         assert isinstance(frame, CallTool)
-        # The first request is answered last.
-        await anyio.sleep(0.02 * (10 - frame.args["n"]))
-        return frame.args["n"]
+        n = frame.args["n"]
+        await answered[n + 1].wait()
+        answered[n].set()
+        return n
 
     results: dict[int, object] = {}
     async with FakeServer() as fake:
-        fake.handlers["call_tool"] = slow_echo
+        fake.handlers["call_tool"] = reverse_echo
         async with connect(fake.url, token=TOKEN) as client:
 
             async def call(n: int) -> None:

@@ -28,7 +28,7 @@ from areasync.conformance.reference_loops import run_are_queue_loop
 from areasync.conformance.scenario_json import load_scenario_json
 from areasync.protocol import CreateSession, EventItem, EventRecord, ImportMode, Mode
 from areasync.testing import AreasyncServer
-from tests.client.test_oracle_agent import WAIT, assert_same_log, gaia2_json, run_agent
+from tests.client.test_client_oracle_agent import WAIT, assert_same_log, gaia2_json, run_agent
 from tests.service.durable_support import read_banner
 
 GAIA2_FILE = "gaia2_two_turns.json"

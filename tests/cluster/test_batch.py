@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from areasync.gaia2.dataset import agent_scripts
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.stub_llm import StubLLM
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S, RUN_BOUND_S
 from tests.gaia2.pair import PAIR, Evaluation, assert_same_outputs, bench, evaluated_in_one_process
+from tests.stubs import stub_fixture
+from tests.waiting import eventually
 
 ray = pytest.importorskip("ray")
 
@@ -35,11 +36,8 @@ pytestmark = [
 DOOMED = f"{HOST_PREFIX}0-doomed"  # sorts first: the least loaded among equals
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    # Each request takes 0.2 s, so that a run is still under way when its host is killed.
-    with StubLLM(Script(agent=agent_scripts()), latency=0.2) as server:
-        yield server
+# Each request takes 0.2 s, so that a run is still under way when its host is killed.
+stub = stub_fixture(latency=0.2)
 
 
 @pytest.fixture(scope="module")
@@ -78,12 +76,12 @@ async def test_a_run_whose_host_is_killed_runs_again_on_another_host(
     running = asyncio.create_task(
         asyncio.to_thread(bench, evaluation.dataset, out, stub, "--ray", "auto")
     )
-    for _ in range(int(HOST_START_S / 0.05)):
-        if await asyncio.wrap_future(doomed.bench_running.remote().future()):
-            break
-        await asyncio.sleep(0.05)
-    else:
-        pytest.fail(f"no run reached the doomed host within {HOST_START_S:g} s")
+    await eventually(
+        lambda: asyncio.wrap_future(doomed.bench_running.remote().future()),
+        within=HOST_START_S,
+        poll=0.05,
+        what="a run on the doomed host",
+    )
     os.kill(pid, signal.SIGKILL)
     assert await asyncio.wait_for(running, RUN_BOUND_S) == 0
     err = capsys.readouterr().err

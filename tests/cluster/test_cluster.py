@@ -28,6 +28,7 @@ from areasync.service import ServiceConfig
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.gaia2cli.test_bare import free_port
+from tests.waiting import eventually
 
 try:
     from playwright.async_api import Browser, Page, async_playwright, expect
@@ -503,8 +504,4 @@ async def test_a_lost_nodes_sessions_come_back_identical_and_their_clients_resum
 
 async def until(condition: Callable[[], bool], *, seconds: float) -> None:
     """Return once `condition()` holds; fail after `seconds` (polled every 50 ms)."""
-    for _ in range(int(seconds / 0.05)):
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    pytest.fail(f"not within {seconds} s: {condition}")
+    await eventually(condition, within=seconds, poll=0.05)

@@ -35,12 +35,11 @@ from areasync.gaia2.dataset import (
     EMAIL_AGAIN,
     SPECS,
     SPLIT,
-    agent_scripts,
     expected_verdicts,
     write_dataset,
 )
 from areasync.gaia2.runs import OutputDirError
-from areasync.gaia2.stub_llm import Script, StubLLM
+from tests.stubs import stub_llm
 
 # Simulated seconds before the delayed scenarios' second turn (shorter than the dataset's own).
 DELAY = 30.0
@@ -86,7 +85,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Bench:
     dataset = write_dataset(root / "dataset", delay=DELAY, only=BASICS)
     retag(dataset, SEARCH_SCENARIO, "Search")
     out = root / "out"
-    with StubLLM(Script(agent=agent_scripts())) as stub:
+    with stub_llm() as stub:
         compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint, extra=["--no-report"]))
         requests = stub.requests
     return Bench(out=out, written=write_artifacts(out), requests=requests)
@@ -241,7 +240,7 @@ def test_runs_of_every_config_get_artifacts(tmp_path: Path) -> None:
     (extra / CONFIG / SPLIT / name).rename(dataset / "search" / SPLIT / name)
     retag(dataset, SEARCH_SCENARIO, "Search", config="search")
     out = tmp_path / "out"
-    with StubLLM(Script(agent=agent_scripts())) as stub:
+    with stub_llm() as stub:
         args = compare.bench_args(dataset, out, stub.endpoint)
         del args[args.index("--config") : args.index("--config") + 2]
         compare.run_areasync(args)
@@ -336,7 +335,7 @@ def test_same_artifacts_from_are_benchmark_run(tmp_path: Path) -> None:
     dataset = write_dataset(tmp_path / "dataset", only=["tiny_email", "tiny_skip"])
     retag(dataset, SEARCH_SCENARIO, "Search")
     are_out, ours_out = tmp_path / "are", tmp_path / "areasync"
-    with StubLLM(Script(agent=agent_scripts())) as stub:
+    with stub_llm() as stub:
         compare.run_are(compare.bench_args(dataset, are_out, stub.endpoint))
         compare.run_areasync(
             compare.bench_args(dataset, ours_out, stub.endpoint, extra=["--no-report"])

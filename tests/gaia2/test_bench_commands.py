@@ -29,7 +29,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,8 @@ from areasync.gaia2.cli import main as bench_main
 from areasync.gaia2.dataset import agent_scripts, expected_verdicts, write_dataset
 from areasync.gaia2.stub_llm import Script, StubLLM
 from areasync.gaia2.sweep import RECORDS_DIR, RunRecords
+from tests.stubs import stub_fixture, stub_llm
+from tests.waiting import eventually_blocking
 
 PAIR = ("tiny_email", "tiny_skip")
 # ARE's thread executor, with room for every run at once (areasync accepts both, adds nothing).
@@ -195,16 +196,10 @@ def ours(command: str, args: Sequence[str]) -> int:
     return bench_main(list(args), command=command)
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent=scripts())) as server:
-        yield server
+stub = stub_fixture(lambda: Script(agent=scripts()))
 
 
-@pytest.fixture(scope="module")
-def are_stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent=scripts())) as server:
-        yield server
+are_stub = stub_fixture(lambda: Script(agent=scripts()), name="are_stub")
 
 
 @pytest.fixture(scope="module")
@@ -615,7 +610,7 @@ def test_an_interrupted_gaia2_run_uploads_nothing(execution_layout: Path, tmp_pa
     dataset = hf_dataset(tmp_path / "hf", scenario, gaia2_configs)
     out = tmp_path / "out"
     # Slow replies: the sweep is still going when its first run is recorded.
-    with StubLLM(Script(agent=scripts()), latency=0.3) as slow:
+    with stub_llm(Script(agent=scripts()), latency=0.3) as slow:
         args = [
             "--hf-dataset",
             str(dataset),
@@ -645,10 +640,12 @@ def test_an_interrupted_gaia2_run_uploads_nothing(execution_layout: Path, tmp_pa
             )
             try:
                 records = f"*/*/{RECORDS_DIR}/runs/*.json"
-                deadline = time.monotonic() + 120
-                while not list(out.glob(records)) and time.monotonic() < deadline:
+
+                def a_run_recorded() -> bool:
                     assert process.poll() is None, "gaia2-run ended before its first run finished"
-                    time.sleep(0.05)
+                    return bool(list(out.glob(records)))
+
+                eventually_blocking(a_run_recorded, within=120, poll=0.05)
                 process.send_signal(signal.SIGINT)
                 process.wait(timeout=120)
             finally:

@@ -18,7 +18,8 @@ import pytest
 from areasync.gaia2 import compare
 from areasync.gaia2.boot import ORACLE_PRELOAD, PRELOAD, wants_workers
 from areasync.gaia2.dataset import agent_scripts, select, write_dataset
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.stub_llm import Script
+from tests.stubs import stub_llm
 
 BOUND_S = 300.0
 
@@ -192,7 +193,7 @@ def test_a_driver_whose_runs_go_to_workers_never_imports_litellm(tmp_path: Path)
     """The workers call the model; the driver only loads the dataset and writes the outputs."""
     chosen = select(only=["tiny_email"])
     dataset = write_dataset(tmp_path / "dataset", only=["tiny_email"])
-    with StubLLM(Script(agent=agent_scripts(chosen))) as stub:
+    with stub_llm(Script(agent=agent_scripts(chosen))) as stub:
         args = compare.bench_args(dataset, tmp_path / "out", stub.endpoint)
         seen = probe(["bench", "run", *args, "--workers", "1", "--no-report"])
     assert seen["litellm"] is False

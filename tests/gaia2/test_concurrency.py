@@ -18,8 +18,8 @@ from unittest.mock import patch
 import pytest
 
 from areasync.gaia2 import compare
-from areasync.gaia2.dataset import BASICS, agent_scripts, expected_verdicts, write_dataset
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.dataset import BASICS, expected_verdicts, write_dataset
+from tests.stubs import stub_llm
 
 NUM_RUNS = 2
 LATENCY = 0.05
@@ -39,7 +39,7 @@ def _run(dataset: Path, out: Path, concurrency: int) -> dict[str, Any]:
         started.append(thread.name)
         start(thread)
 
-    with StubLLM(Script(agent=agent_scripts()), latency=LATENCY) as stub:
+    with stub_llm(latency=LATENCY) as stub:
         args = compare.bench_args(
             dataset,
             out,

@@ -9,20 +9,16 @@ clock's processing jitter.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from areasync.gaia2 import compare
-from areasync.gaia2.dataset import agent_scripts, write_dataset
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.dataset import write_dataset
+from areasync.gaia2.stub_llm import StubLLM
+from tests.stubs import stub_fixture
 
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent=agent_scripts())) as server:
-        yield server
+stub = stub_fixture()
 
 
 @pytest.fixture(scope="module")

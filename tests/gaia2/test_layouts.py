@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import datasets  # type: ignore[import-untyped]
@@ -13,18 +12,16 @@ import pytest
 
 from areasync.gaia2 import compare
 from areasync.gaia2.cli import main as bench_main
-from areasync.gaia2.dataset import SPECS, agent_scripts, scenario_json
+from areasync.gaia2.dataset import SPECS, scenario_json
 from areasync.gaia2.layouts import with_data
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.stub_llm import StubLLM
+from tests.stubs import stub_fixture
 
 SCENARIO = "tiny_email"  # its agent script does the oracle's calls: a success
 CONFIGS = ("execution", "fr_execution")  # a split of gaia2-cli, an Omnilingual config
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent=agent_scripts())) as server:
-        yield server
+stub = stub_fixture()
 
 
 def hub_copy(root: Path) -> Path:

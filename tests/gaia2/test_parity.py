@@ -47,6 +47,7 @@ from areasync.gaia2.stub_llm import (
     StubLLM,
     judge_prompt,
 )
+from tests.stubs import stub_fixture
 
 Key = tuple[str, int | None]
 # ARE's own `are-benchmark run` is the reference: its two runs cost ARE about 25 s of CPU.
@@ -57,10 +58,7 @@ SLOW = [s.scenario_id for s in select(long_wait=True, config=CONFIG)]
 TIMED = [s.scenario_id for s in select(config=TIME_CONFIG)]
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent=agent_scripts(), judge=judge_rules())) as server:
-        yield server
+stub = stub_fixture(lambda: Script(agent=agent_scripts(), judge=judge_rules()))
 
 
 @dataclass
@@ -410,7 +408,7 @@ def test_bench_run_restores_are(runs: Runs) -> None:
 
 
 def test_bench_run_help_goes_through_areasync_cli_to_ares_options(capsys: Any) -> None:
-    """(That `areasync --help` imports no ARE is tests/core/test_cli_messages.py's.)"""
+    """(That `areasync --help` imports no ARE is tests/test_cli_messages.py's.)"""
     from areasync.cli import main
 
     with pytest.raises(SystemExit) as exit_:

@@ -29,6 +29,7 @@ from areasync.gaia2.stub_llm import (
     actions_taken,
     format_action,
 )
+from tests.stubs import stub_llm
 
 
 def test_stub_speaks_are_default_agent_format() -> None:
@@ -97,7 +98,7 @@ def test_checker_phrases_name_one_are_prompt_each() -> None:
 @pytest.fixture(scope="module")
 def judge_stub() -> Iterator[StubLLM]:
     # The stub's default judge reply: every verdict spelling, `[[True]]` included.
-    with StubLLM(Script()) as server:
+    with stub_llm(Script()) as server:
         yield server
 
 

@@ -22,9 +22,10 @@ from areasync.gaia2 import compare
 from areasync.gaia2.artifacts import EVENTS_JSONL, RESULT_JSON, TRACE_JSONL
 from areasync.gaia2.dataset import CONFIG, SPECS, SPLIT, agent_scripts, write_dataset
 from areasync.gaia2.report import INDEX_HTML, TRACE_HTML, write_report
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.stub_llm import Script
 from tests.bounds import BROWSER_S
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
+from tests.stubs import stub_llm
 
 with_browser = pytest.mark.skipif(not CHROMIUM.exists(), reason=chromium_missing_reason())
 
@@ -68,7 +69,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
         {**reply, "action_input": {"content": f"Done. {HOSTILE}"}}
     ]
     out = root / "out"
-    with StubLLM(Script(agent=scripts)) as stub:
+    with stub_llm(Script(agent=scripts)) as stub:
         compare.run_areasync(compare.bench_args(dataset, out, stub.endpoint, extra=["--no-report"]))
     return Report(out=out, index=write_report(out, artifacts=True))
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from areasync.gaia2 import compare
-from areasync.gaia2.dataset import CONFIG, SPLIT, agent_scripts, write_dataset
+from areasync.gaia2.dataset import CONFIG, SPLIT, write_dataset
 from areasync.gaia2.report import write_report
-from areasync.gaia2.stub_llm import Script, StubLLM
 from tests.bounds import BROWSER_S
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
+from tests.stubs import stub_llm
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=chromium_missing_reason())
 
@@ -45,7 +45,7 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     retag(dataset, "tiny_skip", "Search")
     folder = root / "out"
-    with StubLLM(Script(agent=agent_scripts())) as stub:
+    with stub_llm() as stub:
         args = compare.bench_args(dataset, folder, stub.endpoint, num_runs=RUNS)
         compare.run_areasync([*args, "--no-report"])
     write_report(folder, artifacts=True)

@@ -21,11 +21,12 @@ import pytest
 
 from areasync.gaia2 import compare
 from areasync.gaia2.cli import main as bench_main
-from areasync.gaia2.dataset import agent_scripts, write_dataset
+from areasync.gaia2.dataset import write_dataset
 from areasync.gaia2.shards import Shard, ShardError
 from areasync.gaia2.shards import main as aggregate_main
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.stub_llm import StubLLM
 from areasync.gaia2.sweep import RunRecords
+from tests.stubs import stub_llm
 
 SCENARIOS = ("tiny_email", "tiny_skip", "tiny_wrong_recipient", "tiny_three_turns")
 RUNS = 2
@@ -45,7 +46,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("shards")
     dataset = write_dataset(root / "data", only=SCENARIOS)
     out = {name: root / name for name in ("whole", "shard1", "shard2", "merged")}
-    with StubLLM(Script(agent=agent_scripts())) as stub:
+    with stub_llm() as stub:
         assert sweep(dataset, out["whole"], stub) == 0
         assert sweep(dataset, out["shard1"], stub, "--shard", "1/2") == 0
         assert sweep(dataset, out["shard2"], stub, "--shard", "2/2") == 0

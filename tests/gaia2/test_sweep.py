@@ -14,8 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +21,18 @@ import pytest
 
 from areasync.gaia2 import compare
 from areasync.gaia2.cli import main as bench_main
-from areasync.gaia2.dataset import SPECS, agent_scripts, write_dataset
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.dataset import SPECS, write_dataset
+from areasync.gaia2.stub_llm import StubLLM
 from areasync.gaia2.sweep import RECORDS_DIR, RunRecords, Sweep
+from tests.stubs import stub_fixture, stub_llm
+from tests.waiting import eventually_blocking
 
 PAIR = ("tiny_email", "tiny_skip")
 # ARE's default agent tries 80 steps; the client retries each failed request twice.
 FULL_OUTAGE = 80 * 3
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent=agent_scripts())) as server:
-        yield server
+stub = stub_fixture()
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +197,7 @@ def test_ctrl_c_stops_cleanly_writing_what_finished_and_resume_does_the_rest(
     # Every model request of tiny_skip's runs is held unanswered: they cannot finish before
     # Ctrl-C, however fast the machine, while tiny_email's runs can and one is recorded first.
     # All eight run at once, so that held runs never take every place, whatever their order.
-    with StubLLM(Script(agent=agent_scripts())) as stub:
+    with stub_llm() as stub:
         held = stub.hold(SPECS["tiny_skip"].marker, requests=None)
         args = compare.bench_args(
             pair,
@@ -215,10 +212,12 @@ def test_ctrl_c_stops_cleanly_writing_what_finished_and_resume_does_the_rest(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         try:
-            deadline = time.monotonic() + 300  # a bound on a hang, not a pace
-            while not list(runs_dir.glob("*.json")) and time.monotonic() < deadline:
+
+            def a_run_recorded() -> bool:
                 assert process.poll() is None, process.communicate()
-                time.sleep(0.05)
+                return bool(list(runs_dir.glob("*.json")))
+
+            eventually_blocking(a_run_recorded, within=300, poll=0.05)  # a bound on a hang
             process.send_signal(signal.SIGINT)
             _, stderr = process.communicate(timeout=300)
         finally:

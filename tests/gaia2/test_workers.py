@@ -17,7 +17,6 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from areasync.gaia2.dataset import SPECS, agent_scripts
-from areasync.gaia2.stub_llm import Script, StubLLM
+from areasync.gaia2.dataset import SPECS
+from areasync.gaia2.stub_llm import StubLLM
 from areasync.gaia2.sweep import RunRecords
 from areasync.workers.pool import POOLS, Worker
 from tests.gaia2.pair import PAIR, Evaluation, assert_same_outputs, bench, evaluated_in_one_process
+from tests.stubs import stub_fixture, stub_llm
 
 STUCK = SPECS["tiny_skip"]
 BOUND_S = 300.0  # a whole bench run, worker starts included, on a busy machine: stops a hang
@@ -38,10 +38,7 @@ BOUND_S = 300.0  # a whole bench run, worker starts included, on a busy machine:
 BUDGET_S = 10.0
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with StubLLM(Script(agent=agent_scripts())) as server:
-        yield server
+stub = stub_fixture()
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +87,7 @@ def test_max_concurrent_scenarios_bounds_the_runs_under_way_over_all_workers(
     evaluation: Evaluation,
 ) -> None:
     """One run at a time over two workers: the model never answers two requests at once."""
-    with StubLLM(Script(agent=agent_scripts()), latency=0.05) as slow:
+    with stub_llm(latency=0.05) as slow:
         options = ("--workers", "2", "--max_concurrent_scenarios", "1", "--num_runs", "2")
         assert bench(evaluation.dataset, evaluation.root / "one-at-a-time", slow, *options) == 0
         written = (evaluation.root / "one-at-a-time" / "output.jsonl").read_text()

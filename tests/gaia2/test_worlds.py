@@ -21,6 +21,7 @@ import pytest
 
 from areasync.gaia2.worlds import SMALL, scenarios, write_worlds
 from areasync.gaia2.worlds.shapes import SHAPES
+from tests.stubs import stub_llm
 
 GAIA2_APPS = {
     "AgentUserInterface": "AgentUserInterface",
@@ -201,13 +202,13 @@ def test_a_faithful_agent_passes_every_shape_under_bench_run(
     # environment events its turn has): ARE's judge accepts every run.
     from areasync.gaia2 import compare
     from areasync.gaia2.cli import main as bench_main
-    from areasync.gaia2.stub_llm import Script, StubLLM
+    from areasync.gaia2.stub_llm import Script
 
     os.environ.setdefault("OPENAI_API_KEY", "stub")
     root = dataset[0].parents[2]
     scripts = {e.marker: list(e.agent) for e in scenarios(SMALL, seed=7)}
     verdicts: dict[str, float] = {}
-    with StubLLM(Script(agent=scripts)) as stub:
+    with stub_llm(Script(agent=scripts)) as stub:
         for config in ("execution", "time"):
             out = tmp_path / config
             args = compare.bench_args(root, out, stub.endpoint, config=config)

@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from tests.waiting import eventually
+
 TERMINAL = frozenset({"complete", "stopped", "error"})
 TIMEOUT = 10.0
 
@@ -87,21 +89,25 @@ class Harness:
         self, statuses: frozenset[str] = TERMINAL, limit: float = 30.0
     ) -> dict[str, Any]:
         """Poll /status (as the runner does, faster) until its status is one of `statuses`."""
-        with anyio.fail_after(limit):
-            while True:
-                data = await self.status()
-                if data["status"] in statuses:
-                    return data
-                await anyio.sleep(0.02)
+
+        async def reached() -> dict[str, Any] | None:
+            data = await self.status()
+            return data if data["status"] in statuses else None
+
+        status = await eventually(reached, within=limit, poll=0.02)
+        assert status is not None
+        return status
 
     async def wait_messages(self, count: int, limit: float = 30.0) -> list[dict[str, Any]]:
         """Poll /messages until `count` messages are there."""
-        with anyio.fail_after(limit):
-            while True:
-                data = await self.messages()
-                if data["lastSeq"] >= count:
-                    return list(data["messages"])
-                await anyio.sleep(0.02)
+
+        async def arrived() -> list[dict[str, Any]] | None:
+            data = await self.messages()
+            return list(data["messages"]) if data["lastSeq"] >= count else None
+
+        messages = await eventually(arrived, within=limit, poll=0.02)
+        assert messages is not None
+        return messages
 
 
 class SseReader:

@@ -14,7 +14,8 @@ from areasync's code. For one scenario the runner:
    from the daemon's `judgment` (None without one: "the verdict is lost"), `num_agent_events`
    the number of `events.jsonl` lines (its converter makes one event of each).
 
-The polls here wait `interval` between calls (the tests' own, short) within a bound.
+The polls here wait `interval` between calls (the tests' own, short) within a bound
+(`tests.waiting.eventually`): a poll is the runner's contract, the bound a give-up.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+
+from tests.waiting import eventually
 
 TERMINAL = frozenset({"complete", "stopped", "error"})
 TIMEOUT = 10.0
@@ -89,21 +92,23 @@ class Runner:
         return data
 
     async def wait_connected(self) -> dict[str, Any]:
-        with anyio.fail_after(self.limit):
-            while True:
-                health = await self.get_json("/health")
-                if health.get("connected"):
-                    return health
-                await anyio.sleep(self.interval)
+        async def connected() -> dict[str, Any] | None:
+            health = await self.get_json("/health")
+            return health if health.get("connected") else None
+
+        health = await eventually(connected, within=self.limit, poll=self.interval)
+        assert health is not None
+        return health
 
     async def wait_terminal(self) -> list[dict[str, Any]]:
         seen: list[dict[str, Any]] = []
-        with anyio.fail_after(self.limit):
-            while True:
-                seen.append(await self.get_json("/status"))
-                if seen[-1].get("status") in TERMINAL:
-                    return seen
-                await anyio.sleep(self.interval)
+
+        async def terminal() -> bool:
+            seen.append(await self.get_json("/status"))
+            return seen[-1].get("status") in TERMINAL
+
+        await eventually(terminal, within=self.limit, poll=self.interval)
+        return seen
 
     async def artifacts(self) -> tuple[str, dict[str, Any]]:
         status, events = await anyio.to_thread.run_sync(get, self.base, "/events.jsonl")

@@ -7,9 +7,10 @@ from pathlib import Path
 import anyio
 
 from areasync.protocol.frames import Role
-from tests.gaia2cli.harness import SseReader
+from tests.gaia2cli.harness import Harness, SseReader
 from tests.gaia2cli.support import TO_USER, adapter, agent, finish, harness, notified
 from tests.service.support import TUTORIAL, WAIT
+from tests.waiting import eventually
 
 
 async def test_a_scenario_turn_runs_through_the_adapter() -> None:
@@ -170,8 +171,8 @@ async def test_sse_clients_that_leave_a_quiet_session_are_released_at_once() -> 
         for reader in readers:
             reader.close()
         # No message comes: only their leaving can release them.
-        for _ in range(int(WAIT / 0.05)):
-            if (await runner.health())["sseClients"] == 0:
-                break
-            await anyio.sleep(0.05)
-        assert (await runner.health())["sseClients"] == 0
+        await eventually(lambda: released(runner), within=WAIT)
+
+
+async def released(runner: Harness) -> bool:
+    return bool((await runner.health())["sseClients"] == 0)

@@ -18,8 +18,9 @@ from areasync.protocol.frames import Role
 from areasync.service.headers import API_HEADERS
 from tests.gaia2cli.harness import SseReader
 from tests.gaia2cli.support import adapter, harness
-from tests.hardening.faults import eventually, watch_faults
+from tests.hardening.faults import watch_faults
 from tests.service.support import TUTORIAL, WAIT, http_get, json_body
+from tests.waiting import eventually
 
 SECURITY = {name.lower(): value for name, value in API_HEADERS}
 

@@ -1,7 +1,5 @@
 """Catch what a server must never do under hostile input: log an error or lose a task's exception.
 
-Also `eventually`, for waiting on server-side bookkeeping without a wall-clock assertion.
-
 `watch_faults()` collects, while it is active, every log record at ERROR or above from any
 logger (areasync's own, websockets' "connection handler failed", asyncio's "Task exception was
 never retrieved") and every context handed to the event loop's exception handler. A hardening
@@ -14,12 +12,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-
-import anyio
 
 
 class _Collector(logging.Handler):
@@ -71,16 +67,3 @@ def watch_faults(loop: asyncio.AbstractEventLoop | None = None) -> Iterator[Faul
         gc.unfreeze()
         loop.set_exception_handler(previous)
         root.removeHandler(handler)
-
-
-async def eventually(condition: Callable[[], bool], limit: float = 10.0) -> None:
-    """Wait until `condition()` holds (checked every 10 ms); fail after `limit` wall seconds.
-
-    For server-side bookkeeping that has no event to wait on (a connection leaving the
-    registry once its close handshake or abort is done).
-    """
-    with anyio.fail_after(limit):
-        while True:
-            if condition():
-                return
-            await anyio.sleep(0.01)

@@ -50,8 +50,8 @@ from areasync.protocol import (
 )
 from areasync.protocol.codec import Encoding
 from bench.synthetic import SyntheticScenario, synthetic_scenario
-from tests.hardening.faults import eventually
 from tests.service.support import ADMIN, serving
+from tests.waiting import eventually
 
 SESSION = SyntheticScenario.scenario_id
 STYLES = ("abort", "close", "stall")
@@ -240,7 +240,7 @@ async def run_storm(
             with anyio.move_on_after(30):
                 await eventually(
                     lambda: service.metrics.slow_consumer_disconnects > evicted or ended(),
-                    limit=31,
+                    within=31,
                 )
 
         with anyio.fail_after(120 + events / 100):

@@ -28,8 +28,9 @@ from areasync.service.fdlimit import raise_open_files_limit
 from areasync.service.limits import TokenBucket, strike_bucket
 from bench.floods import TOKEN
 from bench.misbehaving import RawClient, close_code
-from tests.hardening.faults import eventually, watch_faults
+from tests.hardening.faults import watch_faults
 from tests.service.support import TUTORIAL, Peer, attach, serving
+from tests.waiting import eventually
 
 IDLERS = 1100
 FLOODS = str(Path(__file__).resolve().parents[2] / "bench" / "floods.py")

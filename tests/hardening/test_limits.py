@@ -1,7 +1,7 @@
 """Limits: frame size, request rate, connections and sessions, each with a clear error.
 
-`tests/service/test_limits.py` covers a too-large frame after hello (too_large, 4009), one far
-above the limit (1009), rate limiting and the close after a flood (4029), a session's client
+`tests/service/test_socket_limits.py` covers a too-large frame after hello (too_large, 4009), one
+far above the limit (1009), rate limiting and the close after a flood (4029), a session's client
 limit (capacity, 4503) and the server's connection limit (HTTP 503). This module completes the
 set: the session limit, the inline-scenario size limit, a too-large hello, msgpack frames, and
 that every limit gives its capacity back (a closed connection, an ended session, a refilled
@@ -34,8 +34,8 @@ from areasync.protocol import (
 )
 from areasync.service.limits import TokenBucket
 from areasync.service.wire import HELLO_BYTES
-from tests.hardening.faults import eventually
 from tests.service.support import ADMIN, TUTORIAL, WAIT, attach, raw, serving, tokens
+from tests.waiting import eventually
 
 
 async def test_sessions_beyond_the_limit_get_capacity_and_the_connection_stays() -> None:

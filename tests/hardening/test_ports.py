@@ -35,8 +35,9 @@ from areasync.protocol import Role
 from areasync.service import Service
 from areasync.service.headers import API_HEADERS
 from areasync.service.screens import PortScreen
-from tests.hardening.faults import eventually, watch_faults
+from tests.hardening.faults import watch_faults
 from tests.service.support import ADMIN, TUTORIAL, WAIT, config
+from tests.waiting import eventually
 
 UPGRADE = {
     "Upgrade": "websocket",

@@ -48,9 +48,10 @@ from bench.misbehaving import (
     partial_frame,
     small_socket,
 )
-from tests.hardening.faults import eventually, watch_faults
+from tests.hardening.faults import watch_faults
 from tests.scenarios import TimelineApp, TimelineScenario, timeline
 from tests.service.support import ADMIN, STREAM_TYPES, Peer, attach, serving
+from tests.waiting import eventually
 
 SESSION = "areasync_test_timeline"
 PAD = "x" * 2000  # every event carries ~2 kB

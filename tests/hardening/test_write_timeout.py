@@ -40,9 +40,10 @@ from areasync.protocol import (
 from areasync.service import Service
 from areasync.service.wire import kernel_unsent
 from bench.misbehaving import RawClient, close_code, hello_frame, small_socket
-from tests.hardening.faults import eventually, watch_faults
+from tests.hardening.faults import watch_faults
 from tests.hardening.test_slow_consumers import SESSION, PaddedTimeline
 from tests.service.support import ADMIN, TUTORIAL, attach, serving
+from tests.waiting import eventually
 
 # A bound on reading a backlog through to its close frame: only a hang reaches it.
 READ_THROUGH_S = 120.0
@@ -99,7 +100,7 @@ async def test_a_client_that_stops_reading_on_a_busy_session_is_closed_with_4008
             try:
                 await client.send(hello_frame(ADMIN))  # then never reads a byte
                 await eventually(
-                    lambda: service.metrics.write_timeout_disconnects == 1, READ_THROUGH_S
+                    lambda: service.metrics.write_timeout_disconnects == 1, within=READ_THROUGH_S
                 )
                 received = await client.read_until_closed(READ_THROUGH_S, close_frame=True)
             finally:
@@ -186,7 +187,7 @@ async def test_a_stalled_reader_that_cannot_take_its_close_is_reset_and_gone() -
                 (stalled,) = service.connections
                 async with attach(service, "controller", session=SESSION) as controller:
                     await controller.call(Jump, by=400.0)  # 3,000 events of ~2 kB fire
-                await eventually(lambda: service.metrics.write_timeout_disconnects == 1, 30)
+                await eventually(lambda: service.metrics.write_timeout_disconnects == 1, within=30)
                 with anyio.fail_after(60):  # generous: the mechanism is close_timeout (0.5 s)
                     await stalled.ws.wait_closed()  # the server's side: connection lost
                 left = _server_sockets(service.port or 0, client.sock.getsockname()[1])

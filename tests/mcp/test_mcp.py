@@ -20,6 +20,7 @@ from areasync.service.mcp.port import NOTIFICATION_LOGGER
 from areasync.service.mcp.tools import WAIT as WAIT_TOOL
 from tests.mcp.support import Logged, mcp_client, text
 from tests.service.support import ADMIN, TUTORIAL, WAIT, attach, http_get, serving, tokens
+from tests.waiting import eventually
 
 SEND = "AgentUserInterface__send_message_to_user"
 
@@ -177,9 +178,7 @@ async def test_requests_leave_no_task_behind() -> None:
         for _ in range(20):
             response = await post(service, f"/mcp/{TUTORIAL}", {"Authorization": f"Bearer {agent}"})
             assert response.status_code == 200
-        with anyio.fail_after(WAIT):
-            while len(asyncio.all_tasks()) > baseline:  # noqa: ASYNC110 - no event to await
-                await anyio.sleep(0.01)
+        await eventually(lambda: len(asyncio.all_tasks()) <= baseline, what="no task left")
 
 
 async def test_a_shutdown_ends_a_waiting_call_at_once(tmp_path: Path) -> None:
@@ -198,9 +197,7 @@ async def test_a_shutdown_ends_a_waiting_call_at_once(tmp_path: Path) -> None:
             await client.list_tools()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(wait, client)
-                with anyio.fail_after(WAIT):
-                    while not service.mcp.held.waiting():  # noqa: ASYNC110 - no event to await
-                        await anyio.sleep(0.01)
+                await eventually(service.mcp.held.waiting)
                 service.shutdown()
                 bound.deadline = anyio.current_time() + WAIT  # the call must end by then
     assert not bound.cancelled_caught and outcome == [True]

@@ -16,6 +16,7 @@ from areasync.service.mcp.listening import PER_KEY
 from areasync.service.mcp.port import NOTIFICATION_LOGGER, SESSION_HEADER
 from tests.mcp.support import Logged, mcp_client
 from tests.service.support import TUTORIAL, WAIT, attach, serving, tokens
+from tests.waiting import eventually
 
 SEND = "AgentUserInterface__send_message_to_user"
 INITIALIZE = {
@@ -32,9 +33,7 @@ ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 async def until_streaming(service: Service) -> None:
-    with anyio.fail_after(WAIT):
-        while not service.mcp.listeners.streaming():  # noqa: ASYNC110 - no event to await
-            await anyio.sleep(0.01)
+    await eventually(service.mcp.listeners.streaming)
 
 
 async def test_a_notification_reaches_a_listening_client_without_a_request() -> None:
@@ -108,5 +107,4 @@ async def test_a_listening_stream_ends_with_its_session() -> None:
         await until_streaming(service)
         with anyio.fail_after(WAIT):
             await service.registry.stop(TUTORIAL)
-            while service.mcp.listeners.streaming():  # noqa: ASYNC110 - no event to await
-                await anyio.sleep(0.01)
+        await eventually(lambda: not service.mcp.listeners.streaming())

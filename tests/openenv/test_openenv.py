@@ -30,6 +30,7 @@ from tests.service.support import (
     serving,
     tokens,
 )
+from tests.waiting import settled
 
 SEND = {"app_name": "AgentUserInterface", "tool_name": "send_message_to_user"}
 
@@ -253,7 +254,7 @@ async def test_fast_mode_time_stands_still_while_the_agent_holds_its_turn() -> N
                     "advance_time": False,
                 }
             )
-            await anyio.sleep(0.2)  # the driver would have run on by now, were it free to
+            await settled()  # the driver would have run on by now, were it free to
             still = await env.state()
         assert held.observation["metadata"]["time_advanced"] is False
         assert still["current_time"] == start.observation["current_time"]

@@ -3,8 +3,11 @@ the action's journal record is durable, over OpenEnv's WebSocket and its HTTP ro
 what it reports is what was so when the action was done, however long the sync took.
 
 The journal's sync is held on a threading event (`support.replace_sync`): while it is held
-the record is not durable, and the step's answer must not come; the order of things is
-forced by the events, and the grace given a wrong server to answer early is no assertion.
+the record is not durable, and the step's answer must not come. The order of things is forced
+by the events; that no answer came while the sync was held is read once the service has settled
+(`tests.waiting.settled`: every task of the loop, the service's and the client's, waits on
+something), so a server that answers without waiting has answered by then, however slow the
+machine.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from areasync.journal import Input, JournalStore
@@ -22,6 +26,7 @@ from areasync.protocol.frames import NotificationItem, Role, StreamItem
 from areasync.service import Service
 from tests.openenv.client import GenericEnvClient
 from tests.service.support import TUTORIAL, WAIT, replace_sync, serving, tokens
+from tests.waiting import settled
 
 SEND = {"app_name": "AgentUserInterface", "tool_name": "send_message_to_user"}
 ACTION = {
@@ -30,7 +35,6 @@ ACTION = {
     "tool_args": {"content": "kept"},
     "advance_time": False,
 }
-GRACE = 0.3  # seconds a server that does not wait would have to answer in
 
 
 class HeldSync:
@@ -89,19 +93,16 @@ def calls_in_journal(state_dir: Path) -> int:
 async def answered_after_the_sync(held: HeldSync, step: Callable[[], Awaitable[Any]]) -> list[str]:
     """Run `step` with the next sync held: what happened, in order ("released", "answered")."""
     order: list[str] = []
-    answered = anyio.Event()
 
     async def run() -> None:
         await step()
         order.append("answered")
-        answered.set()
 
     held.arm()
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
         await anyio.to_thread.run_sync(held.syncing.wait, WAIT)  # the step's record is syncing
-        with anyio.move_on_after(GRACE):
-            await answered.wait()
+        await settled()  # an answer not waiting on the sync has come by now
         order.append("released")
         held.release()
     return order
@@ -129,19 +130,17 @@ async def test_a_websocket_steps_observation_waits_for_its_record_to_be_durable(
 async def test_an_http_steps_observation_waits_for_its_record_to_be_durable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import requests
-
     held = HeldSync(monkeypatch)
-    async with serving(state_dir=tmp_path) as service:
+    async with (
+        serving(state_dir=tmp_path) as service,
+        httpx.AsyncClient(timeout=WAIT, trust_env=False) as http,  # in this loop: `settled`
+    ):
         base = agent_url(service)
 
         async def post(route: str, body: dict[str, Any]) -> Any:
-            def send() -> Any:
-                response = requests.post(f"{base}{route}", json=body, timeout=WAIT)
-                assert response.status_code == 200, response.text
-                return response.json()
-
-            return await anyio.to_thread.run_sync(send)
+            response = await http.post(f"{base}{route}", json=body)
+            assert response.status_code == 200, response.text
+            return response.json()
 
         with anyio.fail_after(WAIT):
             await post("/reset", {})

@@ -12,6 +12,7 @@ import anyio
 from areasync.protocol.frames import Role
 from areasync.service import Service
 from tests.service.support import TUTORIAL, WAIT, serving, tokens
+from tests.waiting import eventually
 
 LIST_APPS = {"action": {"action_type": "list_apps"}}
 
@@ -35,9 +36,7 @@ def agents_attached(service: Service) -> int:
 
 
 async def until_no_agent(service: Service) -> None:
-    with anyio.fail_after(WAIT):
-        while agents_attached(service):  # noqa: ASYNC110 - the reaper sets no event to await
-            await anyio.sleep(0.02)
+    await eventually(lambda: not agents_attached(service), within=WAIT)  # the reaper's
 
 
 async def test_an_idle_http_episode_leaves_its_session_which_runs_on() -> None:

@@ -24,6 +24,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from areasync.loop.clock import REAL_WALL, Wall
 from areasync.protocol import (
     ClientFrame,
     Encoding,
@@ -107,13 +108,18 @@ def in_process_only(why: str) -> pytest.MarkDecorator:
 
 
 @asynccontextmanager
-async def serving(*scenarios: ScenarioSource, **overrides: Any) -> AsyncIterator[Service]:
-    """A running service with `scenarios` (default: scenario_tutorial), torn down after."""
+async def serving(
+    *scenarios: ScenarioSource, wall: Wall = REAL_WALL, **overrides: Any
+) -> AsyncIterator[Service]:
+    """A running service with `scenarios` (default: scenario_tutorial), torn down after; its
+    sessions read and wait on `wall` (a test's own: `tests/walls.py`)."""
     if THROUGH_FRONT:
+        if wall is not REAL_WALL:
+            _in_process_only("a wall of the test's")
         async with through_front(scenarios or (TUTORIAL,), config(**overrides)) as front:
             yield front
         return
-    async with Service(config(**overrides), scenarios or (TUTORIAL,)) as service:
+    async with Service(config(**overrides), scenarios or (TUTORIAL,), wall=wall) as service:
         yield service
 
 

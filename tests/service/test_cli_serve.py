@@ -29,6 +29,7 @@ from tests.bounds import PROCESS_S
 from tests.scenarios import oversized_scenario_file
 from tests.service.durable_support import read_banner
 from tests.service.support import json_files
+from tests.waiting import eventually
 
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--mode", "manual"]
 
@@ -257,11 +258,13 @@ async def _start_a_long_tick(banner: str) -> ClientConnection:
     )
     assert json.loads(await ws.recv())["type"] == "welcome"
     await ws.send(json.dumps({"type": "tick", "id": 2, "n": HUGE_N}))
-    with anyio.fail_after(PROCESS_S):
-        while True:  # polled over HTTP: the other process signals nothing else
-            if await _ticks_of(f"http://127.0.0.1:{match[1]}") > 10:
-                return ws
-            await anyio.sleep(0.05)
+    base = f"http://127.0.0.1:{match[1]}"
+
+    async def ticking() -> bool:  # polled over HTTP: the other process signals nothing else
+        return await _ticks_of(base) > 10
+
+    await eventually(ticking, within=PROCESS_S, poll=0.05)
+    return ws
 
 
 async def _never_reading_client(banner: str) -> RawClient:

@@ -65,6 +65,7 @@ from tests.service.durable_support import (
     session_url,
     whole_stream,
 )
+from tests.waiting import eventually
 
 SESSION = "fault_run"  # the scenario file's stem
 SERVER_SEED = 7  # --seed: every server of this module makes the same ids
@@ -407,9 +408,8 @@ async def test_a_session_whose_end_was_durable_at_the_kill_still_replays_after_t
         await play(url, agent_token(banner), plan)
         before = await whole_stream(url)
         store = JournalStore(tmp_path / "state")
-        with anyio.fail_after(10):
-            while store.read(scenario).ended is None:  # noqa: ASYNC110
-                await anyio.sleep(0.02)  # the other process signals nothing
+        # The other process signals nothing.
+        await eventually(lambda: store.read(scenario).ended is not None, poll=0.02)
         await server.kill()
         banner = await server.start()
         with anyio.fail_after(30):

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +47,8 @@ from tests.service.test_gaia2_judge import (
     play,
     script,
 )
+from tests.stubs import stub_fixture
+from tests.waiting import eventually
 
 __all__ = ["script"]  # the stub's fixture, shared with the judge's tests
 
@@ -89,11 +90,7 @@ class HoldingScript(JudgeScript):
         return super().reply(request)
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with pytest.MonkeyPatch.context() as env, StubLLM(HoldingScript()) as server:
-        env.setenv("OPENAI_API_KEY", os.environ.get("OPENAI_API_KEY") or "stub")  # litellm's
-        yield server
+stub = stub_fixture(HoldingScript)
 
 
 @pytest.fixture
@@ -320,11 +317,11 @@ async def test_nothing_the_judges_verdict_caused_is_shown_before_its_answers_are
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(agent.wait_for_notification, 3600)
                     assert await anyio.to_thread.run_sync(holding.held.wait, WALL_S)
-                    await wait_for(lambda: journal.durable == journal.appended)
+                    await eventually(lambda: journal.durable == journal.appended, within=WALL_S)
                     armed.set()  # every record so far is on disk; the answers will not be
                     holding.unhold()
                     # The judge answers and accepts turn 1, which opens turn 2: in memory.
-                    await wait_for(lambda: TURN_2_TASK in str(sim.log.items[-1]))
+                    await eventually(lambda: TURN_2_TASK in str(sim.log.items[-1]), within=WALL_S)
                     assert await anyio.to_thread.run_sync(syncing.wait, WALL_S)
                     first_answer = judge_records(sim)[0]
                     assert journal.limit() == first_answer.seq  # the oldest pending record
@@ -357,8 +354,9 @@ async def test_a_lease_taken_while_the_judge_is_asked_replays_where_it_was_taken
                     # Another agent connection arrives meanwhile: it takes its turn (a lease).
                     async with connect(created.url, role="agent", token=token):
                         holding.unhold()
-                        await wait_for(
-                            lambda: len(judge_records(sim_of(service, created.session_id))) >= 2
+                        await eventually(
+                            lambda: len(judge_records(sim_of(service, created.session_id))) >= 2,
+                            within=WALL_S,
                         )
                 url = service.ws_url("scenario_tutorial")
                 async with connect(url, role="admin", token=ADMIN) as admin:
@@ -372,12 +370,6 @@ async def test_a_lease_taken_while_the_judge_is_asked_replays_where_it_was_taken
     assert judge_calls(stub) == asked
     assert frames(again) == frames(sim)
     assert again.validation == sim.validation
-
-
-async def wait_for(condition: Callable[[], bool]) -> None:
-    with anyio.fail_after(WALL_S):
-        while not condition():  # noqa: ASYNC110
-            await anyio.sleep(0.01)
 
 
 async def test_a_judge_failure_is_replayed_as_recorded_never_asked_again(

@@ -44,6 +44,7 @@ from tests.service.test_gaia2_judge import (
     play,
     without_ids,
 )
+from tests.waiting import eventually
 
 # The stub's fixtures, shared with the judged durability tests.
 __all__ = ["holding", "script", "stub"]
@@ -73,9 +74,9 @@ def judge_questions(stub: StubLLM, since: int = 0) -> list[str]:
 
 async def wait_journaled(state: Path, session_id: str, answers: int) -> None:
     """Until the session's journal on disk holds `answers` judge answers (bounded)."""
-    with anyio.fail_after(WALL_S):
-        while len(journaled_judge_answers(state, session_id)) < answers:  # noqa: ASYNC110
-            await anyio.sleep(0.01)
+    await eventually(
+        lambda: len(journaled_judge_answers(state, session_id)) >= answers, within=WALL_S
+    )
 
 
 @pytest.mark.slow  # a judged server killed and started again

@@ -34,6 +34,7 @@ from tests.service.durable_support import (
     session_url,
     whole_stream,
 )
+from tests.waiting import eventually
 
 SCENARIO = "scenario_apps_tutorial"  # two oracle tool calls
 
@@ -126,9 +127,8 @@ async def test_a_session_survives_kill_9_and_its_clients_get_exactly_what_they_m
                 _, seen["banner"] = await stack.enter_async_context(
                     server(serve_command(tmp_path / "state", port), log)
                 )
-                with anyio.fail_after(30):
-                    while agent.reconnects == 0 or not agent.connected:  # noqa: ASYNC110
-                        await anyio.sleep(0.01)  # the client offers no event for a reconnect
+                # The client offers no event for a reconnect.
+                await eventually(lambda: agent.reconnects > 0 and agent.connected)
 
             agent = await run_agent(url, agent_token(banner), plan, crash_and_restart)
             after = await whole_stream(url)

@@ -40,6 +40,7 @@ from tests.service.durable_support import (
 )
 from tests.service.support import json_files
 from tests.service.test_durable_restore import SCENARIO, run_agent
+from tests.waiting import eventually
 
 NO_DURATION = "scenario_find_image_file"  # a registered scenario without a duration
 HUGE_N = 10**12
@@ -73,6 +74,11 @@ async def sessions(port: int) -> dict[str, Any]:
     return await anyio.to_thread.run_sync(get)
 
 
+async def ticked(port: int, session_id: str, ticks: int) -> bool:
+    """Whether `session_id` has run `ticks` ticks, as the server at `port` lists it."""
+    return bool((await sessions(port))[session_id]["clock"]["tick"] >= ticks)
+
+
 async def test_sigterm_mid_run_suspends_the_session_and_the_restart_resumes_it_losing_nothing(
     tmp_path: Path,
 ) -> None:
@@ -94,9 +100,8 @@ async def test_sigterm_mid_run_suspends_the_session_and_the_restart_resumes_it_l
                 seen["journal"] = records(state, SCENARIO)
                 again = serve_command(state, traces, port, "--scenario", SCENARIO, "--mode", "fast")
                 _, seen["banner"] = await stack.enter_async_context(server(again, log))
-                with anyio.fail_after(30):
-                    while agent.reconnects == 0 or not agent.connected:  # noqa: ASYNC110
-                        await anyio.sleep(0.01)  # the client offers no event for a reconnect
+                # The client offers no event for a reconnect.
+                await eventually(lambda: agent.reconnects > 0 and agent.connected)
 
             agent = await run_agent(url, agent_token(banner), plan, deploy)
             after = await whole_stream(url)
@@ -131,8 +136,7 @@ async def test_sigterm_interrupts_a_long_tick_and_suspends_the_session_where_it_
             await ws.send(json.dumps(hello))
             assert json.loads(await ws.recv())["type"] == "welcome"
             await ws.send(json.dumps({"type": "tick", "id": 2, "n": HUGE_N}))
-            while (await sessions(port))[NO_DURATION]["clock"]["tick"] < 10:  # noqa: ASYNC110
-                await anyio.sleep(0.05)  # polled over HTTP: the other process signals nothing
+            await eventually(lambda: ticked(port, NO_DURATION, 10), poll=0.05)
             code = await terminate(first)
             replies: list[Any] = []
             try:
@@ -164,8 +168,7 @@ async def test_a_realtime_session_suspended_by_sigterm_comes_back_paused_where_i
             found = re.search(r"ws://127\.0\.0\.1:(\d+)/sessions/scenario_tutorial", banner)
             assert found is not None
             port = int(found[1])
-            while (await sessions(port))["scenario_tutorial"]["clock"]["tick"] < 3:  # noqa: ASYNC110
-                await anyio.sleep(0.05)  # polled over HTTP: the other process signals nothing
+            await eventually(lambda: ticked(port, "scenario_tutorial", 3), poll=0.05)
             assert await terminate(first) == 0
         journal = records(state, "scenario_tutorial")
         async with server(serve_command(state, traces, port, *options), log):

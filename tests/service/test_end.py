@@ -67,7 +67,7 @@ async def test_shutdown_ends_sessions_writes_traces_and_closes_with_going_away(
 
 
 async def test_the_trace_of_a_gaia2_benchmark_session_reimports_into_are(tmp_path: Path) -> None:
-    from tests.client.test_oracle_agent import gaia2_json
+    from tests.client.test_client_oracle_agent import gaia2_json
 
     async with serving(trace_dir=tmp_path) as service, attach(service, Role.ADMIN) as admin:
         created = await admin.call(

@@ -1,18 +1,18 @@
 """Over a real socket: `/api/sessions` reports an ended realtime session at the time it ended.
 
-Real time passes between the two reads (an outcome check, not a timing assertion): at speed 100
-a clock still flowing would have moved by whole simulated seconds.
+The sessions run on a wall the test moves (`tests/walls.py`): after the end, the wall jumps on,
+and a clock still flowing would have moved by that jump times the speed.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import anyio
-
 from areasync.protocol import Role, StopSession
-from tests.hardening.faults import eventually
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, json_body, serving
+from tests.walls import JumpingWall
+
+LATER_S = 10.0  # wall seconds the wall jumps on after the end
 
 
 async def listed_clock(service: Any) -> dict[str, Any]:
@@ -24,17 +24,19 @@ async def listed_clock(service: Any) -> dict[str, Any]:
 
 
 async def test_a_stopped_realtime_session_is_listed_at_the_time_it_stopped() -> None:
+    wall = JumpingWall()
     async with (
-        serving(mode="realtime", speed=100.0) as service,
+        serving(mode="realtime", speed=100.0, wall=wall.wall) as service,
         attach(service, Role.ADMIN) as admin,
     ):
         sim = service.registry.get(TUTORIAL).sim
         start = sim.clock_state(peek=True).start_time
-        await eventually(lambda: sim.clock_state(peek=True).time > start)  # time flows first
+        wall.jump(0.5)  # 50 simulated seconds
+        assert sim.clock_state(peek=True).time > start  # time flows first
         await admin.call(StopSession, session_id=TUTORIAL)
         await admin.until_ended()
         first = await listed_clock(service)
-        await anyio.sleep(0.2)  # 20 simulated seconds, were the clock still running
+        wall.jump(LATER_S)
         second = await listed_clock(service)
     assert first["state"] == "stopped"
     assert first["time"] > first["start_time"]  # time did flow before the stop
@@ -42,13 +44,15 @@ async def test_a_stopped_realtime_session_is_listed_at_the_time_it_stopped() -> 
 
 
 async def test_a_realtime_session_that_ran_its_duration_is_listed_at_its_end() -> None:
+    # The wall runs with the real one too: the session runs its duration (at speed 1000).
+    wall = JumpingWall(follows=True)
     async with (
-        serving(mode="realtime", speed=1000.0, oracle=True) as service,
+        serving(mode="realtime", speed=1000.0, oracle=True, wall=wall.wall) as service,
         attach(service, Role.OBSERVER, since=0) as peer,
     ):
         await peer.until_ended()
         first = await listed_clock(service)
-        await anyio.sleep(0.2)  # 200 simulated seconds, were the clock still running
+        wall.jump(LATER_S)
         second = await listed_clock(service)
     assert second["time"] == first["time"]
     assert first["duration"] is not None

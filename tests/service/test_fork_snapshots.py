@@ -20,6 +20,7 @@ from areasync.simulation.lane import CommandLane
 from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots, keep_taking
 from tests.service.support import TUTORIAL, attach, serving
 from tests.service.test_fork import INBOX, agent_calls, stream
+from tests.waiting import eventually, settled
 
 # A snapshot after every command; none after the first.
 EVERY_COMMAND = SnapshotPolicy(fork_within_s=0.0, overhead=math.inf)
@@ -34,9 +35,7 @@ def snapshots(service: Service, session_id: str = TUTORIAL) -> Snapshots:
 
 async def until_kept(kept: Snapshots, count: int = 1) -> None:
     """Wait until `kept` holds `count` snapshots (no hook to await: polled)."""
-    with anyio.fail_after(10):
-        while len(kept.kept) < count:  # noqa: ASYNC110
-            await anyio.sleep(0.01)
+    await eventually(lambda: len(kept.kept) >= count)
 
 
 async def snapshot_after_a_call(service: Service, agent: Any) -> Snapshots:
@@ -257,8 +256,18 @@ async def test_a_snapshot_a_fork_took_is_not_taken_again_by_its_session() -> Non
         kept = snapshots(service)
         kept.policy = EVERY_COMMAND
         await admin.call(ForkSession, session_id=TUTORIAL)  # with no cut: a copy taken now
-        await anyio.sleep(0.2)  # the session's own loop sees no work since that copy
+        await until_idle(service.registry.sessions[TUTORIAL].sim)
         assert len(kept.kept) == 1
+
+
+async def until_idle(sim: Any) -> None:
+    """Return once `sim`'s snapshot loop has done what it does with no more work: the loop is
+    settled and its lane free (a copy runs in a thread holding the lane, and is then kept)."""
+    while True:
+        await settled()
+        if not sim.lane.locked():
+            return
+        await eventually(lambda: not sim.lane.locked())
 
 
 async def test_a_realtime_sessions_snapshot_loop_waits_for_work_and_never_spins(

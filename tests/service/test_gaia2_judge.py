@@ -12,12 +12,10 @@ stub judge, ARE's threaded `Environment`, the same actions, `scenario.validate`.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -51,6 +49,8 @@ from areasync.service.judged import JudgedSimulation
 from tests.bounds import PROCESS_S
 from tests.gaia2cli.harness import Harness
 from tests.service.support import http_get
+from tests.stubs import stub_fixture
+from tests.waiting import eventually_blocking
 
 ADMIN = "judge-admin-token"
 WALL_S = PROCESS_S  # any one session, or a server's start, before the test fails
@@ -175,11 +175,7 @@ class JudgeScript(Script):
         return super().reply(request)
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubLLM]:
-    with pytest.MonkeyPatch.context() as env, StubLLM(JudgeScript()) as server:
-        env.setenv("OPENAI_API_KEY", os.environ.get("OPENAI_API_KEY") or "stub")  # litellm's
-        yield server
+stub = stub_fixture(JudgeScript)
 
 
 @pytest.fixture
@@ -304,12 +300,13 @@ def are_verdict(text: str, options: JudgeOptions, actions: list[dict[str, Any]])
     )
     env.run(scenario, wait_for_end=False)
     try:
-        deadline = time.monotonic() + WALL_S
-        while not any(
-            e.function_name() == "send_message_to_agent" for e in env.event_log.list_view()
-        ):
-            assert time.monotonic() < deadline, "ARE never delivered the user's message"
-            time.sleep(0.01)
+        eventually_blocking(
+            lambda: any(
+                e.function_name() == "send_message_to_agent" for e in env.event_log.list_view()
+            ),
+            within=WALL_S,
+            what="ARE's delivery of the user's message",
+        )
         tools = {tool.name: tool for tool in env.get_tools()}
         for action in actions:
             tools[action["action"]](**action["action_input"])

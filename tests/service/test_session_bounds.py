@@ -12,13 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from areasync.protocol import CallTool, ErrorCode, Ping, Role, SendUserMessage, Stop
 from areasync.protocol.frames import Pong
 from areasync.service.server import Service
 from areasync.service.session import Session
 from tests.service.support import TUTORIAL, attach, http_get, json_body, serving
+from tests.waiting import eventually
 
 INBOX = {"tool": "EmailClientApp__list_emails", "args": {"folder_name": "INBOX"}}
 SEED = 7
@@ -107,9 +106,8 @@ async def test_a_journal_past_its_bound_is_refused_more_input_and_stays_within_i
                 error = reply
                 break
         assert session.journal is not None
-        with anyio.fail_after(10):
-            while session.journal.durable < session.journal.appended:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
+        journal = session.journal
+        await eventually(lambda: journal.durable >= journal.appended)
         on_disk = (tmp_path / "sessions" / f"{TUTORIAL}.journal").stat().st_size
     assert error is not None and error.code == ErrorCode.SESSION_LIMIT_EXCEEDED
     assert "max_session_journal_bytes" in error.message

@@ -21,7 +21,7 @@ from are.simulation.scenarios.scenario_imported_from_json.utils import preproces
 from areasync.bridge import json_import
 from areasync.bridge.event_import import linear
 from bench.synthetic import synthetic_scenario_json
-from tests.client.test_oracle_agent import gaia2_json
+from tests.client.test_client_oracle_agent import gaia2_json
 
 Outcome = tuple[str, Any]
 

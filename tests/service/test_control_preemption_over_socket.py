@@ -16,6 +16,7 @@ from areasync.protocol import EndedItem, Error, ErrorCode, Jump, Ping, Pong, Res
 from areasync.protocol.frames import StopSession
 from areasync.service import Service
 from tests.service.support import attach, json_files, serving
+from tests.waiting import eventually
 
 NO_DURATION = "scenario_find_image_file"  # a registered scenario without a duration
 HUGE_N = 10**12
@@ -29,11 +30,8 @@ def _ticks(service: Service) -> Callable[[], int]:
 
 
 async def _until_running(ticks: Callable[[], int]) -> None:
-    with anyio.fail_after(30):
-        while True:  # polled: the session signals no event for "n ticks have run"
-            if ticks() >= 10:
-                return
-            await anyio.sleep(0.005)
+    # Polled: the session signals no event for "n ticks have run".
+    await eventually(lambda: ticks() >= 10)
 
 
 def _long_ticks(**overrides: object) -> dict[str, object]:

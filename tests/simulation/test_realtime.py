@@ -7,7 +7,9 @@ import anyio
 from are.simulation.types import Action, Event, EventType
 
 from areasync import LagPolicy, Simulation
-from tests.scenarios import TimelineApp, TimelineScenario
+from tests.scenarios import TimelineApp, TimelineScenario, timeline
+from tests.waiting import eventually, settled
+from tests.walls import JumpingWall
 
 
 class SlowTickScenario(TimelineScenario):
@@ -65,15 +67,34 @@ async def test_catch_up_reports_the_lag_of_a_tick_behind_schedule() -> None:
 
 
 async def test_strict_ends_the_session_when_a_tick_is_too_late() -> None:
-    sim = slow_tick_sim(LagPolicy.STRICT, max_lag=0.02)
+    wall = JumpingWall()
+    sim = slow_tick_sim(LagPolicy.STRICT, max_lag=0.02, wall=wall, sleep=wall.sleep)
     async with sim:
-        await anyio.sleep(0.02)
-        # Block the event loop for longer than a tick interval (10 ms at speed 100): the driver
-        # wakes up late, which strict mode refuses to absorb.
-        deadline = time.perf_counter() + 0.2
-        while time.perf_counter() < deadline:
-            pass
+        await eventually(lambda: sim.env.tick_count >= 1, what="the first tick run")
+        # The next tick was due 10 ms of wall after the first (speed 100): the wall jumps past
+        # that by more than max_lag, and the driver wakes late, which strict mode refuses.
+        wall.jump(0.2)
         with anyio.fail_after(30):
             await sim.run()
     assert sim.state == "failed"
     assert sim.lag > 0.02
+
+
+async def test_a_realtime_driver_waits_on_an_injected_wall_until_it_moves() -> None:
+    wall = JumpingWall()
+    sim = Simulation.load(
+        timeline(1.0, duration=20.0, initialize=True),
+        mode="realtime",
+        wall=wall,
+        sleep=wall.sleep,
+    )
+    async with sim:
+        await settled()
+        assert sim.env.tick_count == 1  # the tick at 0 s; the next is a wall second away
+        wall.jump(0.5)
+        await settled()
+        assert sim.env.tick_count == 1
+        wall.jump(0.5)  # the tick at 1 s is due: the jump wakes the driver
+        await settled()
+        assert sim.env.tick_count == 2
+        await sim.stop()

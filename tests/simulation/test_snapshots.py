@@ -13,7 +13,7 @@ from areasync import Simulation
 from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from areasync.simulation.snapshots import Snapshot, take, thawed
-from tests.core.test_replay import frames, without_host_paths
+from tests.simulation.test_replay import frames, without_host_paths
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 
-import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,34 +19,28 @@ from areasync import LagPolicy, Simulation
 from areasync.loop.clock import ClockError, VirtualClock, to_us
 from areasync.protocol.frames import Mode
 from tests.scenarios import timeline
+from tests.waiting import eventually
+from tests.walls import JumpingWall
 
 
-class FakeWall:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def realtime_clock() -> tuple[VirtualClock, FakeWall]:
-    wall = FakeWall()
+def realtime_clock() -> tuple[VirtualClock, JumpingWall]:
+    wall = JumpingWall()
     return VirtualClock(0.0, mode=Mode.REALTIME, speed=1.0, wall=wall), wall
 
 
 def test_anchor_below_a_time_already_read_is_refused_and_changes_nothing() -> None:
     clock, wall = realtime_clock()
-    wall.now += 1.5
+    wall.jump(1.5)
     assert clock.now() == 1.5
     with pytest.raises(ClockError, match="only moves forward"):
         clock.anchor(to_us(1.0), wall.now)
-    wall.now += 0.25
+    wall.jump(0.25)
     assert clock.now() == 1.75
 
 
 def test_anchor_at_the_time_already_read_keeps_that_time() -> None:
     clock, wall = realtime_clock()
-    wall.now += 1.5
+    wall.jump(1.5)
     clock.anchor(max(to_us(1.0), clock.now_us()), wall.now)
     assert clock.now() == 1.5
 
@@ -55,14 +48,14 @@ def test_anchor_at_the_time_already_read_keeps_that_time() -> None:
 def test_anchor_below_a_time_nobody_read_slips_back_to_it() -> None:
     clock, wall = realtime_clock()
     assert clock.now() == 0.0
-    wall.now += 1.5  # the tick at 1.0 s is late, but nobody read a later time
+    wall.jump(1.5)  # the tick at 1.0 s is late, but nobody read a later time
     clock.anchor(to_us(1.0), wall.now)
     assert clock.now() == 1.0
 
 
 def test_peeking_at_the_clock_does_not_bind_an_anchor() -> None:
     clock, wall = realtime_clock()
-    wall.now += 1.5
+    wall.jump(1.5)
     assert clock.peek_us() == to_us(1.5)
     clock.anchor(to_us(1.0), wall.now)
     assert clock.now() == 1.0
@@ -70,15 +63,15 @@ def test_peeking_at_the_clock_does_not_bind_an_anchor() -> None:
 
 def test_time_flows_on_from_an_anchor_kept_at_the_time_read() -> None:
     clock, wall = realtime_clock()
-    wall.now += 1.5
+    wall.jump(1.5)
     clock.anchor(max(to_us(1.0), clock.now_us()), wall.now)
-    wall.now += 0.25
+    wall.jump(0.25)
     assert clock.now() == 1.75
 
 
 def test_restart_is_the_one_move_back_for_a_new_run() -> None:
     clock, wall = realtime_clock()
-    wall.now += 5.0
+    wall.jump(5.0)
     clock.now()
     clock.restart(0)
     assert clock.now() == 0.0
@@ -111,7 +104,7 @@ def test_readings_never_decrease_whatever_anchors_and_controls_do(
     held = 0
     for op, value in operations:
         if op == "wall":
-            wall.now += value
+            wall.jump(value)
         elif op == "anchor":
             with contextlib.suppress(ClockError):  # below a time read: refused, unchanged
                 clock.anchor(to_us(value), wall.now)
@@ -139,30 +132,31 @@ def test_readings_never_decrease_whatever_anchors_and_controls_do(
     assert readings == sorted(readings)
 
 
-async def ticks_run(sim: Simulation, n: int) -> None:
-    """Let the driver run until `n` ticks have run (it polls a fake wall that does not move)."""
-    for _ in range(10_000):
-        if sim.env.tick_count >= n:
-            return
-        await anyio.sleep(0.001)
-    raise AssertionError(f"only {sim.env.tick_count} of {n} ticks ran")
-
-
-async def test_a_command_logged_while_a_tick_is_overdue_is_never_followed_by_an_earlier_time() -> (
-    None
-):
-    wall = FakeWall()
-    # Speed 1000: a tick every simulated second is one wall millisecond apart.
-    sim = Simulation.load(
+def realtime_sim(wall: JumpingWall) -> Simulation:
+    """Speed 1000 on `wall`: a tick every simulated second is one wall millisecond apart."""
+    return Simulation.load(
         timeline(duration=30.0, initialize=True),
         mode="realtime",
         speed=1000.0,
         lag_policy=LagPolicy.SLIP,
         wall=wall,
+        sleep=wall.sleep,
     )
+
+
+async def ticks_run(sim: Simulation, n: int) -> None:
+    """Let the driver run until `n` ticks have run (it waits on the wall between them)."""
+    await eventually(lambda: sim.env.tick_count >= n, what=f"{n} ticks run")
+
+
+async def test_a_command_logged_while_a_tick_is_overdue_is_never_followed_by_an_earlier_time() -> (
+    None
+):
+    wall = JumpingWall()
+    sim = realtime_sim(wall)
     async with sim:
         await ticks_run(sim, 1)  # the tick at 0 s has run; the next is due at 1 s
-        wall.now += 0.0015  # 1.5 s of simulated time: the tick at 1 s is overdue
+        wall.jump(0.0015)  # 1.5 s of simulated time: the tick at 1 s is overdue
         # The lane is free: the command runs at once, ahead of the overdue tick.
         await sim.call_tool("TimelineApp__mark", {"label": "first"})
         await ticks_run(sim, 2)  # the overdue tick has run
@@ -174,18 +168,12 @@ async def test_a_command_logged_while_a_tick_is_overdue_is_never_followed_by_an_
 
 
 async def test_listing_a_session_does_not_move_an_overdue_tick() -> None:
-    wall = FakeWall()
-    sim = Simulation.load(
-        timeline(duration=30.0, initialize=True),
-        mode="realtime",
-        speed=1000.0,
-        lag_policy=LagPolicy.SLIP,
-        wall=wall,
-    )
+    wall = JumpingWall()
+    sim = realtime_sim(wall)
     async with sim:
         await ticks_run(sim, 1)
         reported = sim.clock.reported_us
-        wall.now += 0.0015  # the tick at 1 s is overdue; a listing reads the clock meanwhile
+        wall.jump(0.0015)  # the tick at 1 s is overdue; a listing reads the clock meanwhile
         assert sim.clock_state(peek=True).time == pytest.approx(1.5, abs=1e-5)
         assert sim.clock.reported_us == reported
         await sim.stop()

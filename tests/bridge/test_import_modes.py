@@ -27,7 +27,7 @@ from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from areasync.protocol import ImportMode
 from areasync.service import ServiceConfig
-from tests.client.test_oracle_agent import gaia2_json
+from tests.client.test_client_oracle_agent import gaia2_json
 
 BENCHMARK, PLAIN = ImportMode.BENCHMARK, ImportMode.PLAIN
 

@@ -12,23 +12,13 @@ import pytest
 from areasync import LagPolicy, LeasePolicy, Simulation
 from areasync.simulation import BadStateError, EndState
 from tests.scenarios import timeline
-
-
-class FakeWall:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.waiting import eventually
+from tests.walls import JumpingWall
 
 
 async def first_tick_run(sim: Simulation) -> None:
-    """Let the driver run the first tick (it polls a fake wall that does not move)."""
-    for _ in range(5000):
-        if sim.env.tick_count >= 1:
-            return
-        await anyio.sleep(0.001)
-    raise AssertionError("the first tick did not run")
+    """Let the driver run the first tick (it then waits on the wall for the next)."""
+    await eventually(lambda: sim.env.tick_count >= 1, what="the first tick run")
 
 
 async def test_a_loaded_simulation_is_running() -> None:
@@ -71,18 +61,19 @@ async def test_an_expired_lease_under_the_end_policy_ends_the_run() -> None:
 
 
 async def test_a_realtime_tick_later_than_max_lag_under_strict_ends_the_run_failed() -> None:
-    wall = FakeWall()
+    wall = JumpingWall()
     sim = Simulation.load(
         timeline(1.0, duration=20.0, initialize=True),
         mode="realtime",
         speed=1000.0,  # one wall millisecond per simulated second
         wall=wall,
+        sleep=wall.sleep,
         lag_policy=LagPolicy.STRICT,
         max_lag=0.01,
     )
     async with sim:
         await first_tick_run(sim)
-        wall.now += 0.05  # the next tick is 0.05 wall seconds late
+        wall.jump(0.05)  # the next tick is 0.05 wall seconds late
         with anyio.fail_after(5):
             await sim.run()
     assert sim.end_state is EndState.TOO_LATE and sim.state == "failed"

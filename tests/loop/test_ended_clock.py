@@ -13,92 +13,86 @@ from areasync import Simulation
 from areasync.loop.clock import VirtualClock
 from areasync.protocol.frames import Mode
 from tests.scenarios import timeline
+from tests.waiting import eventually
+from tests.walls import JumpingWall
 
 
-class FakeWall:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def realtime_sim(wall: FakeWall, duration: float = 20.0) -> Simulation:
+def realtime_sim(wall: JumpingWall, duration: float = 20.0) -> Simulation:
     # Speed 1000: one wall millisecond per simulated second.
     return Simulation.load(
-        timeline(1.0, duration=duration, initialize=True), mode="realtime", speed=1000.0, wall=wall
+        timeline(1.0, duration=duration, initialize=True),
+        mode="realtime",
+        speed=1000.0,
+        wall=wall,
+        sleep=wall.sleep,
     )
 
 
 async def ticks_run(sim: Simulation, n: int) -> None:
-    """Let the driver run until `n` ticks have run (it polls a fake wall that does not move)."""
-    for _ in range(10_000):
-        if sim.env.tick_count >= n or sim.ended:
-            return
-        await anyio.sleep(0.001)
-    raise AssertionError(f"only {sim.env.tick_count} of {n} ticks ran")
+    """Let the driver run until `n` ticks have run (it waits on the wall between them)."""
+    await eventually(lambda: sim.env.tick_count >= n or sim.ended, what=f"{n} ticks run")
 
 
 def test_a_frozen_clock_ignores_the_wall_and_every_control() -> None:
-    wall = FakeWall()
+    wall = JumpingWall()
     clock = VirtualClock(0.0, mode=Mode.REALTIME, wall=wall)
-    wall.now += 2.0
+    wall.jump(2.0)
     clock.freeze()
     clock.pause()
     clock.resume()
     clock.set_speed(5.0)
     clock.set_mode(Mode.REALTIME)
-    wall.now += 10.0
+    wall.jump(10.0)
     assert clock.now() == 2.0 and not clock.flowing
 
 
 async def test_a_stopped_realtime_session_keeps_the_time_it_stopped_at() -> None:
-    wall = FakeWall()
+    wall = JumpingWall()
     sim = realtime_sim(wall)
     async with sim:
         await ticks_run(sim, 1)
-        wall.now += 0.0035  # 3.5 simulated seconds
+        wall.jump(0.0035)  # 3.5 simulated seconds
         await sim.stop()
         ended_at = sim.now
-        wall.now += 0.5  # 500 simulated seconds later, were it still flowing
+        wall.jump(0.5)  # 500 simulated seconds later, were it still flowing
         assert sim.now == ended_at
         assert sim.clock_state().time == ended_at
     assert 3.0 <= ended_at < 20.0
 
 
 async def test_a_realtime_session_that_ran_its_duration_rests_at_its_end() -> None:
-    wall = FakeWall()
+    wall = JumpingWall()
     sim = realtime_sim(wall, duration=5.0)
     async with sim:
         for tick in range(1, 7):  # under `slip` each late tick re-anchors: one second at a time
             await ticks_run(sim, tick)
-            wall.now += 0.001
+            wall.jump(0.001)
         with anyio.fail_after(10):
             await sim.run()
-        wall.now += 0.5
+        wall.jump(0.5)
         assert sim.now == 5.0
 
 
 async def test_a_failed_realtime_session_keeps_the_time_it_failed_at() -> None:
-    wall = FakeWall()
+    wall = JumpingWall()
     sim = realtime_sim(wall)
     async with sim:
         await ticks_run(sim, 1)
-        wall.now += 0.002
+        wall.jump(0.002)
         sim.fail("the scenario's code raised")
         failed_at = sim.now
-        wall.now += 0.5
+        wall.jump(0.5)
         assert sim.now == failed_at and sim.state == "failed"
     assert 1.0 < failed_at < 20.0  # it did follow the wall until it failed
 
 
 async def test_a_realtime_session_left_by_its_owner_keeps_the_time_it_ended_at() -> None:
-    wall = FakeWall()
+    wall = JumpingWall()
     sim = realtime_sim(wall)
     async with sim:
         await ticks_run(sim, 1)
-        wall.now += 0.002
+        wall.jump(0.002)
     ended_at = sim.now
-    wall.now += 0.5
+    wall.jump(0.5)
     assert sim.ended and sim.now == ended_at
     assert 1.0 < ended_at < 20.0  # it did follow the wall until it ended

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from areasync import Simulation
 from areasync.simulation.records import InputRecord
-from tests.core.test_replay import frames
 from tests.scenarios import timeline
+from tests.simulation.test_replay import frames
 
 TIMES = (1.0, 2.0, 4.0, 8.0)
 

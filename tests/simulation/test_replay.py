@@ -22,18 +22,12 @@ from areasync.simulation.errors import ReplayDivergedError
 from areasync.simulation.records import InputRecord
 from areasync.simulation.replay import ABANDONED, _check
 from tests.scenarios import timeline
+from tests.waiting import settled
+from tests.walls import JumpingWall
 
 pytestmark = pytest.mark.anyio
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-class FakeWall:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def frames(sim: Simulation) -> list[tuple[bytes, str]]:
@@ -120,7 +114,7 @@ async def test_every_manual_control_replays_exactly() -> None:
 
 
 async def test_a_realtime_session_replays_with_no_wall_and_comes_back_paused() -> None:
-    wall = FakeWall()
+    wall = JumpingWall()
     scenario = lambda: timeline(1.0, 3.0, duration=30.0)  # noqa: E731
     live = Simulation.load(
         scenario(),
@@ -128,30 +122,31 @@ async def test_a_realtime_session_replays_with_no_wall_and_comes_back_paused() -
         speed=1000.0,
         lag_policy=LagPolicy.SLIP,
         wall=wall,
+        sleep=wall.sleep,
         seed=9,
         created_at=50.0,
     )
     async with live:
         for step in range(6):
-            wall.now += 0.0007
-            await anyio.sleep(0.01)
+            wall.jump(0.0007)
+            await settled()  # the driver has run what was due, and waits on the wall
             if step == 2:
                 await live.call_tool("TimelineApp__mark", {"label": "mid"})
                 await live.pause()
-                wall.now += 1.0  # paused: no simulated time
+                wall.jump(1.0)  # paused: no simulated time
                 await live.resume()
         async with live.lane:
             live.set_mode("manual")
         await live.jump(by=2)
         async with live.lane:
             live.set_mode("realtime")
-        wall.now += 0.0013
-        await anyio.sleep(0.01)
+        wall.jump(0.0013)
+        await settled()
         records = list(live.flush_records())
         assert any(r.source == "realtime_tick" for r in records)
         creation = live.creation
         assert creation is not None
-        again = Simulation.replay(scenario(), creation, records, wall=FakeWall())
+        again = Simulation.replay(scenario(), creation, records, wall=JumpingWall())
         assert frames(again) == frames(live)
         assert again.restored and again.clock.paused and again.clock.mode.value == "realtime"
         assert again.clock.now() == live.clock.now()

@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ from areasync.workers.pool import (
     WorkerLost,
     WorkerPool,
 )
+from tests.waiting import eventually
 from tests.workers import handlers
 
 BOUND_S = 120.0  # a worker start (the fork server's first one imports its preload) and a call
@@ -66,12 +67,9 @@ def gone(pid: int) -> bool:
     return state in {"Z", "X"}
 
 
-async def until(condition: object, what: str) -> None:
-    """Wait (bounded) until `condition()` holds."""
-    assert callable(condition)
-    async with asyncio.timeout(BOUND_S):
-        while not condition():  # noqa: ASYNC110  # another process's or thread's state
-            await asyncio.sleep(0.01)
+async def until(condition: Callable[[], object], what: str) -> None:
+    """Wait (bounded) until `condition()` holds: another process's or thread's state."""
+    await eventually(condition, within=BOUND_S, what=what)
 
 
 async def test_a_call_runs_in_a_worker_process_and_returns_its_value(pool: WorkerPool) -> None:

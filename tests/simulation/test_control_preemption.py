@@ -14,6 +14,7 @@ import pytest
 from areasync import InvalidRequestError, Simulation
 from areasync.simulation import ControlInterruptedError
 from tests.scenarios import timeline
+from tests.waiting import eventually
 
 TINY = 1e-9  # every tick or item spends the budget: a yield after each one
 NO_DURATION = "scenario_find_image_file"  # a registered scenario without a duration
@@ -21,11 +22,8 @@ HUGE_N = 10**12
 
 
 async def _wait_until(condition: Callable[[], bool]) -> None:
-    with anyio.fail_after(30):
-        while True:  # polled: the simulation signals no event for "n ticks have run"
-            if condition():
-                return
-            await anyio.sleep(0.001)
+    # Polled: the simulation signals no event for "n ticks have run".
+    await eventually(condition, poll=0.001)
 
 
 async def test_a_stop_interrupts_a_long_tick_on_a_session_without_a_duration() -> None:

@@ -51,6 +51,33 @@ _set_async_exc.restype = ctypes.c_int
 _NOTHING = ctypes.py_object()  # a NULL object: withdraws a pending asynchronous exception
 
 
+class _Withdrawn(BaseException):
+    """Stands in for a pending `OverTime` as it is withdrawn, and is taken at once."""
+
+
+def _checkpoint() -> None:
+    """A Python call: the interpreter looks for pending asynchronous exceptions at its entry."""
+
+
+def _take_pending() -> None:
+    """Withdraw whatever the watchdog left pending in this thread, by delivery, not by erasure.
+
+    Erasing it (`PyThreadState_SetAsyncExc(id, NULL)`) leaves CPython's "asynchronous exception
+    pending" flag set with nothing to deliver: every later call then takes the interpreter's
+    slow path, and with a tracer or profiler on (a debugger, coverage, `sys.setprofile`) the
+    first call loops for ever at its entry. Replacing it with `_Withdrawn` and taking that here
+    clears the flag as any delivered exception does. Called once the call has left its slot,
+    so the watchdog cannot raise again meanwhile."""
+    thread = threading.get_ident()
+    try:
+        _set_async_exc(thread, _Withdrawn)
+        for _ in range(3):
+            _checkpoint()
+    except _Withdrawn:
+        return
+    _set_async_exc(thread, _NOTHING)  # not delivered at a call (another interpreter): erase
+
+
 class OverBudget(Exception):
     """A call went over one of its bounds (its wall time, or what else its caller counts)."""
 
@@ -222,7 +249,7 @@ class Watchdog:
             if self._running.get(running.thread) is running:
                 del self._running[running.thread]
         if running.fired:
-            _set_async_exc(running.thread, _NOTHING)
+            _take_pending()
 
     # -- the watchdog thread -------------------------------------------------------------------
 

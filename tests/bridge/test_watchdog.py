@@ -9,6 +9,8 @@ the watchdog fires at every point of their way out, and checks that nothing esca
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 import time
 
@@ -97,3 +99,31 @@ def test_calls_on_other_threads_are_watched_apart() -> None:
     runaway.join(60)
     quick.join(60)
     assert outcomes == {"runaway": "stopped", "quick": "finished"}
+
+
+TRACED_AFTER_A_STOP = """
+import sys, time
+from areasync.bridge.watchdog import OverTime, watchdog
+
+def spin(deadline):
+    while time.monotonic() < deadline:
+        pass
+
+try:
+    watchdog.call(spin, time.monotonic() + 600, seconds=0.05)
+except OverTime:
+    pass
+sys.settrace(lambda *args: None)  # a debugger, coverage
+print(sorted([3, 1, 2]), flush=True)
+"""
+
+
+def test_a_traced_call_after_a_stopped_call_runs() -> None:
+    # Regression: the stop was withdrawn by erasing it, which left CPython's "asynchronous
+    # exception pending" flag set with nothing to deliver; under a tracer the next call
+    # looped for ever at its entry. A hang here ends at the subprocess's bound.
+    done = subprocess.run(
+        [sys.executable, "-c", TRACED_AFTER_A_STOP], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[1, 2, 3]\n"

@@ -38,9 +38,9 @@ class Recording(Protocol):
 
     records: list[InputRecord]
 
-    def _record(self, source: str, payload: dict[str, Any], *, internal: bool = False) -> None: ...
+    def log_answer(self, source: str, payload: dict[str, Any]) -> None: ...
 
-    def _flush_steps(self) -> None: ...
+    def flush_records(self) -> list[InputRecord]: ...
 
     def begin_lease(self, holder: str) -> None: ...
 
@@ -63,7 +63,7 @@ class RecordedAnswers:
         if records is None:
             return None
         sim = self._sim
-        sim._flush_steps()  # where the live call logged the steps before it
+        sim.flush_records()  # where the live call logged the steps before it
         while len(sim.records) < len(records) and records[len(sim.records)].source in _IN_FLIGHT:
             self._apply_in_flight(records[len(sim.records)])
         index = len(sim.records)
@@ -88,7 +88,7 @@ class RecordedAnswers:
 
     def answered(self, payload: dict[str, Any]) -> None:
         """Log the answer (or failure) to a call, where it takes effect."""
-        self._sim._record(JUDGE_SOURCE, payload)
+        self._sim.log_answer(JUDGE_SOURCE, payload)
 
     def _apply_in_flight(self, record: InputRecord) -> None:
         sim = self._sim

@@ -60,6 +60,13 @@ class Controls(SimulationCore):
         self._record("restore", {"paused": True})
         self.env.pause()
 
+    def mark_restored(self) -> None:
+        """The session was rebuilt from its records (`areasync.simulation.replay`): it is
+        `restored`, and a realtime one still running comes back paused."""
+        self.restored = True
+        if not self.ended and self.clock.mode is Mode.REALTIME and not self.clock.paused:
+            self._pause_restored()
+
     async def jump(
         self, *, to: float | None = None, by: float | None = None, inclusive: bool = True
     ) -> ClockState:

@@ -20,6 +20,7 @@ from areasync.bridge.budget import CallBudget
 from areasync.bridge.environment import AsyncEnvironment, Scenario
 from areasync.bridge.records import to_plain
 from areasync.bridge.sandbox import Sandbox
+from areasync.bridge.state_copy import with_attributes
 from areasync.bridge.tools import ToolBox
 from areasync.loop.clock import to_s
 from areasync.loop.stream import StreamLog
@@ -272,6 +273,49 @@ class SimulationCore:
         calls this before it persists what the run has done)."""
         self._flush_steps()
         return self.records
+
+    @property
+    def pending_steps(self) -> int:
+        """The fast steps run since the last record, not logged yet (`flush_records` logs them)."""
+        return self._pending_steps
+
+    def log_answer(self, source: str, payload: dict[str, Any]) -> None:
+        """Log an answer the session got from outside (its judge's: `RecordedAnswers`)."""
+        self._record(source, payload)
+
+    # -- copies (`areasync.simulation.snapshots`) ----------------------------------------------
+
+    def copy_reduction(self) -> tuple[Any, ...]:
+        """How `state_copy.freeze` stores this session: without what a copy must not take along
+        (the service's record listeners, the driver's task group, the lane and its waiters);
+        `revive` gives the copy its own."""
+        return with_attributes(self, record_listeners=[], _task_group=None, _lane=None)
+
+    def revive(self) -> None:
+        """Make a thawed copy a session of its own: a new lane, fresh wake-up and end events,
+        the clock held once as after a load (the driver lets it go), lease deadlines counted
+        from now, waits whose callers are gone counted as unawaited (as a replay counts them),
+        its sandbox's roots the new directories its file systems were written into."""
+        self._lane = CommandLane(self.sandbox, self.clock)
+        self._lane.charges_time = self.settings.lag_policy is LagPolicy.CATCH_UP
+        self._wake_event = anyio.Event()
+        self._ended = anyio.Event()
+        if self.ended:
+            self._ended.set()
+        self._task_group = None
+        self._driving = False
+        self.log._changed = None
+        self.clock._held = 0
+        self.clock.hold()
+        self._held_until_driven = True
+        wall = self.clock.wall()
+        for holder in self._leases.deadlines():
+            self._leases.begin(holder, wall)
+        self._unawaited_waits = self._waiting_for_notification
+        sandbox = self.sandbox
+        sandbox.temp_files = set()
+        sandbox.adopt(self.scenario.apps or [])
+        sandbox._created = list(sandbox.roots)
 
     def _after_step(self) -> None:
         if (

@@ -158,6 +158,12 @@ class Driver(SimulationCore):
             engine.run_out()
         return False
 
+    def replay_fast_step(self) -> None:
+        """One fast step and what follows it, as `_run_steps` ran it (a replay runs as many as
+        a `steps` record counts); raises what the scenario's code raised, as the live step."""
+        self._fast_step()
+        self._after_step()
+
     def _realtime_tick(self) -> None:
         """A tick of the time-based loop, when the wall says it is due. What the wall decided
         (its time, how late it was, whether the clock is published) is logged with it, so that

@@ -19,7 +19,7 @@ from areasync.bridge.determinism import SessionEntropy
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.simulation.options import SimulationSettings
 
-__all__ = ["Creation", "InputRecord"]
+__all__ = ["ABANDONED", "Creation", "InputRecord"]
 
 
 class InputRecord(msgspec.Struct, frozen=True):
@@ -32,6 +32,11 @@ class InputRecord(msgspec.Struct, frozen=True):
     seq: int
     source: str
     payload: dict[str, Any]
+
+
+ABANDONED = "abandoned"
+"""The record that follows a call the run never finished (its worker was killed holding it):
+a replay logs the call and this record, and runs neither."""
 
 
 class Creation(msgspec.Struct, frozen=True):

@@ -5,7 +5,6 @@ is what a replay runs again, `areasync.simulation.replay`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from areasync.bridge.offload import bridged
@@ -17,7 +16,29 @@ from areasync.protocol.values import NotJSONError, json_copy
 from areasync.simulation.controls import Controls
 from areasync.simulation.driver import Driver
 from areasync.simulation.errors import BadStateError, InvalidRequestError, ReplayDivergedError
-from areasync.simulation.records import ABANDONED, InputRecord
+from areasync.simulation.records import (
+    Abandoned,
+    CallTool,
+    Exit,
+    Fail,
+    InputRecord,
+    Interrupted,
+    Judge,
+    Jump,
+    LeaseBegin,
+    LeaseEnd,
+    LeaseExpired,
+    Pause,
+    RealtimeTick,
+    Restore,
+    Resume,
+    SendUserMessage,
+    SetMode,
+    SetSpeed,
+    Steps,
+    Stop,
+    Tick,
+)
 
 
 class AgentSide(Controls, Driver):
@@ -51,7 +72,7 @@ class AgentSide(Controls, Driver):
         self._require_live("call a tool")
         recorded = _recordable(name, args)
         arguments = dict(args or {})
-        self._record("call_tool", {"tool": name, "args": recorded})
+        self._record(CallTool, tool=name, args=recorded)
         result = self.tools.call(name, arguments)
         self._after_command()
         return result
@@ -72,10 +93,8 @@ class AgentSide(Controls, Driver):
         self._require_live("call a tool")
         recorded = _recordable(WAIT_TOOL, args)
         arguments = dict(args or {})
-        payload: dict[str, Any] = {"tool": WAIT_TOOL, "args": recorded}
-        if holder is not None:
-            payload["holder"] = holder  # its lease ends inside the call (a replay does the same)
-        self._record("call_tool", payload)
+        # `holder`: its lease ends inside the call (a replay does the same).
+        self._record(CallTool, tool=WAIT_TOOL, args=recorded, holder=holder)
         seq = self.log.seq
         self._waiting_for_notification += 1
         try:
@@ -114,7 +133,7 @@ class AgentSide(Controls, Driver):
             raise BadStateError(
                 "this scenario has no AgentUserInterface app, so there is no user to speak as"
             )
-        self._record("send_user_message", {"content": content})
+        self._record(SendUserMessage, content=content)
         result = aui.send_message_to_agent(content=content)
         self._after_command()
         return to_plain(result)
@@ -124,48 +143,84 @@ class AgentSide(Controls, Driver):
     def apply_record(self, record: InputRecord, following: InputRecord | None = None) -> None:
         """Run what `record` logged through the live code (each command's synchronous body),
         logging it again. `following`, the record after it, says whether the control was
-        interrupted (`interrupted`: it stops where the live one stopped) or the call never
-        returned (`abandoned`: logged again, never run). Raises what the live command raised,
-        and `ReplayDivergedError` for a record of a kind this version does not know."""
-        interrupted = (
-            following.payload
-            if following is not None and following.source == "interrupted"
-            else None
-        )
-        if record.source == "call_tool" and following is not None and following.source == ABANDONED:
-            self._record("call_tool", dict(record.payload))
-            return
-        apply = _APPLY.get(record.source)
-        if apply is None:
-            raise ReplayDivergedError(
-                f"cannot replay a record of source {record.source!r}: this version knows "
-                f"{', '.join(sorted(_APPLY))} (was the journal written by a newer areasync?)"
-            )
-        apply(self, record.payload, interrupted)
+        interrupted (`Interrupted`: it stops where the live one stopped) or the call never
+        returned (`Abandoned`: logged again, never run). Raises what the live command raised,
+        and `ReplayDivergedError` for a record no command logs (a judge's answer nobody asked,
+        steps or an interruption on their own)."""
+        interrupted = following if isinstance(following, Interrupted) else None
+        match record:
+            case CallTool() if isinstance(following, Abandoned):
+                self._record_again(record)
+            case CallTool(tool=tool, args=args) if tool != WAIT_TOOL:
+                self._call_tool(tool, args)
+            case CallTool(args=args, holder=holder):
+                self._apply_wait(args, holder)
+            case SendUserMessage(content=content):
+                self._send_user_message(content)
+            case Jump():
+                self._apply_jump(record, interrupted)
+            case Tick(n=n):
+                self._apply_tick(n, interrupted)
+            case Pause():
+                self._pause()
+            case Resume():
+                self._resume()
+            case SetSpeed(speed=speed):
+                self.set_speed(speed)
+            case SetMode(mode=mode):
+                self.set_mode(mode)
+            case Stop(reason=reason):
+                self._stop(reason)
+            case Fail(reason=reason):
+                self.fail(reason)
+            case Exit():
+                self.leave()
+            case Restore():
+                self._pause_restored()
+            case LeaseBegin(holder=holder):
+                self.begin_lease(holder)
+            case LeaseEnd(holder=holder):
+                self.end_lease(holder)
+            case LeaseExpired(expired=holder):
+                self._leases.end(holder)
+                self._expire_lease(holder)
+            case RealtimeTick(lag=lag, publish=publish):
+                self._record(RealtimeTick, internal=True, lag=lag, publish=publish)
+                self._tick_as_recorded(lag, publish)
+                self._after_step()
+            case Abandoned():
+                self._record_again(record)
+            case Judge(call=call):
+                raise ReplayDivergedError(
+                    f"the run's judge answered a call here ({call[:12]}), but the replay asked "
+                    "it nothing: the replay diverged from the run it replays"
+                )
+            case Steps() | Interrupted():
+                raise ReplayDivergedError(
+                    f"a {record.source} record is not applied on its own (a replay runs the "
+                    "steps it counts, an interruption with the control it ends)"
+                )
 
-    def _apply_call_tool(self, payload: dict[str, Any], _: Any) -> None:
-        if payload["tool"] != WAIT_TOOL:
-            self._call_tool(payload["tool"], payload["args"])
-            return
-        seq, _result = self._begin_waiting(payload["args"], payload.get("holder"))
+    def _apply_wait(self, args: dict[str, Any], holder: str | None) -> None:
+        seq, _result = self._begin_waiting(args, holder)
         # Its caller is gone: the wait ends with the next notification, or has already.
         if self._notified_since(seq) or self.ended:
             self._waiting_for_notification -= 1
         else:
             self._unawaited_waits += 1
 
-    def _apply_jump(self, payload: dict[str, Any], interrupted: dict[str, Any] | None) -> None:
+    def _apply_jump(self, jump: Jump, interrupted: Interrupted | None) -> None:
         with self.clock.held():
-            if payload.get("next_event"):
+            if jump.next_event:
                 target, inclusive = self._next_event_target(), True
             else:
-                inclusive = bool(payload["inclusive"])
-                target = self._jump_target(payload["to"], payload["by"], inclusive)
+                inclusive = jump.inclusive
+                target = self._jump_target(jump.to, jump.by, inclusive)
             if interrupted is None:
                 self.engine.advance_to(target, inclusive=inclusive)
             else:
                 fired = 0
-                limit = int(interrupted["done"])
+                limit = interrupted.done
 
                 def counted() -> bool:
                     nonlocal fired
@@ -175,59 +230,17 @@ class AgentSide(Controls, Driver):
                 self.engine.advance_to(target, inclusive=inclusive, out_of_time=counted)
         self._end_applied_control(interrupted)
 
-    def _apply_tick(self, payload: dict[str, Any], interrupted: dict[str, Any] | None) -> None:
-        n = int(payload["n"])
+    def _apply_tick(self, n: int, interrupted: Interrupted | None) -> None:
         self._require_live("tick")
-        self._record("tick", {"n": n})
+        self._record(Tick, n=n)
         with self.clock.held():
-            self._ticks(n if interrupted is None else int(interrupted["done"]), lambda: False)
+            self._ticks(n if interrupted is None else interrupted.done, lambda: False)
         self._end_applied_control(interrupted)
 
-    def _end_applied_control(self, interrupted: dict[str, Any] | None) -> None:
+    def _end_applied_control(self, interrupted: Interrupted | None) -> None:
         if interrupted is not None:
-            self._record("interrupted", interrupted)
+            self._record_again(interrupted)
         self._after_control()
-
-    def _apply_realtime_tick(self, payload: dict[str, Any], _: Any) -> None:
-        self._record("realtime_tick", payload, internal=True)
-        self._tick_as_recorded(float(payload["lag"]), bool(payload["publish"]))
-        self._after_step()
-
-    def _apply_expired(self, payload: dict[str, Any], _: Any) -> None:
-        self._leases.end(payload["expired"])
-        self._expire_lease(payload["expired"])
-
-
-def _unasked(_sim: AgentSide, payload: dict[str, Any], _: Any) -> None:
-    raise ReplayDivergedError(
-        f"the run's judge answered a call here ({str(payload.get('call'))[:12]}), but the replay "
-        "asked it nothing: the replay diverged from the run it replays"
-    )
-
-
-_Apply = Callable[[AgentSide, dict[str, Any], dict[str, Any] | None], object]
-
-# How `apply_record` runs each kind of record (by its `source`).
-_APPLY: dict[str, _Apply] = {
-    ABANDONED: lambda sim, p, _: sim._record(ABANDONED, p),
-    "judge": _unasked,
-    "call_tool": AgentSide._apply_call_tool,
-    "send_user_message": lambda sim, p, _: sim._send_user_message(p["content"]),
-    "pause": lambda sim, p, _: sim._pause(),
-    "resume": lambda sim, p, _: sim._resume(),
-    "jump": AgentSide._apply_jump,
-    "tick": AgentSide._apply_tick,
-    "set_speed": lambda sim, p, _: sim.set_speed(p["speed"]),
-    "set_mode": lambda sim, p, _: sim.set_mode(p["mode"]),
-    "stop": lambda sim, p, _: sim._stop(p["reason"]),
-    "fail": lambda sim, p, _: sim.fail(p["reason"]),
-    "exit": lambda sim, p, _: sim.leave(),
-    "restore": lambda sim, p, _: sim._pause_restored(),
-    "lease_begin": lambda sim, p, _: sim.begin_lease(p["holder"]),
-    "lease_end": lambda sim, p, _: sim.end_lease(p["holder"]),
-    "lease": AgentSide._apply_expired,
-    "realtime_tick": AgentSide._apply_realtime_tick,
-}
 
 
 def _recordable(name: str, args: dict[str, Any] | None) -> dict[str, Any]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Unpack
+from typing import Any, TypeVar, Unpack
 
 import anyio
 import anyio.abc
+import msgspec
 
 from areasync.bridge.budget import CallBudget
 from areasync.bridge.environment import AsyncEnvironment, Scenario
@@ -33,7 +34,17 @@ from areasync.simulation.errors import BadStateError, InvalidRequestError
 from areasync.simulation.lane import CommandLane
 from areasync.simulation.leases import Leases
 from areasync.simulation.options import SimulationOptions, SimulationSettings
-from areasync.simulation.records import Creation, InputRecord
+from areasync.simulation.records import (
+    Creation,
+    Fail,
+    InputRecord,
+    Judge,
+    LeaseBegin,
+    LeaseEnd,
+    Steps,
+)
+
+_Kind = TypeVar("_Kind", bound=InputRecord)
 
 
 class SimulationCore:
@@ -211,7 +222,7 @@ class SimulationCore:
         lease times out)."""
         if self.ended:
             return
-        self._record("lease_begin", {"holder": holder}, internal=True)
+        self._record(LeaseBegin, internal=True, holder=holder)
         self._leases.begin(holder, self.clock.wall())
         self._wake()
 
@@ -219,7 +230,7 @@ class SimulationCore:
         """`holder` is idle; once no lease is held, a fast session jumps to the next due item."""
         if holder not in self._leases.deadlines():
             return
-        self._record("lease_end", {"holder": holder}, internal=True)
+        self._record(LeaseEnd, internal=True, holder=holder)
         self._leases.end(holder)
         self._wake()
 
@@ -248,13 +259,21 @@ class SimulationCore:
         if self.ended:
             raise BadStateError(f"cannot {action}: the simulation has ended ({self.state})")
 
-    def _record(self, source: str, payload: dict[str, Any], *, internal: bool = False) -> None:
-        """Log an input (`internal`: for the replay only, not in `inputs`)."""
+    def _record(self, kind: type[_Kind], *, internal: bool = False, **fields: Any) -> None:
+        """Log an input of this kind, now (`internal`: for the replay only, not in `inputs`)."""
         self._flush_steps()
-        record = InputRecord(self.clock.now(), self.log.seq, source, payload)
+        record = kind(self.clock.now(), self.log.seq, **fields)
         self._add_record(record)
         if not internal:
             self.inputs.append(record)
+
+    def _record_again(self, record: InputRecord, *, internal: bool = False) -> None:
+        """Log `record` again as it was, now (a replay's copy of what the run logged)."""
+        self._flush_steps()
+        again = msgspec.structs.replace(record, time=self.clock.now(), seq=self.log.seq)
+        self._add_record(again)
+        if not internal:
+            self.inputs.append(again)
 
     def _add_record(self, record: InputRecord) -> None:
         self.records.append(record)
@@ -266,7 +285,7 @@ class SimulationCore:
         whole stretch: which steps they were follows from the state, not how many)."""
         if self._pending_steps:
             n, self._pending_steps = self._pending_steps, 0
-            self._add_record(InputRecord(self.clock.now(), self.log.seq, "steps", {"n": n}))
+            self._add_record(Steps(self.clock.now(), self.log.seq, n=n))
 
     def flush_records(self) -> list[InputRecord]:
         """Every record so far, the fast steps run since the last one included (a journal
@@ -279,9 +298,9 @@ class SimulationCore:
         """The fast steps run since the last record, not logged yet (`flush_records` logs them)."""
         return self._pending_steps
 
-    def log_answer(self, source: str, payload: dict[str, Any]) -> None:
+    def log_answer(self, call: str, answer: Any = None, failure: str | None = None) -> None:
         """Log an answer the session got from outside (its judge's: `RecordedAnswers`)."""
-        self._record(source, payload)
+        self._record(Judge, call=call, answer=answer, failure=failure)
 
     # -- copies (`areasync.simulation.snapshots`) ----------------------------------------------
 
@@ -371,7 +390,7 @@ class SimulationCore:
         out of a tick (ARE's thread would die there and leave the environment RUNNING)."""
         if self.ended:
             return
-        self._record("fail", {"reason": reason})
+        self._record(Fail, reason=reason)
         self._end_now(EndState.FAILED, reason)
 
     def _end_now(self, how: EndState, reason: str) -> None:

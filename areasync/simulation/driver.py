@@ -20,6 +20,7 @@ from areasync.protocol.frames import Mode
 from areasync.simulation.core import SimulationCore
 from areasync.simulation.ending import EndState
 from areasync.simulation.options import CLOCK_PUBLISH_INTERVAL_S
+from areasync.simulation.records import Exit, LeaseExpired, RealtimeTick
 
 
 class Driver(SimulationCore):
@@ -82,7 +83,7 @@ class Driver(SimulationCore):
         """End the run because its `async with` block exited while it still ran."""
         if self.ended:
             return
-        self._record("exit", {}, internal=True)
+        self._record(Exit, internal=True)
         self._end_now(EndState.LEFT, "the simulation context exited")
 
     def _plan(self) -> float | None:
@@ -116,7 +117,7 @@ class Driver(SimulationCore):
 
     def _expire_lease(self, holder: str) -> bool:
         """`holder`'s lease has expired (and is no longer held); whether the run ended."""
-        self._record("lease", {"expired": holder, "policy": self.lease_policy.value})
+        self._record(LeaseExpired, expired=holder, policy=self.lease_policy.value)
         if self.lease_policy is LeasePolicy.END:
             self._end_now(
                 EndState.LEASE_EXPIRED, f"agent {holder!r} held its busy lease past the deadline"
@@ -177,7 +178,7 @@ class Driver(SimulationCore):
             # A late tick runs at the latest time already given out, if that is later than its
             # own: what was read stays read.
             self.clock.anchor(max(target, self.clock.reported_us), self.clock.wall())
-        self._record("realtime_tick", {"lag": lag, "publish": publish}, internal=True)
+        self._record(RealtimeTick, internal=True, lag=lag, publish=publish)
         self._tick_as_recorded(lag, publish)
 
     def _tick_as_recorded(self, lag: float, publish: bool) -> None:

@@ -31,7 +31,7 @@ from areasync.loop.clock import to_us
 from areasync.protocol.frames import Mode
 from areasync.simulation.agent_side import AgentSide as Simulation
 from areasync.simulation.errors import ReplayDivergedError
-from areasync.simulation.records import ABANDONED, InputRecord
+from areasync.simulation.records import ABANDONED, InputRecord, LeaseBegin, Steps
 
 __all__ = ["ABANDONED", "replay_into"]
 
@@ -71,8 +71,8 @@ def replay_into(
         with sim.sandbox.entered():
             while cursor < len(records) and not sim.ended:
                 record = records[cursor]
-                if record.source == "steps":
-                    if not _steps(sim, int(record.payload["n"]), cut):
+                if isinstance(record, Steps):
+                    if not _steps(sim, record.n, cut):
                         break
                     # Logged now, as the run logged them: a stretch of steps is one record,
                     # and the next may be steps too (the run's records were read in between).
@@ -119,20 +119,20 @@ def _turns_taken_on_append(
             return
         record = records[index]
         steps = None
-        if record.source == "steps" and index + 1 < len(records):
+        if isinstance(record, Steps) and index + 1 < len(records):
             # Begun in the middle of fast steps: the live lease's record logged the steps
             # before it first, at this seq.
             steps, record = record, records[index + 1]
         if (
-            record.source == "lease_begin"
+            isinstance(record, LeaseBegin)
             and record.seq == seq
             and to_us(record.time) == sim.clock.now_us()
         ):
             if steps is not None:
-                if steps.seq != seq or int(steps.payload["n"]) != sim.pending_steps:
+                if steps.seq != seq or steps.n != sim.pending_steps:
                     return
                 sim.flush_records()
-            sim.begin_lease(record.payload["holder"])
+            sim.begin_lease(record.holder)
 
     return on_append
 

@@ -90,6 +90,9 @@ class Created(msgspec.Struct, frozen=True, kw_only=True, tag="created"):
     epoch: str
     created: float  # wall-clock seconds since the Unix epoch
     options: dict[str, Any] = {}
+    # How the simulation was made, as it typed it (`areasync.simulation.records.Creation`: its
+    # own msgpack); None in journals written before it (their `options["creation"]`).
+    creation: bytes | None = None
 
     def token_matches(self, role: str, token: str) -> bool:
         expected = self.token_hashes.get(role)

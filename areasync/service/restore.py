@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from areasync.service.session import Session
 
 _decode_input = msgspec.msgpack.Decoder(InputRecord).decode
+_decode_creation = msgspec.msgpack.Decoder(Creation).decode
 
 logger = logging.getLogger("areasync.service")
 
@@ -125,8 +126,8 @@ def rebuild(
     any thread; raises `RestoreError`."""
     judged_by = _judge_needed(created, judge)
     try:
-        creation = msgspec.convert(created.options["creation"], Creation)
-    except (KeyError, msgspec.ValidationError) as exc:
+        creation = creation_of(created)
+    except (KeyError, msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise RestoreError(
             f"session {created.session_id}'s journal has no usable creation record ({exc}): "
             "it was written by another areasync version; move it aside"
@@ -159,6 +160,14 @@ def rebuild(
             f"({type(exc).__name__}: {exc}); its journal is kept: move it aside to silence this"
         ) from exc
     return sim, on_disk
+
+
+def creation_of(created: Created) -> Creation:
+    """How `created`'s simulation was made: its `creation`, decoded as the simulation typed
+    it, or (journals written before that field) its `options["creation"]`, converted."""
+    if created.creation is not None:
+        return _decode_creation(created.creation)
+    return msgspec.convert(created.options["creation"], Creation)
 
 
 def inputs_of(journal: Journal) -> list[InputRecord]:

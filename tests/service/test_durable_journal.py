@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from areasync.journal import Created, Ended, Journal, JournalStore
@@ -19,7 +20,7 @@ from areasync.protocol import CallTool, Pause, Resume, Role, SendUserMessage, St
 from areasync.service.journals import Journals
 from areasync.service.restore import inputs_of
 from areasync.simulation import records as kinds
-from areasync.simulation.records import InputRecord
+from areasync.simulation.records import Creation, InputRecord
 from tests.service.support import ADMIN, TUTORIAL, attach, config, serving, tokens
 
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", "0"]
@@ -81,6 +82,18 @@ async def test_created_holds_the_tokens_as_salted_hashes_and_no_token_is_on_disk
     journal_bytes = (tmp_path / "sessions" / f"{TUTORIAL}.journal").read_bytes()
     for token in [*minted.values(), ADMIN]:
         assert token.encode() not in journal_bytes
+
+
+async def test_created_holds_the_simulations_creation_as_the_struct_it_is(
+    tmp_path: Path,
+) -> None:
+    async with serving(state_dir=tmp_path, seed=1234) as service:
+        session = service.registry.get(TUTORIAL)
+        assert session is not None and session.sim.creation is not None
+        created = (await read_journal(tmp_path)).created
+        assert isinstance(created, Created)
+        assert created.creation is not None and "creation" not in created.options
+        assert msgspec.msgpack.decode(created.creation, type=Creation) == session.sim.creation
 
 
 async def test_the_admin_token_is_kept_0600_in_the_state_dir_and_used_again(

@@ -235,21 +235,12 @@ class Controls(SimulationCore):
         came before it (the service, for a stop frame read while a control of its own
         connection runs) announces it early. Returns the function that withdraws the
         announcement (idempotent); call it once the stop has run or will not."""
-        self._stops_announced += 1
-        withdrawn = False
-
-        def withdraw() -> None:
-            nonlocal withdrawn
-            if not withdrawn:
-                withdrawn = True
-                self._stops_announced -= 1
-
-        return withdraw
+        return self.stops.announce()
 
     @property
     def stop_announced(self) -> bool:
         """True while a stop is on its way (see `announce_stop`)."""
-        return self._stops_announced > 0
+        return bool(self.stops)
 
     def _piece(self) -> Callable[[], bool]:
         """A fresh `control_budget` of wall time, as the engine's `out_of_time` callable."""
@@ -291,7 +282,7 @@ class Controls(SimulationCore):
         """Raise `ControlInterruptedError` if a stop is announced. Called when a control gets
         the lane (`progress` None: it has done nothing, and does nothing) and at each of its
         yields (the lane and the clock are the caller's to release)."""
-        if not self._stops_announced:
+        if not self.stops:
             return
         if progress is None:
             raise ControlInterruptedError(

@@ -43,6 +43,7 @@ from areasync.simulation.records import (
     LeaseEnd,
     Steps,
 )
+from areasync.simulation.stops import StopAnnouncements
 
 _Kind = TypeVar("_Kind", bound=InputRecord)
 
@@ -103,7 +104,7 @@ class SimulationCore:
         self._waiting_for_notification = 0
         self._last_clock_publish = -math.inf
         # Stops on their way (announced, not yet run): long controls give way to them.
-        self._stops_announced = 0
+        self.stops = StopAnnouncements()
         self._lane = CommandLane(sandbox, self.clock)
         self._lane.charges_time = self.settings.lag_policy is LagPolicy.CATCH_UP
         self._driving = False

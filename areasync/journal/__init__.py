@@ -1,7 +1,7 @@
 """Session journals: the durable record a session writes and a restarted server reads.
 
 A storage layer with no knowledge of ARE or of the service (it imports nothing else from
-areasync): it stores typed records (`Created`, `Input`, `Ended`) and gets them back in order, or
+areasync): it stores typed records (`Created`, `Recorded`, `Ended`) and gets them back in order, or
 refuses the whole journal with a `JournalError` that names the file, the byte offset, the problem
 and what to do. `format.py` is the bytes (sans-I/O), `writer.py` the durable appends,
 `store.py` the directory.
@@ -52,6 +52,7 @@ from areasync.journal.records import (
     InlineScenario,
     Input,
     Record,
+    Recorded,
     RegisteredScenario,
     ScenarioSource,
     hash_token,
@@ -96,6 +97,7 @@ __all__ = [
     "JournalWriteError",
     "JournalWriter",
     "Record",
+    "Recorded",
     "RegisteredScenario",
     "ScenarioSource",
     "StoreScan",

@@ -39,7 +39,7 @@ from typing import Final
 import msgspec
 
 from areasync.journal.errors import JournalCorruptError, JournalVersionError
-from areasync.journal.records import Created, Ended, Header, Input, Record
+from areasync.journal.records import Created, Ended, Header, Input, Record, Recorded
 
 __all__ = [
     "FORMAT_VERSION",
@@ -101,8 +101,8 @@ class Journal:
         return first if isinstance(first, Created) else None
 
     @property
-    def inputs(self) -> list[Input]:
-        return [record for record in self.records if isinstance(record, Input)]
+    def inputs(self) -> list[Input | Recorded]:
+        return [record for record in self.records if isinstance(record, Input | Recorded)]
 
     @property
     def ended(self) -> Ended | None:

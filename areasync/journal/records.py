@@ -1,8 +1,9 @@
 """The records a session journal holds, as msgspec Structs: a tagged union, one per kind.
 
 These are plain data with no knowledge of ARE or of the service: what a restarted server needs
-to rebuild a session (`Created`), every external input in order (`Input`, field for field the
-simulation's `InputRecord`), and how it ended (`Ended`). The storage layer stores them and gets
+to rebuild a session (`Created`), every input in order (`Recorded`: the simulation's own typed
+record, embedded; `Input`, the untyped form journals written before it hold), and how it ended
+(`Ended`). The storage layer stores them and gets
 them back; what they mean is the service's business.
 
 Schema evolution: a new field gets a default and goes at the end, so older journals still
@@ -25,6 +26,7 @@ __all__ = [
     "InlineScenario",
     "Input",
     "Record",
+    "Recorded",
     "RegisteredScenario",
     "ScenarioSource",
     "hash_token",
@@ -88,6 +90,9 @@ class Created(msgspec.Struct, frozen=True, kw_only=True, tag="created"):
     epoch: str
     created: float  # wall-clock seconds since the Unix epoch
     options: dict[str, Any] = {}
+    # How the simulation was made, as it typed it (`areasync.simulation.records.Creation`: its
+    # own msgpack); None in journals written before it (their `options["creation"]`).
+    creation: bytes | None = None
 
     def token_matches(self, role: str, token: str) -> bool:
         expected = self.token_hashes.get(role)
@@ -96,8 +101,9 @@ class Created(msgspec.Struct, frozen=True, kw_only=True, tag="created"):
 
 
 class Input(msgspec.Struct, frozen=True, tag="input"):
-    """One external input, as the simulation's `InputRecord`: simulated time in seconds (a
-    float64, stored exactly), the stream seq when it arrived, its source and its payload."""
+    """One input in the format's first form (journals written before `Recorded`): simulated
+    time in seconds (a float64, stored exactly), the stream seq when it arrived, its source and
+    its untyped payload. Still read; no longer written."""
 
     time: float
     seq: int
@@ -114,4 +120,13 @@ class Ended(msgspec.Struct, frozen=True, kw_only=True, tag="ended"):
     wall: float  # wall-clock seconds since the Unix epoch, for retention
 
 
-Record: TypeAlias = Created | Input | Ended
+class Recorded(msgspec.Struct, frozen=True, tag="recorded"):
+    """One input, as the simulation typed it: its own msgpack (a tagged Struct, one per kind of
+    input: `areasync.simulation.records.InputRecord`) embedded as it is, so that the storage
+    layer needs to know no kind of input and the session's record goes to disk and back
+    without a copy into anything else."""
+
+    record: msgspec.Raw
+
+
+Record: TypeAlias = Created | Input | Recorded | Ended

@@ -90,7 +90,9 @@ class Tokens:
         created = self._hashed.get(session_id)
         if created is None:
             return None
-        return msgspec.structs.replace(created, scenario=RegisteredScenario(""), options={})
+        return msgspec.structs.replace(
+            created, scenario=RegisteredScenario(""), options={}, creation=None
+        )
 
     def learn(self, session_id: str, credentials: Credentials) -> None:
         """Accept the tokens of a session another process holds (`credentials`)."""

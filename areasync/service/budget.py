@@ -6,7 +6,7 @@ its clients send: its records (`sim.records`, which restarts and forks replay), 
 (`sim.log`, kept whole for replay), its journal (read whole at every start). So each session
 has three bounds over its life, `ServiceConfig` fields and `areasync serve` options:
 
-- input (`max_session_input_bytes`): the bytes of its inputs (`sim.inputs`' payloads: tool
+- input (`max_session_input_bytes`): the bytes of its inputs (`sim.inputs`, encoded: tool
   names and arguments, user messages, controls), as JSON;
 - journal (`max_session_journal_bytes`): the bytes of its journal's records
   (`SessionJournal.bytes`), with `--state-dir`;
@@ -152,7 +152,7 @@ class SessionBudget:
         sim = self.sim
         inputs, records, items = sim.inputs, sim.records, sim.log.items
         for i in range(self._inputs, len(inputs)):
-            self.input_bytes += len(_encode(inputs[i].payload))
+            self.input_bytes += len(_encode(inputs[i]))
         for i in range(self._records, len(records)):
             self.record_bytes += weight(records[i])
         for i in range(self._items, len(items)):

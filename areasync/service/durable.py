@@ -54,24 +54,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
+import msgspec
 
 from areasync.journal import (
     Created,
     Durability,
     Ended,
-    Input,
     JournalError,
     JournalRecordError,
     JournalStore,
     JournalWriteError,
     JournalWriter,
     Record,
+    Recorded,
     Ticket,
     encode_or_refuse,
 )
 from areasync.simulation.records import InputRecord
 
 logger = logging.getLogger("areasync.service")
+
+_encode = msgspec.msgpack.Encoder().encode
 
 
 @dataclass
@@ -137,8 +140,18 @@ class SessionJournal:
     # -- what the session logs ---------------------------------------------------------------
 
     def record(self, record: InputRecord) -> None:
-        """A record the simulation logged (a `record_listeners` hook): append it."""
-        self._add(record.seq, Input(record.time, record.seq, record.source, dict(record.payload)))
+        """A record the simulation logged (a `record_listeners` hook): append it, as it is
+        typed (`Recorded`: its own msgpack, embedded)."""
+        try:
+            raw = msgspec.Raw(_encode(record))
+        except Exception as exc:  # pure encoding: whatever it raises, the record has no bytes
+            refused = JournalRecordError(
+                self.path,
+                f"the {record.source} record cannot be encoded ({type(exc).__name__}: {exc})",
+            )
+            self._add_entry(_Entry(record.seq, b"", refused=refused))
+            return
+        self._add(record.seq, Recorded(raw))
 
     def end(self, *, reason: str, state: str, seq: int) -> None:
         """The session ended: append `Ended`; `run()` returns once it is durable."""
@@ -163,9 +176,11 @@ class SessionJournal:
             return _Entry(seq, b"", refused=exc)
 
     def _add(self, seq: int, record: Record) -> None:
+        self._add_entry(self._entry(seq, record))
+
+    def _add_entry(self, entry: _Entry) -> None:
         if self.error is not None or self._ending:
             return  # the journal failed, or closed: the session takes no input anyway
-        entry = self._entry(seq, record)
         if self.writer is not None:
             entry.queue(self.writer)
         self._entries.append(entry)

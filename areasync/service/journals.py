@@ -5,9 +5,9 @@
 - `sessions/<id>.journal`, one per session (`areasync.journal`): `Created` (everything needed to
   build the session again: its scenario - registered id, or the JSON text with its SHA-256 -,
   mode, speed, oracle, import mode, seed, its tokens as salted hashes, its epoch, and the
-  simulation's whole `Creation` under `options["creation"]`), then every record the simulation
-  logs (`Input`), then `Ended`. Each session's writer runs in the service's task group, and what
-  the session shows waits for its records to be durable (`durable.py`).
+  simulation's whole `Creation`, as it is typed, in `Created.creation`), then every record the
+  simulation logs (`Recorded`), then `Ended`. Each session's writer runs in the service's task
+  group, and what the session shows waits for its records to be durable (`durable.py`).
 - `admin-token`: the admin token itself, mode 0600. Session tokens are journaled as salted
   hashes only: a journal never holds a token, so it can be copied, inspected or shipped
   without handing out access. The admin token is different: it is the one way into a restored
@@ -353,9 +353,6 @@ def created_record(session: Session, source: ScenarioSource, import_mode: str) -
         token_hashes=hashes,
         epoch=session.epoch,
         created=session.created_at,
-        options={
-            "creation": msgspec.to_builtins(sim.creation),
-            "imported_as": session.import_mode,
-            "judge": session.judge,
-        },
+        options={"imported_as": session.import_mode, "judge": session.judge},
+        creation=msgspec.msgpack.encode(sim.creation),
     )

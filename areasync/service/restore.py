@@ -4,11 +4,12 @@ forking a session from its records (`fork_session`).
 At start-up, before the server listens, every journal of a session that had not ended
 (`Journals.live`) is rebuilt: its scenario is built again from the source the journal kept
 (registered id or JSON text), with the seed, creation time and import mode of its `Created`
-record, and `Simulation.replay` applies its `Input` records in order. The session comes back
-as it was - the same id, epoch and stream (seqs and items), its tokens accepted by their salted
-hashes (`Tokens.restore`) - its journal reopened for appending, with the journal's listener
-attached only after the replay (the records replayed are on disk already). A realtime session
-comes back paused (its downtime is no simulated time; `welcome.restored` says so).
+record, and `Simulation.replay` applies its input records in order (`inputs_of`). The
+session comes back as it was - the same id, epoch and stream (seqs and items), its tokens
+accepted by their salted hashes (`Tokens.restore`) - its journal reopened for appending, with
+the journal's listener attached only after the replay (the records replayed are on disk
+already). A realtime session comes back paused (its downtime is no simulated time;
+`welcome.restored` says so).
 
 Why the rebuild runs in a worker thread: it is the scenario's import (`registry.py` explains
 why that goes off the loop) plus the replay of every record through ARE, CPU work that grows
@@ -56,14 +57,19 @@ import msgspec
 
 from areasync.bridge.judge import judge_link
 from areasync.bridge.judge_options import JudgeOptions
-from areasync.journal import Created, InlineScenario, Input, Journal
+from areasync.journal import Created, InlineScenario, Input, Journal, Recorded
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode
 from areasync.service.judged import JudgedSimulation
 from areasync.service.making import made_in, timed
 from areasync.simulation import Simulation, build_scenario
-from areasync.simulation.records import Creation, InputRecord
-from areasync.simulation.replay import ABANDONED
+from areasync.simulation.records import (
+    Abandoned,
+    CallTool,
+    Creation,
+    InputRecord,
+    input_record,
+)
 from areasync.simulation.snapshots import (
     Snapshot,
     StateCopyError,
@@ -76,6 +82,9 @@ if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
     from areasync.service.journals import Journals
     from areasync.service.session import Session
+
+_decode_input = msgspec.msgpack.Decoder(InputRecord).decode
+_decode_creation = msgspec.msgpack.Decoder(Creation).decode
 
 logger = logging.getLogger("areasync.service")
 
@@ -117,17 +126,20 @@ def rebuild(
     any thread; raises `RestoreError`."""
     judged_by = _judge_needed(created, judge)
     try:
-        creation = msgspec.convert(created.options["creation"], Creation)
-    except (KeyError, msgspec.ValidationError) as exc:
+        creation = creation_of(created)
+    except (KeyError, msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise RestoreError(
             f"session {created.session_id}'s journal has no usable creation record ({exc}): "
             "it was written by another areasync version; move it aside"
         ) from exc
-    records = [
-        InputRecord(r.time, r.seq, r.source, r.payload)
-        for r in journal.records
-        if isinstance(r, Input)
-    ]
+    try:
+        records = inputs_of(journal)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise RestoreError(
+            f"session {created.session_id}'s journal holds an input this areasync does not "
+            f"know ({exc}): it was written by a newer areasync version; restore it with that "
+            "version, or move it aside"
+        ) from exc
     on_disk = len(records)
     if abandon_from is not None:
         records += abandoned_call(records, abandon_from)
@@ -150,15 +162,36 @@ def rebuild(
     return sim, on_disk
 
 
+def creation_of(created: Created) -> Creation:
+    """How `created`'s simulation was made: its `creation`, decoded as the simulation typed
+    it, or (journals written before that field) its `options["creation"]`, converted."""
+    if created.creation is not None:
+        return _decode_creation(created.creation)
+    return msgspec.convert(created.options["creation"], Creation)
+
+
+def inputs_of(journal: Journal) -> list[InputRecord]:
+    """The typed input records of `journal`, in order: each `Recorded` decoded as the
+    simulation typed it, each `Input` (the untyped form of journals written before it) read
+    into its kind (`input_record`)."""
+    records: list[InputRecord] = []
+    for record in journal.records:
+        if isinstance(record, Recorded):
+            records.append(_decode_input(record.record))
+        elif isinstance(record, Input):
+            records.append(input_record(record.time, record.seq, record.source, record.payload))
+    return records
+
+
 def abandoned_call(records: list[InputRecord], first: int) -> list[InputRecord]:
     """The `abandoned` record to follow `records` if they end with a call logged at or after
     index `first` (the call under way when its process was killed); none if the call never
     reached the journal (then no replay runs it anyway)."""
     last = records[-1] if len(records) > first else None
-    if last is None or last.source != "call_tool":
+    if not isinstance(last, CallTool):
         return []
     reason = "its worker's event loop was held past its budget, and the worker was killed"
-    return [InputRecord(last.time, last.seq, ABANDONED, {"reason": reason})]
+    return [Abandoned(last.time, last.seq, reason=reason)]
 
 
 def _judge_needed(created: Created, judge: JudgeOptions | None) -> JudgeOptions | None:

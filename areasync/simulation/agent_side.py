@@ -15,7 +15,30 @@ from areasync.protocol.records import WAIT_TOOL
 from areasync.protocol.values import NotJSONError, json_copy
 from areasync.simulation.controls import Controls
 from areasync.simulation.driver import Driver
-from areasync.simulation.errors import BadStateError, InvalidRequestError
+from areasync.simulation.errors import BadStateError, InvalidRequestError, ReplayDivergedError
+from areasync.simulation.records import (
+    Abandoned,
+    CallTool,
+    Exit,
+    Fail,
+    InputRecord,
+    Interrupted,
+    Judge,
+    Jump,
+    LeaseBegin,
+    LeaseEnd,
+    LeaseExpired,
+    Pause,
+    RealtimeTick,
+    Restore,
+    Resume,
+    SendUserMessage,
+    SetMode,
+    SetSpeed,
+    Steps,
+    Stop,
+    Tick,
+)
 
 
 class AgentSide(Controls, Driver):
@@ -49,7 +72,7 @@ class AgentSide(Controls, Driver):
         self._require_live("call a tool")
         recorded = _recordable(name, args)
         arguments = dict(args or {})
-        self._record("call_tool", {"tool": name, "args": recorded})
+        self._record(CallTool, tool=name, args=recorded)
         result = self.tools.call(name, arguments)
         self._after_command()
         return result
@@ -70,10 +93,8 @@ class AgentSide(Controls, Driver):
         self._require_live("call a tool")
         recorded = _recordable(WAIT_TOOL, args)
         arguments = dict(args or {})
-        payload: dict[str, Any] = {"tool": WAIT_TOOL, "args": recorded}
-        if holder is not None:
-            payload["holder"] = holder  # its lease ends inside the call (a replay does the same)
-        self._record("call_tool", payload)
+        # `holder`: its lease ends inside the call (a replay does the same).
+        self._record(CallTool, tool=WAIT_TOOL, args=recorded, holder=holder)
         seq = self.log.seq
         self._waiting_for_notification += 1
         try:
@@ -112,10 +133,114 @@ class AgentSide(Controls, Driver):
             raise BadStateError(
                 "this scenario has no AgentUserInterface app, so there is no user to speak as"
             )
-        self._record("send_user_message", {"content": content})
+        self._record(SendUserMessage, content=content)
         result = aui.send_message_to_agent(content=content)
         self._after_command()
         return to_plain(result)
+
+    # -- applying a record (a replay's: `areasync.simulation.replay`) -------------------------
+
+    def apply_record(self, record: InputRecord, following: InputRecord | None = None) -> None:
+        """Run what `record` logged through the live code (each command's synchronous body),
+        logging it again. `following`, the record after it, says whether the control was
+        interrupted (`Interrupted`: it stops where the live one stopped) or the call never
+        returned (`Abandoned`: logged again, never run). Raises what the live command raised,
+        and `ReplayDivergedError` for a record no command logs (a judge's answer nobody asked,
+        steps or an interruption on their own)."""
+        interrupted = following if isinstance(following, Interrupted) else None
+        match record:
+            case CallTool() if isinstance(following, Abandoned):
+                self._record_again(record)
+            case CallTool(tool=tool, args=args) if tool != WAIT_TOOL:
+                self._call_tool(tool, args)
+            case CallTool(args=args, holder=holder):
+                self._apply_wait(args, holder)
+            case SendUserMessage(content=content):
+                self._send_user_message(content)
+            case Jump():
+                self._apply_jump(record, interrupted)
+            case Tick(n=n):
+                self._apply_tick(n, interrupted)
+            case Pause():
+                self._pause()
+            case Resume():
+                self._resume()
+            case SetSpeed(speed=speed):
+                self.set_speed(speed)
+            case SetMode(mode=mode):
+                self.set_mode(mode)
+            case Stop(reason=reason):
+                self._stop(reason)
+            case Fail(reason=reason):
+                self.fail(reason)
+            case Exit():
+                self.leave()
+            case Restore():
+                self._pause_restored()
+            case LeaseBegin(holder=holder):
+                self.begin_lease(holder)
+            case LeaseEnd(holder=holder):
+                self.end_lease(holder)
+            case LeaseExpired(expired=holder):
+                self._leases.end(holder)
+                self._expire_lease(holder)
+            case RealtimeTick(lag=lag, publish=publish):
+                self._record(RealtimeTick, internal=True, lag=lag, publish=publish)
+                self._tick_as_recorded(lag, publish)
+                self._after_step()
+            case Abandoned():
+                self._record_again(record)
+            case Judge(call=call):
+                raise ReplayDivergedError(
+                    f"the run's judge answered a call here ({call[:12]}), but the replay asked "
+                    "it nothing: the replay diverged from the run it replays"
+                )
+            case Steps() | Interrupted():
+                raise ReplayDivergedError(
+                    f"a {record.source} record is not applied on its own (a replay runs the "
+                    "steps it counts, an interruption with the control it ends)"
+                )
+
+    def _apply_wait(self, args: dict[str, Any], holder: str | None) -> None:
+        seq, _result = self._begin_waiting(args, holder)
+        # Its caller is gone: the wait ends with the next notification, or has already.
+        if self._notified_since(seq) or self.ended:
+            self._waiting_for_notification -= 1
+        else:
+            self._unawaited_waits += 1
+
+    def _apply_jump(self, jump: Jump, interrupted: Interrupted | None) -> None:
+        with self.clock.held():
+            if jump.next_event:
+                target, inclusive = self._next_event_target(), True
+            else:
+                inclusive = jump.inclusive
+                target = self._jump_target(jump.to, jump.by, inclusive)
+            if interrupted is None:
+                self.engine.advance_to(target, inclusive=inclusive)
+            else:
+                fired = 0
+                limit = interrupted.done
+
+                def counted() -> bool:
+                    nonlocal fired
+                    fired += 1
+                    return fired >= limit
+
+                self.engine.advance_to(target, inclusive=inclusive, out_of_time=counted)
+        self._end_applied_control(interrupted)
+
+    def _apply_tick(self, n: int, interrupted: Interrupted | None) -> None:
+        self._require_live("tick")
+        self._record(Tick, n=n)
+        with self.clock.held():
+            self._ticks(n if interrupted is None else interrupted.done, lambda: False)
+        self._end_applied_control(interrupted)
+
+    def _end_applied_control(self, interrupted: Interrupted | None) -> None:
+        if interrupted is not None:
+            self._record_again(interrupted)
+        self._after_control()
 
 
 def _recordable(name: str, args: dict[str, Any] | None) -> dict[str, Any]:

@@ -26,11 +26,10 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from areasync.simulation.errors import ReplayDivergedError
-from areasync.simulation.records import InputRecord
+from areasync.simulation.records import InputRecord, Judge, LeaseBegin, LeaseEnd
 
-JUDGE_SOURCE = "judge"
-# Records a client may log while a judge call is in flight (outside the session's lane).
-_IN_FLIGHT = ("lease_begin", "lease_end")
+# The records a client may log while a judge call is in flight (outside the session's lane)
+# are its leases: `LeaseBegin`, `LeaseEnd`.
 
 
 class Recording(Protocol):
@@ -38,9 +37,9 @@ class Recording(Protocol):
 
     records: list[InputRecord]
 
-    def _record(self, source: str, payload: dict[str, Any], *, internal: bool = False) -> None: ...
+    def log_answer(self, call: str, answer: Any = None, failure: str | None = None) -> None: ...
 
-    def _flush_steps(self) -> None: ...
+    def flush_records(self) -> list[InputRecord]: ...
 
     def begin_lease(self, holder: str) -> None: ...
 
@@ -63,18 +62,20 @@ class RecordedAnswers:
         if records is None:
             return None
         sim = self._sim
-        sim._flush_steps()  # where the live call logged the steps before it
-        while len(sim.records) < len(records) and records[len(sim.records)].source in _IN_FLIGHT:
+        sim.flush_records()  # where the live call logged the steps before it
+        while len(sim.records) < len(records) and isinstance(
+            records[len(sim.records)], LeaseBegin | LeaseEnd
+        ):
             self._apply_in_flight(records[len(sim.records)])
         index = len(sim.records)
         if index >= len(records):
             self.overrun = True
             return None
         record = records[index]
-        if record.source != JUDGE_SOURCE or record.payload.get("call") != call:
+        if not isinstance(record, Judge) or record.call != call:
             what = (
                 "a judge call asking something else"
-                if record.source == JUDGE_SOURCE
+                if isinstance(record, Judge)
                 else f"no judge call ({record.source} at seq {record.seq})"
             )
             self.diverged = ReplayDivergedError(
@@ -83,20 +84,21 @@ class RecordedAnswers:
                 "scenario, judge model or prompt than the session's)"
             )
             raise self.diverged
-        self.answered(dict(record.payload))
-        return dict(record.payload)
+        payload = _payload(record)
+        self.answered(payload)
+        return payload
 
     def answered(self, payload: dict[str, Any]) -> None:
         """Log the answer (or failure) to a call, where it takes effect."""
-        self._sim._record(JUDGE_SOURCE, payload)
+        self._sim.log_answer(payload["call"], payload.get("answer"), payload.get("failure"))
 
     def _apply_in_flight(self, record: InputRecord) -> None:
         sim = self._sim
         before = len(sim.records)
-        if record.source == "lease_begin":
-            sim.begin_lease(record.payload["holder"])
-        else:
-            sim.end_lease(record.payload["holder"])
+        if isinstance(record, LeaseBegin):
+            sim.begin_lease(record.holder)
+        elif isinstance(record, LeaseEnd):
+            sim.end_lease(record.holder)
         if len(sim.records) == before:
             self.diverged = ReplayDivergedError(
                 f"record {before} ({record.source} at seq {record.seq}), logged while a judge "
@@ -104,3 +106,11 @@ class RecordedAnswers:
                 "run it replays"
             )
             raise self.diverged
+
+
+def _payload(record: Judge) -> dict[str, Any]:
+    """The judge's answer as `areasync.bridge.judge` takes it: `{"call", "answer"}` or
+    `{"call", "failure"}`."""
+    if record.failure is not None:
+        return {"call": record.call, "failure": record.failure}
+    return {"call": record.call, "answer": record.answer}

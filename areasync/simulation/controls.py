@@ -23,6 +23,17 @@ from areasync.simulation.core import SimulationCore
 from areasync.simulation.ending import EndState
 from areasync.simulation.errors import BadStateError, ControlInterruptedError, InvalidRequestError
 from areasync.simulation.options import out_of_time
+from areasync.simulation.records import (
+    Interrupted,
+    Jump,
+    Pause,
+    Restore,
+    Resume,
+    SetMode,
+    SetSpeed,
+    Stop,
+    Tick,
+)
 
 
 class Controls(SimulationCore):
@@ -36,7 +47,7 @@ class Controls(SimulationCore):
         self._require_live("pause")
         if not self.env.is_running():
             raise BadStateError(f"cannot pause: the simulation is {self.state}, not running")
-        self._record("pause", {})
+        self._record(Pause)
         self.env.pause()
         return self._after_control()
 
@@ -50,15 +61,22 @@ class Controls(SimulationCore):
             raise BadStateError(
                 f"cannot resume: the simulation is {self.state}, not paused; pause it first"
             )
-        self._record("resume", {})
+        self._record(Resume)
         self.env.resume()
         return self._after_control()
 
     def _pause_restored(self) -> None:
         """A restored realtime session comes back paused (its downtime is no simulated time),
         without a stream item: the stream is the original's until someone resumes it."""
-        self._record("restore", {"paused": True})
+        self._record(Restore, paused=True)
         self.env.pause()
+
+    def mark_restored(self) -> None:
+        """The session was rebuilt from its records (`areasync.simulation.replay`): it is
+        `restored`, and a realtime one still running comes back paused."""
+        self.restored = True
+        if not self.ended and self.clock.mode is Mode.REALTIME and not self.clock.paused:
+            self._pause_restored()
 
     async def jump(
         self, *, to: float | None = None, by: float | None = None, inclusive: bool = True
@@ -103,7 +121,7 @@ class Controls(SimulationCore):
                 "jumps only move time forward"
             )
         self._check_span(now, target, "jump")
-        self._record("jump", {"to": to, "by": by, "inclusive": inclusive})
+        self._record(Jump, to=to, by=by, inclusive=inclusive)
         return target
 
     async def next_event(self) -> ClockState:
@@ -127,7 +145,7 @@ class Controls(SimulationCore):
         except EngineError as exc:
             raise BadStateError(str(exc)) from exc
         self._check_span(self.clock.now_us(), target, "next_event")
-        self._record("jump", {"next_event": True})
+        self._record(Jump, next_event=True)
         return target
 
     async def tick(self, n: int = 1) -> ClockState:
@@ -147,7 +165,7 @@ class Controls(SimulationCore):
         async with self._lane:
             self._require_live("tick")
             self._give_way_to_a_stop("tick")
-            self._record("tick", {"n": n})
+            self._record(Tick, n=n)
             with self.clock.held():
                 done = self._ticks(n, self._piece())
                 if done < n and not self.engine.finished:
@@ -177,7 +195,7 @@ class Controls(SimulationCore):
             self.clock.set_speed(speed)
         except ClockError as exc:
             raise InvalidRequestError(str(exc)) from exc
-        self._record("set_speed", {"speed": speed})
+        self._record(SetSpeed, speed=speed)
         return self._after_control()
 
     def set_mode(self, mode: Mode | str) -> ClockState:
@@ -190,7 +208,7 @@ class Controls(SimulationCore):
                 f"unknown mode {mode!r}: use one of {', '.join(m.value for m in Mode)}"
             ) from exc
         self.clock.set_mode(new_mode)
-        self._record("set_mode", {"mode": new_mode.value})
+        self._record(SetMode, mode=new_mode.value)
         return self._after_control()
 
     async def stop(self, reason: str = "stopped by request") -> dict[str, Any] | None:
@@ -206,7 +224,7 @@ class Controls(SimulationCore):
 
     def _stop(self, reason: str) -> dict[str, Any] | None:
         self._require_live("stop")
-        self._record("stop", {"reason": reason})
+        self._record(Stop, reason=reason)
         self._end_now(EndState.STOPPED, reason)
         return self.validation
 
@@ -217,21 +235,12 @@ class Controls(SimulationCore):
         came before it (the service, for a stop frame read while a control of its own
         connection runs) announces it early. Returns the function that withdraws the
         announcement (idempotent); call it once the stop has run or will not."""
-        self._stops_announced += 1
-        withdrawn = False
-
-        def withdraw() -> None:
-            nonlocal withdrawn
-            if not withdrawn:
-                withdrawn = True
-                self._stops_announced -= 1
-
-        return withdraw
+        return self.stops.announce()
 
     @property
     def stop_announced(self) -> bool:
         """True while a stop is on its way (see `announce_stop`)."""
-        return self._stops_announced > 0
+        return bool(self.stops)
 
     def _piece(self) -> Callable[[], bool]:
         """A fresh `control_budget` of wall time, as the engine's `out_of_time` callable."""
@@ -273,7 +282,7 @@ class Controls(SimulationCore):
         """Raise `ControlInterruptedError` if a stop is announced. Called when a control gets
         the lane (`progress` None: it has done nothing, and does nothing) and at each of its
         yields (the lane and the clock are the caller's to release)."""
-        if not self._stops_announced:
+        if not self.stops:
             return
         if progress is None:
             raise ControlInterruptedError(
@@ -281,7 +290,7 @@ class Controls(SimulationCore):
                 "for a server restart); nothing was done"
             )
         # `done`: the items (ticks, for `tick`) it ran, where a replay stops it too.
-        self._record("interrupted", {"control": action, "progress": progress, "done": done})
+        self._record(Interrupted, control=action, progress=progress, done=done)
         self._after_control()
         raise ControlInterruptedError(
             f"{action} interrupted by a stop (it ends the session, or suspends it for a server "

@@ -11,15 +11,17 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Unpack
+from typing import Any, TypeVar, Unpack
 
 import anyio
 import anyio.abc
+import msgspec
 
 from areasync.bridge.budget import CallBudget
 from areasync.bridge.environment import AsyncEnvironment, Scenario
 from areasync.bridge.records import to_plain
 from areasync.bridge.sandbox import Sandbox
+from areasync.bridge.state_copy import with_attributes
 from areasync.bridge.tools import ToolBox
 from areasync.loop.clock import WallSleep, to_s
 from areasync.loop.stream import StreamLog
@@ -32,7 +34,18 @@ from areasync.simulation.errors import BadStateError, InvalidRequestError
 from areasync.simulation.lane import CommandLane
 from areasync.simulation.leases import Leases
 from areasync.simulation.options import SimulationOptions, SimulationSettings
-from areasync.simulation.records import Creation, InputRecord
+from areasync.simulation.records import (
+    Creation,
+    Fail,
+    InputRecord,
+    Judge,
+    LeaseBegin,
+    LeaseEnd,
+    Steps,
+)
+from areasync.simulation.stops import StopAnnouncements
+
+_Kind = TypeVar("_Kind", bound=InputRecord)
 
 
 class SimulationCore:
@@ -94,7 +107,7 @@ class SimulationCore:
         self._waiting_for_notification = 0
         self._last_clock_publish = -math.inf
         # Stops on their way (announced, not yet run): long controls give way to them.
-        self._stops_announced = 0
+        self.stops = StopAnnouncements()
         self._lane = CommandLane(sandbox, self.clock)
         self._lane.charges_time = self.settings.lag_policy is LagPolicy.CATCH_UP
         self._driving = False
@@ -213,7 +226,7 @@ class SimulationCore:
         lease times out)."""
         if self.ended:
             return
-        self._record("lease_begin", {"holder": holder}, internal=True)
+        self._record(LeaseBegin, internal=True, holder=holder)
         self._leases.begin(holder, self.clock.wall())
         self._wake()
 
@@ -221,7 +234,7 @@ class SimulationCore:
         """`holder` is idle; once no lease is held, a fast session jumps to the next due item."""
         if holder not in self._leases.deadlines():
             return
-        self._record("lease_end", {"holder": holder}, internal=True)
+        self._record(LeaseEnd, internal=True, holder=holder)
         self._leases.end(holder)
         self._wake()
 
@@ -250,13 +263,21 @@ class SimulationCore:
         if self.ended:
             raise BadStateError(f"cannot {action}: the simulation has ended ({self.state})")
 
-    def _record(self, source: str, payload: dict[str, Any], *, internal: bool = False) -> None:
-        """Log an input (`internal`: for the replay only, not in `inputs`)."""
+    def _record(self, kind: type[_Kind], *, internal: bool = False, **fields: Any) -> None:
+        """Log an input of this kind, now (`internal`: for the replay only, not in `inputs`)."""
         self._flush_steps()
-        record = InputRecord(self.clock.now(), self.log.seq, source, payload)
+        record = kind(self.clock.now(), self.log.seq, **fields)
         self._add_record(record)
         if not internal:
             self.inputs.append(record)
+
+    def _record_again(self, record: InputRecord, *, internal: bool = False) -> None:
+        """Log `record` again as it was, now (a replay's copy of what the run logged)."""
+        self._flush_steps()
+        again = msgspec.structs.replace(record, time=self.clock.now(), seq=self.log.seq)
+        self._add_record(again)
+        if not internal:
+            self.inputs.append(again)
 
     def _add_record(self, record: InputRecord) -> None:
         self.records.append(record)
@@ -268,13 +289,56 @@ class SimulationCore:
         whole stretch: which steps they were follows from the state, not how many)."""
         if self._pending_steps:
             n, self._pending_steps = self._pending_steps, 0
-            self._add_record(InputRecord(self.clock.now(), self.log.seq, "steps", {"n": n}))
+            self._add_record(Steps(self.clock.now(), self.log.seq, n=n))
 
     def flush_records(self) -> list[InputRecord]:
         """Every record so far, the fast steps run since the last one included (a journal
         calls this before it persists what the run has done)."""
         self._flush_steps()
         return self.records
+
+    @property
+    def pending_steps(self) -> int:
+        """The fast steps run since the last record, not logged yet (`flush_records` logs them)."""
+        return self._pending_steps
+
+    def log_answer(self, call: str, answer: Any = None, failure: str | None = None) -> None:
+        """Log an answer the session got from outside (its judge's: `RecordedAnswers`)."""
+        self._record(Judge, call=call, answer=answer, failure=failure)
+
+    # -- copies (`areasync.simulation.snapshots`) ----------------------------------------------
+
+    def copy_reduction(self) -> tuple[Any, ...]:
+        """How `state_copy.freeze` stores this session: without what a copy must not take along
+        (the service's record listeners, the driver's task group, the lane and its waiters);
+        `revive` gives the copy its own."""
+        return with_attributes(self, record_listeners=[], _task_group=None, _lane=None)
+
+    def revive(self) -> None:
+        """Make a thawed copy a session of its own: a new lane, fresh wake-up and end events,
+        the clock held once as after a load (the driver lets it go), lease deadlines counted
+        from now, waits whose callers are gone counted as unawaited (as a replay counts them),
+        its sandbox's roots the new directories its file systems were written into."""
+        self._lane = CommandLane(self.sandbox, self.clock)
+        self._lane.charges_time = self.settings.lag_policy is LagPolicy.CATCH_UP
+        self._wake_event = anyio.Event()
+        self._ended = anyio.Event()
+        if self.ended:
+            self._ended.set()
+        self._task_group = None
+        self._driving = False
+        self.log._changed = None
+        self.clock._held = 0
+        self.clock.hold()
+        self._held_until_driven = True
+        wall = self.clock.wall()
+        for holder in self._leases.deadlines():
+            self._leases.begin(holder, wall)
+        self._unawaited_waits = self._waiting_for_notification
+        sandbox = self.sandbox
+        sandbox.temp_files = set()
+        sandbox.adopt(self.scenario.apps or [])
+        sandbox._created = list(sandbox.roots)
 
     def _after_step(self) -> None:
         if (
@@ -330,7 +394,7 @@ class SimulationCore:
         out of a tick (ARE's thread would die there and leave the environment RUNNING)."""
         if self.ended:
             return
-        self._record("fail", {"reason": reason})
+        self._record(Fail, reason=reason)
         self._end_now(EndState.FAILED, reason)
 
     def _end_now(self, how: EndState, reason: str) -> None:

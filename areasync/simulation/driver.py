@@ -22,6 +22,7 @@ from areasync.protocol.frames import Mode
 from areasync.simulation.core import SimulationCore
 from areasync.simulation.ending import EndState
 from areasync.simulation.options import CLOCK_PUBLISH_INTERVAL_S
+from areasync.simulation.records import Exit, LeaseExpired, RealtimeTick
 
 
 class Driver(SimulationCore):
@@ -84,7 +85,7 @@ class Driver(SimulationCore):
         """End the run because its `async with` block exited while it still ran."""
         if self.ended:
             return
-        self._record("exit", {}, internal=True)
+        self._record(Exit, internal=True)
         self._end_now(EndState.LEFT, "the simulation context exited")
 
     def _plan(self) -> float | None:
@@ -118,7 +119,7 @@ class Driver(SimulationCore):
 
     def _expire_lease(self, holder: str) -> bool:
         """`holder`'s lease has expired (and is no longer held); whether the run ended."""
-        self._record("lease", {"expired": holder, "policy": self.lease_policy.value})
+        self._record(LeaseExpired, expired=holder, policy=self.lease_policy.value)
         if self.lease_policy is LeasePolicy.END:
             self._end_now(
                 EndState.LEASE_EXPIRED, f"agent {holder!r} held its busy lease past the deadline"
@@ -160,6 +161,12 @@ class Driver(SimulationCore):
             engine.run_out()
         return False
 
+    def replay_fast_step(self) -> None:
+        """One fast step and what follows it, as `_run_steps` ran it (a replay runs as many as
+        a `steps` record counts); raises what the scenario's code raised, as the live step."""
+        self._fast_step()
+        self._after_step()
+
     def _realtime_tick(self) -> None:
         """A tick of the time-based loop, when the wall says it is due. What the wall decided
         (its time, how late it was, whether the clock is published) is logged with it, so that
@@ -173,7 +180,7 @@ class Driver(SimulationCore):
             # A late tick runs at the latest time already given out, if that is later than its
             # own: what was read stays read.
             self.clock.anchor(max(target, self.clock.reported_us), self.clock.wall())
-        self._record("realtime_tick", {"lag": lag, "publish": publish}, internal=True)
+        self._record(RealtimeTick, internal=True, lag=lag, publish=publish)
         self._tick_as_recorded(lag, publish)
 
     def _tick_as_recorded(self, lag: float, publish: bool) -> None:

@@ -26,14 +26,14 @@ again with fresh deadlines.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from areasync.loop.clock import to_us
 from areasync.protocol.frames import Mode
-from areasync.protocol.records import WAIT_TOOL
 from areasync.simulation.agent_side import AgentSide as Simulation
 from areasync.simulation.errors import ReplayDivergedError
-from areasync.simulation.records import InputRecord
+from areasync.simulation.records import ABANDONED, InputRecord, LeaseBegin, Steps
+
+__all__ = ["ABANDONED", "replay_into"]
 
 
 class _Cut:
@@ -71,12 +71,12 @@ def replay_into(
         with sim.sandbox.entered():
             while cursor < len(records) and not sim.ended:
                 record = records[cursor]
-                if record.source == "steps":
-                    if not _steps(sim, int(record.payload["n"]), cut):
+                if isinstance(record, Steps):
+                    if not _steps(sim, record.n, cut):
                         break
                     # Logged now, as the run logged them: a stretch of steps is one record,
                     # and the next may be steps too (the run's records were read in between).
-                    sim._flush_steps()
+                    sim.flush_records()
                     cursor = max(cursor + 1, len(sim.records))
                 else:
                     if cut.reached(sim, to_us(record.time)):
@@ -95,7 +95,7 @@ def replay_into(
                     raise answers.diverged
                 checked = _check(sim.records, records, checked, past_the_end=answers.overrun)
             # A cut inside a stretch of steps: those run are the fork's own record.
-            sim._flush_steps()
+            sim.flush_records()
             _restore(sim)
     finally:
         answers.replaying = None
@@ -119,20 +119,20 @@ def _turns_taken_on_append(
             return
         record = records[index]
         steps = None
-        if record.source == "steps" and index + 1 < len(records):
+        if isinstance(record, Steps) and index + 1 < len(records):
             # Begun in the middle of fast steps: the live lease's record logged the steps
             # before it first, at this seq.
             steps, record = record, records[index + 1]
         if (
-            record.source == "lease_begin"
+            isinstance(record, LeaseBegin)
             and record.seq == seq
             and to_us(record.time) == sim.clock.now_us()
         ):
             if steps is not None:
-                if steps.seq != seq or int(steps.payload["n"]) != sim._pending_steps:
+                if steps.seq != seq or steps.n != sim.pending_steps:
                     return
-                sim._flush_steps()
-            sim.begin_lease(record.payload["holder"])
+                sim.flush_records()
+            sim.begin_lease(record.holder)
 
     return on_append
 
@@ -161,10 +161,9 @@ def _steps(sim: Simulation, n: int, cut: _Cut) -> bool:
         if not (engine.finished or engine.stopping) and cut.reached(sim, due):
             return False
         try:
-            sim._fast_step()
+            sim.replay_fast_step()
         except Exception:  # the scenario's code raised: the live driver stopped there too
             continue
-        sim._after_step()
     return True
 
 
@@ -196,124 +195,15 @@ def _check(
 
 
 def _apply(sim: Simulation, record: InputRecord, following: InputRecord | None) -> None:
-    """Run what `record` logged, through the live code; errors it raised live, it raises
+    """Run what `record` logged (`Simulation.apply_record`); errors it raised live, it raises
     again and they are dropped here, as the live session answered them to their caller."""
-    interrupted = (
-        following.payload if following is not None and following.source == "interrupted" else None
-    )
-    if record.source == "call_tool" and following is not None and following.source == ABANDONED:
-        # A call that never returned (it held its worker's loop, which was killed): logged
-        # again as the run logged it, never run again.
-        sim._record("call_tool", dict(record.payload))
-        return
-    apply = _APPLY.get(record.source)
-    if apply is None:
-        raise ReplayDivergedError(
-            f"cannot replay a record of source {record.source!r}: this version knows "
-            f"{', '.join(sorted(_APPLY))} (was the journal written by a newer areasync?)"
-        )
     try:
-        apply(sim, record.payload, interrupted)
+        sim.apply_record(record, following)
     except ReplayDivergedError:
         raise
     except Exception:
         pass
 
 
-def _call_tool(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
-    if payload["tool"] != WAIT_TOOL:
-        sim._call_tool(payload["tool"], payload["args"])
-        return
-    seq, _result = sim._begin_waiting(payload["args"], payload.get("holder"))
-    # Its caller is gone: the wait ends with the next notification, or has already.
-    if sim._notified_since(seq) or sim.ended:
-        sim._waiting_for_notification -= 1
-    else:
-        sim._unawaited_waits += 1
-
-
-def _jump(sim: Simulation, payload: dict[str, Any], interrupted: dict[str, Any] | None) -> None:
-    with sim.clock.held():
-        if payload.get("next_event"):
-            target, inclusive = sim._next_event_target(), True
-        else:
-            inclusive = bool(payload["inclusive"])
-            target = sim._jump_target(payload["to"], payload["by"], inclusive)
-        if interrupted is None:
-            sim.engine.advance_to(target, inclusive=inclusive)
-        else:
-            fired = 0
-            limit = int(interrupted["done"])
-
-            def counted() -> bool:
-                nonlocal fired
-                fired += 1
-                return fired >= limit
-
-            sim.engine.advance_to(target, inclusive=inclusive, out_of_time=counted)
-    _end_control(sim, interrupted)
-
-
-def _tick(sim: Simulation, payload: dict[str, Any], interrupted: dict[str, Any] | None) -> None:
-    n = int(payload["n"])
-    sim._require_live("tick")
-    sim._record("tick", {"n": n})
-    with sim.clock.held():
-        sim._ticks(n if interrupted is None else int(interrupted["done"]), lambda: False)
-    _end_control(sim, interrupted)
-
-
-def _end_control(sim: Simulation, interrupted: dict[str, Any] | None) -> None:
-    if interrupted is not None:
-        sim._record("interrupted", interrupted)
-    sim._after_control()
-
-
-def _realtime_tick(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
-    sim._record("realtime_tick", payload, internal=True)
-    sim._tick_as_recorded(float(payload["lag"]), bool(payload["publish"]))
-    sim._after_step()
-
-
-def _expired(sim: Simulation, payload: dict[str, Any], _: Any) -> None:
-    sim._leases.end(payload["expired"])
-    sim._expire_lease(payload["expired"])
-
-
-def _unasked(_sim: Simulation, payload: dict[str, Any], _: Any) -> None:
-    raise ReplayDivergedError(
-        f"the run's judge answered a call here ({str(payload.get('call'))[:12]}), but the replay "
-        "asked it nothing: the replay diverged from the run it replays"
-    )
-
-
-ABANDONED = "abandoned"
-"""The record that follows a call the run never finished (its worker was killed holding it):
-a replay logs the call and this record, and runs neither."""
-
-_APPLY: dict[str, Any] = {
-    ABANDONED: lambda sim, p, _: sim._record(ABANDONED, p),
-    "judge": _unasked,
-    "call_tool": _call_tool,
-    "send_user_message": lambda sim, p, _: sim._send_user_message(p["content"]),
-    "pause": lambda sim, p, _: sim._pause(),
-    "resume": lambda sim, p, _: sim._resume(),
-    "jump": _jump,
-    "tick": _tick,
-    "set_speed": lambda sim, p, _: sim.set_speed(p["speed"]),
-    "set_mode": lambda sim, p, _: sim.set_mode(p["mode"]),
-    "stop": lambda sim, p, _: sim._stop(p["reason"]),
-    "fail": lambda sim, p, _: sim.fail(p["reason"]),
-    "exit": lambda sim, p, _: sim.leave(),
-    "restore": lambda sim, p, _: sim._pause_restored(),
-    "lease_begin": lambda sim, p, _: sim.begin_lease(p["holder"]),
-    "lease_end": lambda sim, p, _: sim.end_lease(p["holder"]),
-    "lease": _expired,
-    "realtime_tick": _realtime_tick,
-}
-
-
 def _restore(sim: Simulation) -> None:
-    sim.restored = True
-    if not sim.ended and sim.clock.mode is Mode.REALTIME and not sim.clock.paused:
-        sim._pause_restored()
+    sim.mark_restored()

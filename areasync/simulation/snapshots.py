@@ -52,7 +52,6 @@ import anyio
 import anyio.to_thread
 
 from areasync.bridge.state_copy import StateCopyError, freeze, thaw, with_attributes
-from areasync.policies import LagPolicy
 from areasync.protocol.frames import Mode
 from areasync.simulation.lane import CommandLane
 from areasync.simulation.records import InputRecord
@@ -193,7 +192,7 @@ async def take(sim: Simulation) -> Snapshot | None:
         # What the copy must not take along: the service's listeners (its hub, its journal),
         # the driver's task group and the lane's waiters; `thawed` gives the copy its own.
         replaced = [
-            (sim, with_attributes(sim, record_listeners=[], _task_group=None, _lane=None)),
+            (sim, sim.copy_reduction()),
             (sim.log, with_attributes(sim.log, listeners=[], _changed=None)),
         ]
         apps = list(sim.env.apps.values())
@@ -276,7 +275,7 @@ def thawed(
     made it. Runs on any thread; raises `ReplayDivergedError` as a replay does."""
     sim: Simulation = thaw(snapshot.data)
     try:
-        _revive(sim)
+        sim.revive()
         replay_into(
             sim, records, until_seq=until_seq, until_time=until_time, start=snapshot.records
         )
@@ -284,27 +283,3 @@ def thawed(
         sim.sandbox.remove_directories()  # the thaw made them for this fork alone
         raise
     return sim
-
-
-def _revive(sim: Simulation) -> None:
-    """A thawed copy made a session of its own (module docstring)."""
-    sim._lane = CommandLane(sim.sandbox, sim.clock)
-    sim._lane.charges_time = sim.settings.lag_policy is LagPolicy.CATCH_UP
-    sim._wake_event = anyio.Event()
-    sim._ended = anyio.Event()
-    if sim.ended:
-        sim._ended.set()
-    sim._task_group = None
-    sim._driving = False
-    sim.log._changed = None
-    sim.clock._held = 0
-    sim.clock.hold()
-    sim._held_until_driven = True
-    wall = sim.clock.wall()
-    for holder in sim._leases.deadlines():
-        sim._leases.begin(holder, wall)
-    sim._unawaited_waits = sim._waiting_for_notification
-    sandbox = sim.sandbox
-    sandbox.temp_files = set()
-    sandbox.adopt(sim.scenario.apps or [])
-    sandbox._created = list(sandbox.roots)

@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from areasync.journal import JournalStore
+from areasync.service.restore import inputs_of
 from tests.front.support import (
     ADMIN,
     REAL_PROCESSES,
@@ -157,8 +158,8 @@ async def test_a_worker_stuck_in_c_is_killed_and_its_sessions_resume_without_the
         await call(again, 2, MARK, label="after the abandoned call")  # not run again: answered
         result, _ = await reply(again, 2)
         assert result["type"] == "result"
-        inputs = JournalStore(tmp_path / "state").read(RUNAWAY).inputs
-        sources = [(i.source, i.payload.get("tool")) for i in inputs]
+        inputs = inputs_of(JournalStore(tmp_path / "state").read(RUNAWAY))
+        sources = [(i.source, getattr(i, "tool", None)) for i in inputs]
         # A call that holds the loop holds its own record too (the loop hands records to the
         # journal's writer), so it is seldom on disk; if it is, `abandoned` follows it, so no
         # replay runs it again (the restore just did not).

@@ -21,7 +21,7 @@ import pytest
 from areasync.protocol import CallTool, Encoding, Error, ErrorCode, Result, Role
 from areasync.protocol.frames import ForkSession
 from areasync.service import Service
-from areasync.simulation.records import InputRecord
+from areasync.simulation.records import Steps
 from tests.gaia2cli.harness import Harness
 from tests.hardening.faults import watch_faults
 from tests.openenv.client import GenericEnvClient
@@ -170,7 +170,7 @@ async def test_a_fork_whose_journal_cannot_take_a_record_ends_alone(tmp_path: Pa
     ):
         source = service.registry.get(TUTORIAL)
         assert source is not None
-        source.sim.records.append(InputRecord(0.0, source.sim.log.seq, "bug", {"n": HUGE}))
+        source.sim.records.append(Steps(0.0, source.sim.log.seq, n=HUGE))
         created = await admin.request(ForkSession, session_id=TUTORIAL)
         assert isinstance(created, Result), created
         fork = service.registry.get(created.value["session_id"])

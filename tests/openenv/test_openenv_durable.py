@@ -21,9 +21,11 @@ import anyio
 import httpx
 import pytest
 
-from areasync.journal import Input, JournalStore
+from areasync.journal import JournalStore
 from areasync.protocol.frames import NotificationItem, Role, StreamItem
 from areasync.service import Service
+from areasync.service.restore import inputs_of
+from areasync.simulation import records as kinds
 from tests.openenv.client import GenericEnvClient
 from tests.service.support import TUTORIAL, WAIT, replace_sync, serving, tokens
 from tests.waiting import settled
@@ -86,8 +88,8 @@ class SyncTurns:
 
 
 def calls_in_journal(state_dir: Path) -> int:
-    records = JournalStore(state_dir).read(TUTORIAL).records
-    return sum(1 for r in records if isinstance(r, Input) and r.source == "call_tool")
+    records = inputs_of(JournalStore(state_dir).read(TUTORIAL))
+    return sum(1 for r in records if isinstance(r, kinds.CallTool))
 
 
 async def answered_after_the_sync(held: HeldSync, step: Callable[[], Awaitable[Any]]) -> list[str]:

@@ -21,6 +21,8 @@ from anyio.streams.text import TextReceiveStream
 from websockets.asyncio.client import ClientConnection, connect
 
 from areasync.journal import JournalStore
+from areasync.service.restore import inputs_of
+from areasync.simulation import records as kinds
 from tests.scenarios import RUNAWAY_STARTED, RunawayScenario
 from tests.service.durable_support import read_banner, read_until, session_url
 from tests.service.support import json_files
@@ -78,9 +80,9 @@ async def test_sigterm_ends_the_server_while_a_tool_call_is_stuck_in_c(tmp_path:
     assert code == 1  # the backstop: the loop never took the signal
     assert "SIGTERM" in said and "printing where it was stuck" in said
     # Every acknowledged record is in the journal, which reads back whole.
-    inputs = JournalStore(tmp_path).read(RUNAWAY).inputs
-    first = next(i for i in inputs if i.source == "call_tool")
-    assert first.payload["args"] == {"label": "before"}
+    inputs = inputs_of(JournalStore(tmp_path).read(RUNAWAY))
+    first = next(i for i in inputs if isinstance(i, kinds.CallTool))
+    assert first.args == {"label": "before"}
 
 
 async def test_sigterm_during_a_python_runaway_shuts_down_cleanly_with_its_trace(

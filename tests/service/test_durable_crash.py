@@ -21,7 +21,9 @@ from anyio.abc import Process
 
 from areasync.agents.oracle import oracle_plan, run_oracle_agent
 from areasync.client import Client, connect
-from areasync.journal import Input, JournalStore
+from areasync.journal import JournalStore
+from areasync.service.restore import inputs_of
+from areasync.simulation import records as kinds
 from tests.service.durable_support import read_banner
 
 SCENARIO = "scenario_apps_tutorial"  # two oracle tool calls
@@ -81,9 +83,5 @@ async def test_kill_9_mid_run_leaves_a_journal_with_every_answered_tool_call(
     assert len(killing.answered) == 1  # killed mid-run
     journal = JournalStore(state).read(SCENARIO)
     assert journal.created is not None and journal.ended is None
-    calls = [
-        (r.payload["tool"], r.payload["args"])
-        for r in journal.records
-        if isinstance(r, Input) and r.source == "call_tool"
-    ]
+    calls = [(r.tool, r.args) for r in inputs_of(journal) if isinstance(r, kinds.CallTool)]
     assert calls[: len(killing.answered)] == killing.answered

@@ -15,17 +15,19 @@ from pathlib import Path
 import anyio
 import pytest
 
-from areasync.journal import Input, JournalStore
+from areasync.journal import JournalStore
 from areasync.protocol import CallTool, CloseCode, EventItem, Hello, Result, Role
+from areasync.service.restore import inputs_of
+from areasync.simulation import records as kinds
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, raw, replace_sync, serving
 
 OTHER = f"{TUTORIAL}-2"  # a second session of the same scenario
 TOOL = "SystemApp__get_current_time"
 
 
-def last_call(state_dir: Path, session_id: str) -> Input:
-    records = JournalStore(state_dir).read(session_id).records
-    return [r for r in records if isinstance(r, Input) and r.source == "call_tool"][-1]
+def last_call(state_dir: Path, session_id: str) -> kinds.CallTool:
+    records = inputs_of(JournalStore(state_dir).read(session_id))
+    return [r for r in records if isinstance(r, kinds.CallTool)][-1]
 
 
 async def test_no_subscriber_gets_a_tool_calls_agent_event_before_the_call_is_durable(
@@ -104,4 +106,4 @@ async def test_a_failing_disk_ends_only_its_session_and_its_clients_are_told_why
             assert code == CloseCode.INTERNAL_ERROR and "journal failed" in reason
         # The other session goes on, durably.
         await other.call(CallTool, tool=TOOL, args={})
-        assert last_call(tmp_path, OTHER).payload["tool"] == TOOL
+        assert last_call(tmp_path, OTHER).tool == TOOL

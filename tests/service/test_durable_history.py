@@ -20,7 +20,8 @@ import pytest
 
 from areasync.journal import Durability, JournalError, JournalStore
 from areasync.service.durable import SessionJournal
-from areasync.simulation.records import InputRecord
+from areasync.service.restore import inputs_of
+from areasync.simulation.records import CallTool
 from tests.journal.support import created
 from tests.service.support import WAIT, replace_sync
 
@@ -38,8 +39,8 @@ async def test_a_journals_history_is_durable_and_shown_once_it_is_created_with_l
         store, created("fork"), Durability.group(0), on_failure=failures.append
     )
     # The fork's replay up to its cut (seq 4): records logged at seqs 1 and 3.
-    journal.record(InputRecord(0.0, 1, "call_tool", CALL))
-    journal.record(InputRecord(1.0, 3, "call_tool", CALL))
+    journal.record(CallTool(0.0, 1, **CALL))
+    journal.record(CallTool(1.0, 3, **CALL))
     async with anyio.create_task_group() as tg:
         tg.start_soon(journal.run)
         try:
@@ -48,9 +49,9 @@ async def test_a_journals_history_is_durable_and_shown_once_it_is_created_with_l
             assert journal.limit() is None  # every item so far may be shown
             assert journal.durable == journal.appended == 3
             on_disk = await anyio.to_thread.run_sync(store.read, "fork")
-            assert [(r.seq, r.payload) for r in on_disk.inputs] == [(1, CALL), (3, CALL)]
+            assert inputs_of(on_disk) == [CallTool(0.0, 1, **CALL), CallTool(1.0, 3, **CALL)]
             # What the session logs from now on gates as ever: behind its own sync.
-            journal.record(InputRecord(2.0, 4, "call_tool", CALL))
+            journal.record(CallTool(2.0, 4, **CALL))
             assert journal.limit() == 4
         finally:
             released.set()

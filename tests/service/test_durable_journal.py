@@ -12,11 +12,15 @@ import threading
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
-from areasync.journal import Created, Ended, Input, Journal, JournalStore
+from areasync.journal import Created, Ended, Journal, JournalStore
 from areasync.protocol import CallTool, Pause, Resume, Role, SendUserMessage, Stop, Tick
 from areasync.service.journals import Journals
+from areasync.service.restore import inputs_of
+from areasync.simulation import records as kinds
+from areasync.simulation.records import Creation, InputRecord
 from tests.service.support import ADMIN, TUTORIAL, attach, config, serving, tokens
 
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", "0"]
@@ -26,8 +30,8 @@ async def read_journal(state_dir: Path, session_id: str = TUTORIAL) -> Journal:
     return await anyio.to_thread.run_sync(JournalStore(state_dir).read, session_id)
 
 
-def inputs(journal: Journal) -> list[Input]:
-    return [record for record in journal.records if isinstance(record, Input)]
+def inputs(journal: Journal) -> list[InputRecord]:
+    return inputs_of(journal)
 
 
 async def test_every_tool_call_message_and_control_is_in_the_journal_when_its_reply_arrives(
@@ -55,11 +59,11 @@ async def test_every_tool_call_message_and_control_is_in_the_journal_when_its_re
             last = inputs(await read_journal(tmp_path))[-1]
             wanted = {CallTool: "call_tool", SendUserMessage: "send_user_message"}
             assert last.source == wanted.get(kind, kind.__name__.lower())
-        calls = [r for r in inputs(await read_journal(tmp_path)) if r.source == "call_tool"]
-        assert calls[-1].payload == {
-            "tool": "EmailClientApp__list_emails",
-            "args": {"folder_name": "INBOX"},
-        }
+        calls = [r for r in inputs(await read_journal(tmp_path)) if isinstance(r, kinds.CallTool)]
+        assert (calls[-1].tool, calls[-1].args) == (
+            "EmailClientApp__list_emails",
+            {"folder_name": "INBOX"},
+        )
 
 
 async def test_created_holds_the_tokens_as_salted_hashes_and_no_token_is_on_disk(
@@ -78,6 +82,18 @@ async def test_created_holds_the_tokens_as_salted_hashes_and_no_token_is_on_disk
     journal_bytes = (tmp_path / "sessions" / f"{TUTORIAL}.journal").read_bytes()
     for token in [*minted.values(), ADMIN]:
         assert token.encode() not in journal_bytes
+
+
+async def test_created_holds_the_simulations_creation_as_the_struct_it_is(
+    tmp_path: Path,
+) -> None:
+    async with serving(state_dir=tmp_path, seed=1234) as service:
+        session = service.registry.get(TUTORIAL)
+        assert session is not None and session.sim.creation is not None
+        created = (await read_journal(tmp_path)).created
+        assert isinstance(created, Created)
+        assert created.creation is not None and "creation" not in created.options
+        assert msgspec.msgpack.decode(created.creation, type=Creation) == session.sim.creation
 
 
 async def test_the_admin_token_is_kept_0600_in_the_state_dir_and_used_again(

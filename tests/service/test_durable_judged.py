@@ -26,13 +26,14 @@ from areasync.client import connect
 from areasync.client.sessions import CreatedSession
 from areasync.gaia2.dataset import DONE, EMAIL, call, email
 from areasync.gaia2.stub_llm import JUDGE_MODEL, StubLLM
-from areasync.journal import Input, JournalStore
+from areasync.journal import JournalStore
 from areasync.journal import writer as journal_writer
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem
 from areasync.service import Service, ServiceConfig
-from areasync.service.restore import rebuild, replayed
+from areasync.service.restore import inputs_of, rebuild, replayed
 from areasync.simulation import ReplayDivergedError, Simulation
+from areasync.simulation import records as kinds
 from areasync.simulation.records import InputRecord
 from tests.service.support import http_get
 from tests.service.test_gaia2_judge import (
@@ -154,7 +155,7 @@ async def played(tmp_path: Path, stub: StubLLM) -> Simulation:
 
 
 def judge_records(sim: Simulation) -> list[InputRecord]:
-    return [record for record in sim.records if record.source == "judge"]
+    return [record for record in sim.records if isinstance(record, kinds.Judge)]
 
 
 async def replay(sim: Simulation, records: list[InputRecord], endpoint: str) -> Simulation:
@@ -208,8 +209,8 @@ async def test_a_recorded_answer_to_another_question_stops_the_replay_saying_so(
     sim = await played(tmp_path, stub)
     records = list(sim.records)
     first = records.index(judge_records(sim)[0])
-    other = {**records[first].payload, "call": "0" * 64}  # the run asked something else here
-    records[first] = msgspec.structs.replace(records[first], payload=other)
+    # The run asked something else here.
+    records[first] = msgspec.structs.replace(records[first], call="0" * 64)
     asked = judge_calls(stub)
     with pytest.raises(ReplayDivergedError, match="the replay asked the judge") as diverged:
         await replay(sim, records, stub.endpoint)
@@ -287,7 +288,7 @@ async def test_a_server_with_another_judge_refuses_a_judged_session_saying_which
 
 def journaled_judge_answers(state: Path, session_id: str) -> list[dict[str, Any]]:
     journal = JournalStore(state).read(session_id)
-    return [r.payload for r in journal.records if isinstance(r, Input) and r.source == "judge"]
+    return [msgspec.structs.asdict(r) for r in inputs_of(journal) if isinstance(r, kinds.Judge)]
 
 
 async def test_nothing_the_judges_verdict_caused_is_shown_before_its_answers_are_durable(
@@ -331,9 +332,7 @@ async def test_nothing_the_judges_verdict_caused_is_shown_before_its_answers_are
                     release.set()
                 assert agent.seq >= caused[-1]  # shown once released
         answers = journaled_judge_answers(tmp_path / "state", created.session_id)
-    assert [answer["call"] for answer in answers] == [
-        record.payload["call"] for record in judge_records(sim)
-    ]
+    assert [answer["call"] for answer in answers] == [record.call for record in judge_records(sim)]
 
 
 async def test_a_lease_taken_while_the_judge_is_asked_replays_where_it_was_taken(
@@ -386,7 +385,7 @@ async def test_a_judge_failure_is_replayed_as_recorded_never_asked_again(
         assert (outage.failed, judge_calls(stub)) == (failures, asked)  # nothing asked
     finally:
         stub.fail_next(0)
-    assert ended.state == "failed" and "failed" in judge_records(sim)[0].payload["failure"]
+    assert ended.state == "failed" and "failed" in str(judge_records(sim)[0].failure)
     assert frames(again) == frames(sim)
     assert again.validation == sim.validation and again.validation["rationale"] == "Exception"
 

@@ -28,7 +28,7 @@ from websockets.exceptions import ConnectionClosed
 
 from areasync.agents.oracle import oracle_plan
 from areasync.client import Client
-from areasync.journal import Ended, Input, JournalStore
+from areasync.journal import Ended, JournalStore, Recorded
 from areasync.protocol import CloseCode
 from tests.service.durable_support import (
     TOKEN,
@@ -152,7 +152,9 @@ async def test_sigterm_interrupts_a_long_tick_and_suspends_the_session_where_it_
     assert any("interrupted" in r.get("message", "") for r in replies if r["type"] == "error")
     assert close is not None and close.code == CloseCode.GOING_AWAY
     assert "restarting" in close.reason
-    interrupted = [r for r in journal if isinstance(r, Input) and r.source == "interrupted"]
+    interrupted = [
+        r for r in journal if isinstance(r, Recorded) and b"interrupted" in bytes(r.record)
+    ]
     assert len(interrupted) == 1 and not any(isinstance(r, Ended) for r in journal)
     assert restored["restored"] and not restored["ended"]
     assert restored["clock"]["tick"] >= 10

@@ -18,6 +18,7 @@ from areasync.journal import JournalStore
 from areasync.protocol import CallTool, ErrorCode, Role, Tick
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem, ForkedFrom, ForkSession
+from areasync.service.restore import inputs_of
 from areasync.service.server import Service
 from tests.service.support import TUTORIAL, WAIT, attach, replace_sync, serving
 
@@ -106,9 +107,7 @@ async def test_a_fork_on_a_state_dir_has_its_own_journal_of_its_records(tmp_path
         assert fork.journal.durable == fork.journal.appended
         journal = JournalStore(tmp_path).read(fork.id)
         assert journal.created is not None and journal.created.epoch == fork.epoch
-        assert [(r.source, r.payload) for r in journal.inputs] == [
-            (r.source, r.payload) for r in fork.sim.records
-        ]
+        assert inputs_of(journal) == fork.sim.records
 
 
 async def test_a_forks_welcome_names_its_source_and_cut_and_a_plain_sessions_names_none() -> None:

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from areasync.service.restore import abandoned_call
-from areasync.simulation.records import InputRecord
-from areasync.simulation.replay import ABANDONED
+from areasync.simulation.records import ABANDONED, CallTool, InputRecord, Steps, Tick
 
 
 def _record(source: str, seq: int = 3) -> InputRecord:
-    return InputRecord(1.0, seq, source, {"tool": "T", "args": {}} if source == "call_tool" else {})
+    if source == "call_tool":
+        return CallTool(1.0, seq, tool="T", args={})
+    return Tick(1.0, seq, n=1) if source == "tick" else Steps(1.0, seq, n=1)
 
 
 def test_a_journal_ending_with_the_call_under_way_gets_it_recorded_abandoned() -> None:

@@ -3,6 +3,7 @@
 import anyio
 
 from areasync import LeasePolicy, Simulation
+from areasync.simulation.records import LeaseExpired
 from tests.scenarios import timeline
 
 
@@ -47,8 +48,8 @@ async def test_an_expired_lease_is_released_by_default() -> None:
         with anyio.fail_after(5):
             await sim.run()
     assert sim.state == "stopped"
-    assert [i.payload for i in sim.inputs if i.source == "lease"] == [
-        {"expired": "stuck-agent", "policy": "release"}
+    assert [(i.expired, i.policy) for i in sim.inputs if isinstance(i, LeaseExpired)] == [
+        ("stuck-agent", "release")
     ]
 
 

@@ -19,8 +19,8 @@ from areasync.policies import LagPolicy
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem
 from areasync.simulation.errors import ReplayDivergedError
-from areasync.simulation.records import InputRecord
-from areasync.simulation.replay import ABANDONED, _check
+from areasync.simulation.records import Abandoned, LeaseBegin, Tick
+from areasync.simulation.replay import _check
 from tests.scenarios import timeline
 from tests.waiting import settled
 from tests.walls import JumpingWall
@@ -203,11 +203,11 @@ async def test_a_replay_in_another_process_with_another_hash_seed_gives_the_same
 
 def test_a_replay_that_logs_a_different_record_before_a_matching_one_is_refused() -> None:
     run = [
-        InputRecord(time=1.0, seq=1, source="lease_begin", payload={"holder": "agent"}),
-        InputRecord(time=1.0, seq=2, source="tick", payload={"n": 1}),
+        LeaseBegin(time=1.0, seq=1, holder="agent"),
+        Tick(time=1.0, seq=2, n=1),
     ]
     again = [
-        InputRecord(time=1.0, seq=1, source="lease_begin", payload={"holder": "other"}),
+        LeaseBegin(time=1.0, seq=1, holder="other"),
         run[1],
     ]
     with pytest.raises(ReplayDivergedError, match="record 0 replayed as"):
@@ -228,7 +228,7 @@ async def test_a_call_recorded_abandoned_is_logged_again_but_not_run_by_a_replay
         records = list(live.flush_records())  # as the journal had them when it was killed
     assert records[-1].source == "call_tool"
     call = records[-1]
-    records.append(InputRecord(call.time, call.seq, ABANDONED, {"reason": "held its loop"}))
+    records.append(Abandoned(call.time, call.seq, reason="held its loop"))
     assert live.creation is not None
     again = Simulation.replay(scenario(), live.creation, records)
     assert again.records == records

@@ -4,6 +4,7 @@ import pytest
 
 from areasync import BadStateError, InvalidRequestError, Simulation
 from areasync.protocol import ClockItem
+from areasync.simulation.records import Jump
 from tests.scenarios import timeline
 
 
@@ -206,4 +207,5 @@ async def test_jumps_inclusive_must_be_true_or_false(bad: object) -> None:
 async def test_an_exclusive_jump_is_logged_as_such_for_replay() -> None:
     async with manual(5) as sim:
         await sim.jump(to=5, inclusive=False)
-        assert sim.inputs[-1].payload == {"to": 5, "by": None, "inclusive": False}
+        last = sim.inputs[-1]
+        assert isinstance(last, Jump) and (last.to, last.by, last.inclusive) == (5, None, False)

@@ -12,8 +12,6 @@ This module imports nothing heavy: it runs before ARE is imported.
 
 from __future__ import annotations
 
-import multiprocessing
-
 __all__ = ["PRELOAD", "boot_fork_server"]
 
 # What the fork server imports once, so that a worker starts with it imported (and ARE's
@@ -22,10 +20,9 @@ PRELOAD = ("areasync.sessionworker.preload",)
 
 
 def boot_fork_server() -> None:
-    """Start this process's fork server with `PRELOAD` now, unless one runs already (the first
-    start decides what it preloads: `workers/pool.py`). Returns at once: the fork server
-    imports in its own process, and the front's pool forks its workers from it."""
-    from multiprocessing import forkserver
+    """Start this process's fork server with `PRELOAD` now (`workers/forkserver.py`). Returns
+    at once: the fork server imports in its own process, and the front's pool forks its
+    workers from it."""
+    from areasync.workers.forkserver import ensure_fork_server
 
-    multiprocessing.get_context("forkserver").set_forkserver_preload(list(PRELOAD))
-    forkserver.ensure_running()
+    ensure_fork_server(PRELOAD)

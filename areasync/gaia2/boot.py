@@ -23,7 +23,6 @@ This module imports nothing heavy: it runs before ARE is imported.
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Sequence
 
 from areasync.exits import exit_uncollected
@@ -109,9 +108,7 @@ def boot_workers(argv: Sequence[str]) -> bool:
     server imports in its own process."""
     if not wants_workers(argv):
         return False
-    from multiprocessing import forkserver
+    from areasync.workers.forkserver import ensure_fork_server
 
-    modules = preload(models="--oracle" not in argv)
-    multiprocessing.get_context("forkserver").set_forkserver_preload(list(modules))
-    forkserver.ensure_running()
+    ensure_fork_server(preload(models="--oracle" not in argv))
     return True

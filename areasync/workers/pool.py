@@ -65,6 +65,7 @@ from typing import Any
 from areasync.workers import channel
 from areasync.workers.channel import Call, Cancel, Cancelled, Message, Raised, Ready, Returned
 from areasync.workers.confine import Confinement, Report
+from areasync.workers.forkserver import ensure_fork_server
 from areasync.workers.worker import Serve
 from areasync.workers.worker import main as worker_main
 
@@ -231,7 +232,7 @@ class WorkerPool:
 
     def start(self) -> None:
         """Start every worker (on the running loop); `ready()` waits for them."""
-        self._context.set_forkserver_preload(self._preload)
+        ensure_fork_server(self._preload)
         for worker in self.workers:
             self._track(self._launch(worker))
 

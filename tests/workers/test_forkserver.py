@@ -1,4 +1,4 @@
-"""This process's fork server is the one its pool wants: restarted when it preloads other modules."""
+"""This process's fork server is the one its pool wants: restarted if it preloads others."""
 
 from __future__ import annotations
 

@@ -56,7 +56,9 @@ def reach_ins() -> list[str]:
     private = private_members()
     found = []
     for path in sorted(ROOT.rglob("*.py")):
-        if path in CLASS_FILES:
+        # `areasync.workers` imports nothing else of areasync (tests/test_import_rules.py), so
+        # it holds no simulation: its `_stop` is multiprocessing's fork server's.
+        if path in CLASS_FILES or ROOT / "workers" in path.parents:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and node.attr in private and not _own(node.value):

@@ -9,7 +9,7 @@ JS_AGENT := examples/js-agent
 # Root installs Debian packages directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install browser js stress test test-slow test-under-load lint unit conformance through-workers bench serve soak fuzz clean \
+.PHONY: install browser js stress test test-browser test-slow test-under-load lint unit conformance through-workers bench serve soak fuzz clean \
 	schema docs gaia2-soak
 
 $(STAMP): pyproject.toml
@@ -63,6 +63,14 @@ lint: $(STAMP)
 TEST_WORKERS ?= 2
 unit: $(STAMP) $(OPENENV_TODAY)/.installed browser js
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
+# The tests marked `browser`, alone: those that drive headless chromium (tests/dashboard, the
+# Gaia2 report, the router's dashboard in tests/cluster, which is `slow`) or Node.js (the JS
+# example agent, tests/client/test_js_agent.py). `make test` runs them too, in the same pytest
+# run as the rest: its workers stay busy to the end, which a second run beside it would not make
+# faster on two cores. For a change to the dashboard, the report or the JS agent.
+test-browser: $(STAMP) browser js
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m 'browser and not slow and not soak'
 
 test-slow: $(STAMP) browser js
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m 'slow and not soak'

@@ -69,3 +69,26 @@ def test_every_test_sharing_a_module_or_package_fixture_runs_with_its_module_or_
         if shared_module or shared_package:
             strays.append(item.nodeid)
     assert not strays, f"add them to tests/conftest.py's WHOLE_MODULES or WHOLE_PACKAGES: {strays}"
+
+
+def test_every_test_that_drives_a_browser_or_node_is_marked_browser(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Over the tests of this run: those given a Playwright `browser` or running Node.js."""
+
+    def drives_one(item: pytest.Item) -> bool:
+        module = getattr(item, "module", None)
+        return "browser" in getattr(item, "fixturenames", ()) or hasattr(module, "NODE")
+
+    unmarked = [
+        item.nodeid
+        for item in request.session.items
+        if drives_one(item) and item.get_closest_marker("browser") is None
+    ]
+    assert not unmarked, f"mark them pytest.mark.browser (make test-browser): {unmarked}"
+
+
+def test_make_test_browser_runs_the_browser_tests_that_make_test_runs() -> None:
+    recipe = re.search(r"^test-browser:.*\n\t(.*)$", MAKEFILE.read_text(), re.MULTILINE)
+    assert recipe is not None
+    assert "-m 'browser and not slow and not soak'" in recipe[1], recipe[1]

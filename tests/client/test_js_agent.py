@@ -20,6 +20,7 @@ AGENT_DIR = Path(__file__).resolve().parents[2] / "examples" / "js-agent"
 NODE = shutil.which("node")
 
 pytestmark = [
+    pytest.mark.browser,  # Node.js: `make test-browser`
     pytest.mark.skipif(NODE is None, reason="Node.js is not installed"),
     pytest.mark.skipif(
         not (AGENT_DIR / "node_modules" / "ws").is_dir(),

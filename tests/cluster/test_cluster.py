@@ -427,6 +427,7 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
     assert errors == []
 
 
+@pytest.mark.browser
 async def test_new_session_on_the_routers_dashboard_creates_it_through_the_router(
     router: Router, page: Page
 ) -> None:
@@ -442,6 +443,7 @@ async def test_new_session_on_the_routers_dashboard_creates_it_through_the_route
     assert str(await page.locator("#crumb").text_content()) in router.where
 
 
+@pytest.mark.browser
 async def test_fork_on_the_routers_dashboard_forks_on_the_sessions_node(
     router: Router, page: Page
 ) -> None:
@@ -456,6 +458,7 @@ async def test_fork_on_the_routers_dashboard_forks_on_the_sessions_node(
     assert link is not None and link.node_id == router.where[source]
 
 
+@pytest.mark.browser
 async def test_the_routers_dashboard_draws_no_server_metrics_it_has_none_of(
     router: Router, page: Page
 ) -> None:
@@ -467,6 +470,7 @@ async def test_the_routers_dashboard_draws_no_server_metrics_it_has_none_of(
     assert await page.evaluate("window.__areasync.overview") is None
 
 
+@pytest.mark.browser
 async def test_a_session_token_opens_its_session_on_the_routers_dashboard(
     router: Router, page: Page
 ) -> None:

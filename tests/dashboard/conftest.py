@@ -59,10 +59,12 @@ def chromium_missing_reason() -> str:
     )
 
 
-# Every browser test module's marks: it skips without chromium, and it runs on its worker's
+# Every browser test module's marks: `browser` (`make test-browser`), it skips without chromium,
+# and it runs on its worker's
 # session-wide event loop, the loop of the one `browser` it shares (Playwright's objects belong
 # to the loop that made them), as do the `page` and `proxy` it is given.
 BROWSER_TESTS = [
+    pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=chromium_missing_reason()),
     pytest.mark.asyncio(loop_scope="session"),
 ]

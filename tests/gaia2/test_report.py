@@ -11,10 +11,10 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -27,7 +27,14 @@ from tests.bounds import BROWSER_S
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
 from tests.stubs import stub_llm
 
-with_browser = pytest.mark.skipif(not CHROMIUM.exists(), reason=chromium_missing_reason())
+Test = TypeVar("Test", bound=Callable[..., None])
+
+
+def with_browser(test: Test) -> Test:
+    """A test of the report in chromium: marked `browser`, skipped without chromium."""
+    skip = pytest.mark.skipif(not CHROMIUM.exists(), reason=chromium_missing_reason())
+    return pytest.mark.browser(skip(test))
+
 
 # What a hostile scenario (an email body, a prompt-injected reply) could hold.
 HOSTILE = (

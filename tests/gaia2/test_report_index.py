@@ -23,7 +23,10 @@ from tests.bounds import BROWSER_S
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
 from tests.stubs import stub_llm
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=chromium_missing_reason())
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=chromium_missing_reason()),
+]
 
 RUNS = 2
 

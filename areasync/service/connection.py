@@ -110,8 +110,10 @@ class Connection:
         self.session_id = session_id
         self.id = f"conn-{number}"
         self.holder = f"agent:{self.id}"  # its fast-mode lease, when it is an agent
+        # Its rate limit reads the service's wall, as its sessions do (a test's own, moved by
+        # hand: tests/walls.py).
         self.core: ConnectionCore[Session] = ConnectionCore(
-            limits_of(self.config), session_id, name=self.id
+            limits_of(self.config), session_id, name=self.id, clock=registry.wall.now
         )
         self.door = ServerDoor(
             registry.tokens, session_id, verified=hello is not None, admission=admission, key=ws

@@ -132,7 +132,8 @@ class Service:
         self.suspend_at_shutdown = True
         self.tokens = Tokens(self.config.admin_token)
         self.metrics = Metrics()
-        # The wall the sessions it starts read and wait on (a test's own, to move by hand).
+        # The wall the sessions it starts read and wait on, and its connections' rate limits
+        # read (a test's own, to move by hand).
         self.registry = SessionRegistry(self.config, self.tokens, self.metrics, wall)
         self.connections: dict[Connection, None] = {}
         self.openenv_sockets: dict[ServerConnection, None] = {}  # OpenEnv's /ws connections

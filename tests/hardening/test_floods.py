@@ -31,6 +31,7 @@ from bench.misbehaving import RawClient, close_code
 from tests.hardening.faults import watch_faults
 from tests.service.support import TUTORIAL, Peer, attach, serving
 from tests.waiting import eventually
+from tests.walls import JumpingWall
 
 IDLERS = 1100
 FLOODS = str(Path(__file__).resolve().parents[2] / "bench" / "floods.py")
@@ -138,25 +139,27 @@ async def test_sockets_before_hello_do_not_count_against_max_connections() -> No
 LIMITS = {"rate": 100.0, "burst": 20, "rate_strikes": 20}
 
 
-async def _flood(peer: Peer, per_tick: int = 5) -> None:
-    """Ping at about 5x the rate (5 every 10 ms against 100/s), reading nothing, until closed."""
+async def _flood(peer: Peer, wall: JumpingWall, per_tick: int = 5) -> None:
+    """Ping at 5x the rate (5 every 10 ms of the service's wall against 100/s), reading
+    nothing, until closed."""
     try:
         with anyio.fail_after(30):
             while True:
                 for _ in range(per_tick):
                     await peer.send(Ping(id=peer.next_id()))
-                await anyio.sleep(0.01)
+                wall.jump(0.01)
     except ConnectionClosed:
         pass
 
 
 async def test_a_flood_at_five_times_the_rate_is_closed_with_4029() -> None:
+    wall = JumpingWall()
     async with (
-        serving(**LIMITS) as service,
+        serving(wall=wall.wall, **LIMITS) as service,
         attach(service, Role.OBSERVER) as flooder,
         anyio.create_task_group() as tg,
     ):
-        tg.start_soon(_flood, flooder)
+        tg.start_soon(_flood, flooder, wall)
         code, reason = await flooder.closed(limit=30)
     assert code == CloseCode.RATE_LIMITED and "rate limited" in reason
     refusals = [f for f in flooder.frames if isinstance(f, Error)]
@@ -166,33 +169,38 @@ async def test_a_flood_at_five_times_the_rate_is_closed_with_4029() -> None:
 
 
 async def test_an_occasional_burst_over_the_rate_is_only_refused() -> None:
-    async with serving(**LIMITS) as service, attach(service, Role.OBSERVER) as peer:
+    wall = JumpingWall()  # the bucket refills only when the test moves the wall
+    async with (
+        serving(wall=wall.wall, **LIMITS) as service,
+        attach(service, Role.OBSERVER) as peer,
+    ):
         for _ in range(3):
             ids = [peer.next_id() for _ in range(25)]  # 5 over the burst of 20
             for request_id in ids:
                 await peer.send(Ping(id=request_id))
             for request_id in ids:
                 await peer.reply_to(request_id)
-            await anyio.sleep(0.5)  # the bucket refills (20 at 100/s: 0.2 s)
+            wall.jump(0.2)  # the bucket refills (20 at 100/s)
         assert isinstance(await peer.request(Ping), Pong)  # still open, still served
     refusals = [f for f in peer.frames if isinstance(f, Error)]
-    assert 0 < len(refusals) <= 15
+    assert len(refusals) == 15
     assert all(f.code == ErrorCode.RATE_LIMITED for f in refusals)
     assert service.metrics.rate_limit_disconnects == 0
 
 
 async def test_another_clients_requests_are_answered_throughout_a_flood() -> None:
+    wall = JumpingWall()
     async with (
-        serving(**LIMITS) as service,
+        serving(wall=wall.wall, **LIMITS) as service,
         attach(service, Role.OBSERVER) as flooder,
         attach(service, Role.OBSERVER) as other,
     ):
         replies = []
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_flood, flooder, 20)  # far above the rate, from the first moment
+            tg.start_soon(_flood, flooder, wall, 20)  # far above the rate, from the first moment
             for _ in range(30):
                 replies.append(await other.request(Ping))
-                await anyio.sleep(0.02)  # 50/s: within its own rate
+                wall.jump(0.02)  # 50/s: within its own rate
             code, _ = await flooder.closed(limit=30)
     assert all(isinstance(reply, Pong) for reply in replies) and len(replies) == 30
     assert code == CloseCode.RATE_LIMITED

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from areasync.agents.oracle import OraclePlan, oracle_plan, run_oracle_agent
@@ -53,6 +54,7 @@ from areasync.client import Client, connect
 from areasync.journal import JournalStore
 from areasync.protocol import EventItem, StreamItem, decode_server_frame
 from bench.synthetic import synthetic_scenario_json
+from tests.bounds import PROCESS_S
 from tests.hardening.storm import _cut
 from tests.service.durable_support import (
     TALLY,
@@ -62,10 +64,12 @@ from tests.service.durable_support import (
     Restartable,
     agent_token,
     frames,
+    read_until,
     session_url,
     whole_stream,
 )
-from tests.waiting import eventually
+from tests.service.held_sync_serve import ARM, HELD, RELEASE
+from tests.waiting import eventually, settled
 
 SESSION = "fault_run"  # the scenario file's stem
 SERVER_SEED = 7  # --seed: every server of this module makes the same ids
@@ -348,10 +352,11 @@ async def test_a_client_resuming_while_a_record_awaits_its_sync_gets_its_welcome
     # and the replay's items after `since` are visible already. The writer took those items as
     # due, wrote nothing ahead of the welcome, and looped without yielding (websockets' drain
     # returns at once on an idle socket): the whole server froze, every session with it.
-    # group:1000 keeps the agent's tool call record unsynced for 1 s while the client resumes.
+    # The server process holds the sync of the agent's next tool call record (held_sync_serve)
+    # while the client resumes, and answers a health check meanwhile; released, it goes on.
     command = [
-        *(sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", "0"),
-        *("--token", TOKEN),
+        *(sys.executable, "-m", "tests.service.held_sync_serve", "serve", "--workers", "0"),
+        *("--port", "0", "--token", TOKEN),
         *("--scenario", "scenario_tutorial", "--mode", "manual", "--trace-dir", ""),
         *("--state-dir", str(tmp_path / "state"), "--durability", "group:1000"),
     ]
@@ -364,28 +369,49 @@ async def test_a_client_resuming_while_a_record_awaits_its_sync_gets_its_welcome
         await agent.call_tool(tool)  # durable: its items are visible
         seen = agent.seq
         assert seen > 1
-        answered = anyio.Event()
+        order: list[str] = []
 
         async def call() -> None:
             await agent.call_tool(tool)
-            answered.set()
+            order.append("answered")
 
-        with anyio.fail_after(20):
+        async def resume() -> None:
+            resuming = RawObserver(
+                url, "resuming", rng=random.Random(0), since=1, epoch=agent.epoch
+            )
+            ws = await resuming.connect()  # welcomed, once the call's record is synced
+            order.append("welcomed")
+            async for data in ws:  # then the items after seq 1 up to the call's event
+                item = decode_server_frame(data)
+                if isinstance(item, EventItem) and item.seq > seen:
+                    break
+            await ws.close()
+            assert resuming.welcomes[0].epoch == agent.epoch
+
+        with anyio.fail_after(PROCESS_S):
             async with anyio.create_task_group() as tg:
+                await command_server(server, ARM)
                 tg.start_soon(call)
-                await anyio.sleep(0.2)  # the call's record is appended, its sync 1 s away
-                assert not answered.is_set()
-                resuming = RawObserver(
-                    url, "resuming", rng=random.Random(0), since=1, epoch=agent.epoch
-                )
-                ws = await resuming.connect()  # welcomed, once the call's record is synced
-                async for data in ws:  # then the items after seq 1 up to the call's event
-                    item = decode_server_frame(data)
-                    if isinstance(item, EventItem) and item.seq > seen:
-                        break
-                await ws.close()
-                await answered.wait()
-    assert resuming.welcomes[0].epoch == agent.epoch
+                await read_until(server.process, HELD)  # the call's record awaits its sync
+                tg.start_soon(resume)
+                assert await healthy(server.port)  # the server serves while the client resumes
+                await settled()  # an answer not waiting for the sync has been received by now
+                order.append("released")
+                await command_server(server, RELEASE)
+    assert order[0] == "released", order
+    assert sorted(order[1:]) == ["answered", "welcomed"]
+
+
+async def command_server(server: Restartable, command: str) -> None:
+    """Send held_sync_serve's `command` to the server process."""
+    assert server.process is not None and server.process.stdin is not None
+    await server.process.stdin.send(f"{command}\n".encode())
+
+
+async def healthy(port: int) -> bool:
+    async with httpx.AsyncClient(trust_env=False) as http:
+        response = await http.get(f"http://127.0.0.1:{port}/health")
+    return response.status_code == 200
 
 
 async def test_a_session_whose_end_was_durable_at_the_kill_still_replays_after_the_restart(

@@ -31,7 +31,7 @@ async def test_a_batch_is_handled_frame_by_frame_in_order() -> None:
             ws, encoding = fake.connections[0]
             batch = Batch(frames=[first, second, Result(id=frame.id, value="done")])  # type: ignore[list-item]
             await ws.send(encode_server_frame(batch, encoding))
-            await anyio.sleep(3600)  # no second reply: the only one went in the batch
+            await anyio.sleep_forever()  # no second reply: the only one went in the batch
 
         fake.handlers["call_tool"] = answer
         with anyio.fail_after(10):

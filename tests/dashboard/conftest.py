@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -23,7 +22,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import anyio
 import pytest
 import pytest_asyncio
 
@@ -34,6 +32,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from tests.bounds import BROWSER_S
+from tests.waiting import eventually, eventually_blocking
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -102,12 +101,14 @@ class Server:
         command += ["--port", str(self.port), "--token", ADMIN_TOKEN, *self.args]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while not _healthy(self.base):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"areasync serve did not start:\n{self.log.read_text()}")
-            time.sleep(0.1)
+        process = self.process
+        with contextlib.suppress(AssertionError):  # not started in time: said below
+            eventually_blocking(
+                lambda: process.poll() is not None or _healthy(self.base), within=timeout, poll=0.1
+            )
+        if not _healthy(self.base):
+            self.stop()
+            raise RuntimeError(f"areasync serve did not start:\n{self.log.read_text()}")
 
     def stop(self, *, kill: bool = False) -> None:
         """Shut down gracefully (sessions end, sockets close with 1001), or `kill` it."""
@@ -279,9 +280,7 @@ async def until(page: Page, expression: str, limit: float = 20.0) -> None:
     Playwright's `wait_for_function` compiles its predicate with `new Function` inside the
     page, which the dashboard's policy (no 'unsafe-eval') refuses; `evaluate` is not eval.
     """
-    with anyio.fail_after(limit):
-        while not await page.evaluate(expression):  # noqa: ASYNC110 - the page has no event
-            await anyio.sleep(0.02)
+    await eventually(lambda: page.evaluate(expression), within=limit, what=expression)
 
 
 async def snap(page: Page, name: str) -> None:

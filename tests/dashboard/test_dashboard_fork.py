@@ -9,7 +9,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import anyio
 import pytest
 
 pytest.importorskip("playwright.async_api", reason="playwright is not installed (dev extras)")
@@ -23,6 +22,7 @@ from tests.dashboard.conftest import (
     create_session,
     running_server,
 )
+from tests.waiting import eventually
 
 pytestmark = BROWSER_TESTS
 
@@ -32,9 +32,7 @@ STEPS = 3  # "Next event" presses before the fork: a few events to carry over
 async def stream(server: Server, session: str) -> list[dict[str, Any]]:
     """Every stream item of `session` so far (a replay from seq 1 up to its welcome's seq)."""
     async with connect(server, session, role="observer") as client:
-        with anyio.fail_after(20):
-            while client.last_seq < client.welcome["seq"]:  # noqa: ASYNC110 - no event to await
-                await anyio.sleep(0.02)
+        await eventually(lambda: client.last_seq >= client.welcome["seq"], within=20)
         return list(client.items)
 
 

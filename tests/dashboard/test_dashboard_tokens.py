@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
 import pytest
 import pytest_asyncio
 
@@ -30,6 +29,7 @@ from tests.dashboard.conftest import (
     until,
 )
 from tests.service.support import config
+from tests.waiting import eventually
 
 pytestmark = BROWSER_TESTS
 
@@ -56,9 +56,7 @@ class Recorder:
 
     async def until_polled(self, times: int) -> None:
         """Wait (bounded) until the page has asked /api/sessions `times` times."""
-        with anyio.fail_after(30):
-            while len(self.polls()) < times:  # noqa: ASYNC110 - a spy, no event to wait on
-                await anyio.sleep(0.05)
+        await eventually(lambda: len(self.polls()) >= times, what=f"{times} polls")
 
 
 @pytest_asyncio.fixture(loop_scope="session")  # the loop of the tests and their browser

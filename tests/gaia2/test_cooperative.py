@@ -55,7 +55,7 @@ async def test_spawned_functions_interleave_at_their_waits() -> None:
     def worker(name: str) -> None:
         for step in range(2):
             trace.append(f"{name}{step}")
-            wait(anyio.sleep(0.01))
+            wait(anyio.lowlevel.checkpoint())
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(spawn, worker, "a")
@@ -66,14 +66,19 @@ async def test_spawned_functions_interleave_at_their_waits() -> None:
 async def test_cancelling_the_task_cancels_the_function_at_its_wait() -> None:
     reached: list[str] = []
 
+    waiting = anyio.Event()
+
     def sync_code() -> None:
         reached.append("before")
-        wait(anyio.sleep(60))
+        waiting.set()
+        wait(anyio.sleep_forever())
         reached.append("after")
 
-    with anyio.move_on_after(0.05) as scope:
-        await spawn(sync_code)
-    assert scope.cancelled_caught and reached == ["before"]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(spawn, sync_code)
+        await waiting.wait()
+        tg.cancel_scope.cancel()
+    assert reached == ["before"]
 
 
 def test_wait_outside_spawn_is_a_clear_error() -> None:
@@ -95,7 +100,7 @@ async def test_each_spawned_function_has_its_own_context() -> None:
 
     def worker(name: str) -> tuple[str, str]:
         var.set(name)
-        wait(anyio.sleep(0.01))
+        wait(anyio.lowlevel.checkpoint())
         return name, var.get()
 
     results: list[tuple[str, str]] = []
@@ -117,7 +122,7 @@ async def test_greenlet_local_keeps_each_greenlets_attributes_apart() -> None:
     def worker(name: str) -> tuple[bool, str]:
         had_value = hasattr(local, "value")
         local.value = name
-        wait(anyio.sleep(0.01))
+        wait(anyio.lowlevel.checkpoint())
         return had_value, local.value
 
     results: list[tuple[bool, str]] = []

@@ -11,6 +11,7 @@ import pytest
 
 from areasync.gaia2.cooperative import wait
 from areasync.gaia2.pool import run_cooperatively, stream_pool
+from tests.waiting import WITHIN_S
 
 
 def run(fn: Callable[[], Any]) -> Any:
@@ -18,10 +19,14 @@ def run(fn: Callable[[], Any]) -> Any:
 
 
 class Load:
-    """A process_func that waits `delays[item]` seconds on the loop, counting overlap."""
+    """A process_func counting overlap: a run of an item in `stuck` waits until cancelled, the
+    others yield once; with `together`, each run first waits until that many have run at once
+    (the wait bounded by WITHIN_S: a pool that never runs as many fails, it does not hang)."""
 
-    def __init__(self, delays: dict[int, float]) -> None:
-        self.delays = delays
+    def __init__(self, stuck: frozenset[int] = frozenset(), *, together: int = 0) -> None:
+        self.stuck = stuck
+        self.together = together
+        self.all_in = anyio.Event()
         self.running = 0
         self.peak = 0
         self.finished: list[int] = []
@@ -29,12 +34,21 @@ class Load:
     def __call__(self, item: int) -> int:
         self.running += 1
         self.peak = max(self.peak, self.running)
+        if self.peak >= self.together:
+            self.all_in.set()
         try:
-            wait(anyio.sleep(self.delays[item]))
+            wait(self._run(item))
         finally:
             self.running -= 1
         self.finished.append(item)
         return item * 10
+
+    async def _run(self, item: int) -> None:
+        with anyio.fail_after(WITHIN_S):
+            await self.all_in.wait()
+        if item in self.stuck:
+            await anyio.sleep_forever()
+        await anyio.lowlevel.checkpoint()
 
 
 def test_outcomes_come_as_runs_finish_with_their_results() -> None:
@@ -58,7 +72,7 @@ def test_outcomes_come_as_runs_finish_with_their_results() -> None:
 
 
 def test_at_most_max_workers_run_at_once_and_all_run() -> None:
-    load = Load(dict.fromkeys(range(10), 0.01))
+    load = Load(together=3)  # the first three wait for each other
 
     def main() -> list[Any]:
         with stream_pool(iter(range(10)), load, max_workers=3) as outcomes:
@@ -98,7 +112,7 @@ def test_a_failing_run_is_an_outcome_and_the_others_go_on() -> None:
 
 
 def test_a_run_past_its_timeout_gives_ares_timeout_error_and_is_stopped() -> None:
-    load = Load({1: 60.0, 2: 0.0})
+    load = Load(frozenset({1}))
 
     def main() -> list[Any]:
         with stream_pool(iter([1, 2]), load, max_workers=2, timeout_seconds=0.05) as outcomes:
@@ -128,7 +142,7 @@ def test_a_runs_own_timeout_error_is_its_own_outcome() -> None:
 
 
 def test_leaving_early_cancels_the_runs_still_going_and_waits_for_them() -> None:
-    load = Load({1: 0.0, 2: 60.0, 3: 60.0, 4: 0.0})
+    load = Load(frozenset({2, 3}))
     started: list[int] = []
 
     def items() -> Iterator[int]:
@@ -152,14 +166,14 @@ def test_leaving_early_cancels_the_runs_still_going_and_waits_for_them() -> None
 def test_outside_run_cooperatively_is_a_clear_error() -> None:
     with (
         pytest.raises(RuntimeError, match="run_cooperatively"),
-        stream_pool(iter([1]), Load({1: 0.0}), max_workers=1),
+        stream_pool(iter([1]), Load(), max_workers=1),
     ):
         pass
 
 
 def test_max_workers_below_one_is_refused() -> None:
     def main() -> None:
-        with stream_pool(iter([1]), Load({1: 0.0}), max_workers=0):
+        with stream_pool(iter([1]), Load(), max_workers=0):
             pass
 
     with pytest.raises(ValueError, match="at least 1"):

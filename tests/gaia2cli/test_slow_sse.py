@@ -7,6 +7,7 @@ import anyio
 from tests.gaia2cli.harness import SseReader, stalled_socket
 from tests.gaia2cli.support import TO_USER, adapter, agent, harness
 from tests.service.support import TUTORIAL, WAIT
+from tests.waiting import eventually
 
 BIG = "x" * 64 * 1024  # each message is this big, to fill the stalled client's buffers soon
 MAX_MESSAGES = 200  # 12.5 MiB: more than loopback socket buffers hold
@@ -34,15 +35,19 @@ async def test_a_stalled_sse_client_is_dropped_while_another_gets_every_message(
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(read_until_last)
-                with anyio.fail_after(4 * WAIT):  # never dropped: the test fails here
-                    sent = 0
-                    while (await runner.health())["sseClients"] > 1:
-                        if sent < MAX_MESSAGES:
-                            await sim.call_tool(TO_USER, content=BIG)
-                            sent += 1
-                        else:  # its buffers are full: the drop now waits for write_timeout
-                            await anyio.sleep(0.05)
-                    await sim.call_tool(TO_USER, content="last")
+                sent = 0
+
+                async def dropped() -> bool:
+                    return bool((await runner.health())["sseClients"] <= 1)
+
+                with anyio.fail_after(4 * WAIT):
+                    while sent < MAX_MESSAGES and not await dropped():
+                        await sim.call_tool(TO_USER, content=BIG)
+                        sent += 1
+                # Its buffers are full: the drop now waits for write_timeout (never dropped:
+                # the test fails here).
+                await eventually(dropped, within=4 * WAIT, what="the stalled client's drop")
+                await sim.call_tool(TO_USER, content="last")
         finally:
             live.close()
             stalled.close()

@@ -114,7 +114,6 @@ async def test_a_slow_reader_is_not_closed_by_the_write_timeout() -> None:
     limits = {**BUSY, "ping_interval": 0.2, "write_timeout": 3.0}
     with watch_faults() as faults:
         async with serving(PaddedTimeline(600), **limits) as service:
-            behind = 0
             seqs = []
             sock = await small_socket(service.port or 0)
             async with connect(service.ws_url(SESSION), sock=sock, max_queue=1) as ws:
@@ -122,14 +121,14 @@ async def test_a_slow_reader_is_not_closed_by_the_write_timeout() -> None:
                 await ws.send(encode_client_frame(hello, Encoding.JSON))
                 welcome = decode_server_frame(await ws.recv())
                 assert isinstance(welcome, Welcome)
+                # It reads nothing until bytes wait for it, then reads on: it fell behind.
+                behind = await eventually(lambda: _unsent(service))
                 with anyio.fail_after(60):
                     while True:
                         frame = decode_server_frame(await ws.recv())
                         seqs.append(getattr(frame, "seq", None))
-                        behind = max(behind, _unsent(service))
                         if isinstance(frame, EndedItem):
                             break
-                        await anyio.sleep(0.005)  # slower than the session writes
             assert service.metrics.write_timeout_disconnects == 0
             assert service.metrics.closes[CloseCode.SLOW_CONSUMER] == 0
     assert behind > 0  # it was behind: bytes waited for it

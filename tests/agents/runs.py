@@ -29,6 +29,7 @@ from areasync.client import connect
 from areasync.conformance.normal_form import LogEntry, normalized_log
 from areasync.gaia2.dataset import BASICS, SPECS, scenario_json
 from areasync.gaia2.stub_llm import AGENT_MODEL, StubLLM
+from areasync.loop.clock import REAL_WALL, Wall
 from areasync.protocol import Role
 from areasync.service import Service, ServiceConfig
 from tests.bounds import PROCESS_S
@@ -160,11 +161,12 @@ async def over_the_socket(
     on_agent: Callable[[Any], None] | None = None,
     service_options: dict[str, Any] | None = None,
     import_mode: str = "benchmark",
+    wall: Wall = REAL_WALL,
 ) -> dict[str, Run]:
     """ARE's default agent on one live session per scenario, one after another
-    (``service_options``: more of the service's configuration)."""
+    (``service_options``: more of the service's configuration; ``wall``: its sessions')."""
     runs: dict[str, Run] = {}
-    async with Service(service_config(**(service_options or {})), []) as service:
+    async with Service(service_config(**(service_options or {})), [], wall=wall) as service:
         token = service.tokens.admin
         for scenario_id in scenario_ids:
             text = scenario_text(scenario_id)

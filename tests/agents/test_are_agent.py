@@ -16,6 +16,8 @@ from typing import Any
 from unittest.mock import patch
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import pytest
 
 from areasync.conformance.normal_form import first_difference
@@ -38,6 +40,8 @@ from tests.agents.runs import (
     read_steps,
 )
 from tests.stubs import stub_fixture, stub_llm
+from tests.waiting import eventually_blocking, settled
+from tests.walls import JumpingWall
 
 SCENARIO_IDS = [*SCENARIOS, READS_ID]
 
@@ -160,19 +164,29 @@ def test_fixed_generation_time_moves_the_clock_as_ares_runner_does(stub: StubLLM
 
 
 class Witness(Script):
-    """The stub, noting the session's clock and leases whenever the model is asked."""
+    """The stub, noting the session's clock and leases whenever the model is asked.
+
+    The model thinks `seconds` of the session's wall (`wall`, moved by hand) and then until
+    the service's event loop has settled (`tests.waiting.settled`, run on that loop from the
+    stub's thread): whatever the session would do meanwhile, it has done by then."""
 
     def __init__(self, seconds: float, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.seconds = seconds
+        self.wall = JumpingWall(follows=True)
         self.sim: Any = None
+        self.loop: Any = None  # the service's event loop (anyio's token of it)
         self.seen: list[tuple[float, float, dict[str, float], str]] = []
 
-    def reply(self, request: Any) -> str:
-        import time
+    def watch(self, session: Any) -> None:
+        """`over_the_socket`'s `on_session`, on the service's loop."""
+        self.sim = session.sim
+        self.loop = anyio.lowlevel.current_token()
 
+    def reply(self, request: Any) -> str:
         before = self.sim.clock_state(peek=True).time
-        time.sleep(self.seconds)  # the model thinking, in the stub's own thread
+        anyio.from_thread.run_sync(self.wall.jump, self.seconds, token=self.loop)
+        anyio.from_thread.run(settled, token=self.loop)
         state = self.sim.clock_state(peek=True)
         self.seen.append((before, state.time, self.sim.leases, state.state))
         return super().reply(request)
@@ -183,11 +197,11 @@ def test_the_clock_stands_still_while_the_model_generates() -> None:
     lets no simulated time pass (tiny_email would otherwise run to its end meanwhile)."""
     witness = Witness(0.3, agent=agent_scripts())
     with stub_llm(witness) as slow:
-
-        def watch(session: Any) -> None:
-            witness.sim = session.sim
-
-        run = anyio.run(lambda: over_the_socket(slow, ["tiny_email"], on_session=watch))
+        run = anyio.run(
+            lambda: over_the_socket(
+                slow, ["tiny_email"], on_session=witness.watch, wall=witness.wall.wall
+            )
+        )
     assert len(witness.seen) == 2
     for before, after, leases, state in witness.seen:
         assert after == before
@@ -201,13 +215,14 @@ def test_a_realtime_clock_is_paused_while_the_model_generates() -> None:
     its environment, and resumes it after."""
     witness = Witness(0.2, agent=agent_scripts())
     with stub_llm(witness) as slow:
-
-        def watch(session: Any) -> None:
-            witness.sim = session.sim
-
         run = anyio.run(
             lambda: over_the_socket(
-                slow, ["tiny_email"], mode="realtime", speed=1.0, on_session=watch
+                slow,
+                ["tiny_email"],
+                mode="realtime",
+                speed=1.0,
+                on_session=witness.watch,
+                wall=witness.wall.wall,
             )
         )
     assert len(witness.seen) == 2
@@ -293,14 +308,10 @@ def test_the_socket_keeps_receiving_while_the_model_generates() -> None:
 
     class Counting(Script):
         def reply(self, request: Any) -> str:
-            import time
-
             before = clients[0].seq
             # The model thinking, in the stub's own thread, until a tick reached the agent's
-            # client meanwhile; the deadline only guards against a hang (a blocked reader).
-            deadline = time.monotonic() + 30
-            while clients[0].seq == before and time.monotonic() < deadline:
-                time.sleep(0.01)
+            # client meanwhile (the bound only turns a blocked reader into a failure).
+            eventually_blocking(lambda: clients[0].seq != before, what="a tick meanwhile")
             received.append((before, clients[0].seq))
             return super().reply(request)
 

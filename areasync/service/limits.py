@@ -2,8 +2,9 @@
 
 A bucket holds at most `burst` tokens and refills at `rate` tokens per second; each request
 takes one. Bursts up to `burst` pass untouched (an agent replaying a batch of tool calls), while
-a sustained flood is cut to `rate`. The wall clock (`time.monotonic`), never the simulation's:
-a paused or fast-forwarded session must not change how fast a client may talk.
+a sustained flood is cut to `rate`. The wall clock (`time.monotonic`, or the service's wall
+a test moves by hand), never the simulation's: a paused or fast-forwarded session must not
+change how fast a client may talk.
 
 A request that finds the bucket empty is refused (`rate_limited`, retryable) and costs the
 connection a *strike*: a second bucket of `rate_strikes` strikes that refills slowly, at

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import anyio.lowlevel
+
 from tests.hardening.faults import watch_faults
 
 
@@ -36,5 +38,5 @@ async def test_an_error_log_record_is_a_fault() -> None:
 
 async def test_a_clean_block_has_no_fault() -> None:
     with watch_faults() as faults:
-        await asyncio.sleep(0)
+        await anyio.lowlevel.checkpoint()
     assert faults.problems == []

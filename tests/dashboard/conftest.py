@@ -253,10 +253,16 @@ async def open_session(page: Page, server: Server, session: str, **query: str) -
     await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
 
 
-async def stopped(server: Server, page: Page, **options: Any) -> dict[str, Any]:
-    """A new session (create_session `options`), opened in `page`, then stopped by a controller."""
+async def opened(server: Server, page: Page, **options: Any) -> dict[str, Any]:
+    """A new session (create_session `options`), open in `page` with the admin token."""
     session = await create_session(server, **options)
     await open_session(page, server, session["session_id"])
+    return session
+
+
+async def stopped(server: Server, page: Page, **options: Any) -> dict[str, Any]:
+    """A new session (create_session `options`), opened in `page`, then stopped by a controller."""
+    session = await opened(server, page, **options)
     async with connect(server, session["session_id"]) as controller:
         await controller.request({"type": "stop"})
     return session
@@ -264,8 +270,7 @@ async def stopped(server: Server, page: Page, **options: Any) -> dict[str, Any]:
 
 async def stepped(server: Server, page: Page, steps: int = 4) -> Client:
     """A manual session stepped through `steps` events, open in `page`; its stream's items."""
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="manual")
     async with connect(server, session["session_id"]) as controller:
         for _ in range(steps):
             await controller.request({"type": "jump", "next_event": True})

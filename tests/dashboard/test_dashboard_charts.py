@@ -13,8 +13,7 @@ from playwright.async_api import Page, expect
 from tests.dashboard.conftest import (
     BROWSER_TESTS,
     Server,
-    create_session,
-    open_session,
+    opened,
     stepped,
     until,
 )
@@ -48,8 +47,7 @@ async def test_every_row_is_a_dot_in_its_origins_lane_at_its_simulated_time(
 
 
 async def test_the_clock_chart_follows_the_simulated_clock(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await page.locator("#jump-by").fill("10")
     await page.get_by_role("button", name="Jump", exact=True).click()
     await expect(page.locator("#clock-time")).to_have_text("T+00:00:10.0")

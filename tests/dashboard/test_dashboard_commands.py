@@ -20,6 +20,7 @@ from tests.dashboard.conftest import (
     Server,
     create_session,
     open_session,
+    opened,
     stopped,
 )
 
@@ -60,8 +61,7 @@ async def test_the_copy_button_puts_the_agent_command_on_the_clipboard(
     server: Server, page: Page
 ) -> None:
     await page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    session = await create_session(server, mode="fast")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="fast")
     await expect(page.locator("#waiting .copyable code")).to_contain_text(
         session["tokens"]["agent"]
     )

@@ -18,6 +18,7 @@ from tests.dashboard.conftest import (
     Server,
     connect,
     create_session,
+    opened,
     until,
 )
 
@@ -41,8 +42,7 @@ async def test_page_lists_the_default_session(server: Server, page: Page) -> Non
 
 
 async def test_events_appear_while_the_simulation_runs(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="realtime", speed=2.0)
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="realtime", speed=2.0)
     await expect(page.locator(".row", has_text=FIRST_EVENT)).to_be_visible(timeout=20_000)
     # It arrived live, before the session's end, not as a replay afterwards.
     await expect(page.locator("#state")).to_have_text("running")
@@ -54,8 +54,7 @@ async def test_pause_stops_the_clock(server: Server, page: Page) -> None:
     # The page's own time is Playwright's (it flows as the machine's until told otherwise):
     # the clock shown between the server's updates is drawn from it.
     await page.clock.install()
-    session = await create_session(server, mode="realtime", speed=1.0)
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="realtime", speed=1.0)
     clock = page.locator("#clock-time")
     await expect(clock).not_to_have_text("T+00:00:00.0")
     await page.get_by_role("button", name="Pause", exact=True).click()
@@ -80,8 +79,7 @@ def shown_offset(seconds: float) -> str:
 
 
 async def test_resume_restarts_the_clock(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="realtime", speed=1.0)
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="realtime", speed=1.0)
     await page.get_by_role("button", name="Pause", exact=True).click()
     await expect(page.locator("#state")).to_have_text("paused")
     frozen = await page.locator("#clock-time").text_content()
@@ -91,8 +89,7 @@ async def test_resume_restarts_the_clock(server: Server, page: Page) -> None:
 
 
 async def test_next_event_fires_the_next_event(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await expect(page.locator("#tl-empty")).to_be_visible()
     await page.get_by_role("button", name="Next event", exact=True).click()
     await expect(page.locator(".row", has_text=FIRST_EVENT)).to_be_visible()
@@ -112,8 +109,7 @@ async def test_controller_role_is_taken_from_the_controller_token(
 
 
 async def test_row_click_shows_the_event_in_detail(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await page.get_by_role("button", name="Next event", exact=True).click()
     await page.locator(".row", has_text=FIRST_EVENT).click()
     detail = page.locator("#detail")
@@ -125,8 +121,7 @@ async def test_row_click_shows_the_event_in_detail(server: Server, page: Page) -
 
 
 async def test_type_filter_hides_and_shows_rows(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await page.get_by_role("button", name="Next event", exact=True).click()
     env_rows = page.locator('.row[data-type="ENV"]:not([hidden])')
     await expect(env_rows).to_have_count(1)
@@ -137,8 +132,7 @@ async def test_type_filter_hides_and_shows_rows(server: Server, page: Page) -> N
 
 
 async def test_app_filter_keeps_one_app(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     for _ in range(2):  # MessagingApp.add_message, then AgentUserInterface.send_message_to_agent
         await page.get_by_role("button", name="Next event", exact=True).click()
         await expect(page.locator("#last-action")).to_have_text("Next event ✓")
@@ -150,8 +144,7 @@ async def test_app_filter_keeps_one_app(server: Server, page: Page) -> None:
 
 
 async def test_app_state_inspector_shows_the_apps(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await page.get_by_role("button", name="App state", exact=True).click()
     dialog = page.locator("#state-dialog")
     await expect(dialog).to_be_visible()
@@ -162,8 +155,7 @@ async def test_app_state_inspector_shows_the_apps(server: Server, page: Page) ->
 
 
 async def test_stop_shows_the_validation_result(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     stop = page.locator("#btn-stop")
     await stop.click()  # arms
     await expect(stop).to_have_text("Confirm stop")
@@ -178,8 +170,7 @@ async def test_stop_shows_the_validation_result(server: Server, page: Page) -> N
 
 
 async def test_stream_seen_by_the_page_matches_the_server(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="manual")
     async with connect(server, session["session_id"]) as controller:
         for _ in range(3):
             await controller.request({"type": "jump", "next_event": True})
@@ -191,8 +182,7 @@ async def test_stream_seen_by_the_page_matches_the_server(server: Server, page: 
 
 
 async def test_jump_by_moves_the_clock_and_fires_due_events(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await page.locator("#jump-by").fill("10")
     await page.get_by_role("button", name="Jump", exact=True).click()
     await expect(page.locator("#clock-time")).to_have_text("T+00:00:10.0")
@@ -201,8 +191,7 @@ async def test_jump_by_moves_the_clock_and_fires_due_events(server: Server, page
 
 
 async def test_tick_advances_the_clock_by_ticks(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await page.locator("#tick-n").fill("3")
     await page.get_by_role("button", name="Tick", exact=True).click()
     await expect(page.locator("#clock-sub")).to_contain_text("3 loop ticks")
@@ -211,8 +200,7 @@ async def test_tick_advances_the_clock_by_ticks(server: Server, page: Page) -> N
 
 
 async def test_set_speed_changes_the_realtime_speed(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="realtime", speed=1.0)
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="realtime", speed=1.0)
     await page.locator("#speed").fill("4")
     await page.get_by_role("button", name="Set speed", exact=True).click()
     await expect(page.locator("#clock-sub")).to_contain_text("realtime \u00d74")

@@ -22,6 +22,7 @@ from tests.dashboard.conftest import (
     connect,
     create_session,
     open_session,
+    opened,
     running_server,
     until,
 )
@@ -66,8 +67,7 @@ async def test_the_admin_reads_the_servers_sessions_and_connections_in_words(
 
 
 async def test_the_overviews_event_count_is_the_servers(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="manual")
     async with connect(server, session["session_id"]) as controller:
         await controller.request({"type": "jump", "next_event": True})
     events = metric(server, "areasync_events_total")  # a manual server: nothing else moves

@@ -19,6 +19,7 @@ from tests.dashboard.conftest import (
     connect,
     create_session,
     open_session,
+    opened,
 )
 
 pytestmark = BROWSER_TESTS
@@ -29,11 +30,18 @@ async def open_state(page: Page) -> None:
     await expect(page.locator("#state-dialog .app-state").first).to_be_visible()
 
 
+async def with_gregs_email(server: Server, page: Page) -> None:
+    """A manual session moved past T+16, when Greg's email comes, its state open in `page`."""
+    session = await opened(server, page, mode="manual")
+    async with connect(server, session["session_id"]) as controller:
+        await controller.request({"type": "jump", "by": 20})
+    await open_state(page)
+
+
 async def test_a_search_keeps_only_the_branches_holding_the_text_opened(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await open_state(page)
     await page.locator("#state-search").fill("gregb@")
     apps = page.locator("#state-dialog .app-state")
@@ -46,8 +54,7 @@ async def test_a_search_keeps_only_the_branches_holding_the_text_opened(
 
 
 async def test_a_second_read_marks_what_changed_since_the_first(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="manual")
     await open_state(page)
     await expect(page.locator("#state-dialog .state-changes")).to_have_count(0)
     await page.locator("#state-close").click()
@@ -67,8 +74,7 @@ async def test_a_second_read_marks_what_changed_since_the_first(server: Server, 
 
 
 async def test_contacts_show_as_a_table_of_people(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await open_state(page)
     contacts = page.locator("#state-dialog .app-state", has_text="ContactsApp")
     await contacts.locator("summary").first.click()
@@ -82,11 +88,7 @@ async def test_contacts_show_as_a_table_of_people(server: Server, page: Page) ->
 async def test_an_email_shows_in_its_folder_with_its_sender_subject_and_date(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
-    async with connect(server, session["session_id"]) as controller:
-        await controller.request({"type": "jump", "by": 20})  # Greg's email comes at T+16
-    await open_state(page)
+    await with_gregs_email(server, page)
     email = page.locator("#state-dialog .app-state", has_text="EmailClientApp")
     await email.locator("summary").first.click()
     inbox = email.locator(".app-view table", has_text="INBOX")
@@ -103,11 +105,7 @@ async def test_an_email_shows_in_its_folder_with_its_sender_subject_and_date(
 async def test_a_time_in_the_tree_shows_its_date_beside_its_number(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
-    async with connect(server, session["session_id"]) as controller:
-        await controller.request({"type": "jump", "by": 20})  # Greg's email comes at T+16
-    await open_state(page)
+    await with_gregs_email(server, page)
     await page.locator("#state-search").fill("timestamp")  # opens the way to every timestamp
     stamp = page.locator('#state-dialog .leaf[data-path$="/INBOX/emails/0/timestamp"] .value')
     await expect(stamp).to_have_text(
@@ -125,8 +123,7 @@ async def changed_apps(page: Page) -> list[str]:
 async def test_the_state_compared_with_a_selected_row_marks_what_changed_after_it(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="manual")
     async with connect(server, session["session_id"]) as controller:
         await controller.request({"type": "jump", "next_event": True})  # a message at T+5
         await page.locator(".row").first.click()
@@ -142,8 +139,7 @@ async def test_the_state_compared_with_a_selected_row_marks_what_changed_after_i
 async def test_with_no_row_selected_the_row_comparison_is_not_offered(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await open_state(page)
     row = page.locator('#state-compare option[value="row"]')
     await expect(row).to_be_disabled()
@@ -196,8 +192,7 @@ async def test_a_fork_compared_with_its_cut_marks_what_it_did_since(
 async def test_a_message_of_a_scenario_without_a_start_date_shows_its_time_as_the_timeline_does(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="manual")
     async with connect(server, session["session_id"]) as controller:
         await controller.request({"type": "jump", "next_event": True})  # a message at T+5
     await open_state(page)

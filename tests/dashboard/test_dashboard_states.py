@@ -19,6 +19,7 @@ from tests.dashboard.conftest import (
     connect,
     create_session,
     open_session,
+    opened,
     start_server,
     stopped,
 )
@@ -31,8 +32,7 @@ IDLE_SCENARIO = "scenario_find_image_file"
 
 async def started_idle(page: Page, server: Server) -> dict[str, str]:
     """A fast session of IDLE_SCENARIO with no agent, started from the page."""
-    session = await create_session(server, scenario=IDLE_SCENARIO, mode="fast")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, scenario=IDLE_SCENARIO, mode="fast")
     await page.get_by_role("button", name="Start", exact=True).click()
     return session
 
@@ -102,8 +102,7 @@ async def test_speed_is_offered_only_for_a_realtime_clock(server: Server, page: 
 
 
 async def test_the_clock_line_counts_loop_ticks_apart_from_time(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await page.locator("#jump-by").fill("20")
     await page.get_by_role("button", name="Jump", exact=True).click()
     await expect(page.locator("#clock-time")).to_have_text("T+00:00:20.0")
@@ -112,14 +111,12 @@ async def test_the_clock_line_counts_loop_ticks_apart_from_time(server: Server, 
 
 
 async def test_the_admin_token_is_badged_admin(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await expect(page.locator("#role")).to_have_text("admin")
 
 
 async def test_rows_are_numbered_from_one(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await page.get_by_role("button", name="Next event", exact=True).click()
     first = page.locator(".row:not([hidden])").first
     await expect(first.locator(".c-seq")).to_have_text("1")
@@ -128,8 +125,7 @@ async def test_rows_are_numbered_from_one(server: Server, page: Page) -> None:
 async def test_a_scenario_without_a_start_date_shows_no_1970_date(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     await page.get_by_role("button", name="Next event", exact=True).click()
     await page.locator(".row").first.click()
     await expect(page.locator("#detail")).to_contain_text("T+00:00:05.000")
@@ -153,8 +149,7 @@ async def test_the_overview_counts_the_sessions_by_state_and_their_events_per_se
 
 
 async def test_a_manual_session_reads_manual_not_running(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="manual")
     await expect(page.locator("#state")).to_have_text("manual")
     card = page.locator(f'.session-item[data-id="{session["session_id"]}"]')
     await expect(card.locator(".state-pill")).to_have_text("manual")
@@ -163,8 +158,7 @@ async def test_a_manual_session_reads_manual_not_running(server: Server, page: P
 async def test_a_manual_session_says_the_controls_move_it_and_when_the_next_item_is_due(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="manual")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="manual")
     banner = page.locator("#waiting")
     await expect(banner).to_contain_text("Manual clock: time moves only when a controller moves it")
     await expect(banner).to_contain_text("Press Next event to run the next scheduled item")
@@ -190,8 +184,7 @@ async def test_an_observer_of_a_manual_session_is_told_a_controller_token_moves_
 async def test_a_paused_session_reads_paused_and_says_resume_goes_on(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="realtime")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="realtime")
     await expect(page.locator("#state")).to_have_text("running")
     await expect(page.locator("#waiting")).to_be_hidden()
     await page.get_by_role("button", name="Pause", exact=True).click()
@@ -209,8 +202,7 @@ async def test_a_paused_session_reads_paused_and_says_resume_goes_on(
 async def test_a_fast_session_on_its_agents_turn_says_it_waits_for_the_agent(
     server: Server, page: Page
 ) -> None:
-    session = await create_session(server, mode="fast")
-    await open_session(page, server, session["session_id"])
+    session = await opened(server, page, mode="fast")
     await expect(page.locator("#state")).to_have_text("waiting")
     # An agent that connects holds the fast clock on its turn, until it waits: it never does.
     async with connect(server, session["session_id"], role="agent"):
@@ -223,8 +215,7 @@ async def test_a_fast_session_on_its_agents_turn_says_it_waits_for_the_agent(
 
 
 async def test_a_run_whose_checks_failed_reads_failed(server: Server, page: Page) -> None:
-    session = await create_session(server, mode="fast")
-    await open_session(page, server, session["session_id"])
+    await opened(server, page, mode="fast")
     # Started without an agent: the scenario runs to its end with nobody acting on it.
     await page.get_by_role("button", name="Start", exact=True).click()
     await expect(page.locator("#state")).to_have_text("failed")

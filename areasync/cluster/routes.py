@@ -83,7 +83,6 @@ from areasync.service.http import (
     source_session_of,
     token_required,
 )
-from areasync.service.origin import SitePolicy
 from areasync.service.screens import BodyRule, Head, PortScreen
 from areasync.service.wire import PostRequest, RefusedRequest
 
@@ -141,17 +140,10 @@ class Routes:
         self.router = router
         self.dashboard = Dashboard()
         config = router.config
-        self.screen = PortScreen(
-            self.body_rule,
-            max_bodies=config.max_bodies,
-            max_bodies_per_token=config.max_bodies_per_token,
-        )
+        self.screen = PortScreen.of(self.body_rule, config)
 
     def bound(self, host: str, port: int) -> None:
-        config = self.router.config
-        self.screen.site = SitePolicy.for_server(
-            host, port, config.allow_hosts, config.allow_origins
-        )
+        self.screen.bind(host, port)
 
     def body_rule(self, head: Head) -> BodyRule | None:
         """The router's one route with a body (screens.py): `POST /api/sessions`, of at most

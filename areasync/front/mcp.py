@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from areasync.front.heads import close_with, request_line
 from areasync.service.auth import Tokens
-from areasync.service.handoff import McpCredential, salted
+from areasync.service.handoff import Handoff, McpCredential, salted
 from areasync.service.mcp.port import credential_of
 from areasync.service.screens import Head, Refusal
 
@@ -43,6 +43,11 @@ class McpVerdict:
 
     session_id: str
     credential: McpCredential
+
+    def handoff(self) -> Handoff:
+        """What the session's worker is sent with the socket: the session, the verified role
+        and the credential (its salt and proof, never the token)."""
+        return Handoff(session_id=self.session_id, role=self.credential.role, mcp=self.credential)
 
 
 def judge(head: bytes, tokens: Tokens) -> McpVerdict | Refusal:

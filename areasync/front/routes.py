@@ -75,7 +75,7 @@ from areasync.service.http import (
 )
 from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
 from areasync.service.openenv.routes import locate as locate_openenv
-from areasync.service.origin import SitePolicy, show_host
+from areasync.service.origin import show_host
 from areasync.service.screens import BodyRule, Head, PortScreen
 from areasync.service.wire import PostRequest, RefusedRequest
 from areasync.workers.pool import CallFailed, WorkerLost
@@ -134,18 +134,11 @@ class FrontRoutes:
         self.front = front
         self.dashboard = Dashboard()
         config = front.config
-        self.screen = PortScreen(
-            self.body_rule,
-            max_bodies=config.max_bodies,
-            max_bodies_per_token=config.max_bodies_per_token,
-        )
+        self.screen = PortScreen.of(self.body_rule, config)
         self._own_host = ""
 
     def bound(self, host: str, port: int, display: str) -> None:
-        config = self.front.config
-        self.screen.site = SitePolicy.for_server(
-            host, port, config.allow_hosts, config.allow_origins
-        )
+        self.screen.bind(host, port)
         self._own_host = show_host(display.strip("[]"), port)
 
     def body_rule(self, head: Head) -> BodyRule | None:

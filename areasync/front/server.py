@@ -364,12 +364,7 @@ class Front:
             refused = HttpRefusal(503, "capacity", message)
             await mcp.refuse(conn, refused, linger=linger, headers={"Retry-After": "1"})
             return
-        handoff = Handoff(
-            session_id=verdict.session_id,
-            role=verdict.credential.role,
-            mcp=verdict.credential,
-        )
-        await self._send_fd(worker, handoff, conn.detach())
+        await self._send_fd(worker, verdict.handoff(), conn.detach())
 
     def shutdown(self) -> None:
         self._stop.set()

@@ -68,7 +68,7 @@ from areasync.service.headers import API_CSP, BASE_HEADERS, dashboard_csp
 from areasync.service.methods import ALLOW, ALLOWED_METHODS
 from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
 from areasync.service.openenv.routes import OpenEnvRoutes
-from areasync.service.origin import SitePolicy, show_host
+from areasync.service.origin import show_host
 from areasync.service.registry import SessionRegistry
 from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
 from areasync.service.wire import PostRequest, RefusedRequest, admit_messages
@@ -232,19 +232,12 @@ class HttpRoutes:
         config = registry.config
         # The port's screens (screens.py): its site policy is set by `bound`; its only routes
         # with a body are OpenEnv's POSTs.
-        self.screen = PortScreen(
-            self.openenv.body_rule,
-            max_bodies=config.max_bodies,
-            max_bodies_per_token=config.max_bodies_per_token,
-        )
+        self.screen = PortScreen.of(self.openenv.body_rule, config)
         self._own_host = ""
 
     def bound(self, host: str, port: int, display: str) -> None:
         """The server listens on `host`:`port` (shown as `display`): set the Host/Origin policy."""
-        config = self.registry.config
-        self.screen.site = SitePolicy.for_server(
-            host, port, config.allow_hosts, config.allow_origins
-        )
+        self.screen.bind(host, port)
         self._own_host = show_host(display.strip("[]"), port)
 
     def __call__(self, connection: Any, request: Request) -> Response | Awaitable[Response] | None:

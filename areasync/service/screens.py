@@ -32,11 +32,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 from areasync.protocol.errors import ErrorCode
 from areasync.service.origin import SitePolicy
+
+if TYPE_CHECKING:
+    from areasync.service.config import ServiceConfig
 
 RETRY_AFTER_S: Final = "1"
 
@@ -196,6 +199,22 @@ class PortScreen:
             port_option="max_bodies",
             key_option="max_bodies_per_token",
         )
+        self._allowed: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+    @classmethod
+    def of(cls, rules: BodyRules, config: ServiceConfig) -> PortScreen:
+        """The screens of a port of a server with `config`: its bodies in flight bounded by
+        `max_bodies` and `max_bodies_per_token`, its site policy (`bind`) by `allow_hosts`
+        and `allow_origins`."""
+        screen = cls(
+            rules, max_bodies=config.max_bodies, max_bodies_per_token=config.max_bodies_per_token
+        )
+        screen._allowed = (config.allow_hosts, config.allow_origins)
+        return screen
+
+    def bind(self, host: str, port: int) -> None:
+        """The port listens on `host`:`port`: the Host/Origin checks from now on."""
+        self.site = SitePolicy.for_server(host, port, *self._allowed)
 
     def check(self, head: Head, rules: BodyRules | None = None) -> Admitted | Refusal:
         """Every screen, in order, on a request's head: a refusal, or what to read of it

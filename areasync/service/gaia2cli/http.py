@@ -71,7 +71,6 @@ from areasync.service.gaia2cli.bare import LOOPBACK, BarePorts, Bound, url
 from areasync.service.gaia2cli.feed import MessageFeed, SseClient
 from areasync.service.headers import API_HEADERS
 from areasync.service.inprocess import InProcessClient, NotDurableError, RequestError
-from areasync.service.origin import SitePolicy
 from areasync.service.screens import BodyRule, Head, PortScreen, Refusal, Slots
 
 if TYPE_CHECKING:
@@ -153,11 +152,7 @@ class Gaia2Adapter:
         self.clients: dict[tuple[str, Role], InProcessClient] = {}
         # The agent of each session that an agent's token URL has made (`agent.py`).
         self.agents: dict[str, HttpAgent] = {}
-        self.screen = PortScreen(
-            self.body_rule,
-            max_bodies=config.max_bodies,
-            max_bodies_per_token=config.max_bodies_per_token,
-        )
+        self.screen = PortScreen.of(self.body_rule, config)
         self.streams = Slots(
             "event streams",
             per_port=config.gaia2_max_streams,
@@ -208,9 +203,7 @@ class Gaia2Adapter:
             await site.start()
             self.port = int(self._runner.addresses[0][1])
             self.base = f"http://{shown_host}:{self.port}"
-            self.screen.site = SitePolicy.for_server(
-                host, self.port, config.allow_hosts, config.allow_origins
-            )
+            self.screen.bind(host, self.port)
         for bound in tuple(self.bare.held.values()) if self.bare is not None else ():
             await self._serve_bare(bound)
 
@@ -231,9 +224,7 @@ class Gaia2Adapter:
             config = self.config
             self.port = shared_port
             self.base = f"http://{shown_host}:{shared_port}"
-            self.screen.site = SitePolicy.for_server(
-                config.host, shared_port, config.allow_hosts, config.allow_origins
-            )
+            self.screen.bind(config.host, shared_port)
 
     def hold(self, session_id: str, port: int) -> bool:
         """`session_id` (registered here) is served at the front's `port`: its URL, and the
@@ -338,13 +329,9 @@ class Gaia2Adapter:
 
     def _bare_screen(self, bound: Bound) -> PortScreen:
         config = self.config
-        screen = PortScreen(
-            functools.partial(self.bare_rule, bound),
-            max_bodies=config.max_bodies,
-            max_bodies_per_token=config.max_bodies_per_token,
-        )
+        screen = PortScreen.of(functools.partial(self.bare_rule, bound), config)
         # Port 0: no page of any port is a same-site origin here (the port serves none).
-        screen.site = SitePolicy.for_server(LOOPBACK, 0, config.allow_hosts, config.allow_origins)
+        screen.bind(LOOPBACK, 0)
         return screen
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:

@@ -57,7 +57,6 @@ from areasync.service.mcp import asgi, calls, listening
 from areasync.service.openenv.episode import Credential, Episode
 from areasync.service.openenv.held import HeldEpisodes
 from areasync.service.openenv.messages import OpenEnvError
-from areasync.service.origin import SitePolicy
 from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
 
 if TYPE_CHECKING:
@@ -103,11 +102,7 @@ class McpPort:
         self.held = HeldEpisodes(
             registry, "MCP episodes", self._still_valid, on_gone=self.listeners.close_key
         )
-        self.screen = PortScreen(
-            self.body_rule,
-            max_bodies=config.max_bodies,
-            max_bodies_per_token=config.max_bodies_per_token,
-        )
+        self.screen = PortScreen.of(self.body_rule, config)
         self.app: Server[Any, Any] = Server("areasync", instructions=_INSTRUCTIONS)
         self.app.list_tools()(self._list_tools)
         self.app.call_tool(validate_input=False)(self._call_tool)
@@ -147,9 +142,7 @@ class McpPort:
             port = int(self._runner.addresses[0][1])
         self.port = port
         self.base = f"http://{shown_host}:{self.port}"
-        self.screen.site = SitePolicy.for_server(
-            host, self.port, config.allow_hosts, config.allow_origins
-        )
+        self.screen.bind(host, self.port)
         for session in self.registry.sessions.values():  # those registered before it listened
             self.created(session)
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import platform
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -35,7 +33,14 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
-from bench.common import client_process, log, round_trips
+from bench.common import (
+    client_process,
+    load_average,
+    log,
+    main_client,
+    print_report,
+    round_trips,
+)
 
 SCRIPT = str(Path(__file__).resolve())
 TOKEN = "bench-admin"
@@ -141,30 +146,19 @@ async def run_all(calls: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "client":
-        print(json.dumps(asyncio.run(run_spec(json.loads(argv[1])))))
+    if main_client(argv, run_spec):
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--calls", type=int, default=None, help="round trips per client")
     args = parser.parse_args(argv)
     calls = args.calls or (200 if args.quick else 2000)
+    load = load_average()
     started = time.perf_counter()
     results = asyncio.run(run_all(calls))
-    print(
-        json.dumps(
-            {
-                "benchmark": "adapters",
-                "python": platform.python_version(),
-                "tool": TOOL,
-                "calls": calls,
-                "results": results,
-                "seconds": round(time.perf_counter() - started, 1),
-            },
-            indent=2,
-        )
+    return print_report(
+        "adapters", load, {"tool": TOOL, "calls": calls, "results": results}, started
     )
-    return 0
 
 
 if __name__ == "__main__":

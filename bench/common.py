@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -65,6 +66,35 @@ async def client_process(script: str, spec: dict[str, Any]) -> Any:
     if proc.returncode != 0:
         raise RuntimeError(f"client {spec['kind']} failed ({proc.returncode})")
     return json.loads(out)
+
+
+def child_json(
+    command: list[str],
+    what: str,
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> Any:
+    """Run a benchmark's child process `command` (`what` it measures, for the error) and read
+    the JSON of the last line it prints; its stderr's tail in the error when it fails."""
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main_client(argv: list[str], run_spec: Callable[[dict[str, Any]], Any]) -> bool:
+    """`script client SPEC`: run the client spec (JSON) with `run_spec` (a coroutine function)
+    in this process and print its JSON result. False if `argv` asks for something else."""
+    if not argv or argv[0] != "client":
+        return False
+    print(json.dumps(asyncio.run(run_spec(json.loads(argv[1])))))
+    return True
+
+
+def load_average() -> list[float]:
+    """The machine's load averages now (1, 5, 15 min): other work on the machine."""
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def print_report(

@@ -26,7 +26,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import child_json
 from bench.workers import _boot_fork_server, _self_cpu
 
 MODES = ("confined", "unconfined")
@@ -118,10 +118,7 @@ def call(times: int) -> dict[str, Any]:
     for _ in range(times):
         with tempfile.TemporaryDirectory() as tmp:
             command = [sys.executable, "-c", CALL, tmp]
-            done = subprocess.run(command, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise RuntimeError(done.stderr[-3000:])
-        took.append(json.loads(done.stdout.strip().splitlines()[-1]) * 1000)
+            took.append(child_json(command, "confine() in a fresh interpreter") * 1000)
     return {
         "confine_ms_median": round(statistics.median(took), 2),
         "confine_ms_min": round(min(took), 2),
@@ -183,10 +180,7 @@ def sweep(num_runs: int, repeats: int) -> dict[str, Any]:
                     dataset, out, stub.endpoint, num_runs=num_runs, extra=extra
                 )
                 command = [sys.executable, __file__, "--child", mode, "--", *args]
-                done = subprocess.run(command, capture_output=True, text=True, env=env)
-                if done.returncode != 0:
-                    raise RuntimeError(f"{mode} failed:\n{done.stderr[-4000:]}")
-                result = json.loads(done.stdout.strip().splitlines()[-1])
+                result = child_json(command, mode, env=env)
                 assert result["status"] == 0, result
                 assert len(compare.verdicts(out)) == runs
                 walls[mode].append(result["wall_s"])
@@ -235,8 +229,7 @@ def main() -> None:
     parts = set(args.parts.split(","))
     if "start" in parts:
         command = [sys.executable, __file__, "--start-child", "--starts", str(args.starts)]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
-        report["start"] = json.loads(done.stdout.strip().splitlines()[-1])
+        report["start"] = child_json(command, "the start part")
     if "call" in parts:
         report["call"] = call(args.starts)
     if "sweep" in parts:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,14 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
-from bench.common import client_process, log, round_trips
+from bench.common import (
+    client_process,
+    load_average,
+    log,
+    main_client,
+    print_report,
+    round_trips,
+)
 
 SCRIPT = str(Path(__file__).resolve())
 TOKEN = "bench-admin"
@@ -266,8 +272,7 @@ async def run_all(calls: int, episodes: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "client":
-        print(json.dumps(asyncio.run(run_spec(json.loads(argv[1])))))
+    if main_client(argv, run_spec):
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -277,22 +282,11 @@ def main(argv: list[str] | None = None) -> int:
     calls, episodes = (200, 5) if args.quick else (2000, 30)
     calls = args.calls or calls
     episodes = args.episodes or episodes
+    load = load_average()
     started = time.perf_counter()
     results = asyncio.run(run_all(calls, episodes))
-    print(
-        json.dumps(
-            {
-                "benchmark": "openenv",
-                "python": platform.python_version(),
-                "calls": calls,
-                "steps_per_episode": STEPS_PER_EPISODE,
-                "results": results,
-                "seconds": round(time.perf_counter() - started, 1),
-            },
-            indent=2,
-        )
-    )
-    return 0
+    summary = {"calls": calls, "steps_per_episode": STEPS_PER_EPISODE, "results": results}
+    return print_report("openenv", load, summary, started)
 
 
 if __name__ == "__main__":

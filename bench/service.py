@@ -73,6 +73,26 @@ PING_TOOL = "SystemApp__get_current_time"
 WAIT_TOOL = "SystemApp__wait_for_notification"
 
 
+async def hello_agent(ws: Any, encoding: Any, *, batch: bool = False) -> Any:
+    """Say hello on `ws` as the agent, with the admin token (`encoding`: an Encoding); the
+    welcome."""
+    from areasync.protocol import Hello, Role, decode_server_frame, encode_client_frame
+
+    await ws.send(
+        encode_client_frame(Hello(id=0, role=Role.AGENT, token=TOKEN, batch=batch), encoding)
+    )
+    return decode_server_frame(await ws.recv())
+
+
+def request_frame(kind: str, request_id: int) -> Any:
+    """What a round trip of `kind` sends: a `call_tool` of PING_TOOL, or else a `ping`."""
+    from areasync.protocol import CallTool, Ping
+
+    if kind == "call_tool":
+        return CallTool(id=request_id, tool=PING_TOOL)
+    return Ping(id=request_id)
+
+
 def summary(values: list[float]) -> dict[str, Any]:
     return {
         "n": len(values),
@@ -93,14 +113,10 @@ async def client_rtt(
 
     from areasync.protocol import (
         Batch,
-        CallTool,
         Encoding,
         Error,
-        Hello,
-        Ping,
         Pong,
         Result,
-        Role,
         decode_server_frame,
         encode_client_frame,
     )
@@ -113,16 +129,11 @@ async def client_rtt(
 
     out: dict[str, list[float]] = {"call_tool": [], "ping": []}
     async with connect(url, compression=None, max_size=None) as ws:
-        hello = Hello(id=0, role=Role.AGENT, token=TOKEN, batch=batch)
-        await ws.send(encode_client_frame(hello, enc))
-        decode_server_frame(await ws.recv())
+        await hello_agent(ws, enc, batch=batch)
         next_id = 1
         for kind in ("call_tool", "ping"):
             for i in range(warmup + calls):
-                frame: Any = Ping(id=next_id)
-                if kind == "call_tool":
-                    frame = CallTool(id=next_id, tool=PING_TOOL)
-                data = encode_client_frame(frame, enc)
+                data = encode_client_frame(request_frame(kind, next_id), enc)
                 started = time.perf_counter_ns()
                 await ws.send(data)
                 while not answers(decode_server_frame(await ws.recv()), next_id):

@@ -37,7 +37,14 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
 import anyio
 
 from bench.common import log, print_report
-from bench.service import PING_TOOL, TOKEN, _service, run_client, settle
+from bench.service import (
+    PING_TOOL,
+    _service,
+    hello_agent,
+    request_frame,
+    run_client,
+    settle,
+)
 
 SCRIPT = str(Path(__file__).resolve())
 
@@ -48,14 +55,10 @@ async def client_agents(urls: list[str], kind: str, calls: int, warmup: int) -> 
     from websockets.asyncio.client import connect
 
     from areasync.protocol import (
-        CallTool,
         Encoding,
         Error,
-        Hello,
-        Ping,
         Pong,
         Result,
-        Role,
         decode_server_frame,
         encode_client_frame,
     )
@@ -68,18 +71,14 @@ async def client_agents(urls: list[str], kind: str, calls: int, warmup: int) -> 
     async def agent(url: str) -> None:
         nonlocal ready
         async with connect(url, compression=None, max_size=None) as ws:
-            await ws.send(encode_client_frame(Hello(id=0, role=Role.AGENT, token=TOKEN), encoding))
-            decode_server_frame(await ws.recv())
+            await hello_agent(ws, encoding)
             for number in range(1, warmup + calls + 1):
                 if number == warmup + 1:
                     ready += 1
                     if ready == len(urls):
                         go.set()
                     await go.wait()
-                frame: Any = Ping(id=number)
-                if kind == "call_tool":
-                    frame = CallTool(id=number, tool=PING_TOOL)
-                await ws.send(encode_client_frame(frame, encoding))
+                await ws.send(encode_client_frame(request_frame(kind, number), encoding))
                 while True:
                     answer = decode_server_frame(await ws.recv())
                     if isinstance(answer, Result | Pong | Error) and answer.id == number:

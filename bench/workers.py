@@ -39,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common import child_json
+
 WORKERS = (0, 1, 2)
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
@@ -116,10 +118,7 @@ def child(workers: int, bench_args: list[str]) -> dict[str, Any]:
 def _run_child(workers: int, bench_args: list[str]) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", str(workers), "--", *bench_args]
     env = {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY") or "stub"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
-    if done.returncode != 0:
-        raise RuntimeError(f"--workers {workers} failed:\n{done.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = child_json(command, f"--workers {workers}", env=env, timeout=3600)
     if result["status"] != 0:
         raise RuntimeError(f"--workers {workers}: bench run exited {result['status']}")
     return result
@@ -236,8 +235,7 @@ def main() -> None:
     parts = set(args.parts.split(","))
     if "start" in parts:
         command = [sys.executable, __file__, "--start-child"]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
-        report["start"] = json.loads(done.stdout.strip().splitlines()[-1])
+        report["start"] = child_json(command, "the start part")
         report["start"]["fresh_interpreter_import_s"] = fresh_import_s()
     if "sweep" in parts:
         report["sweep"] = sweep(args.num_runs, args.repeats, args.latency)

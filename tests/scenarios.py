@@ -106,14 +106,21 @@ class TimelineScenario(Scenario):
     def init_and_populate_apps(self, *args: Any, **kwargs: Any) -> None:
         self.apps = [AgentUserInterface(), SystemApp(), TimelineApp()]
 
+    def mark_label(self, i: int, t: float) -> str:
+        """What the `i`th event, at `t`, marks (TimelineApp.fire's label)."""
+        return f"t={t:g}"
+
+    def mark_id(self, i: int) -> str:
+        return f"mark-{i}"
+
     def build_events_flow(self) -> None:
         app = self.get_typed_app(TimelineApp)
         self.events = [
             Event(
                 event_type=EventType.ENV,
                 event_relative_time=float(t),
-                action=Action(function=app.fire, args={"label": f"t={t:g}"}, app=app),
-            ).with_id(f"mark-{i}")
+                action=Action(function=app.fire, args={"label": self.mark_label(i, t)}, app=app),
+            ).with_id(self.mark_id(i))
             for i, t in enumerate(self.times)
         ]
 

@@ -23,7 +23,6 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from are.simulation.types import Action, Event, EventType
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -49,7 +48,7 @@ from bench.misbehaving import (
     small_socket,
 )
 from tests.hardening.faults import watch_faults
-from tests.scenarios import TimelineApp, TimelineScenario, timeline
+from tests.scenarios import TimelineScenario, timeline
 from tests.service.support import ADMIN, STREAM_TYPES, Peer, attach, serving
 from tests.waiting import eventually
 
@@ -63,16 +62,11 @@ class PaddedTimeline(TimelineScenario):
     def __init__(self, count: int) -> None:
         super().__init__([i // 10 for i in range(count)], duration=count // 10 + 2)
 
-    def build_events_flow(self) -> None:
-        app = self.get_typed_app(TimelineApp)
-        self.events = [
-            Event(
-                event_type=EventType.ENV,
-                event_relative_time=float(t),
-                action=Action(function=app.fire, args={"label": f"{i}:{PAD}"}, app=app),
-            ).with_id(f"e{i}")
-            for i, t in enumerate(self.times)
-        ]
+    def mark_label(self, i: int, t: float) -> str:
+        return f"{i}:{PAD}"
+
+    def mark_id(self, i: int) -> str:
+        return f"e{i}"
 
 
 LIMITS: dict[str, Any] = {

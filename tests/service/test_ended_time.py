@@ -56,4 +56,7 @@ async def test_a_realtime_session_that_ran_its_duration_is_listed_at_its_end() -
         second = await listed_clock(service)
     assert second["time"] == first["time"]
     assert first["duration"] is not None
-    assert first["start_time"] < first["time"] <= first["start_time"] + first["duration"]
+    # Where it ended depends on the machine, as in ARE: the tutorial's last event (18 s) on a
+    # quiet machine, or past its 20 s duration when the loop is late; the rule under test is
+    # that the clock stands still from then on.
+    assert first["start_time"] < first["time"]

@@ -269,10 +269,11 @@ class Peer:
         assert isinstance(frame, Result | Error | Pong)
         return frame
 
-    async def until_seq(self, seq: int) -> None:
+    async def until_seq(self, seq: int, limit: float = WAIT) -> None:
+        """Read until the item at `seq`; `limit` bounds the whole read, not one frame."""
         if self.items and self.items[-1].seq >= seq:
             return
-        await self.until(lambda f: isinstance(f, STREAM_TYPES) and f.seq >= seq)
+        await self.until(lambda f: isinstance(f, STREAM_TYPES) and f.seq >= seq, limit)
 
     async def until_ended(self) -> EndedItem:
         """The `ended` item (already received, or the next one to come)."""

@@ -93,12 +93,12 @@ from areasync.service.headers import API_HEADERS
 from areasync.service.hello import Refusal
 from areasync.service.http import session_id_of
 from areasync.service.journals import Journals, StateDirError
-from areasync.service.openenv.routes import locate as locate_openenv
+from areasync.service.openenv.paths import locate as locate_openenv
 from areasync.service.origin import SitePolicy
 from areasync.service.redact import RedactingLogger
 from areasync.service.screens import PortScreen
 from areasync.service.screens import Refusal as HttpRefusal
-from areasync.service.server import (
+from areasync.service.starting import (
     ServiceError,
     display_host,
     is_file,
@@ -106,9 +106,9 @@ from areasync.service.server import (
     natural_id,
 )
 from areasync.service.wire import screened_connection
+from areasync.sessionworker.answers import Banner, Described, Seat, serving, worker_config
 from areasync.sessionworker.busy import BUSY_DIR, read_busy
 from areasync.sessionworker.confine import session_confinement, writable_dirs
-from areasync.sessionworker.handlers import Banner, Described, Seat, serving, worker_config
 from areasync.workers.confine import probe, worker_tmp
 from areasync.workers.pool import CallFailed, Worker, WorkerLost, WorkerPool
 

@@ -753,6 +753,7 @@ class Front:
         config = self.config
         loop = asyncio.get_running_loop()
         deadline = loop.time() + config.hello_timeout
+        extended = False  # once: its bytes had reached the front by the deadline
         skipped = 0
         while True:
             try:
@@ -792,6 +793,16 @@ class Front:
                 )
                 await _refuse(ws, None, CloseCode.HELLO_TIMEOUT, reason)
                 return None
+            # The deadline passed while bytes waited on the front's own work (a held loop):
+            # those it read as the deadline passed are looked at first; those still unread in
+            # the kernel get one more hello_timeout (as `Connection._receive_hello`'s). A
+            # client that sent nothing, or part of a frame and stalled, is closed.
+            if not done and ws.arrived.is_set():
+                continue
+            if not done and not extended and wire.unread(ws):
+                extended = True
+                deadline = loop.time() + config.hello_timeout
+                continue
             if not done:
                 reason = f"no hello within {config.hello_timeout:g} s; send hello first"
                 await _refuse(ws, None, CloseCode.HELLO_TIMEOUT, reason)

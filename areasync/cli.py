@@ -576,7 +576,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if workers.count:
         from areasync.front.boot import boot_fork_server
 
-        boot_fork_server()  # it imports ARE beside the front's own import of it, just below
+        boot_fork_server()  # it imports ARE while the front (which imports none) starts below
         from areasync.front.cli import serve_front
 
         scenarios = args.scenario or ["scenario_tutorial"]
@@ -595,7 +595,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(workers.one_process, flush=True)
         return serve_cluster(args.ray, config, args.scenario or [])
     # Imported once the options are known good: a refusal above answers without loading ARE.
-    from areasync.service.server import ServiceError
+    from areasync.service.starting import ServiceError
 
     failures: list[BaseException] = []
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["MAX_JUMP_S", "MAX_TICKS", "LagPolicy", "LeasePolicy"]
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "MAX_JUMP_S", "MAX_TICKS", "LagPolicy", "LeasePolicy"]
 
 # The most ticks one `tick(n)` may run, and the most simulated seconds one jump may move the
 # clock. A Gaia2 scenario lasts 1,800 s (1,800 ticks); a control far beyond that is a mistake
@@ -16,6 +16,10 @@ __all__ = ["MAX_JUMP_S", "MAX_TICKS", "LagPolicy", "LeasePolicy"]
 # or overflow ARE's datetimes). Bigger moves are split into several controls.
 MAX_TICKS = 100_000
 MAX_JUMP_S = 7 * 86_400.0
+
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+"""Largest file a session may open for reading (an attachment, a document): 10 MiB
+(`bridge/sandbox.py` enforces it)."""
 
 
 class LagPolicy(enum.StrEnum):

@@ -4,14 +4,15 @@
 
 Prints JSON: the best (and median) wall seconds of N runs of `python -m areasync.cli --help`,
 and of `python -m areasync.cli serve --port 0` (the default scenario) until its banner is
-printed, as it runs by default (`serve_banner`: a front and one session worker per CPU, the
-fork server's preload and every worker's service up before the banner; `workers` says how many
-the banner named) and as one process (`serve_banner_workers_0`, `--workers 0`), with the CPU
-seconds (user + sys) its processes had spent by then (the front, its fork server and workers,
-read from /proc: what a busy machine's wall times hide); then the wall seconds from SIGINT to
-its exit. `--source DIR` measures another checkout of areasync (its directory goes first on
-PYTHONPATH), e.g. a worktree of an older commit, to compare with (one without `--workers` gets
-no `serve_banner_workers_0`, and its `serve_banner` is one process).
+printed, as it runs by default (`serve_banner`: a front and one session worker per CPU, the fork
+server's preload and every worker's service up before the banner; `workers` says how many the
+banner named) and as one process (`serve_banner_workers_0`, `--workers 0`), with the CPU seconds
+(user + sys) its processes had spent by then (the front, its fork server and workers, read from
+/proc: what a busy machine's wall times hide) and the front's alone (`front_cpu_at_banner`);
+then the wall seconds from SIGINT to its exit. `--source DIR` measures another checkout of
+areasync (its directory goes first on PYTHONPATH), e.g. a worktree of an older commit, to
+compare with (one without `--workers` gets no `serve_banner_workers_0`, and its `serve_banner`
+is one process).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def _cpu_s(pid: int) -> float:
 class ServeTimes(NamedTuple):
     banner_s: float  # wall, spawn to the banner's last line
     cpu_s: float  # user + sys of the whole process tree by then
+    front_cpu_s: float  # ...of the process `serve` started alone (the front, with workers)
     exit_s: float  # wall, SIGINT to its exit
     workers: int  # the session workers the banner names (0: one process)
 
@@ -107,10 +109,12 @@ def time_serve_banner(source: Path, *extra: str) -> ServeTimes:
                 if "Ctrl-C" in line:  # the banner's last line
                     banner = time.perf_counter() - started
                     cpu = sum(_cpu_s(pid) for pid in _descendants(process.pid))
+                    front = _cpu_s(process.pid)
                     stopping = time.perf_counter()
                     process.send_signal(signal.SIGINT)
                     process.wait(timeout=30)
-                    return ServeTimes(banner, cpu, time.perf_counter() - stopping, workers)
+                    exit_s = time.perf_counter() - stopping
+                    return ServeTimes(banner, cpu, front, exit_s, workers)
                 if time.perf_counter() - started > GIVE_UP_S:
                     break
             raise RuntimeError("areasync serve printed no banner")
@@ -147,6 +151,7 @@ def main() -> None:
         "help": summary(help_times),
         "serve_banner": {**summary([t.banner_s for t in served]), "workers": served[0].workers},
         "serve_cpu_at_banner": summary([t.cpu_s for t in served]),
+        "front_cpu_at_banner": summary([t.front_cpu_s for t in served]),
         "serve_exit": summary([t.exit_s for t in served]),
     }
     try:

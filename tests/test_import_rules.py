@@ -7,8 +7,9 @@ every module with `ast` and imports none of them, so it is fast and cannot be fo
 side effects. Imports inside functions count for the layer rules (a lazy import is still a
 dependency); cycles are found among module-level imports, `if TYPE_CHECKING:` ones included.
 
-What the layers cannot say is checked by importing: each sans-I/O core, in a fresh
-interpreter, loads no ARE and no I/O library (`SANS_IO`).
+What the layers cannot say is checked by importing, in a fresh interpreter: each sans-I/O
+core loads no ARE and no I/O library (`SANS_IO`), and the front process of `areasync serve`
+loads no ARE (`FRONT_ENTRY`).
 """
 
 from __future__ import annotations
@@ -290,11 +291,12 @@ SANS_IO = (
 HEAVY = ("are", "websockets", "anyio", "areasync.bridge", "areasync.simulation")
 
 
-def loaded_by(module: str) -> list[str]:
-    """The modules of `HEAVY` that importing `module` loads, in a fresh interpreter."""
+def loaded_by(modules: str, heavy: Iterable[str]) -> list[str]:
+    """The modules of `heavy` that importing `modules` (comma-separated) loads, in a fresh
+    interpreter."""
     probe = (
-        f"import json, sys; import {module}; "
-        f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))"
+        f"import json, sys; import {modules}; "
+        f"print(json.dumps([m for m in {list(heavy)!r} if m in sys.modules]))"
     )
     path = os.pathsep.join(p for p in (str(ROOT.parent), os.environ.get("PYTHONPATH")) if p)
     done = subprocess.run(
@@ -310,7 +312,28 @@ def loaded_by(module: str) -> list[str]:
 
 @pytest.mark.parametrize("module", SANS_IO)
 def test_a_sans_io_core_is_imported_without_are_or_an_io_library(module: str) -> None:
-    assert loaded_by(module) == []
+    assert loaded_by(module, HEAVY) == []
+
+
+# What `areasync serve` (with session workers) imports before its banner: the command, the
+# fork server's boot, the front. The front hands sessions to workers whose fork server imports
+# ARE; the front itself needs plain values and frames, so it imports no ARE (about 2 s of CPU
+# on the start-up's critical path, docs/topics/performance.md), no session or simulation, and
+# neither LiteLLM (ARE's LLM engine) nor Ray (`serve --ray` only).
+FRONT_ENTRY = ("areasync.cli", "areasync.front.boot", "areasync.front.cli")
+NOT_IN_THE_FRONT = (
+    "are",
+    "litellm",
+    "ray",
+    "areasync.simulation",
+    "areasync.service.session",
+    "areasync.service.registry",
+    "areasync.sessionworker.handlers",
+)
+
+
+def test_the_front_process_imports_no_are_nor_a_session() -> None:
+    assert loaded_by(", ".join(FRONT_ENTRY), NOT_IN_THE_FRONT) == []
 
 
 # -- the checker, on a synthetic package ----------------------------------------------------

@@ -86,9 +86,7 @@ from areasync.bridge.sandbox_paths import (
     shown,
     temp_dir,
 )
-
-DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
-"""Largest file a session may open for reading (an attachment, a document): 10 MiB."""
+from areasync.policies import DEFAULT_MAX_FILE_BYTES
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _CREATE_NEW = os.O_CREAT | os.O_EXCL

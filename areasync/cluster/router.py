@@ -62,10 +62,10 @@ from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import new_token
 from areasync.service.config import ServiceConfig
-from areasync.service.gaia2cli.http import adapter_url
+from areasync.service.gaia2cli.paths import adapter_url
 from areasync.service.journals import read_admin_token
 from areasync.service.redact import RedactingLogger
-from areasync.service.server import display_host
+from areasync.service.starting import display_host
 from areasync.service.wire import screened_connection
 
 __all__ = ["HostLink", "Router"]

@@ -65,7 +65,7 @@ from websockets.http11 import Request, Response
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import PROTOCOL
 from areasync.service.auth import token_from_http
-from areasync.service.gaia2cli.http import adapter_url
+from areasync.service.gaia2cli.paths import adapter_url
 from areasync.service.http import (
     AGENT_SUFFIX,
     CREATE_NEEDS_ADMIN,

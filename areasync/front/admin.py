@@ -49,7 +49,7 @@ from areasync.protocol.frames import (
     StopSession,
     error_frame,
 )
-from areasync.sessionworker.handlers import Seat
+from areasync.sessionworker.answers import Seat
 from areasync.workers.pool import CallFailed, WorkerLost
 
 if TYPE_CHECKING:

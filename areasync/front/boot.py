@@ -1,11 +1,12 @@
 """The front's fork server, booted as `areasync serve` starts rather than once the front runs.
 
 A session worker cannot start before the fork server has imported `PRELOAD` (ARE, areasync's
-service, ARE's scenario discovery: `sessionworker/preload.py`), and the front itself imports
-ARE too (its modules share the service's). Booted by the front's pool, the fork server began
-importing only once the front had finished; booted here, before the CLI imports the front,
-both import at once, each on a core. A start that then fails (a state dir refused, a port
-taken) leaves a fork server that ends with the process, as every fork server does.
+service, ARE's scenario discovery: `sessionworker/preload.py`), the longest import of the
+start-up (the front itself imports no ARE: `tests/test_import_rules.py`). Booted by the front's
+pool, the fork server began importing only once the front had imported and set up; booted here,
+before the CLI imports the front, both run at once, each on a core. A start that then fails (a
+state dir refused, a port taken) leaves a fork server that ends with the process, as every fork
+server does.
 
 This module imports nothing heavy: it runs before ARE is imported.
 """

@@ -17,10 +17,10 @@ from areasync.front.server import Front
 from areasync.protocol.frames import Role
 from areasync.service.config import ServiceConfig
 from areasync.service.gaia2cli.bare import banner_lines
-from areasync.service.gaia2cli.http import adapter_url
-from areasync.service.openenv.routes import base_url as openenv_base_url
-from areasync.service.server import ServiceError
-from areasync.sessionworker.handlers import Banner
+from areasync.service.gaia2cli.paths import adapter_url
+from areasync.service.openenv.paths import base_url as openenv_base_url
+from areasync.service.starting import ServiceError
+from areasync.sessionworker.answers import Banner
 from areasync.workers.confine import probe
 
 __all__ = ["banner", "serve_front"]

@@ -28,7 +28,7 @@ from urllib.parse import unquote
 from areasync.front.heads import request_line
 from areasync.protocol.frames import Role
 from areasync.service.auth import Tokens
-from areasync.service.gaia2cli.http import PREFIX, UNKNOWN_TOKEN
+from areasync.service.gaia2cli.paths import PREFIX, UNKNOWN_TOKEN
 from areasync.service.screens import Head, PortScreen, Refusal
 
 __all__ = ["Gaia2Verdict", "judge"]

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from areasync.front.ports import accept_all
 from areasync.service.screens import Refusal
-from areasync.service.server import ServiceError, listen_error
+from areasync.service.starting import ServiceError, listen_error
 
 __all__ = ["HEAD_BYTES", "HeadPort", "close_with", "peek_head", "request_line"]
 

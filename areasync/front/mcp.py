@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from areasync.front.heads import close_with, request_line
 from areasync.service.auth import Tokens
 from areasync.service.handoff import Handoff, McpCredential, salted
-from areasync.service.mcp.port import credential_of
+from areasync.service.mcp.credentials import credential_of
 from areasync.service.screens import Head, Refusal
 
 __all__ = ["McpVerdict", "judge", "refuse"]

@@ -73,8 +73,8 @@ from areasync.service.http import (
     upgrade_required,
     without_body,
 )
-from areasync.service.openenv.routes import PREFIX as OPENENV_PREFIX
-from areasync.service.openenv.routes import locate as locate_openenv
+from areasync.service.openenv.paths import PREFIX as OPENENV_PREFIX
+from areasync.service.openenv.paths import locate as locate_openenv
 from areasync.service.origin import show_host
 from areasync.service.screens import BodyRule, Head, PortScreen
 from areasync.service.wire import PostRequest, RefusedRequest

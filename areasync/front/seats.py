@@ -2,7 +2,7 @@
 
 The front's map of sessions to workers (by the worker's slot name: a slot keeps its name
 across restarts, its sessions do not stay with it). It is filled by what workers answer
-(`sessionworker.handlers.Seat`): a create, a restore, a refresh. Placement is the least
+(`sessionworker.answers.Seat`): a create, a restore, a refresh. Placement is the least
 loaded worker: the most room left under its share of `max_sessions` (`shares.py`), then the
 first slot.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from areasync.service.auth import Tokens
-from areasync.sessionworker.handlers import Seat
+from areasync.sessionworker.answers import Seat
 
 __all__ = ["Seats"]
 

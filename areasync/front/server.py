@@ -93,12 +93,12 @@ from areasync.service.headers import API_HEADERS
 from areasync.service.hello import Refusal
 from areasync.service.http import session_id_of
 from areasync.service.journals import Journals, StateDirError
-from areasync.service.openenv.routes import locate as locate_openenv
+from areasync.service.openenv.paths import locate as locate_openenv
 from areasync.service.origin import SitePolicy
 from areasync.service.redact import RedactingLogger
 from areasync.service.screens import PortScreen
 from areasync.service.screens import Refusal as HttpRefusal
-from areasync.service.server import (
+from areasync.service.starting import (
     ServiceError,
     display_host,
     is_file,
@@ -106,9 +106,9 @@ from areasync.service.server import (
     natural_id,
 )
 from areasync.service.wire import screened_connection
+from areasync.sessionworker.answers import Banner, Described, Seat, serving, worker_config
 from areasync.sessionworker.busy import BUSY_DIR, read_busy
 from areasync.sessionworker.confine import session_confinement, writable_dirs
-from areasync.sessionworker.handlers import Banner, Described, Seat, serving, worker_config
 from areasync.workers.confine import probe, worker_tmp
 from areasync.workers.pool import CallFailed, Worker, WorkerLost, WorkerPool
 
@@ -748,6 +748,7 @@ class Front:
         config = self.config
         loop = asyncio.get_running_loop()
         deadline = loop.time() + config.hello_timeout
+        extended = False  # once: its bytes had reached the front by the deadline
         skipped = 0
         while True:
             try:
@@ -787,6 +788,16 @@ class Front:
                 )
                 await _refuse(ws, None, CloseCode.HELLO_TIMEOUT, reason)
                 return None
+            # The deadline passed while bytes waited on the front's own work (a held loop):
+            # those it read as the deadline passed are looked at first; those still unread in
+            # the kernel get one more hello_timeout (as `Connection._receive_hello`'s). A
+            # client that sent nothing, or part of a frame and stalled, is closed.
+            if not done and ws.arrived.is_set():
+                continue
+            if not done and not extended and wire.unread(ws):
+                extended = True
+                deadline = loop.time() + config.hello_timeout
+                continue
             if not done:
                 reason = f"no hello within {config.hello_timeout:g} s; send hello first"
                 await _refuse(ws, None, CloseCode.HELLO_TIMEOUT, reason)

@@ -18,7 +18,8 @@ Modules, each with one job:
 - :mod:`~areasync.service.outbox`: a connection's stream cursor, reply queue and writer;
 - :mod:`~areasync.service.wire`: frame bytes, batching, and every use of websockets' internals;
 - :mod:`~areasync.service.limits`: the per-connection request-rate bucket;
-- :mod:`~areasync.service.http`: plain HTTP GET on the same port (health, API, metrics, page);
+- :mod:`~areasync.service.routes`: plain HTTP GET on the same port (health, API, metrics, page);
+- :mod:`~areasync.service.http`: the HTTP answers every port's routes share;
 - :mod:`~areasync.service.metrics`: Prometheus counters;
 - :mod:`~areasync.service.server`: :class:`Service`, which puts them together.
 """
@@ -36,12 +37,13 @@ __all__ = ["Service", "ServiceConfig", "ServiceError"]
 _EXPORTS = {
     "Service": "areasync.service.server",
     "ServiceConfig": "areasync.service.config",
-    "ServiceError": "areasync.service.server",
+    "ServiceError": "areasync.service.starting",
 }
 
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
-    from areasync.service.server import Service, ServiceError
+    from areasync.service.server import Service
+    from areasync.service.starting import ServiceError
 
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

@@ -27,7 +27,11 @@ handshaking), and one whose request is complete is *answering* (`wire.answering`
 owes it its response; it is not evicted, and becomes idle once answered, or is dropped by
 `handshake_timeout`; a body route's request, whose answer runs an action, stays evictable).
 An attacker gains nothing by this it could not have by sending the first byte of a frame, or a
-request, which the server answers as fast as it works.
+request, which the server answers as fast as it works. `hello_timeout` follows the same rule: a
+socket whose hello waits on the server at its deadline (unread in the kernel, or assembled and
+not yet taken: `wire.unhandled`) is given one more `hello_timeout` to be read
+(`Connection._receive_hello`; the front's `_read_hello`), while one that sent nothing, or part
+of a frame and stalled, is closed at the deadline.
 
 Why the grace and the queue: an attacker that reopens every socket the server closes would
 otherwise make the pool turn over as fast as the server can accept and handshake, saturating
@@ -155,6 +159,11 @@ class Admission:
     @property
     def waiting(self) -> int:
         return len(self._waiting)
+
+    @property
+    def idle(self) -> int:
+        """Sockets whose hello is awaited (`on_evict`), not a byte of it received yet."""
+        return len(self._idle)
 
     # -- arrivals and places -----------------------------------------------------------------
 

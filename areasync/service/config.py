@@ -12,9 +12,8 @@ import dataclasses
 from pathlib import Path
 
 from areasync.bridge.judge_options import JudgeOptions
-from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES
 from areasync.journal import Durability
-from areasync.policies import MAX_JUMP_S, MAX_TICKS, LeasePolicy
+from areasync.policies import DEFAULT_MAX_FILE_BYTES, MAX_JUMP_S, MAX_TICKS, LeasePolicy
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.service.memory import default_memory_limit
 from areasync.service.origin import normalize_hosts, normalize_origins

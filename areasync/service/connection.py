@@ -262,9 +262,9 @@ class Connection:
         if self.admission is not None:
             self.admission.on_evict(self.ws, self.evict)
         if data is None:
-            with self._hello_scope, anyio.move_on_after(self.config.hello_timeout):
+            with self._hello_scope:
                 try:
-                    data = await self.ws.recv()
+                    data = await self._receive_hello()
                 except ConnectionClosed:
                     return False
         welcome: Reply | None = None
@@ -293,6 +293,21 @@ class Connection:
             session.abandoned = None
         session.attach(self)
         return True
+
+    async def _receive_hello(self) -> str | bytes | None:
+        """The first message, or None if none came within `hello_timeout`. A hello whose bytes
+        had reached the server by then (`wire.unhandled`: unread in the kernel, or assembled
+        and not yet taken) waited on the server's own work, not on its client: it is given
+        one more `hello_timeout` to be read. A client that sent nothing, or part of a frame
+        and stalled, has nothing waiting and is closed at the deadline."""
+        timeout = self.config.hello_timeout
+        with anyio.move_on_after(timeout):
+            return await self.ws.recv()
+        if not wire.unhandled(self.ws):
+            return None
+        with anyio.move_on_after(timeout):
+            return await self.ws.recv()
+        return None
 
     async def _refuse(self, frame: Error, code: int, reason: str) -> None:
         """Before the welcome: send the error, then close with `code`."""

@@ -52,6 +52,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
@@ -70,7 +71,9 @@ from areasync.journal import (
     Ticket,
     encode_or_refuse,
 )
-from areasync.simulation.records import InputRecord
+
+if TYPE_CHECKING:
+    from areasync.simulation.records import InputRecord
 
 logger = logging.getLogger("areasync.service")
 

@@ -27,10 +27,8 @@ server closes sockets that take no bytes for `write_timeout` with 4008 (`stalls.
 from __future__ import annotations
 
 import asyncio
-import errno as _errno
 import logging
 import shlex
-import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,21 +50,27 @@ from areasync.service.connection import Connection
 from areasync.service.gaia2cli.bare import banner_lines
 from areasync.service.gaia2cli.http import Gaia2Adapter
 from areasync.service.handoff import Handoff
-from areasync.service.http import HttpRoutes, session_id_of
+from areasync.service.http import session_id_of
 from areasync.service.journals import Journals, StateDirError
 from areasync.service.mcp.port import McpPort
 from areasync.service.metrics import Metrics
-from areasync.service.names import safe_id
-from areasync.service.openenv.episode import Credential
-from areasync.service.openenv.routes import base_url as openenv_base_url
-from areasync.service.openenv.routes import locate as openenv_locate
+from areasync.service.openenv.credential import Credential
+from areasync.service.openenv.paths import base_url as openenv_base_url
+from areasync.service.openenv.paths import locate as openenv_locate
 from areasync.service.openenv.socket import serve_socket as serve_openenv
-from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
 from areasync.service.registry import SessionRegistry
 from areasync.service.restore import restore_sessions
+from areasync.service.routes import HttpRoutes
 from areasync.service.session import ScenarioSource, Session
 from areasync.service.stalls import StallSweep
+from areasync.service.starting import (
+    ServiceError,
+    display_host,
+    is_file,
+    listen_error,
+    natural_id,
+)
 
 logger = logging.getLogger("areasync.service")
 
@@ -77,19 +81,6 @@ DEFAULT_SCENARIOS: tuple[str, ...] = ("scenario_tutorial",)
 # (about _MAX_QUEUE x 2 x max_frame_bytes; websockets then stops reading the socket).
 _MAX_QUEUE = 4
 _BACKLOG = 1024
-
-
-class ServiceError(Exception):
-    """The service could not start (a scenario failed to load, the port is taken...)."""
-
-
-def display_host(host: str) -> str:
-    """The host part of URLs shown to users (a wildcard bind is reached via loopback)."""
-    if host in ("", "0.0.0.0"):
-        return "127.0.0.1"
-    if host == "::":
-        return "[::1]"
-    return f"[{host}]" if ":" in host else host
 
 
 class _Started:
@@ -582,36 +573,3 @@ class Service:
                 f"  MCP         {self.mcp.url(session.id)}  (Authorization: Bearer <agent token>)"
             )
         return [*lines, *self.waiting_lines(session), ""]
-
-
-def is_file(source: Any) -> bool:
-    """Whether `source` names a JSON file (as `--scenario` takes one)."""
-    return isinstance(source, Path) or (isinstance(source, str) and source.endswith(".json"))
-
-
-def natural_id(source: Any) -> str | None:
-    """The session id a `--scenario` source gets when none is taken (`session_id_for`), if
-    it can be told without loading it."""
-    if is_file(source):
-        return safe_id(Path(source).stem)
-    if isinstance(source, str) and not source.lstrip().startswith("{"):
-        return safe_id(source)
-    return None
-
-
-def listen_error(host: str, port: int, exc: BaseException) -> str:
-    """What went wrong binding ``host:port``, and which option to change: one line."""
-    where = f"cannot listen on {host}:{port}"
-    errno = getattr(exc, "errno", None)
-    if isinstance(exc, OverflowError) or not is_port(port):
-        return f"{where}: a port is 0-65535 (0: any free port); pick another --port"
-    if errno == _errno.EADDRINUSE:
-        return f"{where}: the port is in use; pick another --port or stop the process using it"
-    if errno == _errno.EACCES:
-        return f"{where}: permission denied (ports below 1024 need privileges); pick another --port"
-    hosts = "pick another --host (127.0.0.1: this machine only; 0.0.0.0: every interface)"
-    if isinstance(exc, socket.gaierror):
-        return f"{where}: the name {host!r} does not resolve ({exc.strerror or exc}); {hosts}"
-    if errno == _errno.EADDRNOTAVAIL:
-        return f"{where}: {host!r} is not an address of this machine; {hosts}"
-    return f"{where} ({exc}); check --host and --port"

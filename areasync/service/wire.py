@@ -328,6 +328,13 @@ def unread(ws: ServerConnection) -> int:
     return 0 if transport is None else _queued(transport, _FIONREAD)
 
 
+def unhandled(ws: ServerConnection) -> bool:
+    """Whether bytes the peer sent wait on the server's own work: a frame websockets has
+    assembled that nobody has received yet, or bytes in the kernel receive queue (`unread`).
+    Bytes of a frame not yet complete, already read, are the peer's to finish."""
+    return len(ws.recv_messages.frames) > 0 or unread(ws) > 0
+
+
 def _queued(transport: asyncio.BaseTransport, request: int | None) -> int:
     """The byte count a queue-size `ioctl` reports for the transport's socket; 0 without one."""
     sock = transport.get_extra_info("socket")

@@ -32,16 +32,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import socket
 from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-import msgspec
 from websockets.datastructures import Headers
 from websockets.http11 import Response
 
@@ -49,11 +46,10 @@ from areasync.bridge.sandbox_paths import own_are_sandboxes
 from areasync.protocol.errors import ProtocolError
 from areasync.protocol.frames import Role
 from areasync.service import Service, ServiceConfig
-from areasync.service.auth import Credentials
 from areasync.service.handoff import adopt, adopting_server, handoff_of, receive
 from areasync.service.http import error_response
 from areasync.service.memory import resident_bytes
-from areasync.service.openenv.episode import Credential
+from areasync.service.openenv.credential import Credential
 from areasync.service.openenv.routes import unknown_route
 from areasync.service.requests import (
     create_from_fields,
@@ -61,40 +57,15 @@ from areasync.service.requests import (
     refused_as_plain_data,
     stop_session,
 )
-from areasync.service.server import display_host
+from areasync.service.starting import display_host
 from areasync.service.wire import PostRequest
+from areasync.sessionworker.answers import Banner, Described, Seat
 from areasync.sessionworker.busy import BUSY_DIR, Busy
 from areasync.workers.worker import Handler
 
-__all__ = ["Banner", "Described", "Seat", "SessionWorker", "serving"]
+__all__ = ["SessionWorker", "serving"]
 
 logger = logging.getLogger("areasync.sessionworker")
-
-
-class Seat(msgspec.Struct, frozen=True):
-    """A session a worker holds, as the front needs it: its id, whether it is live, and what
-    opens its roles."""
-
-    session_id: str
-    live: bool
-    credentials: Credentials | None
-
-
-class Described(msgspec.Struct, frozen=True):
-    """A session as the banner says it, in the worker's words: how it runs (`summary`:
-    scenario, clock mode, import, judged...) and, while it waits for its agent, the lines
-    with the command that plays its oracle."""
-
-    summary: str
-    waiting: list[str]
-
-
-class Banner(msgspec.Struct, frozen=True):
-    """What a worker's service says in the banner: its judge lines, and its sessions asked
-    for (those it holds, live)."""
-
-    judge: list[str]
-    sessions: dict[str, Described]
 
 
 class SessionWorker:
@@ -359,18 +330,3 @@ def serving(side: socket.socket) -> Iterator[Mapping[str, Handler]]:
     made in the worker's own temp dir (the one its confinement lets it write: `confine.py`)."""
     with own_are_sandboxes():
         yield SessionWorker(side).handlers()
-
-
-def worker_config(config: ServiceConfig, state_dir: Path) -> ServiceConfig:
-    """A session worker's configuration: the front's, without its admin token (the worker's
-    service makes one of its own that nobody holds), with the shared `state_dir`, no port,
-    no gaia2-cli adapter and no MCP port (the front's to serve)."""
-    return dataclasses.replace(
-        config,
-        admin_token=None,
-        state_dir=state_dir,
-        port=0,
-        gaia2_port=None,
-        gaia2_ports=None,
-        mcp_port=None,
-    )

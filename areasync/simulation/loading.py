@@ -18,7 +18,8 @@ from areasync.bridge.determinism import session_entropy
 from areasync.bridge.environment import Scenario
 from areasync.bridge.judge_options import JudgeOptions
 from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
-from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
+from areasync.bridge.sandbox import Sandbox
+from areasync.policies import DEFAULT_MAX_FILE_BYTES
 from areasync.protocol.frames import ImportMode
 
 ScenarioSource: TypeAlias = str | os.PathLike[str] | Scenario

@@ -14,8 +14,9 @@ from typing import Unpack
 
 from areasync.bridge.environment import session_environment
 from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
-from areasync.bridge.sandbox import DEFAULT_MAX_FILE_BYTES, Sandbox
+from areasync.bridge.sandbox import Sandbox
 from areasync.loop.clock import WallSleep
+from areasync.policies import DEFAULT_MAX_FILE_BYTES
 from areasync.protocol.frames import ImportMode, Mode
 from areasync.simulation.agent_side import AgentSide
 from areasync.simulation.loading import ScenarioSource, load_in, sandboxed_loading

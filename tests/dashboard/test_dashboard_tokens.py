@@ -21,7 +21,7 @@ from playwright.async_api import Browser, Page, expect
 from websockets.http11 import Request, Response
 
 from areasync.service import Service
-from areasync.service.http import HttpRoutes
+from areasync.service.routes import HttpRoutes
 from tests.dashboard.conftest import (
     BROWSER_TESTS,
     DEFAULT_SESSION,

@@ -1,5 +1,6 @@
-"""`areasync serve` boots its workers' fork server before the front imports ARE
-(`areasync/front/boot.py`): the two imports then run at once, each on a core."""
+"""`areasync serve` boots its workers' fork server before it imports the front
+(`areasync/front/boot.py`): the fork server's imports (ARE) run while the front imports and
+starts, each on a core."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-# Runs `areasync serve` (workers by default) in this process; when it first imports ARE, says
-# whether this process has a child running multiprocessing's fork server yet, kills its
-# children and exits there: nothing is served, nothing outlives it.
-AT_ARES_IMPORT = """
+# Runs `areasync serve` (workers by default) in this process; when it first imports the front
+# (`areasync.front.server`), says whether this process has a child running multiprocessing's
+# fork server yet, kills its children and exits there: nothing is served, nothing outlives it.
+AT_FRONTS_IMPORT = """
 import os, signal, sys
 
 def children():
@@ -24,9 +25,9 @@ def command_line(pid):
         return line.read().replace(b"\\0", b" ").decode()
 
 def at_import(event, args):
-    if event == "import" and args[0] == "are":
+    if event == "import" and args[0] == "areasync.front.server":
         running = [p for p in children() if "multiprocessing.forkserver" in command_line(p)]
-        print(f"fork servers running as ARE is first imported: {len(running)}", flush=True)
+        print(f"fork servers running as the front is imported: {len(running)}", flush=True)
         for child in children():
             os.kill(child, signal.SIGKILL)
         os._exit(0)
@@ -37,14 +38,14 @@ main(["serve", "--port", "0", "--token", "boot-test", "--trace-dir", sys.argv[1]
 """
 
 
-def test_serve_boots_the_fork_server_before_the_front_imports_are(tmp_path: Path) -> None:
+def test_serve_boots_the_fork_server_before_it_imports_the_front(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", AT_ARES_IMPORT, str(tmp_path)],
+        [sys.executable, "-c", AT_FRONTS_IMPORT, str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
-    assert "fork servers running as ARE is first imported: 1" in done.stdout, (
+    assert "fork servers running as the front is imported: 1" in done.stdout, (
         done.stdout + done.stderr
     )

@@ -26,7 +26,7 @@ from areasync.front.heads import HEAD_BYTES
 from areasync.front.server import Front
 from areasync.protocol.frames import Mode, Role
 from areasync.service.config import ServiceConfig
-from areasync.service.gaia2cli.http import adapter_url
+from areasync.service.gaia2cli.paths import adapter_url
 from tests.front.support import ADMIN, WAIT
 from tests.gaia2cli.harness import Harness
 

@@ -13,8 +13,8 @@ from areasync.front.server import Front
 from areasync.front.shares import check, for_worker, split
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
-from areasync.service.server import ServiceError
-from areasync.sessionworker.handlers import Seat, worker_config
+from areasync.service.starting import ServiceError
+from areasync.sessionworker.answers import Seat, worker_config
 
 
 def test_a_limit_is_split_as_evenly_as_can_be_the_first_workers_one_more() -> None:

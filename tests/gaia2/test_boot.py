@@ -25,18 +25,27 @@ BOUND_S = 300.0
 
 # In a fresh interpreter: note whether the fork server was started when ARE's CLI began to be
 # imported, and the garbage collector's frozen count in the very last atexit hook; then run
-# `areasync ARGV...` as the process's own command (`areasync.cli.main()` reads sys.argv).
+# `areasync ARGV...` as the process's own command (`areasync.cli.main()` reads sys.argv). With
+# "stop" (argv[2]), it says what it saw there and ends, its fork server killed: the rest of the
+# command and the fork server's imports (ARE, LiteLLM: seconds of CPU) would tell nothing more.
 PROBE = """
-import atexit, gc, importlib.abc, json, sys
+import atexit, gc, importlib.abc, json, os, signal, sys
 from multiprocessing import forkserver
 
 seen = {}
+stop = sys.argv[2:] == ["stop"]
 
 class Watch(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name == "are.simulation.benchmark.cli" and "booted" not in seen:
-            seen["booted"] = forkserver._forkserver._forkserver_pid is not None
+            pid = forkserver._forkserver._forkserver_pid
+            seen["booted"] = pid is not None
             seen["preload"] = list(forkserver._forkserver._preload_modules)
+            if stop:
+                if pid is not None:
+                    os.kill(pid, signal.SIGKILL)
+                print(json.dumps(seen), flush=True)
+                os._exit(0)
         return None
 
 sys.meta_path.insert(0, Watch())
@@ -51,9 +60,10 @@ main()
 """
 
 
-def probe(argv: Sequence[str]) -> dict[str, object]:
+def probe(argv: Sequence[str], *, stop: bool = False) -> dict[str, object]:
+    """What PROBE saw of `areasync ARGV` (`stop`: as ARE's CLI began to be imported)."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(list(argv))],
+        [sys.executable, "-c", PROBE, json.dumps(list(argv)), *(["stop"] if stop else [])],
         capture_output=True,
         text=True,
         timeout=BOUND_S,
@@ -92,7 +102,7 @@ def test_a_command_line_wanting_workers_is_told_from_one_that_does_not(
 
 
 def test_the_fork_server_is_starting_before_the_driver_imports_ares_cli() -> None:
-    seen = probe([*REFUSED, "--workers", "1"])
+    seen = probe([*REFUSED, "--workers", "1"], stop=True)
     assert seen["booted"] is True
 
 
@@ -142,34 +152,45 @@ DRIVER_ONLY = ("datasets", "are.simulation.benchmark", "are.simulation.benchmark
 MODELS = ("litellm", "openai")
 
 
-@pytest.mark.parametrize(
-    ("preload", "left_out"),
-    [(PRELOAD, DRIVER_ONLY), (ORACLE_PRELOAD, DRIVER_ONLY + MODELS)],
-    ids=["models", "oracle"],
-)
-def test_the_fork_server_does_not_import_what_its_workers_never_need(
-    preload: Sequence[str], left_out: Sequence[str]
-) -> None:
-    """ARE's benchmark CLI and Hugging Face's `datasets` load the dataset, in the driver: a
-    worker runs a scenario from its JSON. An `--oracle` run calls no model: no LiteLLM. The
-    fork server imports beside the driver, and the first run waits for the slower of the two."""
+@pytest.fixture(scope="module")
+def preloaded() -> dict[str, list[str]]:
+    """Which of DRIVER_ONLY and MODELS a fresh interpreter holds once it imported
+    ORACLE_PRELOAD ("oracle"), then the rest of PRELOAD ("models"): one interpreter importing
+    ARE for both tests."""
     code = (
         "import importlib, json, sys\n"
-        "names = json.loads(sys.argv[1])\n"
-        "for name in names: importlib.import_module(name)\n"
-        "print(json.dumps(sorted(set(sys.modules) & set(sys.argv[2:]))))"
+        "watched, seen = set(json.loads(sys.argv[3])), {}\n"
+        "for what, names in (('oracle', sys.argv[1]), ('models', sys.argv[2])):\n"
+        "    for name in json.loads(names): importlib.import_module(name)\n"
+        "    seen[what] = sorted(set(sys.modules) & watched)\n"
+        "print(json.dumps(seen))"
     )
+    names = [json.dumps(list(ORACLE_PRELOAD)), json.dumps(list(PRELOAD))]
     done = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(list(preload)), *left_out],
+        [sys.executable, "-c", code, *names, json.dumps([*DRIVER_ONLY, *MODELS])],
         capture_output=True,
         text=True,
         timeout=BOUND_S,
     )
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    seen: dict[str, list[str]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("what", "left_out"),
+    [("models", DRIVER_ONLY), ("oracle", DRIVER_ONLY + MODELS)],
+)
+def test_the_fork_server_does_not_import_what_its_workers_never_need(
+    preloaded: dict[str, list[str]], what: str, left_out: Sequence[str]
+) -> None:
+    """ARE's benchmark CLI and Hugging Face's `datasets` load the dataset, in the driver: a
+    worker runs a scenario from its JSON. An `--oracle` run calls no model: no LiteLLM. The
+    fork server imports beside the driver, and the first run waits for the slower of the two."""
+    assert set(preloaded[what]) & set(left_out) == set()
 
 
 def test_an_oracle_commands_fork_server_preloads_no_model_client() -> None:
-    seen = probe([*REFUSED, "--workers", "1", "--oracle"])
+    seen = probe([*REFUSED, "--workers", "1", "--oracle"], stop=True)
     assert seen["preload"] == list(ORACLE_PRELOAD)
 
 

@@ -175,13 +175,13 @@ class _ThroughFront:
         return str(self.front.ws_url(session_id))
 
     def openenv_url(self, token: str | None = None) -> str:
-        from areasync.service.openenv.routes import base_url
+        from areasync.service.openenv.paths import base_url
 
         return base_url(self.http_url, token or self.tokens.admin)
 
     def gaia2_url(self, session_id: str, role: Role = Role.USER) -> str:
         """The shared gaia2-cli port's URL, on the front (`--gaia2-port`)."""
-        from areasync.service.gaia2cli.http import adapter_url
+        from areasync.service.gaia2cli.paths import adapter_url
 
         base = str(self.front.gaia2_base)
         if role is Role.ADMIN:

@@ -588,9 +588,10 @@ async def test_serve_with_judge_options_judges_its_gaia2_scenarios(
 ) -> None:
     scenario = tmp_path / "tiny_email.json"
     scenario.write_text(scenario_json(SPECS["tiny_email"]))
-    # The default: a front, whose banner says what its session workers say of the judge.
+    # A front (one session worker is enough), whose banner says what its workers say of the
+    # judge.
     command = [
-        sys.executable, "-m", "areasync.cli", "serve", "--port", "0",
+        sys.executable, "-m", "areasync.cli", "serve", "--port", "0", "--workers", "1",
         "--mode", "fast",
         "--token", ADMIN, "--trace-dir", str(tmp_path / "traces"), "--scenario", str(scenario),
         "--judge_model", f"openai/{JUDGE_MODEL}", "--judge_provider", "local",

@@ -17,7 +17,9 @@ from areasync.protocol import (
     Welcome,
 )
 from areasync.service import ServiceConfig
-from tests.service.support import ADMIN, TUTORIAL, attach, raw, serving, tokens
+from bench.misbehaving import close_code, hello_frame, partial_frame
+from tests.heldloop import HeldLoop, first_frame_while_held
+from tests.service.support import ADMIN, THROUGH_FRONT, TUTORIAL, attach, raw, serving, tokens
 
 SESSION_ROLES = [Role.AGENT, Role.USER, Role.OBSERVER, Role.CONTROLLER]
 
@@ -158,3 +160,46 @@ async def test_no_hello_in_time_closes_with_hello_timeout() -> None:
     async with serving(hello_timeout=0.05) as service, raw(service) as peer:
         code, _ = await peer.closed()
     assert code == CloseCode.HELLO_TIMEOUT
+
+
+# A hello deadline the wall never reaches in a test: the test moves the loop's clock past it.
+HELD_HELLO_TIMEOUT = 30.0
+
+
+def _in_this_process() -> None:
+    if THROUGH_FRONT:
+        pytest.skip(
+            "holds this process's loop, which a front's supervisor would take for a stuck "
+            "worker: tests/front/test_held_hello.py holds a front's"
+        )
+
+
+async def test_a_hello_that_reached_a_held_server_before_its_deadline_is_welcomed() -> None:
+    _in_this_process()
+    with HeldLoop() as held:
+        async with serving(hello_timeout=HELD_HELLO_TIMEOUT) as service:
+            hello = hello_frame(tokens(service)[Role.OBSERVER])
+            past = HELD_HELLO_TIMEOUT + 1
+            assert service.port is not None
+            answer = await first_frame_while_held(
+                held, service.port, service.admission, TUTORIAL, hello, past=past
+            )
+    assert b'"welcome"' in answer and close_code(answer) is None
+
+
+async def test_a_partial_hello_that_reached_a_held_server_is_closed_at_its_deadline() -> None:
+    _in_this_process()
+    with HeldLoop() as held:
+        async with serving(hello_timeout=HELD_HELLO_TIMEOUT) as service:
+            past = HELD_HELLO_TIMEOUT + 1
+            assert service.port is not None
+            answer = await first_frame_while_held(
+                held,
+                service.port,
+                service.admission,
+                TUTORIAL,
+                partial_frame(),
+                past=past,
+                stalls=True,
+            )
+    assert close_code(answer) == CloseCode.HELLO_TIMEOUT

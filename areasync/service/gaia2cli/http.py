@@ -54,7 +54,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import msgspec
 from aiohttp import web
@@ -69,6 +69,7 @@ from areasync.service.gaia2cli import translate as t
 from areasync.service.gaia2cli.agent import HttpAgent
 from areasync.service.gaia2cli.bare import LOOPBACK, BarePorts, Bound, url
 from areasync.service.gaia2cli.feed import MessageFeed, SseClient
+from areasync.service.gaia2cli.paths import PREFIX, UNKNOWN_TOKEN, adapter_url
 from areasync.service.headers import API_HEADERS
 from areasync.service.inprocess import InProcessClient, NotDurableError, RequestError
 from areasync.service.screens import BodyRule, Head, PortScreen, Refusal, Slots
@@ -80,11 +81,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("areasync.service")
 
-PREFIX = "/gaia2/"
-UNKNOWN_TOKEN = (
-    "the token in the URL is not valid: use http://HOST:PORT/gaia2/<session token> "
-    "(a token the server printed or create_session returned)"
-)
 _HOLDER = "gaia2-cli"  # the lease holder of its requests: none is taken (not an agent)
 _SSE_HEADERS = {
     "Content-Type": "text/event-stream",
@@ -749,12 +745,3 @@ def _refused(refusal: Refusal) -> web.Response:
     )
     response.force_close()
     return response
-
-
-def adapter_url(base: str, token: str, session_id: str | None = None) -> str:
-    """A harness's base URL on the adapter at `base` (http://HOST:PORT): `token`'s session,
-    or `session_id` with the admin token."""
-    path = quote(token, safe="")
-    if session_id is not None:
-        path += "/" + quote(session_id, safe="")
-    return f"{base}{PREFIX}{path}"

@@ -37,7 +37,6 @@ import hmac
 import json
 import logging
 import socket
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -54,20 +53,20 @@ from areasync.service.capped import CappedServer
 from areasync.service.handoff import McpCredential, salted
 from areasync.service.headers import API_HEADERS
 from areasync.service.mcp import asgi, calls, listening
-from areasync.service.openenv.episode import Credential, Episode
+from areasync.service.mcp.credentials import PATH, credential_of
+from areasync.service.openenv.credential import Credential
+from areasync.service.openenv.episode import Episode
 from areasync.service.openenv.held import HeldEpisodes
 from areasync.service.openenv.messages import OpenEnvError
 from areasync.service.screens import BodyRule, Head, PortScreen, Refusal
 
 if TYPE_CHECKING:
-    from areasync.service.auth import Tokens
     from areasync.service.config import ServiceConfig
     from areasync.service.registry import SessionRegistry
     from areasync.service.session import Session
 
 logger = logging.getLogger("areasync.service")
 
-PATH = "/mcp"
 NOTIFICATION_LOGGER = listening.LOGGER
 _EPISODE = "areasync.episode"  # the scope key of the caller's episode
 _LISTENER = "areasync.listener"  # ...and of its listening MCP session, if it has one
@@ -379,51 +378,6 @@ class McpPort:
         if outcome.error:
             raise _ToolError(outcome.text)
         return [types.TextContent(type="text", text=outcome.text)]
-
-
-def credential_of(
-    head: Head, tokens: Tokens, exists: Callable[[str], bool]
-) -> Credential | Refusal:
-    """The credential `head` carries on the session it names (`exists`: whether a session is
-    here), or the refusal: the port's rule, and the front's on a first request (`front/mcp.py`)."""
-    path = head.path
-    if path != PATH and not path.startswith(PATH + "/"):
-        return Refusal(
-            404,
-            "not_found",
-            f"nothing here: a session's MCP endpoint is {PATH}/<session id> (or {PATH} "
-            "with the session's agent token)",
-        )
-    named = unquote(path[len(PATH) + 1 :]) or None
-    token = token_from_http("", head.first("Authorization"))
-    found = None if token is None else tokens.identify(token)
-    if token is None or found is None:
-        return Refusal(
-            401,
-            ErrorCode.UNAUTHORIZED,
-            "send the session's agent token (or the admin token) as Authorization: Bearer "
-            "<token>; the banner and create_session give it",
-        )
-    role, session_id = found
-    if session_id is None:  # the admin token names its session in the path
-        session_id = named
-    elif named is not None and named != session_id:
-        session_id = None
-    if session_id is None or not exists(session_id):
-        return Refusal(
-            404,
-            "not_found",
-            f"no such session for this token: the URL is {PATH}/<session id> of a live "
-            "session (the admin token needs the id; a session's token opens only its own)",
-        )
-    if role not in (Role.AGENT, Role.ADMIN):
-        return Refusal(
-            403,
-            ErrorCode.FORBIDDEN,
-            f"the {role.value} token may not call the agent's tools: MCP serves a session's "
-            "tools to its agent; use the agent's token",
-        )
-    return Credential(token=token, role=role, session_id=session_id)
 
 
 class _ToolError(Exception):

@@ -29,8 +29,8 @@ from typing import Any
 import msgspec
 
 from areasync.bridge.scenarios import registered_ids
+from areasync.service.openenv.paths import ENV_NAME
 
-ENV_NAME = "areasync"  # the one environment this server's Task API lists
 REGISTERED = "registered"  # the split of the registered scenario ids
 TOP = "scenarios"  # the split of the files at the top of the directory
 MAX_FILES = 100_000  # files a listing looks at, at most (a bound on one request's work)

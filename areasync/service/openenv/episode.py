@@ -29,7 +29,6 @@ where it got is the next observation's news).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
 import time
@@ -59,6 +58,7 @@ from areasync.service.inprocess import (
     until_durable,
 )
 from areasync.service.openenv.catalog import Catalog, CatalogError
+from areasync.service.openenv.credential import Credential
 from areasync.service.openenv.messages import (
     AreAction,
     ByPath,
@@ -85,28 +85,6 @@ logger = logging.getLogger("areasync.service")
 _numbers = itertools.count(1)
 
 _Answer = TypeVar("_Answer")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Credential:
-    """What the token in an OpenEnv URL grants: `role` on `session_id` (None: the admin's,
-    a fresh session per episode). `token` is None when the token was checked by the front
-    that handed the socket over (`service/handoff.py`): the worker never sees it."""
-
-    token: str | None
-    role: Role
-    session_id: str | None
-
-    @property
-    def fresh(self) -> bool:
-        return self.session_id is None
-
-    @property
-    def key(self) -> str:
-        """The token an HTTP request or an MCP call named, which its episode is kept under
-        (only a WebSocket a front handed over comes without one, and keeps no episode)."""
-        assert self.token is not None, "a credential a front checked keeps no HTTP episode"
-        return self.token
 
 
 # areasync's error codes as OpenEnv's: capacity has a code of its own there.

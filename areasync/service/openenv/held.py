@@ -18,7 +18,8 @@ from collections.abc import AsyncIterator, Callable
 
 import anyio
 
-from areasync.service.openenv.episode import Credential, Episode
+from areasync.service.openenv.credential import Credential
+from areasync.service.openenv.episode import Episode
 from areasync.service.registry import SessionRegistry
 
 logger = logging.getLogger("areasync.service")

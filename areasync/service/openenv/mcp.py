@@ -28,7 +28,7 @@ import json
 from typing import Any
 
 from areasync.service.mcp import calls
-from areasync.service.openenv.episode import Credential
+from areasync.service.openenv.credential import Credential
 from areasync.service.openenv.held import HeldEpisodes
 from areasync.service.openenv.messages import OpenEnvError
 

@@ -44,17 +44,15 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
-from urllib.parse import unquote
 
 from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode
-from areasync.service.auth import token_from_http
-from areasync.service.methods import OPENENV_PREFIX as PREFIX
 from areasync.service.openenv import mcp as openenv_mcp
 from areasync.service.openenv import taskapi
-from areasync.service.openenv.catalog import ENV_NAME, Catalog
-from areasync.service.openenv.episode import Credential, session_state
+from areasync.service.openenv.catalog import Catalog
+from areasync.service.openenv.credential import Credential
+from areasync.service.openenv.episode import session_state
 from areasync.service.openenv.held import HeldEpisodes
 from areasync.service.openenv.messages import ErrorCode as ErrorCode_
 from areasync.service.openenv.messages import (
@@ -64,60 +62,24 @@ from areasync.service.openenv.messages import (
     schema,
     step_result,
 )
+from areasync.service.openenv.paths import ENV_NAME, ROUTES, locate
 from areasync.service.registry import SessionRegistry
 from areasync.service.screens import BodyRule, Head, Refusal
 
 logger = logging.getLogger("areasync.service")
 T = TypeVar("T")
 
-_ROUTES = frozenset(
-    {
-        "/ws",
-        "/health",
-        "/schema",
-        "/metadata",
-        "/state",
-        "/reset",
-        "/step",
-        "/harness",
-        "/mcp",
-        "/list_environments",
-    }
-)
-
-
-def locate(path: str, authorization: str | None) -> tuple[str, str] | None:
-    """(token, route) of an OpenEnv request, or None if `path` is not OpenEnv's: the token is
-    the path's (`/openenv/<token><route>`), or, when the path goes on with a route at once
-    (`/openenv<route>`, as today's client builds it from a base URL and `headers=`), the
-    `Authorization: Bearer` header's ("" when there is none). A token is never a route's name:
-    tokens are random."""
-    if not path.startswith(PREFIX):
-        return None
-    rest = path[len(PREFIX) :]
-    first, slash, tail = rest.partition("/")
-    if "/" + first in _ROUTES or first.lower() == ENV_NAME:
-        return token_from_http("", authorization) or "", "/" + rest
-    return unquote(first), slash + tail
-
-
-def base_url(http_url: str, token: str) -> str:
-    """The OpenEnv base URL to paste into `EnvClient(base_url=...)`."""
-    from urllib.parse import quote
-
-    return f"{http_url}{PREFIX}{quote(token, safe='')}"
-
 
 def unknown_route(route: str, error: Callable[..., Response]) -> Response | None:
     """404 for a route OpenEnv's base URL does not have (None: it has it)."""
-    if route in _ROUTES or taskapi.is_task_route(route):
+    if route in ROUTES or taskapi.is_task_route(route):
         return None
     return error(
         404,
         "not_found",
         f"no OpenEnv route {route[:60]!r}: an OpenEnv base URL is /openenv/<token> (or "
         "/openenv with the token in Authorization: Bearer), under which are "
-        f"{', '.join(sorted(_ROUTES))} and the Task API's /{ENV_NAME}/...",
+        f"{', '.join(sorted(ROUTES))} and the Task API's /{ENV_NAME}/...",
     )
 
 

@@ -18,7 +18,8 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from areasync.protocol.errors import CloseCode
-from areasync.service.openenv.episode import Credential, Episode
+from areasync.service.openenv.credential import Credential
+from areasync.service.openenv.episode import Episode
 from areasync.service.openenv.messages import (
     ErrorCode,
     OpenEnvError,

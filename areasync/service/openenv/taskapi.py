@@ -28,7 +28,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from areasync.service.openenv.catalog import ENV_NAME, Catalog, CatalogError, as_json
+from areasync.service.openenv.catalog import Catalog, CatalogError, as_json
+from areasync.service.openenv.paths import ENV_NAME
 
 ROUTES = frozenset({"splits", "tasks", "num_tasks", "task", "task_range"})
 

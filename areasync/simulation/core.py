@@ -327,18 +327,14 @@ class SimulationCore:
             self._ended.set()
         self._task_group = None
         self._driving = False
-        self.log._changed = None
-        self.clock._held = 0
-        self.clock.hold()
+        self.log.revive()
+        self.clock.revive()
         self._held_until_driven = True
         wall = self.clock.wall()
         for holder in self._leases.deadlines():
             self._leases.begin(holder, wall)
         self._unawaited_waits = self._waiting_for_notification
-        sandbox = self.sandbox
-        sandbox.temp_files = set()
-        sandbox.adopt(self.scenario.apps or [])
-        sandbox._created = list(sandbox.roots)
+        self.sandbox.revive(self.scenario.apps or [])
 
     def _after_step(self) -> None:
         if (

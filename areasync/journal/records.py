@@ -90,7 +90,7 @@ class Created(msgspec.Struct, frozen=True, kw_only=True, tag="created"):
     epoch: str
     created: float  # wall-clock seconds since the Unix epoch
     options: dict[str, Any] = {}
-    # How the simulation was made, as it typed it (`areasync.simulation.records.Creation`: its
+    # How the simulation was made, as it typed it (`areasync.simulation.input_records.Creation`: its
     # own msgpack); None in journals written before it (their `options["creation"]`).
     creation: bytes | None = None
 
@@ -122,7 +122,7 @@ class Ended(msgspec.Struct, frozen=True, kw_only=True, tag="ended"):
 
 class Recorded(msgspec.Struct, frozen=True, tag="recorded"):
     """One input, as the simulation typed it: its own msgpack (a tagged Struct, one per kind of
-    input: `areasync.simulation.records.InputRecord`) embedded as it is, so that the storage
+    input: `areasync.simulation.input_records.InputRecord`) embedded as it is, so that the storage
     layer needs to know no kind of input and the session's record goes to disk and back
     without a copy into anything else."""
 

@@ -70,7 +70,7 @@ from areasync.journal import (
     Ticket,
     encode_or_refuse,
 )
-from areasync.simulation.records import InputRecord
+from areasync.simulation.input_records import InputRecord
 
 logger = logging.getLogger("areasync.service")
 

@@ -17,8 +17,8 @@ with the session's length. Nothing of the simulation is shared with the loop unt
 adopted, in one synchronous step on the loop. The replay runs in the session's sandbox, as
 loading does (`Simulation.replay` enters it).
 
-A judged session (`service/judged.py`) is built again with the server's judge, which must be
-the one it was judged by (model and provider; the endpoint may change), and its judge is
+A judged session (`areasync.simulation.judging`) is built again with the server's judge, which
+must be the one it was judged by (model and provider; the endpoint may change), and its judge is
 answered from its `judge` records, never asking the model again for an answer it got
 (`areasync.simulation.answers`); only a call whose answer never reached the disk is asked again.
 
@@ -60,10 +60,9 @@ from areasync.bridge.judge_options import JudgeOptions
 from areasync.journal import Created, InlineScenario, Input, Journal, Recorded
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode
-from areasync.service.judged import JudgedSimulation
 from areasync.service.making import made_in, timed
-from areasync.simulation import Simulation, build_scenario
-from areasync.simulation.records import (
+from areasync.simulation import Judge, Simulation, build_scenario
+from areasync.simulation.input_records import (
     Abandoned,
     CallTool,
     Creation,
@@ -248,12 +247,15 @@ def replayed(
             "the scenario was judged when the session was created, and is not now (or the "
             "other way round): it is not the session's scenario any more"
         )
-    sim = (JudgedSimulation if judged else Simulation).replay(
-        built, creation, records, until_seq=until_seq, until_time=until_time, sandbox=sandbox
+    return Simulation.replay(
+        built,
+        creation,
+        records,
+        until_seq=until_seq,
+        until_time=until_time,
+        sandbox=sandbox,
+        judge=Judge.of(built, judge_limiter) if judged else None,
     )
-    if isinstance(sim, JudgedSimulation):
-        sim.judge_limiter = judge_limiter
-    return sim
 
 
 def fork_inputs(

@@ -52,7 +52,6 @@ from areasync.service.budget import SessionBudget
 from areasync.service.config import ServiceConfig
 from areasync.service.durable import SessionJournal
 from areasync.service.hub import StreamHub, Subscriber
-from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
 from areasync.service.names import MAX_ID_CHARS, safe_id
 from areasync.service.recipes import Recipe
@@ -195,9 +194,8 @@ class Session:
     @property
     def judge(self) -> dict[str, str] | None:
         """The judge that scores this session (model, provider), None if none does."""
-        if isinstance(self.sim, JudgedSimulation):
-            return self.sim.judge.options.public()
-        return None
+        judge = self.sim.judge
+        return None if judge is None else judge.link.options.public()
 
     @property
     def fast(self) -> bool:
@@ -330,9 +328,10 @@ class Session:
     async def run(self, on_end: Callable[[Session], None]) -> None:
         """Drive the simulation to its end, then write the trace. Never raises."""
         with self._scope:
-            if isinstance(self.sim, JudgedSimulation):
+            judge = self.sim.judge
+            if judge is not None:
                 # Its judge may be called anywhere below, the failure path's validation included.
-                await self.sim.bridge(self._run(on_end))
+                await judge.bridge(self._run(on_end))
             else:
                 await self._run(on_end)
 

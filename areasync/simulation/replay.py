@@ -1,7 +1,7 @@
 """Replaying a session from its creation and records, synchronously, with no wall clock.
 
 A session is a pure function of its `Creation` and its `InputRecord`s
-(`areasync.simulation.records`): ARE's ids, app seeds and wall-clock reads follow its seed and
+(`areasync.simulation.input_records`): ARE's ids, app seeds and wall-clock reads follow its seed and
 creation time (`areasync.bridge.determinism`), the clock stands still while a command runs (the
 lane holds it), and what the wall decided is logged - how many fast steps ran between two
 inputs, each realtime tick's time, lag and clock publication, how far an interrupted control
@@ -26,12 +26,15 @@ again with fresh deadlines.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from areasync.loop.clock import to_us
 from areasync.protocol.frames import Mode
-from areasync.simulation.agent_side import AgentSide as Simulation
 from areasync.simulation.errors import ReplayDivergedError
-from areasync.simulation.records import ABANDONED, InputRecord, LeaseBegin, Steps
+from areasync.simulation.input_records import ABANDONED, InputRecord, LeaseBegin, Steps
+
+if TYPE_CHECKING:  # it replays into a Simulation, which replays through this module
+    from areasync.simulation.simulation import Simulation
 
 __all__ = ["ABANDONED", "replay_into"]
 

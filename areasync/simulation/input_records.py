@@ -196,7 +196,7 @@ InputRecord: TypeAlias = (
 )
 """One input of a run, logged so that the run can be replayed exactly
 (`areasync.simulation.replay`), one msgspec Struct per kind, tagged with its `source`.
-`SimulationCore.inputs` holds the external ones; `SimulationCore.records` also holds the
+`Simulation.inputs` holds the external ones; `Simulation.records` also holds the
 engine steps whose timing the wall decided (`Steps`, `RealtimeTick`) and the leases."""
 
 

@@ -61,7 +61,7 @@ from areasync.journal import Created, InlineScenario, Input, Journal, Recorded
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode
 from areasync.service.making import made_in, timed
-from areasync.simulation import Judge, Simulation, build_scenario
+from areasync.simulation import Judge, Simulation, SimulationError, build_scenario
 from areasync.simulation.input_records import (
     Abandoned,
     CallTool,
@@ -126,7 +126,9 @@ def rebuild(
     judged_by = _judge_needed(created, judge)
     try:
         creation = creation_of(created)
-    except (KeyError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (KeyError, msgspec.DecodeError, msgspec.ValidationError, SimulationError) as exc:
+        # SimulationError: a setting out of range (the settings check themselves as they
+        # decode).
         raise RestoreError(
             f"session {created.session_id}'s journal has no usable creation record ({exc}): "
             "it was written by another areasync version; move it aside"

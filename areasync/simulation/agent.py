@@ -23,7 +23,7 @@ from areasync.simulation.ending import Ending
 from areasync.simulation.errors import BadStateError, InvalidRequestError
 from areasync.simulation.input_records import CallTool, SendUserMessage
 from areasync.simulation.lane import CommandLane
-from areasync.simulation.leases import LeaseKeeper
+from areasync.simulation.lease_keeper import LeaseKeeper
 from areasync.simulation.record_book import RecordBook
 from areasync.simulation.wakeup import Wakeup
 

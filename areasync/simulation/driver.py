@@ -26,7 +26,7 @@ from areasync.simulation.ending import Ending, EndState
 from areasync.simulation.input_records import Exit, RealtimeTick
 from areasync.simulation.judging import Judge
 from areasync.simulation.lane import CommandLane
-from areasync.simulation.leases import LeaseKeeper
+from areasync.simulation.lease_keeper import LeaseKeeper
 from areasync.simulation.options import CLOCK_PUBLISH_INTERVAL_S, SimulationSettings
 from areasync.simulation.publisher import Publisher
 from areasync.simulation.record_book import RecordBook

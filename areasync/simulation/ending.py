@@ -8,7 +8,7 @@ and, for every ending but running to its end, a reason.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
@@ -20,12 +20,10 @@ from areasync.protocol.frames import EndedItem, StreamItem
 from areasync.simulation.errors import BadStateError
 from areasync.simulation.input_records import Fail
 from areasync.simulation.judging import Judge
+from areasync.simulation.leases import Leases
 from areasync.simulation.publisher import Publisher
 from areasync.simulation.record_book import RecordBook
 from areasync.simulation.wakeup import Wakeup
-
-if TYPE_CHECKING:
-    from areasync.simulation.leases import Leases
 
 
 class EndState(enum.Enum):

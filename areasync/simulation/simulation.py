@@ -75,7 +75,8 @@ from areasync.simulation.input_records import (
 )
 from areasync.simulation.judging import Judge
 from areasync.simulation.lane import CommandLane
-from areasync.simulation.leases import LeaseKeeper, Leases
+from areasync.simulation.lease_keeper import LeaseKeeper
+from areasync.simulation.leases import Leases
 from areasync.simulation.loading import ScenarioSource, load_in, sandboxed_loading
 from areasync.simulation.options import SimulationOptions, SimulationSettings
 from areasync.simulation.publisher import Publisher

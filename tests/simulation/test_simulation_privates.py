@@ -21,6 +21,7 @@ CLASS_FILES = {
         "publisher.py",
         "ending.py",
         "leases.py",
+        "lease_keeper.py",
         "driver.py",
         "controls.py",
         "agent.py",

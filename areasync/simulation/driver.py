@@ -98,12 +98,21 @@ class Driver:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        """Leave the run (if it still runs) and wait for the background task to end."""
+        """Leave the run (if it still runs: its validation may ask the judge) and wait for the
+        background task to end."""
+        leaving = self._exit(exc_type, exc, tb)
+        return await (leaving if self._judge is None else self._judge.bridge(leaving))
+
+    async def _exit(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
         assert self._task_group is not None
         self.leave()
         self._wakeup.wake()
-        done = self._task_group.__aexit__(exc_type, exc, tb)
-        return await (done if self._judge is None else self._judge.bridge(done))
+        return await self._task_group.__aexit__(exc_type, exc, tb)
 
     def _task(self) -> Coroutine[Any, Any, None]:
         return self._drive() if self._judge is None else self._judge.drive(self._drive())

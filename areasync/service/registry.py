@@ -61,8 +61,9 @@ from areasync.service.metrics import Metrics
 from areasync.service.names import fork_id
 from areasync.service.recipes import Recipe, source_text
 from areasync.service.restore import fork_inputs, fork_snapshot, forked
-from areasync.service.session import ScenarioSource, Session, session_id_for
+from areasync.service.session import Session, session_id_for
 from areasync.simulation import Judge, Simulation, SimulationError, build_scenario
+from areasync.simulation.loading import Loadable, plain_source
 from areasync.simulation.snapshots import SnapshotPolicy, Snapshots
 
 logger = logging.getLogger("areasync.service")
@@ -157,7 +158,7 @@ class SessionRegistry:
 
     def create(
         self,
-        source: ScenarioSource,
+        source: Loadable,
         *,
         mode: Mode | str | None = None,
         speed: float | None = None,
@@ -172,6 +173,7 @@ class SessionRegistry:
         Left out, `mode`, `speed`, `oracle` and `import_mode` are the configuration's.
         `ceiling=False`: whatever the server's memory (`memory.py`; the sessions the operator
         named at start-up)."""
+        source = plain_source(source)
         self._admit(source, ceiling=ceiling)
         oracle = self.config.oracle if oracle is None else oracle
         started = time.perf_counter()
@@ -183,7 +185,7 @@ class SessionRegistry:
 
     async def create_async(
         self,
-        source: ScenarioSource,
+        source: Loadable,
         *,
         mode: Mode | str | None = None,
         speed: float | None = None,
@@ -197,6 +199,7 @@ class SessionRegistry:
         Imports run one at a time (a second waits for the first) and count against
         `max_sessions` while they run. Cancelled (the client left, the server shuts down), it
         waits for the thread's import to finish and starts nothing."""
+        source = plain_source(source)
         self._admit(source, ceiling=ceiling)
         oracle = self.config.oracle if oracle is None else oracle
         self._importing += 1
@@ -314,7 +317,7 @@ class SessionRegistry:
             await self.journals.refresh_taken()
 
     def _builder(
-        self, source: ScenarioSource, oracle: bool, import_mode: ImportMode | str | None
+        self, source: Loadable, oracle: bool, import_mode: ImportMode | str | None
     ) -> Callable[[], Built]:
         """Builds `source`'s scenario in a new sandbox, and reads what a restart needs of its
         source, when called (on any thread: the server calls it off the loop)."""
@@ -335,9 +338,7 @@ class SessionRegistry:
 
         return build
 
-    def _admit(
-        self, source: ScenarioSource, what: str = "new session", *, ceiling: bool = True
-    ) -> None:
+    def _admit(self, source: Loadable, what: str = "new session", *, ceiling: bool = True) -> None:
         """Refuse a scenario the server has no room for (sessions; memory, `memory.py`, unless
         not `ceiling`), or too large to parse."""
         if self._task_group is None:
@@ -365,7 +366,7 @@ class SessionRegistry:
 
     def _start(
         self,
-        source: ScenarioSource,
+        source: Loadable,
         built: Built,
         mode: Mode | str | None,
         speed: float | None,

@@ -57,7 +57,7 @@ import msgspec
 
 from areasync.bridge.judge import judge_link
 from areasync.bridge.judge_options import JudgeOptions
-from areasync.journal import Created, InlineScenario, Input, Journal, Recorded
+from areasync.journal import Created, Input, Journal, Recorded
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode
 from areasync.service.making import made_in, timed
@@ -69,6 +69,7 @@ from areasync.simulation.input_records import (
     InputRecord,
     input_record,
 )
+from areasync.simulation.loading import Loadable
 from areasync.simulation.snapshots import (
     Snapshot,
     StateCopyError,
@@ -144,11 +145,9 @@ def rebuild(
     on_disk = len(records)
     if abandon_from is not None:
         records += abandoned_call(records, abandon_from)
-    scenario = created.scenario
-    source = scenario.json if isinstance(scenario, InlineScenario) else scenario.id
     try:
         sim = replayed(
-            source,
+            created.scenario,
             created.import_mode,
             creation,
             records,
@@ -220,7 +219,7 @@ def _judge_needed(created: Created, judge: JudgeOptions | None) -> JudgeOptions 
 
 
 def replayed(
-    source: str,
+    source: Loadable,
     import_mode: str,
     creation: Creation,
     records: list[InputRecord],

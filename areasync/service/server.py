@@ -65,8 +65,9 @@ from areasync.service.ports import is_port
 from areasync.service.redact import RedactingLogger
 from areasync.service.registry import SessionRegistry
 from areasync.service.restore import restore_sessions
-from areasync.service.session import ScenarioSource, Session
+from areasync.service.session import Session
 from areasync.service.stalls import StallSweep
+from areasync.simulation.loading import Loadable
 
 logger = logging.getLogger("areasync.service")
 
@@ -109,7 +110,7 @@ class Service:
     def __init__(
         self,
         config: ServiceConfig | None = None,
-        scenarios: Sequence[ScenarioSource] = DEFAULT_SCENARIOS,
+        scenarios: Sequence[Loadable] = DEFAULT_SCENARIOS,
         *,
         restore_at_start: bool = True,
         listen: bool = True,
@@ -512,7 +513,7 @@ class Service:
             lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
         return "\n".join(lines)
 
-    def opened(self, session: Session, source: ScenarioSource) -> None:
+    def opened(self, session: Session, source: Loadable) -> None:
         """The operator's `source` (a `--scenario`) became `session`: a JSON file's path is
         kept, for the oracle command the banner prints."""
         if is_file(source):

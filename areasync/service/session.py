@@ -38,7 +38,7 @@ import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol
 
 import anyio
 
@@ -57,6 +57,7 @@ from areasync.service.names import MAX_ID_CHARS, safe_id
 from areasync.service.recipes import Recipe
 from areasync.service.sessionview import SessionView
 from areasync.simulation import Simulation, SimulationError
+from areasync.simulation.loading import Loadable
 from areasync.simulation.snapshots import Snapshots, StateCopyError, keep_taking
 
 logger = logging.getLogger("areasync.service")
@@ -69,9 +70,6 @@ JOURNAL_FAILED = (
     "see /api/sessions"
 )
 """The close reason (1011) of a session whose journal failed (at most 123 bytes)."""
-
-ScenarioSource: TypeAlias = str | Path | Scenario
-"""A registered scenario id, a path to an ARE JSON scenario, JSON text, or a Scenario."""
 
 
 class Client(Subscriber, Protocol):
@@ -88,7 +86,7 @@ class Client(Subscriber, Protocol):
         """Close the client soon with `code`; `flush` first sends what is queued."""
 
 
-def session_id_for(source: ScenarioSource, scenario: Scenario) -> str:
+def session_id_for(source: Loadable, scenario: Scenario) -> str:
     """The natural id of a session: a JSON file's stem, else the scenario's id."""
     if isinstance(source, Path) or (
         isinstance(source, str) and source.endswith(".json") and not source.lstrip().startswith("{")

@@ -41,7 +41,7 @@ they arrive, never inside a tick or inside one another, even when one of them yi
         await sim.jump(by=60)
 
 The package's modules: `simulation`, the `Simulation` itself, which holds its parts and
-delegates to them (its docstring lists them: `record_book`, `publisher`, `ending`, `leases`,
+delegates to them (its docstring lists them: `record_book`, `publisher`, `ending`, `lease_keeper`,
 `driver`, `controls`, `agent`, `judging`); `input_records`, what a replay consumes; `replay`
 and `snapshots`, a session made again from them; `lane`, `stops`, `wakeup`, `options`,
 `loading`, `answers`, `errors`: the pieces the parts use.

@@ -6,7 +6,7 @@ collaborators it works with (never the whole simulation):
 - `RecordBook` (`record_book`): the records a replay consumes, as they are logged;
 - `Publisher` (`publisher`): the events and clock changes it puts on its stream;
 - `Ending` (`ending`): how the run ends, and its validation (`Verdict`);
-- `LeaseKeeper` (`leases`): the agents' busy leases (fast mode);
+- `LeaseKeeper` (`lease_keeper`; `leases`, their bookkeeping): the agents' busy leases (fast mode);
 - `Driver` (`driver`): the asyncio task that runs the engine;
 - `Controls` (`controls`): the clock controls;
 - `AgentSide` (`agent`): tool calls, the wait for a notification, the user's messages;
@@ -77,7 +77,7 @@ from areasync.simulation.judging import Judge
 from areasync.simulation.lane import CommandLane
 from areasync.simulation.lease_keeper import LeaseKeeper
 from areasync.simulation.leases import Leases
-from areasync.simulation.loading import ScenarioSource, load_in, sandboxed_loading
+from areasync.simulation.loading import Loadable, load_in, sandboxed_loading
 from areasync.simulation.options import SimulationOptions, SimulationSettings
 from areasync.simulation.publisher import Publisher
 from areasync.simulation.record_book import RecordBook
@@ -543,7 +543,7 @@ class Simulation:
     @classmethod
     def load(
         cls,
-        source: ScenarioSource,
+        source: Loadable,
         *,
         mode: Mode | str = Mode.FAST,
         oracle: bool = False,
@@ -627,7 +627,7 @@ class Simulation:
     @classmethod
     def replay(
         cls,
-        source: ScenarioSource,
+        source: Loadable,
         creation: Creation,
         records: Sequence[InputRecord],
         *,

@@ -100,10 +100,10 @@ class Driver:
     ) -> bool | None:
         """Leave the run (if it still runs: its validation may ask the judge) and wait for the
         background task to end."""
-        leaving = self._exit(exc_type, exc, tb)
+        leaving = self._leave_and_wait(exc_type, exc, tb)
         return await (leaving if self._judge is None else self._judge.bridge(leaving))
 
-    async def _exit(
+    async def _leave_and_wait(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,

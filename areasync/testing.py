@@ -50,8 +50,9 @@ from areasync.protocol import Role
 
 if TYPE_CHECKING:
     from areasync.service import Service
-    from areasync.service.session import ScenarioSource, Session
+    from areasync.service.session import Session
     from areasync.simulation import Simulation
+    from areasync.simulation.loading import Loadable
 
 try:
     import pytest_asyncio
@@ -160,7 +161,7 @@ class AreasyncServer:
 
     def create_session(
         self,
-        source: ScenarioSource,
+        source: Loadable,
         *,
         mode: str | None = None,
         speed: float | None = None,

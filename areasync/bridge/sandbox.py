@@ -169,6 +169,14 @@ class Sandbox:
         self.roots = roots
         self.read_roots = read_roots
 
+    def revive(self, apps: Iterable[Any]) -> None:
+        """Make a thawed copy of this sandbox one of its own: its roots those of `apps`, the
+        copy's file-system apps, whose directories were written anew for it (and are the
+        ones `remove_directories` removes); no temporary file of the original's is its."""
+        self.temp_files = set()
+        self.adopt(apps)
+        self._created = list(self.roots)
+
     def remove_directories(self) -> None:
         """Remove the directories ARE created for the session's file systems."""
         for path in self._created:

@@ -19,6 +19,8 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from areasync.journal.sources import InlineScenario, RegisteredScenario, ResolvedScenario
+
 __all__ = [
     "Created",
     "Ended",
@@ -28,7 +30,6 @@ __all__ = [
     "Record",
     "Recorded",
     "RegisteredScenario",
-    "ScenarioSource",
     "hash_token",
     "new_salt",
 ]
@@ -40,30 +41,6 @@ class Header(msgspec.Struct, frozen=True, kw_only=True):
     areasync_version: str
     # Wall-clock time the file was created (seconds since the Unix epoch).
     created: float
-
-
-class RegisteredScenario(msgspec.Struct, frozen=True, tag="registered"):
-    """A scenario the server knows by id (its registry rebuilds it from the id)."""
-
-    id: str
-
-
-class InlineScenario(msgspec.Struct, frozen=True, tag="inline"):
-    """A scenario sent as JSON: the full text, and its SHA-256 so a restore can say which."""
-
-    sha256: str
-    json: str
-
-    def __post_init__(self) -> None:
-        if hashlib.sha256(self.json.encode()).hexdigest() != self.sha256:
-            raise ValueError("the scenario's JSON text does not match its sha256")
-
-    @classmethod
-    def of(cls, json_text: str) -> InlineScenario:
-        return cls(hashlib.sha256(json_text.encode()).hexdigest(), json_text)
-
-
-ScenarioSource: TypeAlias = RegisteredScenario | InlineScenario
 
 
 def new_salt() -> bytes:
@@ -79,7 +56,7 @@ class Created(msgspec.Struct, frozen=True, kw_only=True, tag="created"):
     """A session was created: everything needed to build it again, identically."""
 
     session_id: str
-    scenario: ScenarioSource
+    scenario: ResolvedScenario
     mode: str
     speed: float
     oracle: bool
@@ -90,7 +67,7 @@ class Created(msgspec.Struct, frozen=True, kw_only=True, tag="created"):
     epoch: str
     created: float  # wall-clock seconds since the Unix epoch
     options: dict[str, Any] = {}
-    # How the simulation was made, as it typed it (`areasync.simulation.records.Creation`: its
+    # How the simulation was made, as it typed it (`areasync.simulation.input_records.Creation`: its
     # own msgpack); None in journals written before it (their `options["creation"]`).
     creation: bytes | None = None
 
@@ -122,7 +99,7 @@ class Ended(msgspec.Struct, frozen=True, kw_only=True, tag="ended"):
 
 class Recorded(msgspec.Struct, frozen=True, tag="recorded"):
     """One input, as the simulation typed it: its own msgpack (a tagged Struct, one per kind of
-    input: `areasync.simulation.records.InputRecord`) embedded as it is, so that the storage
+    input: `areasync.simulation.input_records.InputRecord`) embedded as it is, so that the storage
     layer needs to know no kind of input and the session's record goes to disk and back
     without a copy into anything else."""
 

@@ -252,6 +252,13 @@ class VirtualClock:
         self._held -= 1
         self._r0 = self._wall() if since is None else since
 
+    def revive(self) -> None:
+        """Make a thawed copy of this clock one of its own, held once as after a session's
+        load (its driver lets it go): the holds of whoever held the original when it was
+        copied (its lane, a control) are not the copy's."""
+        self._held = 0
+        self.hold()
+
     @contextmanager
     def held(self) -> Iterator[None]:
         """`hold()` for the duration of a `with` block."""

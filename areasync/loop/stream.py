@@ -48,6 +48,11 @@ class StreamLog(Generic[T]):
             changed.set()
         return item
 
+    def revive(self) -> None:
+        """Make a thawed copy of this log one of its own: nobody waits on it yet (a copy
+        carries no waiter of the original's, whose event belongs to another event loop)."""
+        self._changed = None
+
     def close(self) -> None:
         self.closed = True
         self._notify()

@@ -8,7 +8,6 @@ Modules, each with one job:
 - :mod:`~areasync.service.hub`: a session's stream, encoded once, fanned out to cursors;
 - :mod:`~areasync.service.session`: a session (Simulation + hub + tokens + clients);
 - :mod:`~areasync.service.registry`: every session of the server: create, stop, forget;
-- :mod:`~areasync.service.judged`: a session scored by Gaia2's LLM judge (``serve --judge_*``);
 - :mod:`~areasync.service.core`: a connection's protocol state machine, with no I/O;
 - :mod:`~areasync.service.sessionview`: a session as that core sees it;
 - :mod:`~areasync.service.hello`: whether a hello may join (the table of refusals);

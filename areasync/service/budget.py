@@ -48,7 +48,7 @@ from areasync.protocol.frames import CallTool, ClientFrame, SendUserMessage, Sto
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
     from areasync.simulation import Simulation
-    from areasync.simulation.records import InputRecord
+    from areasync.simulation.input_records import InputRecord
 
 # The frames that carry what an agent or user writes: each above `max_call_bytes` is refused.
 CALLS: frozenset[type[Any]] = frozenset({CallTool, SendUserMessage})

@@ -383,12 +383,17 @@ class Connection:
                         data,
                         max_bytes=self.config.max_frame_bytes,
                         allowed=self.core.allowed,
-                        session=session,
-                        registry=self.registry,
+                        own=session.sim,
+                        by_id=self._simulation_of,
                     )
                 self._ahead.append((data, withdraw))
             await done.wait()
         return peer_gone
+
+    def _simulation_of(self, session_id: str) -> preempt.Stoppable | None:
+        """The simulation of the registry's session `session_id` (an admin's `stop_session`)."""
+        target = self.registry.get(session_id)
+        return None if target is None else target.sim
 
     async def _run_read_ahead(self) -> None:
         """Carry out the frames read while a long control ran, in order; stop early if one of

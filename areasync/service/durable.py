@@ -73,7 +73,7 @@ from areasync.journal import (
 )
 
 if TYPE_CHECKING:
-    from areasync.simulation.records import InputRecord
+    from areasync.simulation.input_records import InputRecord
 
 logger = logging.getLogger("areasync.service")
 

@@ -46,7 +46,7 @@ from areasync.journal import (
     JournalError,
     JournalStore,
     RegisteredScenario,
-    ScenarioSource,
+    ResolvedScenario,
     Stray,
     hash_token,
     new_salt,
@@ -242,7 +242,7 @@ class Journals:
     def attach(
         self,
         session: Session,
-        source: ScenarioSource | None,
+        source: ResolvedScenario | None,
         import_mode: str,
         task_group: anyio.abc.TaskGroup,
     ) -> SessionJournal | None:
@@ -325,7 +325,7 @@ def recently_ended(journals: dict[str, Journal], keep: int) -> dict[str, Journal
     return {sid: journals[sid] for _, sid in sorted(ended)[-keep:]} if keep > 0 else {}
 
 
-def scenario_source(scenario_id: str | None, text: str | None) -> ScenarioSource | None:
+def scenario_source(scenario_id: str | None, text: str | None) -> ResolvedScenario | None:
     """The journal's form of a kept source (`recipes.source_text`), None if none was kept."""
     if scenario_id is not None:
         return RegisteredScenario(scenario_id)
@@ -334,7 +334,7 @@ def scenario_source(scenario_id: str | None, text: str | None) -> ScenarioSource
     return None
 
 
-def created_record(session: Session, source: ScenarioSource, import_mode: str) -> Created:
+def created_record(session: Session, source: ResolvedScenario, import_mode: str) -> Created:
     """`session`'s `Created` record: its tokens as salted hashes, never as they are."""
     sim = session.sim
     assert sim.creation is not None  # `Simulation.load` sets it

@@ -12,15 +12,11 @@ is carried out, in its turn, once the frames before it have been.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from areasync.protocol.codec import decode_client_frame
 from areasync.protocol.errors import ProtocolError
 from areasync.protocol.frames import Jump, Stop, StopSession, Tick
-
-if TYPE_CHECKING:
-    from areasync.service.registry import SessionRegistry
-    from areasync.service.session import Session
 
 LONG_CONTROLS: frozenset[type[Any]] = frozenset({Jump, Tick})
 """Frames that may hold the session's lane for many `control_budget`s: run aside."""
@@ -31,16 +27,27 @@ stops reading until the control is done, as it does behind any request (websocke
 most `_MAX_QUEUE` more: `server.py`)."""
 
 
+class Stoppable(Protocol):
+    """What announcing a stop needs of the session it stops (a `Simulation` is one)."""
+
+    @property
+    def ended(self) -> bool: ...
+
+    def announce_stop(self) -> Callable[[], None]: ...
+
+
 def announce_stop(
     data: str | bytes,
     *,
     max_bytes: int,
     allowed: frozenset[type[Any]],
-    session: Session,
-    registry: SessionRegistry,
+    own: Stoppable,
+    by_id: Callable[[str], Stoppable | None],
 ) -> Callable[[], None] | None:
-    """If `data` is a stop this connection may send, announce it to the session it stops and
-    return the withdrawal (call it once the frame has been carried out or dropped)."""
+    """If `data` is a stop this connection may send, announce it to the session it stops (a
+    `stop`: its own, `own`; an admin's `stop_session`: the one `by_id` finds, None for no such
+    session) and return the withdrawal (call it once the frame has been carried out or
+    dropped)."""
     if len(data) > max_bytes:
         return None  # refused as too large when its turn comes
     try:
@@ -51,12 +58,12 @@ def announce_stop(
     if kind not in allowed:
         return None
     if kind is Stop:
-        target: Session | None = session
+        target: Stoppable | None = own
     elif kind is StopSession:
         assert isinstance(frame, StopSession)
-        target = registry.get(frame.session_id)
+        target = by_id(frame.session_id)
     else:
         return None
-    if target is None or target.sim.ended:
+    if target is None or target.ended:
         return None
-    return target.sim.announce_stop()
+    return target.announce_stop()

@@ -22,8 +22,8 @@ nothing; a failed import is an `invalid_field` error that changes nothing.
 
 Judged sessions. With a judge (`ServiceConfig.judge`, `areasync serve --judge_*`), a JSON
 scenario imported the benchmark way is prepared in that same worker thread by ARE's own
-preprocessing with Gaia2's judge (`areasync.bridge.judge`), and its session is a
-`JudgedSimulation`, whose judge calls go to worker threads (`service/judged.py`, under
+preprocessing with Gaia2's judge (`areasync.bridge.judge`), and its simulation is given that
+judge as a part (`areasync.simulation.judging.Judge`), whose calls go to worker threads (under
 `judge_calls` at once, server-wide) while the event loop serves on; `Session.run` runs the
 session's whole task through its bridge. `describe()` and the `create_session` result name the
 judge (model, provider; None when the session is not judged).
@@ -55,15 +55,15 @@ from areasync.service import background
 from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
 from areasync.service.journals import Journals, scenario_source
-from areasync.service.judged import JudgedSimulation
 from areasync.service.making import journal_created, made_in, refused_as_data, timed
 from areasync.service.memory import ceiling_refusal
 from areasync.service.metrics import Metrics
 from areasync.service.names import fork_id
 from areasync.service.recipes import Recipe, source_text
 from areasync.service.restore import fork_inputs, fork_snapshot, forked
-from areasync.service.session import ScenarioSource, Session, session_id_for
-from areasync.simulation import Simulation, SimulationError, build_scenario
+from areasync.service.session import Session, session_id_for
+from areasync.simulation import Judge, Simulation, SimulationError, build_scenario
+from areasync.simulation.loading import Loadable, plain_source
 from areasync.simulation.snapshots import SnapshotPolicy, Snapshots
 
 logger = logging.getLogger("areasync.service")
@@ -113,7 +113,7 @@ class SessionRegistry:
         # Scenario imports under way in worker threads (create_async), and their one lane.
         self._importing = 0
         self._import_limiter = anyio.CapacityLimiter(1)
-        # Judge LLM calls in flight, server-wide (`JudgedSimulation`).
+        # Judge LLM calls in flight, server-wide (`areasync.simulation.judging`).
         self._judge_limiter = anyio.CapacityLimiter(config.judge_calls)
         # The state directory's journals (`--state-dir`), once the service has opened it.
         self.journals: Journals | None = None
@@ -158,7 +158,7 @@ class SessionRegistry:
 
     def create(
         self,
-        source: ScenarioSource,
+        source: Loadable,
         *,
         mode: Mode | str | None = None,
         speed: float | None = None,
@@ -173,6 +173,7 @@ class SessionRegistry:
         Left out, `mode`, `speed`, `oracle` and `import_mode` are the configuration's.
         `ceiling=False`: whatever the server's memory (`memory.py`; the sessions the operator
         named at start-up)."""
+        source = plain_source(source)
         self._admit(source, ceiling=ceiling)
         oracle = self.config.oracle if oracle is None else oracle
         started = time.perf_counter()
@@ -184,7 +185,7 @@ class SessionRegistry:
 
     async def create_async(
         self,
-        source: ScenarioSource,
+        source: Loadable,
         *,
         mode: Mode | str | None = None,
         speed: float | None = None,
@@ -198,6 +199,7 @@ class SessionRegistry:
         Imports run one at a time (a second waits for the first) and count against
         `max_sessions` while they run. Cancelled (the client left, the server shuts down), it
         waits for the thread's import to finish and starts nothing."""
+        source = plain_source(source)
         self._admit(source, ceiling=ceiling)
         oracle = self.config.oracle if oracle is None else oracle
         self._importing += 1
@@ -315,7 +317,7 @@ class SessionRegistry:
             await self.journals.refresh_taken()
 
     def _builder(
-        self, source: ScenarioSource, oracle: bool, import_mode: ImportMode | str | None
+        self, source: Loadable, oracle: bool, import_mode: ImportMode | str | None
     ) -> Callable[[], Built]:
         """Builds `source`'s scenario in a new sandbox, and reads what a restart needs of its
         source, when called (on any thread: the server calls it off the loop)."""
@@ -336,9 +338,7 @@ class SessionRegistry:
 
         return build
 
-    def _admit(
-        self, source: ScenarioSource, what: str = "new session", *, ceiling: bool = True
-    ) -> None:
+    def _admit(self, source: Loadable, what: str = "new session", *, ceiling: bool = True) -> None:
         """Refuse a scenario the server has no room for (sessions; memory, `memory.py`, unless
         not `ceiling`), or too large to parse."""
         if self._task_group is None:
@@ -366,7 +366,7 @@ class SessionRegistry:
 
     def _start(
         self,
-        source: ScenarioSource,
+        source: Loadable,
         built: Built,
         mode: Mode | str | None,
         speed: float | None,
@@ -379,10 +379,10 @@ class SessionRegistry:
         assert self._task_group is not None
         scenario, sandbox, kept = built
         judged = judge_link(scenario) is not None
-        extra: dict[str, Any] = {"judge_limiter": self._judge_limiter} if judged else {}
         with refused_as_data():
-            sim = (JudgedSimulation if judged else Simulation).load(
+            sim = Simulation.load(
                 scenario,
+                judge=Judge.of(scenario, self._judge_limiter) if judged else None,
                 sandbox=sandbox,
                 wall=self.wall.now,
                 sleep=self.wall.sleep,
@@ -399,7 +399,6 @@ class SessionRegistry:
                 max_listing=self.config.max_listing,
                 max_files_created=self.config.max_files_created,
                 max_file_bytes=self.config.max_file_bytes,
-                **extra,
             )
         wanted = session_id or session_id_for(source, sim.scenario)
         return self._open(wanted, sim, oracle, kept, import_mode)

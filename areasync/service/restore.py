@@ -17,8 +17,8 @@ with the session's length. Nothing of the simulation is shared with the loop unt
 adopted, in one synchronous step on the loop. The replay runs in the session's sandbox, as
 loading does (`Simulation.replay` enters it).
 
-A judged session (`service/judged.py`) is built again with the server's judge, which must be
-the one it was judged by (model and provider; the endpoint may change), and its judge is
+A judged session (`areasync.simulation.judging`) is built again with the server's judge, which
+must be the one it was judged by (model and provider; the endpoint may change), and its judge is
 answered from its `judge` records, never asking the model again for an answer it got
 (`areasync.simulation.answers`); only a call whose answer never reached the disk is asked again.
 
@@ -57,19 +57,19 @@ import msgspec
 
 from areasync.bridge.judge import judge_link
 from areasync.bridge.judge_options import JudgeOptions
-from areasync.journal import Created, InlineScenario, Input, Journal, Recorded
+from areasync.journal import Created, Input, Journal, Recorded
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode
-from areasync.service.judged import JudgedSimulation
 from areasync.service.making import made_in, timed
-from areasync.simulation import Simulation, build_scenario
-from areasync.simulation.records import (
+from areasync.simulation import Judge, Simulation, SimulationError, build_scenario
+from areasync.simulation.input_records import (
     Abandoned,
     CallTool,
     Creation,
     InputRecord,
     input_record,
 )
+from areasync.simulation.loading import Loadable
 from areasync.simulation.snapshots import (
     Snapshot,
     StateCopyError,
@@ -127,7 +127,9 @@ def rebuild(
     judged_by = _judge_needed(created, judge)
     try:
         creation = creation_of(created)
-    except (KeyError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (KeyError, msgspec.DecodeError, msgspec.ValidationError, SimulationError) as exc:
+        # SimulationError: a setting out of range (the settings check themselves as they
+        # decode).
         raise RestoreError(
             f"session {created.session_id}'s journal has no usable creation record ({exc}): "
             "it was written by another areasync version; move it aside"
@@ -143,11 +145,9 @@ def rebuild(
     on_disk = len(records)
     if abandon_from is not None:
         records += abandoned_call(records, abandon_from)
-    scenario = created.scenario
-    source = scenario.json if isinstance(scenario, InlineScenario) else scenario.id
     try:
         sim = replayed(
-            source,
+            created.scenario,
             created.import_mode,
             creation,
             records,
@@ -219,7 +219,7 @@ def _judge_needed(created: Created, judge: JudgeOptions | None) -> JudgeOptions 
 
 
 def replayed(
-    source: str,
+    source: Loadable,
     import_mode: str,
     creation: Creation,
     records: list[InputRecord],
@@ -248,12 +248,15 @@ def replayed(
             "the scenario was judged when the session was created, and is not now (or the "
             "other way round): it is not the session's scenario any more"
         )
-    sim = (JudgedSimulation if judged else Simulation).replay(
-        built, creation, records, until_seq=until_seq, until_time=until_time, sandbox=sandbox
+    return Simulation.replay(
+        built,
+        creation,
+        records,
+        until_seq=until_seq,
+        until_time=until_time,
+        sandbox=sandbox,
+        judge=Judge.of(built, judge_limiter) if judged else None,
     )
-    if isinstance(sim, JudgedSimulation):
-        sim.judge_limiter = judge_limiter
-    return sim
 
 
 def fork_inputs(

@@ -62,7 +62,7 @@ from areasync.service.redact import RedactingLogger
 from areasync.service.registry import SessionRegistry
 from areasync.service.restore import restore_sessions
 from areasync.service.routes import HttpRoutes
-from areasync.service.session import ScenarioSource, Session
+from areasync.service.session import Session
 from areasync.service.stalls import StallSweep
 from areasync.service.starting import (
     ServiceError,
@@ -71,6 +71,7 @@ from areasync.service.starting import (
     listen_error,
     natural_id,
 )
+from areasync.simulation.loading import Loadable
 
 logger = logging.getLogger("areasync.service")
 
@@ -100,7 +101,7 @@ class Service:
     def __init__(
         self,
         config: ServiceConfig | None = None,
-        scenarios: Sequence[ScenarioSource] = DEFAULT_SCENARIOS,
+        scenarios: Sequence[Loadable] = DEFAULT_SCENARIOS,
         *,
         restore_at_start: bool = True,
         listen: bool = True,
@@ -504,7 +505,7 @@ class Service:
             lines.append("Ctrl-C stops the server: sessions end and their traces are written.")
         return "\n".join(lines)
 
-    def opened(self, session: Session, source: ScenarioSource) -> None:
+    def opened(self, session: Session, source: Loadable) -> None:
         """The operator's `source` (a `--scenario`) became `session`: a JSON file's path is
         kept, for the oracle command the banner prints."""
         if is_file(source):

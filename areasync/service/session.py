@@ -38,7 +38,7 @@ import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol
 
 import anyio
 
@@ -52,12 +52,12 @@ from areasync.service.budget import SessionBudget
 from areasync.service.config import ServiceConfig
 from areasync.service.durable import SessionJournal
 from areasync.service.hub import StreamHub, Subscriber
-from areasync.service.judged import JudgedSimulation
 from areasync.service.metrics import Metrics
 from areasync.service.names import MAX_ID_CHARS, safe_id
 from areasync.service.recipes import Recipe
 from areasync.service.sessionview import SessionView
 from areasync.simulation import Simulation, SimulationError
+from areasync.simulation.loading import Loadable
 from areasync.simulation.snapshots import Snapshots, StateCopyError, keep_taking
 
 logger = logging.getLogger("areasync.service")
@@ -70,9 +70,6 @@ JOURNAL_FAILED = (
     "see /api/sessions"
 )
 """The close reason (1011) of a session whose journal failed (at most 123 bytes)."""
-
-ScenarioSource: TypeAlias = str | Path | Scenario
-"""A registered scenario id, a path to an ARE JSON scenario, JSON text, or a Scenario."""
 
 
 class Client(Subscriber, Protocol):
@@ -89,7 +86,7 @@ class Client(Subscriber, Protocol):
         """Close the client soon with `code`; `flush` first sends what is queued."""
 
 
-def session_id_for(source: ScenarioSource, scenario: Scenario) -> str:
+def session_id_for(source: Loadable, scenario: Scenario) -> str:
     """The natural id of a session: a JSON file's stem, else the scenario's id."""
     if isinstance(source, Path) or (
         isinstance(source, str) and source.endswith(".json") and not source.lstrip().startswith("{")
@@ -195,9 +192,8 @@ class Session:
     @property
     def judge(self) -> dict[str, str] | None:
         """The judge that scores this session (model, provider), None if none does."""
-        if isinstance(self.sim, JudgedSimulation):
-            return self.sim.judge.options.public()
-        return None
+        judge = self.sim.judge
+        return None if judge is None else judge.link.options.public()
 
     @property
     def fast(self) -> bool:
@@ -330,9 +326,10 @@ class Session:
     async def run(self, on_end: Callable[[Session], None]) -> None:
         """Drive the simulation to its end, then write the trace. Never raises."""
         with self._scope:
-            if isinstance(self.sim, JudgedSimulation):
+            judge = self.sim.judge
+            if judge is not None:
                 # Its judge may be called anywhere below, the failure path's validation included.
-                await self.sim.bridge(self._run(on_end))
+                await judge.bridge(self._run(on_end))
             else:
                 await self._run(on_end)
 

@@ -40,13 +40,11 @@ they arrive, never inside a tick or inside one another, even when one of them yi
         await sim.call_tool("EmailClientApp__send_email", {...})
         await sim.jump(by=60)
 
-The package's modules, each a part of that one object:
-
-- `core`: `SimulationCore`, the state (stream, inputs, leases, lane) and how a run ends
-  (`ending.EndState`);
-- `driver`: the asyncio task that runs the engine; `controls`: the clock controls;
-- `simulation`: `Simulation` itself, loading and the agent's tool calls;
-- `lane`, `leases`, `options`, `loading`, `errors`: the pieces they use.
+The package's modules: `simulation`, the `Simulation` itself, which holds its parts and
+delegates to them (its docstring lists them: `record_book`, `publisher`, `ending`, `lease_keeper`,
+`driver`, `controls`, `agent`, `judging`); `input_records`, what a replay consumes; `replay`
+and `snapshots`, a session made again from them; `lane`, `stops`, `wakeup`, `options`,
+`loading`, `answers`, `errors`: the pieces the parts use.
 """
 
 from areasync.policies import MAX_JUMP_S, MAX_TICKS, LagPolicy, LeasePolicy
@@ -59,6 +57,8 @@ from areasync.simulation.errors import (
     ReplayDivergedError,
     SimulationError,
 )
+from areasync.simulation.input_records import Creation, InputRecord
+from areasync.simulation.judging import Judge
 from areasync.simulation.lane import CommandLane
 from areasync.simulation.loading import build_scenario
 from areasync.simulation.options import (
@@ -68,7 +68,6 @@ from areasync.simulation.options import (
     SimulationOptions,
     SimulationSettings,
 )
-from areasync.simulation.records import Creation, InputRecord
 from areasync.simulation.simulation import Simulation
 
 __all__ = [
@@ -85,6 +84,7 @@ __all__ = [
     "EndState",
     "InputRecord",
     "InvalidRequestError",
+    "Judge",
     "LagPolicy",
     "LeasePolicy",
     "ReplayDivergedError",

@@ -26,31 +26,28 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from areasync.simulation.errors import ReplayDivergedError
-from areasync.simulation.records import InputRecord, Judge, LeaseBegin, LeaseEnd
+from areasync.simulation.input_records import InputRecord, Judge, LeaseBegin, LeaseEnd
+from areasync.simulation.record_book import RecordBook
 
 # The records a client may log while a judge call is in flight (outside the session's lane)
 # are its leases: `LeaseBegin`, `LeaseEnd`.
 
 
-class Recording(Protocol):
-    """What this needs of its session (`SimulationCore`, which holds one of these)."""
+class Leasing(Protocol):
+    """The session's leases, as a replay begins and ends them (`LeaseKeeper`)."""
 
-    records: list[InputRecord]
+    def begin(self, holder: str) -> None: ...
 
-    def log_answer(self, call: str, answer: Any = None, failure: str | None = None) -> None: ...
-
-    def flush_records(self) -> list[InputRecord]: ...
-
-    def begin_lease(self, holder: str) -> None: ...
-
-    def end_lease(self, holder: str) -> None: ...
+    def end(self, holder: str) -> None: ...
 
 
 class RecordedAnswers:
-    """A session's answers from outside, logged live and given back on replay (module doc)."""
+    """A session's answers from outside, logged live and given back on replay (module doc),
+    in the session's `book`; `leases`, which the records in flight with a call begin and end."""
 
-    def __init__(self, sim: Recording) -> None:
-        self._sim = sim
+    def __init__(self, book: RecordBook, leases: Leasing) -> None:
+        self._book = book
+        self._leases = leases
         self.replaying: Sequence[InputRecord] | None = None
         self.overrun = False  # the replay asked past its records: the model was asked again
         self.diverged: ReplayDivergedError | None = None
@@ -61,13 +58,13 @@ class RecordedAnswers:
         records = self.replaying
         if records is None:
             return None
-        sim = self._sim
-        sim.flush_records()  # where the live call logged the steps before it
-        while len(sim.records) < len(records) and isinstance(
-            records[len(sim.records)], LeaseBegin | LeaseEnd
+        logged = self._book.records
+        self._book.flush_steps()  # where the live call logged the steps before it
+        while len(logged) < len(records) and isinstance(
+            records[len(logged)], LeaseBegin | LeaseEnd
         ):
-            self._apply_in_flight(records[len(sim.records)])
-        index = len(sim.records)
+            self._apply_in_flight(records[len(logged)])
+        index = len(logged)
         if index >= len(records):
             self.overrun = True
             return None
@@ -90,16 +87,16 @@ class RecordedAnswers:
 
     def answered(self, payload: dict[str, Any]) -> None:
         """Log the answer (or failure) to a call, where it takes effect."""
-        self._sim.log_answer(payload["call"], payload.get("answer"), payload.get("failure"))
+        self._book.log_answer(payload["call"], payload.get("answer"), payload.get("failure"))
 
     def _apply_in_flight(self, record: InputRecord) -> None:
-        sim = self._sim
-        before = len(sim.records)
+        logged = self._book.records
+        before = len(logged)
         if isinstance(record, LeaseBegin):
-            sim.begin_lease(record.holder)
+            self._leases.begin(record.holder)
         elif isinstance(record, LeaseEnd):
-            sim.end_lease(record.holder)
-        if len(sim.records) == before:
+            self._leases.end(record.holder)
+        if len(logged) == before:
             self.diverged = ReplayDivergedError(
                 f"record {before} ({record.source} at seq {record.seq}), logged while a judge "
                 "call was in flight, logged nothing when replayed: the replay diverged from the "

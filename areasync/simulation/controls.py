@@ -15,15 +15,14 @@ from typing import Any
 
 import anyio
 
-from areasync.loop.clock import ClockError, to_s, to_us
+from areasync.bridge.environment import AsyncEnvironment
+from areasync.loop.clock import ClockError, VirtualClock, to_s, to_us
 from areasync.loop.engine import EngineError
 from areasync.protocol.frames import Mode
 from areasync.protocol.records import ClockState
-from areasync.simulation.core import SimulationCore
-from areasync.simulation.ending import EndState
+from areasync.simulation.ending import Ending, EndState
 from areasync.simulation.errors import BadStateError, ControlInterruptedError, InvalidRequestError
-from areasync.simulation.options import out_of_time
-from areasync.simulation.records import (
+from areasync.simulation.input_records import (
     Interrupted,
     Jump,
     Pause,
@@ -34,49 +33,91 @@ from areasync.simulation.records import (
     Stop,
     Tick,
 )
+from areasync.simulation.lane import CommandLane
+from areasync.simulation.options import SimulationSettings, out_of_time
+from areasync.simulation.publisher import Publisher
+from areasync.simulation.record_book import RecordBook
+from areasync.simulation.stops import StopAnnouncements
+from areasync.simulation.wakeup import Wakeup
 
 
-class Controls(SimulationCore):
-    """The clock controls (see the module docstring)."""
+class Controls:
+    """The clock controls (see the module docstring). Each async control takes its turn in
+    the lane and runs its synchronous body (`pause_now`...), which a replay runs again."""
+
+    def __init__(
+        self,
+        env: AsyncEnvironment,
+        clock: VirtualClock,
+        lane: CommandLane,
+        *,
+        book: RecordBook,
+        ending: Ending,
+        publisher: Publisher,
+        wakeup: Wakeup,
+        stops: StopAnnouncements,
+        settings: SimulationSettings,
+    ) -> None:
+        self.env = env
+        self.engine = env.engine
+        self.clock = clock
+        self._lane = lane
+        self._book = book
+        self._record = book.record
+        self._ending = ending
+        self._require_live = ending.require_live
+        self._publisher = publisher
+        self._wakeup = wakeup
+        self.stops = stops
+        self.control_budget = settings.control_budget
+        self.max_ticks = settings.max_ticks
+        self.max_jump = settings.max_jump
+
+    def _after_control(self) -> ClockState:
+        self._ending.after_step()
+        self._publisher.publish_clock()
+        self._wakeup.wake()
+        return self._publisher.clock_state()
 
     async def pause(self) -> ClockState:
         async with self._lane:
-            return self._pause()
+            return self.pause_now()
 
-    def _pause(self) -> ClockState:
+    def pause_now(self) -> ClockState:
         self._require_live("pause")
         if not self.env.is_running():
-            raise BadStateError(f"cannot pause: the simulation is {self.state}, not running")
+            raise BadStateError(
+                f"cannot pause: the simulation is {self._publisher.state}, not running"
+            )
         self._record(Pause)
         self.env.pause()
         return self._after_control()
 
     async def resume(self) -> ClockState:
         async with self._lane:
-            return self._resume()
+            return self.resume_now()
 
-    def _resume(self) -> ClockState:
+    def resume_now(self) -> ClockState:
         self._require_live("resume")
         if not self.env.is_paused():
             raise BadStateError(
-                f"cannot resume: the simulation is {self.state}, not paused; pause it first"
+                f"cannot resume: the simulation is {self._publisher.state}, not paused; "
+                "pause it first"
             )
         self._record(Resume)
         self.env.resume()
         return self._after_control()
 
-    def _pause_restored(self) -> None:
+    def pause_restored(self) -> None:
         """A restored realtime session comes back paused (its downtime is no simulated time),
         without a stream item: the stream is the original's until someone resumes it."""
         self._record(Restore, paused=True)
         self.env.pause()
 
-    def mark_restored(self) -> None:
-        """The session was rebuilt from its records (`areasync.simulation.replay`): it is
-        `restored`, and a realtime one still running comes back paused."""
-        self.restored = True
-        if not self.ended and self.clock.mode is Mode.REALTIME and not self.clock.paused:
-            self._pause_restored()
+    def pause_if_restored_running(self) -> None:
+        """A session rebuilt from its records: a realtime one still running comes back paused."""
+        if not self._ending.ended and self.clock.mode is Mode.REALTIME and not self.clock.paused:
+            self.pause_restored()
 
     async def jump(
         self, *, to: float | None = None, by: float | None = None, inclusive: bool = True
@@ -181,7 +222,7 @@ class Controls(SimulationCore):
         for i in range(n):
             if not self.engine.step_grid():
                 return n
-            self._after_step()
+            self._ending.after_step()
             if out_of_time():
                 return i + 1
         return n
@@ -218,15 +259,15 @@ class Controls(SimulationCore):
         withdraw = self.announce_stop()
         try:
             async with self._lane:
-                return self._stop(reason)
+                return self.stop_now(reason)
         finally:
             withdraw()
 
-    def _stop(self, reason: str) -> dict[str, Any] | None:
+    def stop_now(self, reason: str) -> dict[str, Any] | None:
         self._require_live("stop")
         self._record(Stop, reason=reason)
-        self._end_now(EndState.STOPPED, reason)
-        return self.validation
+        self._ending.end_now(EndState.STOPPED, reason)
+        return self._ending.validation
 
     def announce_stop(self) -> Callable[[], None]:
         """A stop is on its way: long controls give way to it from their next yield on.
@@ -307,6 +348,43 @@ class Controls(SimulationCore):
                 f"session's limit of {self.max_jump:g} s per jump (max_jump); nothing was "
                 f"done: split it into jumps of at most {self.max_jump:g} s"
             )
+
+    # -- a replay's (`Simulation.apply_record`): what the live control did, as it did it ------
+
+    def apply_jump(self, jump: Jump, interrupted: Interrupted | None) -> None:
+        """Run a jump as `jump` logged it, stopped where `interrupted` says the live one was."""
+        with self.clock.held():
+            if jump.next_event:
+                target, inclusive = self._next_event_target(), True
+            else:
+                inclusive = jump.inclusive
+                target = self._jump_target(jump.to, jump.by, inclusive)
+            if interrupted is None:
+                self.engine.advance_to(target, inclusive=inclusive)
+            else:
+                fired = 0
+                limit = interrupted.done
+
+                def counted() -> bool:
+                    nonlocal fired
+                    fired += 1
+                    return fired >= limit
+
+                self.engine.advance_to(target, inclusive=inclusive, out_of_time=counted)
+        self._end_applied_control(interrupted)
+
+    def apply_tick(self, n: int, interrupted: Interrupted | None) -> None:
+        """Run `n` ticks as logged, stopped where `interrupted` says the live ones were."""
+        self._require_live("tick")
+        self._record(Tick, n=n)
+        with self.clock.held():
+            self._ticks(n if interrupted is None else interrupted.done, lambda: False)
+        self._end_applied_control(interrupted)
+
+    def _end_applied_control(self, interrupted: Interrupted | None) -> None:
+        if interrupted is not None:
+            self._book.record_again(interrupted)
+        self._after_control()
 
 
 def _check_jump_request(to: float | None, by: float | None, inclusive: bool) -> None:

@@ -3,49 +3,107 @@
 It plans (how long until the next step: now in fast mode when no agent is busy, the next grid
 time in realtime, never in manual), sleeps until then or until something wakes it (a command,
 a lease ended, a stop), and runs engine steps back to back for at most `step_budget` wall
-seconds, each batch holding the session's command lane.
+seconds, each batch holding the session's command lane. A judged simulation's task runs
+through its judge (`Judge.drive`), so that the judge's calls never stall the event loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from time import perf_counter
 from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import anyio.abc
 
-from areasync.policies import LagPolicy, LeasePolicy
+from areasync.bridge.environment import AsyncEnvironment
+from areasync.loop.clock import VirtualClock, WallSleep
+from areasync.policies import LagPolicy
 from areasync.protocol.frames import Mode
-from areasync.simulation.core import SimulationCore
-from areasync.simulation.ending import EndState
-from areasync.simulation.options import CLOCK_PUBLISH_INTERVAL_S
-from areasync.simulation.records import Exit, LeaseExpired, RealtimeTick
+from areasync.simulation.ending import Ending, EndState
+from areasync.simulation.input_records import Exit, RealtimeTick
+from areasync.simulation.judging import Judge
+from areasync.simulation.lane import CommandLane
+from areasync.simulation.lease_keeper import LeaseKeeper
+from areasync.simulation.options import CLOCK_PUBLISH_INTERVAL_S, SimulationSettings
+from areasync.simulation.publisher import Publisher
+from areasync.simulation.record_book import RecordBook
+from areasync.simulation.wakeup import Wakeup
 
 
-class Driver(SimulationCore):
-    """Runs the simulation: `await sim.run()`, or `async with sim:` for a background task."""
+class Driver:
+    """Runs the simulation's engine: `run()`, or `enter()`/`exit()` for a background task."""
+
+    def __init__(
+        self,
+        env: AsyncEnvironment,
+        clock: VirtualClock,
+        lane: CommandLane,
+        *,
+        book: RecordBook,
+        keeper: LeaseKeeper,
+        ending: Ending,
+        publisher: Publisher,
+        wakeup: Wakeup,
+        settings: SimulationSettings,
+        judge: Judge | None = None,
+    ) -> None:
+        self._env = env
+        self._engine = env.engine
+        self._clock = clock
+        self._lane = lane
+        self._book = book
+        self._keeper = keeper
+        self._leases = keeper.leases
+        self._ending = ending
+        self._after_step = ending.after_step  # bound once: it follows every step
+        self._publisher = publisher
+        self._wakeup = wakeup
+        self._step_budget = settings.step_budget
+        self._lag_policy = settings.lag_policy
+        self._max_lag = settings.max_lag
+        self._judge = judge
+        # How the driver waits wall seconds of the clock's wall (`Simulation.load`'s `sleep`);
+        # None: on the event loop's clock.
+        self.wall_sleep: WallSleep | None = None
+        self._driving = False
+        self._task_group: anyio.abc.TaskGroup | None = None
+        # Realtime starts when the driver does, not when the scenario was loaded: until then
+        # the clock stands still, so nothing read during setup is ever taken back.
+        clock.hold()
+        self._held_until_driven = True
 
     async def run(self) -> dict[str, Any] | None:
         """Run to the scenario's end (or wait for it, inside `async with`). Returns validation."""
         if self._driving:
-            await self._ended.wait()
+            await self._ending.done.wait()
         else:
             self._driving = True
-            await self._drive()
-        return self.validation
+            await self._task()
+        return self._ending.validation
 
-    async def __aenter__(self) -> Self:
+    async def enter(self) -> None:
+        """Start driving in a background task (`async with sim:`)."""
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         # Marked before the task starts, so that a `run()` right after entering waits for it.
         self._driving = True
-        self._task_group.start_soon(self._drive)
-        return self
+        self._task_group.start_soon(self._task)
 
-    async def __aexit__(
+    async def exit(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        """Leave the run (if it still runs: its validation may ask the judge) and wait for the
+        background task to end."""
+        leaving = self._leave_and_wait(exc_type, exc, tb)
+        return await (leaving if self._judge is None else self._judge.bridge(leaving))
+
+    async def _leave_and_wait(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
@@ -53,23 +111,33 @@ class Driver(SimulationCore):
     ) -> bool | None:
         assert self._task_group is not None
         self.leave()
-        self._wake()
+        self._wakeup.wake()
         return await self._task_group.__aexit__(exc_type, exc, tb)
 
+    def _task(self) -> Coroutine[Any, Any, None]:
+        return self._drive() if self._judge is None else self._judge.drive(self._drive())
+
+    def revive(self) -> None:
+        """A thawed copy's driver: not driving, with the clock held once as after a load."""
+        self._task_group = None
+        self._driving = False
+        self._held_until_driven = True
+
     async def _drive(self) -> None:
+        clock, ending = self._clock, self._ending
         if self._held_until_driven:
             self._held_until_driven = False
-            self.clock.unhold()
-        if self.engine.started and self.env.tick_count == 0 and self.clock.flowing:
+            clock.unhold()
+        if self._engine.started and self._env.tick_count == 0 and clock.flowing:
             # The first tick is due now: the clock rests at it, or at a later time if one was
             # read meanwhile (time never goes back).
-            first_tick_us = max(self.engine.next_grid_us(), self.clock.reported_us)
-            self.clock.anchor(first_tick_us, self.clock.wall())
+            first_tick_us = max(self._engine.next_grid_us(), clock.reported_us)
+            clock.anchor(first_tick_us, clock.wall())
         try:
-            while not self.ended:
+            while not ending.ended:
                 # Planning may end the session (a lease policy): it is a command like any other.
                 async with self._lane:
-                    if self.ended:
+                    if ending.ended:
                         break
                     delay = self._plan()
                     if delay is not None and delay <= 0:
@@ -83,54 +151,44 @@ class Driver(SimulationCore):
 
     def leave(self) -> None:
         """End the run because its `async with` block exited while it still ran."""
-        if self.ended:
+        if self._ending.ended:
             return
-        self._record(Exit, internal=True)
-        self._end_now(EndState.LEFT, "the simulation context exited")
+        self._book.record(Exit, internal=True)
+        self._ending.end_now(EndState.LEFT, "the simulation context exited")
 
     def _plan(self) -> float | None:
         """Wall seconds until the next step (0: now; None: only when woken)."""
-        engine = self.engine
+        engine = self._engine
         if engine.finished or engine.stopping:
             return 0.0
-        if self.clock.paused:
+        if self._clock.paused:
             return None
-        mode = self.clock.mode
+        mode = self._clock.mode
         if mode is Mode.FAST:
             if self._leases:
                 return self._lease_delay()
-            if engine.next_due_us() is None and not self.env.exit_when_no_events:
+            if engine.next_due_us() is None and not self._env.exit_when_no_events:
                 return 0.0 if engine.end_us is not None else None
             return 0.0
         if mode is Mode.REALTIME:
             # Planned holding the lane, whose hold of the clock ends before the driver waits.
-            delay = self.clock.wall_delay_until(engine.next_grid_us(), holds=1)
+            delay = self._clock.wall_delay_until(engine.next_grid_us(), holds=1)
             return 0.0 if delay is None else delay
         return None  # manual: only controls move time
 
     def _lease_delay(self) -> float | None:
         """Expire the leases past their deadline; wall seconds until the next one expires."""
-        now = self.clock.wall()
+        now = self._clock.wall()
         for holder in self._leases.expire(now):
-            if self._expire_lease(holder):
+            if self._keeper.expire(holder):
                 return 0.0
         deadline = self._leases.next_deadline()
         return 0.0 if deadline is None else max(0.0, deadline - now)
 
-    def _expire_lease(self, holder: str) -> bool:
-        """`holder`'s lease has expired (and is no longer held); whether the run ended."""
-        self._record(LeaseExpired, expired=holder, policy=self.lease_policy.value)
-        if self.lease_policy is LeasePolicy.END:
-            self._end_now(
-                EndState.LEASE_EXPIRED, f"agent {holder!r} held its busy lease past the deadline"
-            )
-            return True
-        return False
-
     def _run_steps(self) -> None:
         """Engine steps back to back until the budget is spent or the driver must re-plan."""
         # `out_of_time(self.step_budget)`, written out: it is asked after every step.
-        deadline = perf_counter() + self.step_budget
+        deadline = perf_counter() + self._step_budget
         while True:
             more = self._step()
             self._after_step()
@@ -139,10 +197,10 @@ class Driver(SimulationCore):
 
     def _step(self) -> bool:
         """One engine step. False when the driver should plan again (wait, or done)."""
-        clock = self.clock
+        clock = self._clock
         if clock.mode is Mode.FAST and not self._leases and not clock.paused:
             return self._fast_step()  # which ends a finished or stopping run itself
-        engine = self.engine
+        engine = self._engine
         if engine.finished or engine.stopping:
             return self._fast_step()
         if clock.mode is not Mode.FAST:
@@ -153,16 +211,16 @@ class Driver(SimulationCore):
     def _fast_step(self) -> bool:
         """One step whose effect follows from the state alone (a replay runs it again): the
         end, or a step of the queue-based loop. Counted, not logged one by one."""
-        self._pending_steps += 1
-        engine = self.engine
+        self._book.pending_steps += 1
+        engine = self._engine
         if engine.step_fast():  # which ends a finished or stopping run (`Engine.finish`)
             return True
         if not engine.finished and engine.next_due_us() is None:
             engine.run_out()
         return False
 
-    def replay_fast_step(self) -> None:
-        """One fast step and what follows it, as `_run_steps` ran it (a replay runs as many as
+    def fast_step(self) -> None:
+        """One fast step and what follows it, as `_run_steps` runs it (a replay runs as many as
         a `steps` record counts); raises what the scenario's code raised, as the live step."""
         self._fast_step()
         self._after_step()
@@ -170,38 +228,40 @@ class Driver(SimulationCore):
     def _realtime_tick(self) -> None:
         """A tick of the time-based loop, when the wall says it is due. What the wall decided
         (its time, how late it was, whether the clock is published) is logged with it, so that
-        a replay runs it with no wall (`_tick_as_recorded`)."""
-        target = self.engine.next_grid_us()
-        late_us = self.clock.peek_us() - target  # pacing only: not a reading anyone sees
-        lag = max(0.0, late_us / 1e6 / self.clock.speed)
-        publish = self.clock.wall() - self._last_clock_publish >= CLOCK_PUBLISH_INTERVAL_S
-        too_late = self.lag_policy is LagPolicy.STRICT and lag > self.max_lag
-        if not too_late and self.lag_policy is not LagPolicy.CATCH_UP:
+        a replay runs it with no wall (`tick_as_recorded`)."""
+        clock = self._clock
+        target = self._engine.next_grid_us()
+        late_us = clock.peek_us() - target  # pacing only: not a reading anyone sees
+        lag = max(0.0, late_us / 1e6 / clock.speed)
+        publish = clock.wall() - self._publisher.last_clock_publish >= CLOCK_PUBLISH_INTERVAL_S
+        too_late = self._lag_policy is LagPolicy.STRICT and lag > self._max_lag
+        if not too_late and self._lag_policy is not LagPolicy.CATCH_UP:
             # A late tick runs at the latest time already given out, if that is later than its
             # own: what was read stays read.
-            self.clock.anchor(max(target, self.clock.reported_us), self.clock.wall())
-        self._record(RealtimeTick, internal=True, lag=lag, publish=publish)
-        self._tick_as_recorded(lag, publish)
+            clock.anchor(max(target, clock.reported_us), clock.wall())
+        self.tick_as_recorded(lag, publish)
 
-    def _tick_as_recorded(self, lag: float, publish: bool) -> None:
-        """The realtime tick at the clock's time, `lag` late, publishing the clock if `publish`."""
-        self.lag = lag
-        if self.lag_policy is LagPolicy.STRICT and lag > self.max_lag:
-            self._end_now(
+    def tick_as_recorded(self, lag: float, publish: bool) -> None:
+        """The realtime tick at the clock's time, `lag` late, publishing the clock if
+        `publish`, logged (a replay runs it so, from its record)."""
+        self._book.record(RealtimeTick, internal=True, lag=lag, publish=publish)
+        self._publisher.lag = lag
+        if self._lag_policy is LagPolicy.STRICT and lag > self._max_lag:
+            self._ending.end_now(
                 EndState.TOO_LATE,
-                f"realtime tick ran {lag:.3f} s late, above max_lag={self.max_lag}",
+                f"realtime tick ran {lag:.3f} s late, above max_lag={self._max_lag}",
             )
             return
         # A tick takes no simulated time: ARE's thread spends ~1 ms of wall time per tick, which
         # at speed k would otherwise become k ms of simulated time inside the tick (the lane
         # holds the clock too; CATCH_UP ticks where the clock stood when the lane was taken).
-        with self.clock.held():
-            self.engine.step_grid()
+        with self._clock.held():
+            self._engine.step_grid()
         if publish:
-            self._publish_clock()
+            self._publisher.publish_clock()
 
     async def _sleep(self, delay: float | None) -> None:
-        event = self._wake_event
+        event = self._wakeup.event
         if delay is None:
             await event.wait()
         elif self.wall_sleep is None:
@@ -209,8 +269,7 @@ class Driver(SimulationCore):
                 await event.wait()
         else:
             await _first_of(event.wait, partial(self.wall_sleep, delay))
-        if self._wake_event is event and event.is_set():
-            self._wake_event = anyio.Event()
+        self._wakeup.consumed(event)
 
 
 async def _first_of(*waits: Callable[[], Awaitable[Any]]) -> None:

@@ -64,6 +64,13 @@ class CommandLane:
         self._started = 0.0
         self.on_release: Callable[[], None] | None = None
 
+    def copy_reduction(self) -> tuple[object, ...]:
+        """How a copy of its session stores the lane (`areasync.bridge.state_copy.freeze`):
+        as a new, free lane over the copy's sandbox and clock, with no waiter, no work done
+        and no hook (a lane held while its session is copied is the copier's, not the
+        copy's)."""
+        return _free_lane, (self._sandbox, self._clock, self.charges_time)
+
     def locked(self) -> bool:
         return self._busy
 
@@ -119,3 +126,12 @@ class CommandLane:
             self._waiters.popleft().set()  # still busy: it is the next command's now
         else:
             self._busy = False
+
+
+def _free_lane(
+    sandbox: Sandbox | None, clock: VirtualClock | None, charges_time: bool
+) -> CommandLane:
+    """A free lane (a copy's: `CommandLane.copy_reduction`)."""
+    lane = CommandLane(sandbox, clock)
+    lane.charges_time = charges_time
+    return lane

@@ -3,8 +3,9 @@
 In fast mode simulated time stands still while an agent holds a lease (it is thinking, or its
 tool call is on its way): the driver jumps to the next due item only once no lease is held. A
 lease that outlives its deadline (wall seconds) expires, so a crashed agent cannot freeze a
-session for good; what then happens is the session's `LeasePolicy`. Pure bookkeeping: the wall
-time is passed in.
+session for good; what then happens is the session's `LeasePolicy`. `Leases` is the pure
+bookkeeping (the wall time is passed in); the simulation's part that begins, ends and expires
+them is `lease_keeper.LeaseKeeper`.
 """
 
 from __future__ import annotations

@@ -19,14 +19,28 @@ from areasync.bridge.environment import Scenario
 from areasync.bridge.judge_options import JudgeOptions
 from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
 from areasync.bridge.sandbox import Sandbox
+from areasync.journal.sources import InlineScenario, RegisteredScenario, ResolvedScenario
 from areasync.policies import DEFAULT_MAX_FILE_BYTES
 from areasync.protocol.frames import ImportMode
 
-ScenarioSource: TypeAlias = str | os.PathLike[str] | Scenario
+Loadable: TypeAlias = str | os.PathLike[str] | Scenario | ResolvedScenario
+"""What a scenario is loaded from: a registered id, a JSON file's path, JSON text, a Scenario, or
+where one came from as data (`areasync.journal.sources`: a registered id, inline JSON)."""
+
+
+def plain_source(source: Loadable) -> str | os.PathLike[str] | Scenario:
+    """`source` as ARE's loading takes it (`areasync.bridge.scenarios.load`): a resolved
+    `Loadable` as its id or JSON text, anything else as it is."""
+    match source:
+        case RegisteredScenario(id=scenario_id):
+            return scenario_id
+        case InlineScenario(json=text):
+            return text
+    return source
 
 
 def build_scenario(
-    source: ScenarioSource,
+    source: Loadable,
     *,
     import_mode: ImportMode | str = ImportMode.AUTO,
     oracle: bool = False,
@@ -59,7 +73,7 @@ def build_scenario(
 
 @contextmanager
 def sandboxed_loading(
-    source: ScenarioSource,
+    source: Loadable,
     *,
     sandbox: Sandbox | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
@@ -71,6 +85,7 @@ def sandboxed_loading(
     The sandbox carries the session's ids and time (`areasync.bridge.determinism`): from
     `seed` and `created_at` (random, and the wall's now, if None), unless it has them already.
     If the body raises, what ARE created for the scenario is removed."""
+    source = plain_source(source)
     if sandbox is None:
         _discover_registered(source)
         sandbox = Sandbox(max_file_bytes=max_file_bytes)
@@ -86,7 +101,7 @@ def sandboxed_loading(
 
 def load_in(
     sandbox: Sandbox,
-    source: ScenarioSource,
+    source: Loadable,
     *,
     import_mode: ImportMode | str,
     oracle: bool,
@@ -95,7 +110,7 @@ def load_in(
 ) -> Scenario:
     """`scenarios.load`, its file-system apps made the sandbox's roots."""
     scenario = scenarios.load(
-        source,
+        plain_source(source),
         import_mode=import_mode,
         oracle=oracle,
         judge=judge,

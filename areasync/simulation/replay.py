@@ -1,7 +1,7 @@
 """Replaying a session from its creation and records, synchronously, with no wall clock.
 
 A session is a pure function of its `Creation` and its `InputRecord`s
-(`areasync.simulation.records`): ARE's ids, app seeds and wall-clock reads follow its seed and
+(`areasync.simulation.input_records`): ARE's ids, app seeds and wall-clock reads follow its seed and
 creation time (`areasync.bridge.determinism`), the clock stands still while a command runs (the
 lane holds it), and what the wall decided is logged - how many fast steps ran between two
 inputs, each realtime tick's time, lag and clock publication, how far an interrupted control
@@ -26,12 +26,45 @@ again with fresh deadlines.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
-from areasync.loop.clock import to_us
-from areasync.protocol.frames import Mode
-from areasync.simulation.agent_side import AgentSide as Simulation
+from areasync.bridge.sandbox import Sandbox
+from areasync.loop.clock import VirtualClock, to_us
+from areasync.loop.engine import Engine
+from areasync.loop.stream import StreamLog
+from areasync.protocol.frames import Mode, StreamItem
+from areasync.simulation.answers import RecordedAnswers
 from areasync.simulation.errors import ReplayDivergedError
-from areasync.simulation.records import ABANDONED, InputRecord, LeaseBegin, Steps
+from areasync.simulation.input_records import ABANDONED, InputRecord, LeaseBegin, Steps
+
+
+class Replayable(Protocol):
+    """What a replay needs of the session it replays into (a `Simulation`, which makes its
+    replays through this module)."""
+
+    @property
+    def log(self) -> StreamLog[StreamItem]: ...
+    @property
+    def clock(self) -> VirtualClock: ...
+    @property
+    def engine(self) -> Engine: ...
+    @property
+    def sandbox(self) -> Sandbox: ...
+    @property
+    def answers(self) -> RecordedAnswers: ...
+    @property
+    def ended(self) -> bool: ...
+    @property
+    def records(self) -> list[InputRecord]: ...
+    @property
+    def pending_steps(self) -> int: ...
+
+    def flush_records(self) -> list[InputRecord]: ...
+    def begin_lease(self, holder: str) -> None: ...
+    def replay_fast_step(self) -> None: ...
+    def apply_record(self, record: InputRecord, following: InputRecord | None = None) -> None: ...
+    def mark_restored(self) -> None: ...
+
 
 __all__ = ["ABANDONED", "replay_into"]
 
@@ -43,7 +76,7 @@ class _Cut:
         self.until_seq = until_seq
         self.until_us = None if until_time is None else to_us(until_time)
 
-    def reached(self, sim: Simulation, time_us: int) -> bool:
+    def reached(self, sim: Replayable, time_us: int) -> bool:
         """Whether something starting at `time_us` now would run past the cut."""
         if self.until_seq is not None and sim.log.seq >= self.until_seq:
             return True
@@ -51,7 +84,7 @@ class _Cut:
 
 
 def replay_into(
-    sim: Simulation,
+    sim: Replayable,
     records: Sequence[InputRecord],
     *,
     until_seq: int | None = None,
@@ -103,7 +136,7 @@ def replay_into(
 
 
 def _turns_taken_on_append(
-    sim: Simulation, records: Sequence[InputRecord]
+    sim: Replayable, records: Sequence[InputRecord]
 ) -> Callable[[int, object], None]:
     """A stream listener that begins, inside the append, the lease an agent began there.
 
@@ -137,7 +170,7 @@ def _turns_taken_on_append(
     return on_append
 
 
-def _position(sim: Simulation, record: InputRecord) -> None:
+def _position(sim: Replayable, record: InputRecord) -> None:
     """Set the clock where the record was logged: in realtime the wall had moved it there."""
     t_us, now = to_us(record.time), sim.clock.now_us()
     if t_us == now:
@@ -151,7 +184,7 @@ def _position(sim: Simulation, record: InputRecord) -> None:
     )
 
 
-def _steps(sim: Simulation, n: int, cut: _Cut) -> bool:
+def _steps(sim: Replayable, n: int, cut: _Cut) -> bool:
     """Run `n` fast steps (False if the cut came first)."""
     engine = sim.engine
     for _ in range(n):
@@ -194,7 +227,7 @@ def _check(
     return len(replayed)
 
 
-def _apply(sim: Simulation, record: InputRecord, following: InputRecord | None) -> None:
+def _apply(sim: Replayable, record: InputRecord, following: InputRecord | None) -> None:
     """Run what `record` logged (`Simulation.apply_record`); errors it raised live, it raises
     again and they are dropped here, as the live session answered them to their caller."""
     try:
@@ -205,5 +238,5 @@ def _apply(sim: Simulation, record: InputRecord, following: InputRecord | None) 
         pass
 
 
-def _restore(sim: Simulation) -> None:
+def _restore(sim: Replayable) -> None:
     sim.mark_restored()

@@ -51,10 +51,10 @@ from dataclasses import dataclass, replace
 import anyio
 import anyio.to_thread
 
-from areasync.bridge.state_copy import StateCopyError, freeze, thaw, with_attributes
+from areasync.bridge.state_copy import StateCopyError, freeze, thaw
 from areasync.protocol.frames import Mode
+from areasync.simulation.input_records import InputRecord
 from areasync.simulation.lane import CommandLane
-from areasync.simulation.records import InputRecord
 from areasync.simulation.replay import replay_into
 from areasync.simulation.simulation import Simulation
 
@@ -191,10 +191,7 @@ async def take(sim: Simulation) -> Snapshot | None:
         seq, now = sim.log.seq, sim.clock.now()
         # What the copy must not take along: the service's listeners (its hub, its journal),
         # the driver's task group and the lane's waiters; `thawed` gives the copy its own.
-        replaced = [
-            (sim, sim.copy_reduction()),
-            (sim.log, with_attributes(sim.log, listeners=[], _changed=None)),
-        ]
+        replaced = sim.copy_reductions()
         apps = list(sim.env.apps.values())
         try:
             data = await anyio.to_thread.run_sync(freeze, sim, replaced, apps)

@@ -21,7 +21,7 @@ import pytest
 from areasync.protocol import CallTool, Encoding, Error, ErrorCode, Result, Role
 from areasync.protocol.frames import ForkSession
 from areasync.service import Service
-from areasync.simulation.records import Steps
+from areasync.simulation.input_records import Steps
 from tests.gaia2cli.harness import Harness
 from tests.hardening.faults import watch_faults
 from tests.openenv.client import GenericEnvClient

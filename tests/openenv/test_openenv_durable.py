@@ -25,7 +25,7 @@ from areasync.journal import JournalStore
 from areasync.protocol.frames import NotificationItem, Role, StreamItem
 from areasync.service import Service
 from areasync.service.restore import inputs_of
-from areasync.simulation import records as kinds
+from areasync.simulation import input_records as kinds
 from tests.openenv.client import GenericEnvClient
 from tests.service.support import TUTORIAL, WAIT, replace_sync, serving, tokens
 from tests.waiting import settled

@@ -43,7 +43,7 @@ from areasync.protocol import (
 )
 from areasync.protocol.frames import ClockItem, EventItem, NotificationItem
 from areasync.service import Service, ServiceConfig
-from areasync.service.session import ScenarioSource
+from areasync.simulation.loading import Loadable
 
 ADMIN = "test-admin-token"
 TUTORIAL = "scenario_tutorial"
@@ -109,7 +109,7 @@ def in_process_only(why: str) -> pytest.MarkDecorator:
 
 @asynccontextmanager
 async def serving(
-    *scenarios: ScenarioSource, wall: Wall = REAL_WALL, **overrides: Any
+    *scenarios: Loadable, wall: Wall = REAL_WALL, **overrides: Any
 ) -> AsyncIterator[Service]:
     """A running service with `scenarios` (default: scenario_tutorial), torn down after; its
     sessions read and wait on `wall` (a test's own: `tests/walls.py`)."""

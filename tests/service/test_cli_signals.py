@@ -22,7 +22,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from areasync.journal import JournalStore
 from areasync.service.restore import inputs_of
-from areasync.simulation import records as kinds
+from areasync.simulation import input_records as kinds
 from tests.scenarios import RUNAWAY_STARTED, RunawayScenario
 from tests.service.durable_support import read_banner, read_until, session_url
 from tests.service.support import json_files

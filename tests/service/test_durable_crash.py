@@ -23,7 +23,7 @@ from areasync.agents.oracle import oracle_plan, run_oracle_agent
 from areasync.client import Client, connect
 from areasync.journal import JournalStore
 from areasync.service.restore import inputs_of
-from areasync.simulation import records as kinds
+from areasync.simulation import input_records as kinds
 from tests.service.durable_support import read_banner
 
 SCENARIO = "scenario_apps_tutorial"  # two oracle tool calls

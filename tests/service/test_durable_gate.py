@@ -18,7 +18,7 @@ import pytest
 from areasync.journal import JournalStore
 from areasync.protocol import CallTool, CloseCode, EventItem, Hello, Result, Role
 from areasync.service.restore import inputs_of
-from areasync.simulation import records as kinds
+from areasync.simulation import input_records as kinds
 from tests.service.support import ADMIN, TUTORIAL, attach, http_get, raw, replace_sync, serving
 
 OTHER = f"{TUTORIAL}-2"  # a second session of the same scenario

@@ -21,7 +21,7 @@ import pytest
 from areasync.journal import Durability, JournalError, JournalStore
 from areasync.service.durable import SessionJournal
 from areasync.service.restore import inputs_of
-from areasync.simulation.records import CallTool
+from areasync.simulation.input_records import CallTool
 from tests.journal.support import created
 from tests.service.support import WAIT, replace_sync
 

@@ -19,8 +19,8 @@ from areasync.journal import Created, Ended, Journal, JournalStore
 from areasync.protocol import CallTool, Pause, Resume, Role, SendUserMessage, Stop, Tick
 from areasync.service.journals import Journals
 from areasync.service.restore import inputs_of
-from areasync.simulation import records as kinds
-from areasync.simulation.records import Creation, InputRecord
+from areasync.simulation import input_records as kinds
+from areasync.simulation.input_records import Creation, InputRecord
 from tests.service.support import ADMIN, TUTORIAL, attach, config, serving, tokens
 
 SERVE = [sys.executable, "-m", "areasync.cli", "serve", "--workers", "0", "--port", "0"]

@@ -33,8 +33,8 @@ from areasync.protocol.frames import EventItem
 from areasync.service import Service, ServiceConfig
 from areasync.service.restore import inputs_of, rebuild, replayed
 from areasync.simulation import ReplayDivergedError, Simulation
-from areasync.simulation import records as kinds
-from areasync.simulation.records import InputRecord
+from areasync.simulation import input_records as kinds
+from areasync.simulation.input_records import InputRecord
 from tests.service.support import http_get
 from tests.service.test_gaia2_judge import (
     CALENDAR_DONE,

@@ -45,7 +45,6 @@ from areasync.gaia2.dataset import (
 from areasync.gaia2.stub_llm import JUDGE_MODEL, Script, StubLLM
 from areasync.protocol import EndedItem, Role
 from areasync.service import Service, ServiceConfig
-from areasync.service.judged import JudgedSimulation
 from tests.bounds import PROCESS_S
 from tests.gaia2cli.harness import Harness
 from tests.service.support import http_get
@@ -432,15 +431,15 @@ async def test_the_event_loop_serves_on_while_the_judge_thinks(
     script.gate = threading.Event()
     created = await create(judged, calendar_json("two_turns", second_turn=True))
     sim = simulation(judged, created)
-    assert isinstance(sim, JudgedSimulation)
+    assert sim.judge is not None
     sandboxes: list[Any] = []
-    are_call = sim.judge._are_call
+    are_call = sim.judge.link._are_call
 
     def observed(*args: Any, **kwargs: Any) -> Any:
         sandboxes.append(sandbox_module.current())
         return are_call(*args, **kwargs)
 
-    sim.judge._are_call = observed
+    sim.judge.link._are_call = observed
     async with anyio.create_task_group() as tg:
         ended: list[EndedItem] = []
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from areasync.service.restore import abandoned_call
-from areasync.simulation.records import ABANDONED, CallTool, InputRecord, Steps, Tick
+from areasync.simulation.input_records import ABANDONED, CallTool, InputRecord, Steps, Tick
 
 
 def _record(source: str, seq: int = 3) -> InputRecord:

@@ -3,7 +3,7 @@
 import anyio
 
 from areasync import LeasePolicy, Simulation
-from areasync.simulation.records import LeaseExpired
+from areasync.simulation.input_records import LeaseExpired
 from tests.scenarios import timeline
 
 

@@ -22,7 +22,7 @@ from bench.synthetic import synthetic_scenario
 
 TOOL = "SystemApp__get_current_time"
 # Python calls (functions and builtins) per unit of work, with some room above today's counts
-# (131.1 per event; 217 per tool call, 226 with the service's bounds).
+# (131.1 per event; 216 per tool call, 225 with the service's bounds).
 MAX_CALLS_PER_EVENT = 134
 MAX_CALLS_PER_TOOL_CALL = 220
 MAX_CALLS_PER_BOUNDED_TOOL_CALL = 229

@@ -19,7 +19,7 @@ from areasync.policies import LagPolicy
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem
 from areasync.simulation.errors import ReplayDivergedError
-from areasync.simulation.records import Abandoned, LeaseBegin, Tick
+from areasync.simulation.input_records import Abandoned, LeaseBegin, Tick
 from areasync.simulation.replay import _check
 from tests.scenarios import timeline
 from tests.waiting import settled

@@ -2,15 +2,15 @@
 continued, replay again to the same run (a journal restored, continued and restored again).
 
 The fast steps here are run one by one through the same methods the driver and a replay run
-(`_fast_step`, `_after_step`), with no driver: how many ran before a record is the point, and a
-driver's batches follow the wall."""
+(`replay_fast_step`, `apply_record`), with no driver: how many ran before a record is the
+point, and a driver's batches follow the wall."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from areasync import Simulation
-from areasync.simulation.records import InputRecord
+from areasync.simulation.input_records import CallTool, InputRecord
 from tests.scenarios import timeline
 from tests.simulation.test_replay import frames
 
@@ -20,13 +20,14 @@ TIMES = (1.0, 2.0, 4.0, 8.0)
 def fast_steps(sim: Simulation, n: int) -> None:
     with sim.sandbox.entered():
         for _ in range(n):
-            sim._fast_step()
-            sim._after_step()
+            sim.replay_fast_step()
 
 
 def mark(sim: Simulation, label: str) -> None:
     with sim.sandbox.entered():
-        sim._call_tool("TimelineApp__mark", {"label": label})
+        sim.apply_record(
+            CallTool(sim.now, sim.log.seq, tool="TimelineApp__mark", args={"label": label})
+        )
 
 
 def loaded() -> Simulation:

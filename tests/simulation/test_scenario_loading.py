@@ -39,3 +39,14 @@ def test_a_registered_id_loads_an_initialised_scenario() -> None:
     sim = Simulation.load("scenario_tutorial", mode="manual")
     assert sim.scenario.scenario_id == "scenario_tutorial"
     assert "EmailClientApp" in sim.env.apps
+
+
+def test_a_simulation_loads_from_a_resolved_scenario_source() -> None:
+    from areasync.gaia2.dataset import SPECS, scenario_json
+    from areasync.journal import InlineScenario, RegisteredScenario
+
+    registered = Simulation.load(RegisteredScenario("scenario_tutorial"), mode="manual")
+    assert registered.scenario.scenario_id == "scenario_tutorial"
+    text = scenario_json(SPECS["tiny_email"])
+    inline = Simulation.load(InlineScenario.of(text), mode="manual")
+    assert inline.scenario.scenario_id == Simulation.load(text, mode="manual").scenario.scenario_id

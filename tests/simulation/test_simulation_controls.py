@@ -4,7 +4,7 @@ import pytest
 
 from areasync import BadStateError, InvalidRequestError, Simulation
 from areasync.protocol import ClockItem
-from areasync.simulation.records import Jump
+from areasync.simulation.input_records import Jump
 from tests.scenarios import timeline
 
 

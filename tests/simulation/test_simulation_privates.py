@@ -12,10 +12,22 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent / "areasync"
-# The files `Simulation` is written in.
+# The files `Simulation` and its parts are written in.
 CLASS_FILES = {
     ROOT / "simulation" / name
-    for name in ("core.py", "controls.py", "driver.py", "agent_side.py", "simulation.py")
+    for name in (
+        "simulation.py",
+        "record_book.py",
+        "publisher.py",
+        "ending.py",
+        "leases.py",
+        "lease_keeper.py",
+        "driver.py",
+        "controls.py",
+        "agent.py",
+        "judging.py",
+        "wakeup.py",
+    )
 }
 
 
@@ -39,8 +51,7 @@ def private_members() -> set[str]:
 
 
 def _own(value: ast.expr) -> bool:
-    """`self`, `cls` or `super()`: a class reaching its own members (the judged session
-    overrides two hooks of its base, `areasync.service.judged`)."""
+    """`self`, `cls` or `super()`: a class reaching its own members."""
     if isinstance(value, ast.Name):
         return value.id in ("self", "cls")
     return (
@@ -68,3 +79,21 @@ def reach_ins() -> list[str]:
 
 def test_no_module_outside_the_class_touches_a_private_member_of_a_simulation() -> None:
     assert reach_ins() == []
+
+
+def subclasses_of_simulation() -> list[str]:
+    """`class X(Simulation)` anywhere in the package: a subclass would patch its internals."""
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                (isinstance(base, ast.Name) and base.id == "Simulation")
+                or (isinstance(base, ast.Attribute) and base.attr == "Simulation")
+                for base in node.bases
+            ):
+                found.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {node.name}")
+    return found
+
+
+def test_no_module_subclasses_a_simulation_its_judge_is_a_part_it_is_given() -> None:
+    assert subclasses_of_simulation() == []

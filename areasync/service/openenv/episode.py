@@ -38,6 +38,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import msgspec
 
+from areasync.journal.sources import (
+    DatasetTask,
+    InlineScenario,
+    RegisteredScenario,
+    ScenarioFile,
+    ScenarioSource,
+)
 from areasync.protocol.errors import ErrorCode as AreaErrorCode
 from areasync.protocol.frames import (
     ClientFrame,
@@ -61,17 +68,12 @@ from areasync.service.openenv.catalog import Catalog, CatalogError
 from areasync.service.openenv.credential import Credential
 from areasync.service.openenv.messages import (
     AreAction,
-    ByPath,
-    ByTask,
     CallToolAction,
     ErrorCode,
     GetStateAction,
     InitializeAction,
-    Inline,
     ListAppsAction,
     OpenEnvError,
-    Registered,
-    ScenarioSource,
     action_frames,
     scenario_source,
 )
@@ -240,19 +242,19 @@ class Episode:
 
     async def _scenario(self, source: ScenarioSource) -> tuple[str | None, str | None]:
         """(registered id, JSON text) of what an initialize names; files are read off the loop."""
-        match source:
-            case Registered(id=scenario_id):
-                return scenario_id, None
-            case Inline(text=text):
-                return None, text
         config = self.registry.config
         catalog = Catalog(config.scenario_dir, config.max_scenario_bytes)
         try:
-            if isinstance(source, ByPath):
-                return await anyio.to_thread.run_sync(catalog.resolve, source.path)
-            assert isinstance(source, ByTask)
-            task = await anyio.to_thread.run_sync(catalog.task, source.split, source.index)
-            return await anyio.to_thread.run_sync(catalog.resolve, task.scenario_path)
+            match source:
+                case RegisteredScenario(id=scenario_id):
+                    return scenario_id, None
+                case InlineScenario(json=text):
+                    return None, text
+                case ScenarioFile(path=path):
+                    return await anyio.to_thread.run_sync(catalog.resolve, path)
+                case DatasetTask(split=split, index=index):
+                    task = await anyio.to_thread.run_sync(catalog.task, split, index)
+                    return await anyio.to_thread.run_sync(catalog.resolve, task.scenario_path)
         except CatalogError as refused:
             raise OpenEnvError(ErrorCode.VALIDATION_ERROR, refused.message) from None
 

@@ -23,6 +23,13 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from areasync.journal.sources import (
+    DatasetTask,
+    InlineScenario,
+    RegisteredScenario,
+    ScenarioFile,
+    ScenarioSource,
+)
 from areasync.protocol.frames import (
     CallTool,
     ClientFrame,
@@ -196,34 +203,6 @@ def tool_name(action: CallToolAction) -> str:
     return f"{action.app_name}__{action.tool_name}"
 
 
-class Registered(msgspec.Struct, frozen=True):
-    """A registered scenario id."""
-
-    id: str
-
-
-class Inline(msgspec.Struct, frozen=True):
-    """ARE/Gaia2 scenario JSON, as text."""
-
-    text: str
-
-
-class ByPath(msgspec.Struct, frozen=True):
-    """`scenario_path`: resolved by the server's catalog (`catalog.py`)."""
-
-    path: str
-
-
-class ByTask(msgspec.Struct, frozen=True):
-    """A Task API task: `split` and `index`, resolved by the server's catalog."""
-
-    split: str
-    index: int
-
-
-ScenarioSource = Registered | Inline | ByPath | ByTask
-
-
 def scenario_source(action: InitializeAction) -> ScenarioSource:
     """What an initialize names; exactly one way, or VALIDATION_ERROR."""
     text = action.scenario_json
@@ -231,13 +210,13 @@ def scenario_source(action: InitializeAction) -> ScenarioSource:
         text = json.dumps(text)
     named: list[ScenarioSource] = []
     if action.scenario is not None:
-        named.append(Registered(action.scenario))
+        named.append(RegisteredScenario(action.scenario))
     if text is not None:
-        named.append(Inline(text))
+        named.append(InlineScenario.of(text))
     if action.scenario_path is not None:
-        named.append(ByPath(action.scenario_path))
+        named.append(ScenarioFile(action.scenario_path))
     if action.split is not None and action.index is not None:
-        named.append(ByTask(action.split, action.index))
+        named.append(DatasetTask(action.split, action.index))
     elif (action.split is None) != (action.index is None):
         raise OpenEnvError(
             ErrorCode.VALIDATION_ERROR,

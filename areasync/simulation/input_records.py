@@ -10,7 +10,6 @@ journal to persist as they are.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import fields
 from typing import Any, TypeAlias
 
@@ -196,7 +195,7 @@ InputRecord: TypeAlias = (
 )
 """One input of a run, logged so that the run can be replayed exactly
 (`areasync.simulation.replay`), one msgspec Struct per kind, tagged with its `source`.
-`SimulationCore.inputs` holds the external ones; `SimulationCore.records` also holds the
+`Simulation.inputs` holds the external ones; `Simulation.records` also holds the
 engine steps whose timing the wall decided (`Steps`, `RealtimeTick`) and the leases."""
 
 
@@ -225,8 +224,10 @@ class Creation(msgspec.Struct, frozen=True):
     exit_when_no_events: bool | None
     import_mode: str
     max_file_bytes: int
-    # `SimulationOptions`, every one, policies by value.
-    options: dict[str, Any]
+    # Every option, as the session settled it (policies as enums; on disk by value). A
+    # creation written before they were typed holds them as a plain object, which decodes to
+    # the same settings; one written before a setting existed gets its default.
+    options: SimulationSettings
 
     @classmethod
     def of(
@@ -241,10 +242,6 @@ class Creation(msgspec.Struct, frozen=True):
         max_file_bytes: int,
         settings: SimulationSettings,
     ) -> Creation:
-        options = {}
-        for field in fields(settings):
-            value = getattr(settings, field.name)
-            options[field.name] = value.value if isinstance(value, enum.Enum) else value
         return cls(
             seed=entropy.seed,
             created_at=entropy.created_at,
@@ -254,7 +251,7 @@ class Creation(msgspec.Struct, frozen=True):
             exit_when_no_events=exit_when_no_events,
             import_mode=import_mode.value,
             max_file_bytes=max_file_bytes,
-            options=options,
+            options=settings,
         )
 
     def load_arguments(self) -> dict[str, Any]:
@@ -268,5 +265,5 @@ class Creation(msgspec.Struct, frozen=True):
             "max_file_bytes": self.max_file_bytes,
             "seed": self.seed,
             "created_at": self.created_at,
-            **self.options,
+            **{field.name: getattr(self.options, field.name) for field in fields(self.options)},
         }

@@ -9,7 +9,9 @@ path                        token    answer
 /sessions/<id> (WebSocket)  (hello)  the upgrade; the hello is read and judged by the front, then
                                      the socket goes to the session's worker (`server.py`)
 /health                     no       200 {"status": "ok" | "degraded", "workers", "restoring",
-                                     "lost", "journal"}; 503 {"status": "starting", ...} until the
+                                     "lost", "journal": {"failed_sessions", "refused_journals"}}
+                                     (failed: as the workers' last heartbeats said); 503
+                                     {"status": "starting", ...} until the
                                      start-up sessions are placed (a hello sent then would
                                      find no session)
 /api/sessions               yes      200 the admin's: every worker's list, merged, each session
@@ -81,6 +83,7 @@ from areasync.service.wire import PostRequest, RefusedRequest
 from areasync.workers.pool import CallFailed, WorkerLost
 
 if TYPE_CHECKING:
+    from areasync.front.supervisor import Supervisor
     from areasync.service.auth import Tokens
     from areasync.service.config import ServiceConfig
     from areasync.workers.pool import Worker, WorkerPool
@@ -96,6 +99,7 @@ class FrontView(Protocol):
     serving: bool  # the start-up sessions are placed
     refused: dict[str, str]
     lost: list[str]
+    supervisor: Supervisor  # its `failed`: what the workers' last beats said
 
     def up(self) -> list[Worker]: ...
 
@@ -258,15 +262,22 @@ class FrontRoutes:
     def health(self) -> dict[str, Any]:
         front = self.front
         up = len(front.up())
-        degraded = up < len(front.pool.workers) or bool(front.restoring) or bool(front.refused)
+        failed = sum(front.supervisor.failed.values())
+        degraded = (
+            up < len(front.pool.workers)
+            or bool(front.restoring)
+            or bool(front.refused)
+            or failed > 0
+        )
         return {
             "status": "starting" if not front.serving else "degraded" if degraded else "ok",
             "protocol": PROTOCOL,
             "workers": up,
             "restoring": len(front.restoring),
             "lost": len(front.lost),
-            # Journals no worker holds for not reading back (a server's field of that name).
-            "journal": {"refused_journals": len(front.refused)},
+            # A server's fields: sessions ended by a failed journal (as the workers' last beats
+            # said, `supervisor.py`), and journals no worker holds for not reading back.
+            "journal": {"failed_sessions": failed, "refused_journals": len(front.refused)},
         }
 
     async def sessions(self, token: str | None) -> Response:

@@ -484,6 +484,7 @@ class Front:
     def _on_lost(self, worker: Worker, pid: int, killed: bool) -> None:
         lost = self.seats.lose(worker.name)
         self._started.pop(worker.name, None)
+        self.supervisor.lost(worker)
         assert self.state_dir is not None
         busy = self.state_dir / BUSY_DIR / str(pid)
         if killed:  # its loop was held: most likely by a call under way (`busy.py`)

@@ -64,7 +64,8 @@ class HostPlace:
         self.name = name
         self.actor = actor
         try:
-            live, rss = ray.get(actor.load.remote(), timeout=_PING_S)
+            load = ray.get(actor.load.remote(), timeout=_PING_S)
+            live, rss = load.live, load.rss
         except (ray.exceptions.RayError, RuntimeError):
             live, rss = 0, 0  # a host started for this evaluation serves no sessions
         self.load = Load(sessions=live, rss=rss)

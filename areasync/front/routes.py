@@ -295,30 +295,32 @@ class FrontRoutes:
                 return _unauthorized("/api/sessions")
             view = await front.call(worker, "sessions", role.value, session_id)
             return json_response(200, view)
-        workers = front.up()
+        return json_response(200, await self.admin_sessions())
+
+    async def admin_sessions(self) -> dict[str, Any]:
+        """`/api/sessions` as the admin sees it: every worker's list, merged (a cluster's
+        node answers its router with it)."""
+        front = self.front
         shown: list[dict[str, Any]] = []
         refused = dict(front.refused)
-        for worker in workers:
+        for worker in front.up():
             try:
                 answer = await front.call(worker, "sessions", Role.ADMIN.value, None)
             except (WorkerLost, CallFailed):
                 continue
             shown += [{**s, "worker": worker.name} for s in answer["sessions"]]
             refused.update(answer.get("refused_journals", {}))
-        return json_response(
-            200,
-            {
-                "protocol": PROTOCOL,
-                "access": {"role": "admin", "session_id": None},
-                "sessions": shown,
-                "restoring": sorted(front.restoring),
-                "refused_journals": refused,
-                "workers": [
-                    {"name": w.name, "pid": w.pid, "restarts": w.restarts, "starts_s": w.starts}
-                    for w in front.pool.workers
-                ],
-            },
-        )
+        return {
+            "protocol": PROTOCOL,
+            "access": {"role": "admin", "session_id": None},
+            "sessions": shown,
+            "restoring": sorted(front.restoring),
+            "refused_journals": refused,
+            "workers": [
+                {"name": w.name, "pid": w.pid, "restarts": w.restarts, "starts_s": w.starts}
+                for w in front.pool.workers
+            ],
+        }
 
     async def metrics(self) -> Response:
         """Every worker's `/metrics`, merged (`metrics.py`)."""

@@ -43,7 +43,9 @@ from areasync.cluster.servers import (
 from areasync.service import ServiceConfig
 
 if TYPE_CHECKING:
-    from areasync.gaia2.remote import Answer, BenchWorker
+    from areasync.cluster.nodebench import NodeBench
+    from areasync.gaia2.remote import Answer
+    from areasync.gaia2.spread import Ended, Lost
 
 __all__ = ["Host", "HostInfo", "HostLink"]
 
@@ -84,7 +86,7 @@ class Host:
 
     def __init__(self) -> None:
         self.server: NodeServer | None = None
-        self.bench: BenchWorker | None = None  # `bench_run`'s thread, from the first run
+        self.bench: NodeBench | None = None  # `bench run --ray`'s workers (`bench_start`)
 
     async def start(
         self, config: ServiceConfig, workers: int | None = None, require_confinement: bool = False
@@ -153,21 +155,43 @@ class Host:
         """(role, session id) of `token` on this host, or None."""
         return self._server().identify(token)
 
-    async def bench_run(
-        self, item: str, config: Any, agent_config_builder: Any, agent_builder: Any
-    ) -> Answer:
-        """One run of `areasync bench run --ray` (`batch.py`) in this process, off the event
-        loop, as `gaia2/remote.py` runs it; its outcome and files as plain data. Needs no
-        server: a host started only for an evaluation runs it too."""
+    async def bench_start(
+        self, workers: int | None, budget_s: float | None, confined: Any, models: bool
+    ) -> list[str]:
+        """Start this node's bench workers for `bench run --ray` (`nodebench.py`), once:
+        `workers` of them (None: one per CPU of the node), each run bounded by `budget_s`,
+        each worker confined by `confined`; their names. Refused on a host running session
+        workers (`nodebench.py` says why)."""
+        if isinstance(self.server, FrontNode):
+            raise RuntimeError(
+                "this host runs session workers: bench runs go to a host of their own "
+                "(`areasync bench run --ray` starts one per node)"
+            )
         if self.bench is None:
-            from areasync.gaia2.remote import BenchWorker  # ARE's benchmark: only when used
+            from areasync.cluster.nodebench import NodeBench  # ARE's benchmark: only when used
 
-            self.bench = BenchWorker()
-        return await self.bench.run(item, config, agent_config_builder, agent_builder)
+            count = usable_cpus() if workers is None else workers
+            self.bench = NodeBench(count, budget_s, confined, models)
+        return self.bench.slots()
+
+    async def bench_run(self, slot: str, item: str, *arguments: Any) -> Answer | Lost | Ended:
+        """One run of `areasync bench run --ray` (`batch.py`) on bench worker `slot`, as
+        `gaia2/remote.py` runs it; its outcome and files as plain data."""
+        if self.bench is None:
+            raise RuntimeError("no bench workers here: call bench_start() first")
+        return await self.bench.run(slot, item, *arguments)
 
     async def bench_running(self) -> int:
         """How many `bench_run`s are under way here."""
         return 0 if self.bench is None else self.bench.running
+
+    async def bench_pids(self) -> dict[str, int | None]:
+        """Each bench worker's process id (tests kill one)."""
+        return {} if self.bench is None else self.bench.pids()
+
+    async def node_id(self) -> str:
+        """The id of the node this host runs on."""
+        return str(ray.get_runtime_context().get_node_id())
 
     async def process_id(self) -> int:
         """The actor's process id (tests kill it as a node loss would)."""
@@ -184,8 +208,10 @@ class Host:
 
     async def stop(self) -> int:
         """Shut the server down (sessions suspended in their journals); how many were."""
-        server = self.server
-        self.server = None
+        server, bench = self.server, self.bench
+        self.server = self.bench = None
+        if bench is not None:
+            await bench.close()
         return 0 if server is None else await server.stop()
 
     def _server(self) -> NodeServer:

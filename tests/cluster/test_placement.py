@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from areasync.cluster.placement import Load, least_loaded, spread  # noqa: E402
+from areasync.cluster.placement import Load, least_loaded, spread
 
 
 def test_a_node_with_more_workers_takes_the_session_when_each_worker_carries_fewer() -> None:

@@ -1,4 +1,4 @@
-"""`--workers`, `--run-budget` and `--ray` are checked against each other and ARE's options
+"""`--workers` and `--run-budget` are checked against each other and ARE's options
 before anything runs; the fork server's preload names modules that exist; a run whose every
 worker dies is re-run `RERUNS` times, then is an infrastructure failure, said so."""
 
@@ -43,16 +43,6 @@ def test_a_run_budget_without_workers_is_refused(capsys: Any) -> None:
 def test_a_run_budget_with_the_thread_executor_is_refused(capsys: Any) -> None:
     err = refusal(capsys, "--executor_type", "thread", "--run-budget", "60")
     assert "--run-budget bounds runs in worker processes" in err
-
-
-def test_ray_with_workers_is_refused(capsys: Any) -> None:
-    err = refusal(capsys, "--ray", "auto", "--workers", "2")
-    assert "--ray and --workers N both say where the runs go: give one of them" in err
-
-
-def test_ray_with_a_run_budget_is_refused(capsys: Any) -> None:
-    err = refusal(capsys, "--ray", "auto", "--run-budget", "60")
-    assert "on a cluster (--ray) ARE's --scenario_timeout applies" in err
 
 
 def test_a_run_budget_must_be_positive(capsys: Any) -> None:

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -557,6 +558,44 @@ async def test_a_killed_workers_sessions_come_back_on_its_node_and_their_clients
     restored = (await worker_pids(router, session_id))[session_id]
     assert restored not in (None, killed)
     assert router.where[session_id] == node  # the node's own front restored it
+
+
+async def test_a_host_running_session_workers_takes_no_bench_pool(router: Router) -> None:
+    link = next(iter(router.hosts.values()))
+    with pytest.raises(ray.exceptions.RayTaskError, match="this host runs session workers"):
+        await router.call(link.actor.bench_start.remote(1, None, None, False))
+
+
+async def test_serve_ray_runs_the_workers_per_node_it_is_given_and_stops_on_sigterm(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    cluster, _ = ray_cluster
+    command = [sys.executable, "-m", "areasync.cli", "serve", "--ray", cluster.address]
+    command += ["--workers", "1", "--state-dir", str(tmp_path / "state"), "--port", "0"]
+    command += ["--mode", "manual", "--scenario", SCENARIO]
+    log = tmp_path / "stderr"
+    with log.open("wb") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            *command, stdout=asyncio.subprocess.PIPE, stderr=stderr
+        )
+    assert process.stdout is not None
+    banner: list[str] = []
+    try:
+        async with asyncio.timeout(HOST_START_S):
+            while not banner or not banner[-1].startswith("Ctrl-C stops every host"):
+                line = await process.stdout.readline()
+                assert line, f"serve --ray ended: {log.read_text()[-2000:]}"
+                banner.append(line.decode().rstrip())
+        nodes = [line for line in banner if line.startswith("  node ")]
+        assert len(nodes) == 2 and all(line.endswith("(1 session worker(s))") for line in nodes)
+        assert any(line.startswith(f"session {SCENARIO} on node ") for line in banner)
+        process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(HOST_START_S):
+            assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 async def test_a_lost_nodes_sessions_come_back_identical_and_their_clients_resume(

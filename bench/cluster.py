@@ -123,11 +123,11 @@ async def _cluster(cluster: Any, worker: Any, state: Path, n: int, calls: int) -
         }
         memory = {
             ("head" if node == cluster.head_node.node_id else "worker"): {
-                "sessions": after[node][0],
-                "rss_before_mb": round(before[node][1] / 2**20, 1),
-                "rss_after_mb": round(after[node][1] / 2**20, 1),
+                "sessions": after[node].live,
+                "rss_before_mb": round(before[node].rss / 2**20, 1),
+                "rss_after_mb": round(after[node].rss / 2**20, 1),
                 "per_session_kb": round(
-                    (after[node][1] - before[node][1]) / max(1, after[node][0]) / 1024, 1
+                    (after[node].rss - before[node].rss) / max(1, after[node].live) / 1024, 1
                 ),
             }
             for node in after

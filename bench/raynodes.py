@@ -132,10 +132,11 @@ async def measure(workers: int | None, state: Path, sessions: int, calls: int) -
     import ray
 
     from areasync.cluster import Router
+    from areasync.protocol.frames import Mode
     from areasync.service import ServiceConfig
 
     config = ServiceConfig(
-        port=0, admin_token=TOKEN, state_dir=state, trace_dir=None, mode="manual"
+        port=0, admin_token=TOKEN, state_dir=state, trace_dir=None, mode=Mode.MANUAL
     )
     router = Router(config, workers=workers, check_interval=1.0)
     await asyncio.wait_for(router.start(), 300)

@@ -13,7 +13,7 @@ each of:
   the node's host (`cluster/servers.py`).
 
 Each creates `--sessions` sessions through the router (placed over the nodes), then drives
-them with bench/scaling.py's load process idea: every agent its own connection, opened at its
+them with bench/scaling.py's load process: every agent its own connection, opened at its
 session's node (the router's 307 is a one-off per connection and is left out), one call in
 flight each (`SystemApp__get_current_time`), `--calls` calls per agent after a warm-up, frames
 written by hand and replies never decoded, so the load costs the server's cores as little as a
@@ -46,54 +46,14 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import scaling
 from bench.common import log
 from bench.front import TOKEN
-from bench.scaling import WARMUP, Agent
 
 SCENARIO = "scenario_tutorial"
 CORES = len(os.sched_getaffinity(0))
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 CONFIGS = {"one_process_per_node": 0, "workers_per_node": None}
-
-
-# -- the load process ---------------------------------------------------------------------------
-
-
-async def load(spec: dict[str, Any]) -> None:
-    """Connect an agent to each (host, port, session), warm up, say `ready`, wait for `go` on
-    stdin, run every call, say how long it took, then wait for stdin to close."""
-    loop = asyncio.get_running_loop()
-    calls = spec["calls"]
-    pending = 0
-    finished: asyncio.Future[None] = loop.create_future()
-
-    def done() -> None:
-        nonlocal pending
-        pending -= 1
-        if pending == 0:
-            finished.set_result(None)
-
-    agents = []
-    for host, port, session in spec["targets"]:
-        make = functools.partial(Agent, host, port, session, WARMUP + calls, done)
-        _, agent = await loop.create_connection(make, host, port)
-        await agent.welcomed
-        agents.append(agent)
-    pending = len(agents)
-    for agent in agents:
-        agent.run_to(WARMUP)
-    await finished
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    print("ready", flush=True)
-    await reader.readline()
-    pending, finished = len(agents), loop.create_future()
-    started = time.perf_counter()
-    for agent in agents:
-        agent.run_to(WARMUP + calls)
-    await finished
-    print(json.dumps({"elapsed_s": time.perf_counter() - started}), flush=True)
-    await reader.read()
 
 
 # -- the measuring process ----------------------------------------------------------------------
@@ -153,7 +113,7 @@ async def measure(workers: int | None, state: Path, sessions: int, calls: int) -
         client = await asyncio.to_thread(
             functools.partial(
                 subprocess.Popen,
-                [sys.executable, __file__, "load", json.dumps(spec)],
+                [sys.executable, scaling.__file__, "load", json.dumps(spec)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
@@ -190,9 +150,6 @@ async def measure(workers: int | None, state: Path, sessions: int, calls: int) -
 
 
 def main() -> int:
-    if len(sys.argv) == 3 and sys.argv[1] == "load":
-        asyncio.run(load(json.loads(sys.argv[2])))
-        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1)
     parser.add_argument("--sessions", type=int, default=32)

@@ -441,22 +441,13 @@ def _where(kwargs: dict[str, Any]) -> Where:
                 "--ray runs each scenario in a worker process of some node, from ARE's JSON "
                 "of it as --executor_type process does: drop --executor_type thread"
             )
-        if required:
-            from areasync.gaia2.confinement import refusal
-
-            refused = refusal()
-            if refused is not None:
-                raise click.UsageError(refused)
-        if budget is None:
-            budget = kwargs.get("scenario_timeout") or None  # ARE's 0: no timeout
+        if workers == 0:
+            raise click.UsageError(
+                "--ray runs the runs in worker processes on every node: give --workers N "
+                "(per node) or leave it out (one per CPU of each node)"
+            )
         # `--workers N` is each node's (None: one per CPU of that node, resolved there).
-        return Where(
-            ray=address,
-            workers=workers or 0,
-            per_node=workers,
-            budget_s=None if budget is None else float(budget),
-            require_confinement=required,
-        )
+        return _in_workers(kwargs, workers or 0, budget, required, ray=address, per_node=workers)
     if workers is None:
         from areasync.gaia2.local import default_workers
 
@@ -481,6 +472,18 @@ def _where(kwargs: dict[str, Any]) -> Where:
                 "give --workers N"
             )
         return Where()
+    return _in_workers(kwargs, workers, budget, required)
+
+
+def _in_workers(
+    kwargs: dict[str, Any],
+    workers: int,
+    budget: float | None,
+    required: bool,
+    **where: Any,
+) -> Where:
+    """Runs in worker processes (here, or on every node: `where`): the kernel checked for
+    `--require-confinement`, the budget ARE's `--scenario_timeout` unless given."""
     if required:
         from areasync.gaia2.confinement import refusal
 
@@ -493,6 +496,7 @@ def _where(kwargs: dict[str, Any]) -> Where:
         workers=workers,
         budget_s=None if budget is None else float(budget),
         require_confinement=required,
+        **where,
     )
 
 

@@ -45,6 +45,11 @@ def test_a_run_budget_with_the_thread_executor_is_refused(capsys: Any) -> None:
     assert "--run-budget bounds runs in worker processes" in err
 
 
+def test_ray_with_no_workers_is_refused_saying_to_give_some_per_node(capsys: Any) -> None:
+    err = refusal(capsys, "--ray", "auto", "--workers", "0")
+    assert "give --workers N (per node) or leave it out" in err
+
+
 def test_a_run_budget_must_be_positive(capsys: Any) -> None:
     assert "--run-budget" in refusal(capsys, "--workers", "1", "--run-budget", "0")
 

@@ -69,11 +69,13 @@ async def _serve(router: Router, config: ServiceConfig, scenarios: Sequence[str]
         print(f"areasync serve: {exc.message}", file=sys.stderr)
         await router.stop()
         return 2
-    print(banner(router, created), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    # Only now: a signal sent once the banner is read must find these handlers, not Ray's
+    # (its driver's SIGTERM handler exits with status 15 at once, stopping no host).
+    print(banner(router, created), flush=True)
     await stop.wait()
     print("\nareasync: stopping the cluster's hosts (sessions suspended)...", file=sys.stderr)
     suspended = await router.stop()

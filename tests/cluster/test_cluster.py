@@ -1,6 +1,8 @@
-"""areasync on a real two-node Ray cluster (`conftest.py`): sessions placed on both nodes, a
-client dialing the router redirected (307) to its session's node, the lookup route, and a
-node killed: its sessions come back on the other node from their journals in the shared
+"""areasync on a real two-node Ray cluster (`conftest.py`): sessions placed on both nodes, each
+node's host running a confined session worker per CPU (a client's socket held by its
+session's worker, not the host), a client dialing the router redirected (307) to its
+session's node, the lookup route, a session worker killed: its sessions come back on its node,
+and a node killed: its sessions come back on the other node from their journals in the shared
 directory, identical, and their clients resume through the router with since/epoch.
 
 The tests of this module share one cluster and one router, and run in order: the last kills

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
 import json
 import os
@@ -47,6 +46,7 @@ from urllib.parse import urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import scaling
+from bench.cluster import local_cluster
 from bench.common import log
 from bench.front import TOKEN
 
@@ -157,38 +157,19 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
 
-    import ray
-    from ray.cluster_utils import Cluster
-
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     load_before = [round(x, 2) for x in os.getloadavg()]
     started = time.perf_counter()
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in CONFIGS}
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "include_dashboard": False,
-            "object_store_memory": 80 * 2**20,
-        },
-    )
-    try:
-        for _ in range(args.nodes - 1):
-            cluster.add_node(num_cpus=1, object_store_memory=80 * 2**20)
-        cluster.wait_for_nodes(timeout=120)
-        ray.init(address=cluster.address, log_to_driver=False)
-        with tempfile.TemporaryDirectory(prefix="areasync-bench-raynodes-") as tmp:
-            for repeat in range(args.repeats):
-                for name, workers in CONFIGS.items():
-                    log(f"{name}, repeat {repeat + 1} ...")
-                    state = Path(tmp) / f"{name}-{repeat}"
-                    runs[name].append(
-                        asyncio.run(measure(workers, state, args.sessions, args.calls))
-                    )
-    finally:
-        with contextlib.suppress(Exception):
-            ray.shutdown()
-        cluster.shutdown()
+    with (
+        local_cluster(args.nodes),
+        tempfile.TemporaryDirectory(prefix="areasync-bench-raynodes-") as tmp,
+    ):
+        for repeat in range(args.repeats):
+            for name, workers in CONFIGS.items():
+                log(f"{name}, repeat {repeat + 1} ...")
+                state = Path(tmp) / f"{name}-{repeat}"
+                runs[name].append(asyncio.run(measure(workers, state, args.sessions, args.calls)))
     medians = {
         name: statistics.median(run["calls_per_s"] for run in found) for name, found in runs.items()
     }

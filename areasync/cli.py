@@ -362,16 +362,17 @@ def _parser() -> argparse.ArgumentParser:
         "worker); a worker that dies or whose event loop stays stuck past --tool-budget is "
         "restarted and its sessions restored from their journals. Each worker is confined "
         "by the kernel (Landlock, seccomp, no_new_privs, rlimits: what the kernel has, said "
-        "at start-up). Default: one per CPU this process may use; one process with --ray or "
-        "--gaia2-port, which the front cannot carry yet. 0: every session in this process, "
-        "unconfined (for debugging)",
+        "at start-up). Default: one per CPU this process may use (with --ray: N on every "
+        "node, default one per CPU of that node, behind the node's host). 0: every session "
+        "in this process (with --ray, in each node's host process), unconfined (for "
+        "debugging)",
     )
     serve.add_argument(
         "--require-confinement",
         action="store_true",
         help="refuse to start unless the kernel confines every session worker wholly "
-        "(Landlock ABI 4 or later and seccomp); refused with one process (--workers 0, --ray, "
-        "--gaia2-port)",
+        "(Landlock ABI 4 or later and seccomp; with --ray, on every node); refused with one "
+        "process (--workers 0)",
     )
     limits = serve.add_argument_group(
         "limits and tuning",
@@ -548,19 +549,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 0:
         print("areasync serve: --workers is a count of processes: 0 or more", file=sys.stderr)
         return 2
-    if args.workers and args.ray:
-        print(
-            "areasync serve: --workers does not combine with --ray yet (--gaia2-port, "
-            "--gaia2-ports and --mcp-port do); drop it, or use --workers 0",
-            file=sys.stderr,
-        )
-        return 2
-    workers = worker_count(args.workers, ray=bool(args.ray))
+    workers = worker_count(args.workers)
     if args.require_confinement and not workers.count:
         print(
             "areasync serve: --require-confinement confines session worker processes; with "
-            "--workers 0 or --ray every session runs in this process, unconfined: give "
-            "--workers N (or leave it out), drop --ray, or leave out --require-confinement",
+            "--workers 0 every session runs in one process, unconfined: give --workers N "
+            "(or leave it out), or leave out --require-confinement",
             file=sys.stderr,
         )
         return 2
@@ -573,6 +567,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             except TooLargeError as exc:
                 print(f"areasync serve: cannot create a session: {exc}", file=sys.stderr)
                 return 2
+    if args.ray:
+        from areasync.cluster.cli import serve_cluster
+
+        if workers.one_process is not None:
+            print(workers.one_process, flush=True)
+        # A count left out is resolved on each node: one worker per CPU of that node.
+        return serve_cluster(
+            args.ray, config, args.scenario or [], args.workers, args.require_confinement
+        )
     if workers.count:
         from areasync.front.boot import boot_fork_server
 
@@ -589,11 +592,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             require_confinement=args.require_confinement,
         )
     assert workers.one_process is not None
-    if args.ray:
-        from areasync.cluster.cli import serve_cluster
-
-        print(workers.one_process, flush=True)
-        return serve_cluster(args.ray, config, args.scenario or [])
     # Imported once the options are known good: a refusal above answers without loading ARE.
     from areasync.service.starting import ServiceError
 

@@ -104,9 +104,11 @@ def add_durability_options(serve: argparse.ArgumentParser) -> None:
 def add_cluster_options(serve: argparse.ArgumentParser) -> None:
     group = serve.add_argument_group(
         "cluster (areasync[ray])",
-        "With --ray, one areasync server runs on every node of a Ray cluster and this process "
-        "is the router clients connect to: a session's handshake is redirected (307) to its "
-        "node. Needs --state-dir on a directory every node mounts: a lost node's sessions are "
+        "With --ray, every node of a Ray cluster runs a host with its own session workers "
+        "(--workers N per node, default one per CPU of that node, each confined as on one "
+        "machine; --workers 0: its sessions in the host's process) and this process is the "
+        "router clients connect to: a session's handshake is redirected (307) to its node. "
+        "Needs --state-dir on a directory every node mounts: a lost node's sessions are "
         "restored on the others from their journals there.",
     )
     group.add_argument(

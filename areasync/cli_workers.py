@@ -2,10 +2,10 @@
 
 The default is one session worker per CPU this process may use (its affinity mask, which a
 container or `taskset` narrows; the machine's count where there is no mask): sessions then run
-in kernel-confined processes behind the front (`areasync/front/`). `--ray`, which the front
-does not carry, makes the default one process instead, said in one banner line naming the
-option; an explicit `--workers N` with it is refused (`cli.py`).
-`--workers 0` is one process on purpose, for debugging: its banner says it is unconfined.
+in kernel-confined processes behind the front (`areasync/front/`). With `--ray` the count is
+each node's, and a count left out is resolved on each node, by this same rule, by its host
+(`cluster/host.py`). `--workers 0` is one process on purpose, for debugging: its banner says
+it is unconfined.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def worker_count(given: int | None, *, ray: bool) -> WorkerCount:
+def worker_count(given: int | None) -> WorkerCount:
     """`given` (`--workers`, None when left out) resolved: the rule is the module's."""
     if given is not None:
         if given == 0:
@@ -42,10 +42,4 @@ def worker_count(given: int | None, *, ray: bool) -> WorkerCount:
                 "kernel (for debugging; leave --workers out for one confined worker per core)",
             )
         return WorkerCount(given)
-    if ray:
-        return WorkerCount(
-            0,
-            "one process: --ray does not run through session workers yet, so every "
-            "session runs in this process, unconfined by the kernel",
-        )
     return WorkerCount(usable_cpus())

@@ -36,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,11 +124,11 @@ async def _cluster(cluster: Any, worker: Any, state: Path, n: int, calls: int) -
         }
         memory = {
             ("head" if node == cluster.head_node.node_id else "worker"): {
-                "sessions": after[node][0],
-                "rss_before_mb": round(before[node][1] / 2**20, 1),
-                "rss_after_mb": round(after[node][1] / 2**20, 1),
+                "sessions": after[node].live,
+                "rss_before_mb": round(before[node].rss / 2**20, 1),
+                "rss_after_mb": round(after[node].rss / 2**20, 1),
                 "per_session_kb": round(
-                    (after[node][1] - before[node][1]) / max(1, after[node][0]) / 1024, 1
+                    (after[node].rss - before[node].rss) / max(1, after[node].live) / 1024, 1
                 ),
             }
             for node in after
@@ -171,6 +172,36 @@ async def _cluster(cluster: Any, worker: Any, state: Path, n: int, calls: int) -
         await asyncio.wait_for(router.stop(), 60)
 
 
+@contextlib.contextmanager
+def local_cluster(
+    nodes: int, system_config: dict[str, Any] | None = None
+) -> Iterator[tuple[Any, list[Any]]]:
+    """A Ray cluster of `nodes` nodes on this machine, one CPU each to Ray, this process its
+    driver: (the cluster, the nodes added to its head); shut down on exit."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    head: dict[str, Any] = {
+        "num_cpus": 1,
+        "include_dashboard": False,
+        "object_store_memory": 80 * 2**20,
+    }
+    if system_config is not None:
+        head["_system_config"] = system_config
+    cluster = Cluster(initialize_head=True, head_node_args=head)
+    try:
+        added = [
+            cluster.add_node(num_cpus=1, object_store_memory=80 * 2**20) for _ in range(nodes - 1)
+        ]
+        cluster.wait_for_nodes(timeout=120)
+        ray.init(address=cluster.address, log_to_driver=False)
+        yield cluster, added
+    finally:
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        cluster.shutdown()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=40)
@@ -179,9 +210,6 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.sessions, args.calls = 6, 50
-
-    import ray
-    from ray.cluster_utils import Cluster
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     result: dict[str, Any] = {
@@ -196,28 +224,13 @@ def main() -> int:
         )
         log("starting a two-node Ray cluster ...")
         started = time.perf_counter()
-        cluster = Cluster(
-            initialize_head=True,
-            head_node_args={
-                "num_cpus": 1,
-                "include_dashboard": False,
-                "object_store_memory": 80 * 2**20,
-                "_system_config": HEALTH_CHECKS,
-            },
-        )
-        try:
-            worker = cluster.add_node(num_cpus=1, object_store_memory=80 * 2**20)
-            cluster.wait_for_nodes(timeout=120)
-            ray.init(address=cluster.address, log_to_driver=False)
+        with local_cluster(2, HEALTH_CHECKS) as (cluster, nodes):
+            worker = nodes[0]
             result["cluster_start_s"] = round(time.perf_counter() - started, 1)
             log("cluster ...")
             result["cluster"] = asyncio.run(
                 _cluster(cluster, worker, Path(tmp) / "shared", args.sessions, args.calls)
             )
-        finally:
-            with contextlib.suppress(Exception):
-                ray.shutdown()
-            cluster.shutdown()
     one, many = result["one_machine"], result["cluster"]
     result["ratios"] = {
         "create_cluster_over_one_machine": round(many["create_per_s"] / one["create_per_s"], 2),

@@ -213,10 +213,12 @@ async def load(spec: dict[str, Any]) -> None:
         if pending == 0:
             finished.set_result(None)
 
+    # (host, port, session) of each agent: a server's sessions, or each at its own address.
+    targets = spec.get("targets") or [("127.0.0.1", spec["port"], s) for s in spec["sessions"]]
     agents = []
-    for session in spec["sessions"]:
-        make = functools.partial(Agent, "127.0.0.1", spec["port"], session, WARMUP + calls, done)
-        _, agent = await loop.create_connection(make, "127.0.0.1", spec["port"])
+    for host, port, session in targets:
+        make = functools.partial(Agent, host, port, session, WARMUP + calls, done)
+        _, agent = await loop.create_connection(make, host, port)
         await agent.welcomed
         agents.append(agent)
     pending, finished = len(agents), loop.create_future()

@@ -24,8 +24,17 @@ from areasync.service.config import ServiceConfig
 __all__ = ["serve_cluster"]
 
 
-def serve_cluster(address: str, config: ServiceConfig, scenarios: Sequence[str]) -> int:
-    """Run the router on the cluster at `address` until a signal; the exit status."""
+def serve_cluster(
+    address: str,
+    config: ServiceConfig,
+    scenarios: Sequence[str],
+    workers: int | None = None,
+    require_confinement: bool = False,
+) -> int:
+    """Run the router on the cluster at `address` until a signal; the exit status. Each node
+    runs `workers` session workers (None: one per CPU of that node; 0: its sessions in its
+    host's process), confined as on one machine (`require_confinement`: refused unless
+    wholly)."""
     if config.state_dir is None:
         print(
             "areasync serve: --ray needs --state-dir DIR on a directory every node mounts "
@@ -43,13 +52,13 @@ def serve_cluster(address: str, config: ServiceConfig, scenarios: Sequence[str])
         )
         return 2
     try:
-        return asyncio.run(_serve(config, scenarios))
+        router = Router(config, workers=workers, require_confinement=require_confinement)
+        return asyncio.run(_serve(router, config, scenarios))
     finally:
         ray.shutdown()
 
 
-async def _serve(config: ServiceConfig, scenarios: Sequence[str]) -> int:
-    router = Router(config)
+async def _serve(router: Router, config: ServiceConfig, scenarios: Sequence[str]) -> int:
     await router.start()
     created = []
     try:
@@ -60,11 +69,13 @@ async def _serve(config: ServiceConfig, scenarios: Sequence[str]) -> int:
         print(f"areasync serve: {exc.message}", file=sys.stderr)
         await router.stop()
         return 2
-    print(banner(router, created), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    # Only now: a signal sent once the banner is read must find these handlers, not Ray's
+    # (its driver's SIGTERM handler exits with status 15 at once, stopping no host).
+    print(banner(router, created), flush=True)
     await stop.wait()
     print("\nareasync: stopping the cluster's hosts (sessions suspended)...", file=sys.stderr)
     suspended = await router.stop()
@@ -80,7 +91,9 @@ def banner(router: Router, created: list[dict[str, object]]) -> str:
         f"  sessions:    {router.http_url}/api/sessions (admin token; every node's sessions)",
     ]
     for link in router.hosts.values():
-        lines.append(f"  node {link.node_id[:12]}  {link.info.http_url}")
+        workers = link.info.workers
+        held = f"{workers} session worker(s)" if link.info.front else "one process, unconfined"
+        lines.append(f"  node {link.node_id[:12]}  {link.info.http_url}  ({held})")
     if router.where and not created:
         lines.append(f"  {len(router.where)} session(s) restored from their journals")
     for session in created:

@@ -56,8 +56,9 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from areasync.cluster.host import HostLink
 from areasync.cluster.misses import Misses
 from areasync.cluster.nodes import alive_nodes, start_host
-from areasync.cluster.placement import least_loaded, spread
+from areasync.cluster.placement import Load, least_loaded, spread
 from areasync.cluster.routes import Routes
+from areasync.cluster.servers import NodeLoad
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.service.admission import Admission, connection_class
 from areasync.service.auth import new_token
@@ -75,12 +76,15 @@ logger = logging.getLogger("areasync.cluster")
 
 class Router:
     """The cluster's endpoint (module docstring). `config` is the router's (`host`, `port`,
-    `admin_token`, `allow_*`) and every host's (`state_dir`: the shared directory)."""
+    `admin_token`, `allow_*`) and every host's (`state_dir`: the shared directory);
+    `workers` is each node's session workers (`host.py`)."""
 
     def __init__(
         self,
         config: ServiceConfig,
         *,
+        workers: int | None = None,
+        require_confinement: bool = False,
         check_interval: float = 0.5,
         call_timeout: float = 30.0,
         start_timeout: float = 120.0,
@@ -91,6 +95,10 @@ class Router:
                 "mount): a lost node's sessions are restored from their journals there"
             )
         self.config = config
+        # Each node's session workers (`host.py`): None, one per CPU of the node; 0, none
+        # (its sessions in the host's own process).
+        self.workers = workers
+        self.require_confinement = require_confinement
         self.admin_token = config.admin_token or ""
         self.hosts: dict[str, HostLink] = {}
         self.where: dict[str, str] = {}  # session id -> node id
@@ -202,11 +210,12 @@ class Router:
         async def add(node_id: str) -> str | None:
             actor = start_host(node_id)
             try:
-                info = await self.call(actor.start.remote(config), self.start_timeout)
+                started = actor.start.remote(config, self.workers, self.require_confinement)
+                info = await self.call(started, self.start_timeout)
             except Exception:
                 logger.exception("could not start a host on node %s; skipping it", node_id)
                 return None
-            self.hosts[node_id] = HostLink(node_id, actor, info)
+            self.hosts[node_id] = HostLink(node_id, actor, info, Load(workers=info.workers))
             logger.info("host on node %s serves %s (%s)", node_id, info.ws_base, info.loop)
             return node_id
 
@@ -308,8 +317,9 @@ class Router:
             if isinstance(answer, RayActorError):
                 lost.append(link.node_id)
                 self._lose(link.node_id)
-            elif isinstance(answer, tuple):
-                link.load.live, link.load.rss = answer
+            elif isinstance(answer, NodeLoad):
+                link.load.live, link.load.rss = answer.live, answer.rss
+                link.load.workers = answer.workers
         if lost:
             await self.add_nodes()
         if lost or self.restoring:

@@ -9,7 +9,9 @@ path                        token    answer
 /sessions/<id> (WebSocket)  (hello)  the upgrade; the hello is read and judged by the front, then
                                      the socket goes to the session's worker (`server.py`)
 /health                     no       200 {"status": "ok" | "degraded", "workers", "restoring",
-                                     "lost", "journal"}; 503 {"status": "starting", ...} until the
+                                     "lost", "journal": {"failed_sessions", "refused_journals"}}
+                                     (failed: as the workers' last heartbeats said); 503
+                                     {"status": "starting", ...} until the
                                      start-up sessions are placed (a hello sent then would
                                      find no session)
 /api/sessions               yes      200 the admin's: every worker's list, merged, each session
@@ -81,6 +83,7 @@ from areasync.service.wire import PostRequest, RefusedRequest
 from areasync.workers.pool import CallFailed, WorkerLost
 
 if TYPE_CHECKING:
+    from areasync.front.supervisor import Supervisor
     from areasync.service.auth import Tokens
     from areasync.service.config import ServiceConfig
     from areasync.workers.pool import Worker, WorkerPool
@@ -96,6 +99,7 @@ class FrontView(Protocol):
     serving: bool  # the start-up sessions are placed
     refused: dict[str, str]
     lost: list[str]
+    supervisor: Supervisor  # its `failed`: what the workers' last beats said
 
     def up(self) -> list[Worker]: ...
 
@@ -251,15 +255,22 @@ class FrontRoutes:
     def health(self) -> dict[str, Any]:
         front = self.front
         up = len(front.up())
-        degraded = up < len(front.pool.workers) or bool(front.restoring) or bool(front.refused)
+        failed = sum(front.supervisor.failed.values())
+        degraded = (
+            up < len(front.pool.workers)
+            or bool(front.restoring)
+            or bool(front.refused)
+            or failed > 0
+        )
         return {
             "status": "starting" if not front.serving else "degraded" if degraded else "ok",
             "protocol": PROTOCOL,
             "workers": up,
             "restoring": len(front.restoring),
             "lost": len(front.lost),
-            # Journals no worker holds for not reading back (a server's field of that name).
-            "journal": {"refused_journals": len(front.refused)},
+            # A server's fields: sessions ended by a failed journal (as the workers' last beats
+            # said, `supervisor.py`), and journals no worker holds for not reading back.
+            "journal": {"failed_sessions": failed, "refused_journals": len(front.refused)},
         }
 
     async def sessions(self, token: str | None) -> Response:
@@ -277,30 +288,32 @@ class FrontRoutes:
                 return _unauthorized("/api/sessions")
             view = await front.call(worker, "sessions", role.value, session_id)
             return json_response(200, view)
-        workers = front.up()
+        return json_response(200, await self.admin_sessions())
+
+    async def admin_sessions(self) -> dict[str, Any]:
+        """`/api/sessions` as the admin sees it: every worker's list, merged (a cluster's
+        node answers its router with it)."""
+        front = self.front
         shown: list[dict[str, Any]] = []
         refused = dict(front.refused)
-        for worker in workers:
+        for worker in front.up():
             try:
                 answer = await front.call(worker, "sessions", Role.ADMIN.value, None)
             except (WorkerLost, CallFailed):
                 continue
             shown += [{**s, "worker": worker.name} for s in answer["sessions"]]
             refused.update(answer.get("refused_journals", {}))
-        return json_response(
-            200,
-            {
-                "protocol": PROTOCOL,
-                "access": {"role": "admin", "session_id": None},
-                "sessions": shown,
-                "restoring": sorted(front.restoring),
-                "refused_journals": refused,
-                "workers": [
-                    {"name": w.name, "pid": w.pid, "restarts": w.restarts, "starts_s": w.starts}
-                    for w in front.pool.workers
-                ],
-            },
-        )
+        return {
+            "protocol": PROTOCOL,
+            "access": {"role": "admin", "session_id": None},
+            "sessions": shown,
+            "restoring": sorted(front.restoring),
+            "refused_journals": refused,
+            "workers": [
+                {"name": w.name, "pid": w.pid, "restarts": w.restarts, "starts_s": w.starts}
+                for w in front.pool.workers
+            ],
+        }
 
     async def metrics(self) -> Response:
         """Every worker's `/metrics`, merged (`metrics.py`)."""

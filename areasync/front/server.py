@@ -132,6 +132,7 @@ class Front:
         beat_interval: float = 1.0,
         beat_margin: float = 2.0,
         require_confinement: bool = False,
+        adopt: bool = True,
     ) -> None:
         if workers < 1:
             raise ValueError(f"a front needs at least one session worker, got {workers}")
@@ -193,6 +194,11 @@ class Front:
         self._private: PrivateDir | None = None
         self._tmp: PrivateDir | None = None
         self._require_confinement = require_confinement
+        # Whether the state dir's live journals no worker holds are this front's to restore:
+        # not on a cluster's node, whose router assigns a lost node's sessions (`restore`)
+        # and whose other nodes hold theirs (`cluster/router.py`); such a front restores only
+        # what its own lost workers held.
+        self._adopt = adopt
         self._tmp_under: Path | None = None  # the workers' temp dirs' parent (`_confine`)
         self._started: dict[str, int] = {}  # worker name -> pid whose service was started
         self._server: Server | None = None
@@ -230,7 +236,7 @@ class Front:
             self.pool.start()
             await self.pool.ready()
             await asyncio.gather(*(self._ensure_started(w) for w in self.pool.workers))
-            restored = await self.adopt_orphans()
+            restored = await self.adopt_orphans() if self._adopt else []
             for source in self._scenarios:
                 if natural_id(source) in restored:
                     logger.info("session %s was restored: not starting it again", source)
@@ -479,6 +485,7 @@ class Front:
     def _on_lost(self, worker: Worker, pid: int, killed: bool) -> None:
         lost = self.seats.lose(worker.name)
         self._started.pop(worker.name, None)
+        self.supervisor.lost(worker)
         assert self.state_dir is not None
         busy = self.state_dir / BUSY_DIR / str(pid)
         if killed:  # its loop was held: most likely by a call under way (`busy.py`)
@@ -544,7 +551,8 @@ class Front:
             on_disk = set(await self.pool.call(workers[0], "live_journals"))
             if not await self.refresh():
                 return []
-            orphans = sorted(on_disk - set(self.seats.where) - set(self.refused))
+            unheld = on_disk - set(self.seats.where) - set(self.refused)
+            orphans = sorted(unheld if self._adopt else unheld & self.restoring)
             self.restoring &= set(orphans)
             if not orphans:
                 return []
@@ -583,6 +591,33 @@ class Front:
         self.restoring.difference_update(session_ids)
         logger.info("%s restored %s; refused %s", worker.name, done, sorted(refused))
         return done
+
+    async def restore(self, session_ids: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        """Restore these live journals' sessions on the workers up (a cluster's router
+        assigns a lost node's to this one: `cluster/router.py`); (restored, {id: why not}).
+        Those neither restored nor refused yet (a worker did not answer) stay `restoring`
+        and are restored as a lost worker's are."""
+        wanted = set(session_ids) - set(self.seats.where)
+        self.restoring.update(wanted)
+        restored = set(await self.adopt_orphans())
+        if self.restoring & wanted:
+            self._track(self._recover())
+        refused = {sid: self.refused[sid] for sid in sorted(wanted) if sid in self.refused}
+        return sorted(wanted & restored), refused
+
+    def held(self) -> list[str]:
+        """Every session this front's workers hold (ended ones too), and those it is
+        restoring: none of them is another's to restore."""
+        return sorted(set(self.seats.where) | self.restoring)
+
+    async def live_journals(self) -> list[str]:
+        """Ids of every journal in the state dir whose session has not ended (a worker
+        reads them). Raises RuntimeError while no worker is up: an empty answer would say
+        that none is live."""
+        workers = self.up()
+        if not workers:
+            raise RuntimeError("no session worker is up to read the journals; ask again")
+        return list(await self.pool.call(workers[0], "live_journals"))
 
     async def create_session(self, **request: Any) -> dict[str, Any]:
         """Create a session on the least loaded worker; `request` holds `create_session`'s

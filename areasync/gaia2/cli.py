@@ -12,9 +12,10 @@ Gaia2's settings (`handle_gaia2_run`). What differs is the clock and the concurr
 threads or processes), and the agent's idle polling costs no wall time.
 
 Each command runs its runs in other processes (`Where`): by default in `--workers N` worker
-processes of this machine, one per core (`gaia2/local.py`), or, for `run`, on a Ray cluster's
-hosts with `--ray` (`cluster/batch.py`); the driver keeps ARE's runner, the records and every
-output either way (`gaia2/spread.py`). `--workers 0`, and ARE's `--executor_type thread`
+processes of this machine, one per core (`gaia2/local.py`), or, for `run`, with `--ray`, in
+the same worker processes on every node of a Ray cluster, `--workers N` per node, one per
+CPU of each node by default (`cluster/batch.py`); the driver keeps ARE's runner, the records
+and every output either way (`gaia2/spread.py`). `--workers 0`, and ARE's `--executor_type thread`
 (whose scenarios ARE loads and pre-runs in this process), keep every run in this process.
 
 `bench_command(name)` builds any of the three from `COMMANDS`: one callback, the differences
@@ -22,7 +23,7 @@ are data (`BenchCommand`). Six options are areasync's own, on every command, bec
 a long sweep of the same per-run shape (ARE's `process_scenario`):
 
 * `--workers N` and `--run-budget`: where the runs run (above), and how long one may take in
-  a worker before it is ended (`gaia2/local.py`).
+  a worker before it is ended (`gaia2/local.py`; with `--ray`, on every node).
 
 * `--require-confinement`: refuse to start unless the kernel can confine every worker process
   (`gaia2/confinement.py`); without it they are confined as far as the kernel allows, and the
@@ -106,9 +107,11 @@ RAY = click.Option(
     metavar="ADDRESS|auto",
     default=None,
     help=(
-        "areasync: spread the runs over the host actors of the Ray cluster at ADDRESS (`auto`: "
-        "the local one), each run in a host's process; the outputs are written here as by a "
-        "one-machine run. A run whose host is lost runs again on another (said on stderr)"
+        "areasync: spread the runs over worker processes on every node of the Ray cluster at "
+        "ADDRESS (`auto`: the local one), --workers N per node (default: one per CPU of each "
+        "node), kept by a host actor per node; the outputs are written here as by a "
+        "one-machine run. A run whose worker or node is lost runs again on another (said on "
+        "stderr)"
     ),
 )
 WORKERS = click.Option(
@@ -118,7 +121,8 @@ WORKERS = click.Option(
     metavar="N",
     help=(
         "areasync: run the runs in N worker processes of this machine (default: one per core; "
-        "0: every run in this process, as does --executor_type thread). The outputs are "
+        "0: every run in this process, as does --executor_type thread; with --ray, N on "
+        "every node). The outputs are "
         "written here as by one process; a run whose worker dies runs again on another, and "
         "the worker is restarted (said on stderr)"
     ),
@@ -129,7 +133,7 @@ RUN_BUDGET = click.Option(
     default=None,
     metavar="SECONDS",
     help=(
-        "areasync: with --workers N, a run still going after SECONDS (default: "
+        "areasync: with --workers N or --ray, a run still going after SECONDS (default: "
         "--scenario_timeout) is ended, its worker killed and restarted if the run does not "
         "give way at its next wait, and it is a failed run (RunBudgetExceeded) that --resume "
         "does not run again"
@@ -413,13 +417,14 @@ class Where:
 
     ray: str | None = None  # the cluster's address (--ray)
     workers: int = 0  # worker processes (--workers N); 0: this process
+    per_node: int | None = None  # with --ray: each node's workers (None: one per CPU there)
     budget_s: float | None = None  # each run's time in a worker (--run-budget); None: unbounded
     require_confinement: bool = False  # --require-confinement
 
     @property
     def kind(self) -> str:
         """What a place to run on is called here."""
-        return "host" if self.ray else "worker"
+        return "worker"
 
 
 def _where(kwargs: dict[str, Any]) -> Where:
@@ -430,28 +435,19 @@ def _where(kwargs: dict[str, Any]) -> Where:
     budget: float | None = kwargs.pop("run_budget", None)
     required: bool = kwargs.pop("require_confinement", False)
     threads = kwargs.get("executor_type") == "thread"
-    if required and address:
-        raise click.UsageError(
-            "--require-confinement confines worker processes of this machine; a Ray host "
-            "(--ray) runs its runs unconfined: drop --ray, or --require-confinement"
-        )
     if address:
         if threads:
             raise click.UsageError(
-                "--ray runs each scenario in a host's process, from ARE's JSON of it as "
-                "--executor_type process does: drop --executor_type thread"
+                "--ray runs each scenario in a worker process of some node, from ARE's JSON "
+                "of it as --executor_type process does: drop --executor_type thread"
             )
-        if workers:
+        if workers == 0:
             raise click.UsageError(
-                "--ray and --workers N both say where the runs go: give one of them"
+                "--ray runs the runs in worker processes on every node: give --workers N "
+                "(per node) or leave it out (one per CPU of each node)"
             )
-        if budget is not None:
-            raise click.UsageError(
-                "--run-budget bounds runs in worker processes (--workers N); on a cluster "
-                "(--ray) ARE's --scenario_timeout applies, at a run's next wait: drop "
-                "--run-budget"
-            )
-        return Where(ray=address)
+        # `--workers N` is each node's (None: one per CPU of that node, resolved there).
+        return _in_workers(kwargs, workers or 0, budget, required, ray=address, per_node=workers)
     if workers is None:
         from areasync.gaia2.local import default_workers
 
@@ -476,6 +472,18 @@ def _where(kwargs: dict[str, Any]) -> Where:
                 "give --workers N"
             )
         return Where()
+    return _in_workers(kwargs, workers, budget, required)
+
+
+def _in_workers(
+    kwargs: dict[str, Any],
+    workers: int,
+    budget: float | None,
+    required: bool,
+    **where: Any,
+) -> Where:
+    """Runs in worker processes (here, or on every node: `where`): the kernel checked for
+    `--require-confinement`, the budget ARE's `--scenario_timeout` unless given."""
     if required:
         from areasync.gaia2.confinement import refusal
 
@@ -488,6 +496,7 @@ def _where(kwargs: dict[str, Any]) -> Where:
         workers=workers,
         budget_s=None if budget is None else float(budget),
         require_confinement=required,
+        **where,
     )
 
 
@@ -501,26 +510,33 @@ def _runs_elsewhere(where: Where, options: dict[str, Any]) -> Iterator[Any]:
         yield None
         return
     with ExitStack() as stack:
+        from areasync.gaia2.confinement import bench_confinement, describe
+
+        spec = bench_confinement(options, required=where.require_confinement)
+        models = not options.get("oracle")
+        budget = "no" if where.budget_s is None else f"{where.budget_s:g} s"
         if where.ray:
             try:
                 from areasync.cluster.batch import NoHostError, spread_runs
             except ImportError as error:
                 raise click.UsageError(f"--ray: {error}") from None
             try:
-                spread = stack.enter_context(spread_runs(where.ray))
+                spread = stack.enter_context(
+                    spread_runs(where.ray, where.per_node, where.budget_s, spec, models=models)
+                )
             except NoHostError as error:
                 raise click.UsageError(f"--ray: {error}") from None
-            over = f"{len(spread.places)} host(s) of the cluster"
+            hosts = len({name.split("/")[0] for name in spread.places})  # `host/worker`
+            over = (
+                f"{len(spread.places)} worker process(es) on {hosts} node(s) of the cluster "
+                f"(run budget: {budget}; {describe(spec)})"
+            )
         else:
-            from areasync.gaia2.confinement import bench_confinement, describe
             from areasync.gaia2.local import local_runs
 
-            spec = bench_confinement(options, required=where.require_confinement)
-            models = not options.get("oracle")
             spread = stack.enter_context(
                 local_runs(where.workers, where.budget_s, spec, models=models)
             )
-            budget = "no" if where.budget_s is None else f"{where.budget_s:g} s"
             over = f"{where.workers} worker process(es) (run budget: {budget}; {describe(spec)})"
         click.echo(f"areasync: runs spread over {over}", err=True)
         try:

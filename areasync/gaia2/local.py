@@ -77,6 +77,11 @@ class WorkerPlace:
     def comes_back(self) -> bool:
         return self._worker.gone is None
 
+    @property
+    def pid(self) -> int | None:
+        """Its worker's process id (None while it starts again)."""
+        return self._worker.pid
+
     async def run(self, item: str, arguments: Arguments) -> Answer:
         async def call() -> Answer:  # on the pool's thread
             await self._pool.wait_ready(self._worker)

@@ -2,7 +2,7 @@
 
 `areasync bench run --workers N` (`gaia2/local.py`) and `--ray` (`cluster/batch.py`) run each
 scenario run of an evaluation in another process than the driver's: a worker process of this
-machine, or a host actor on some node of a Ray cluster. The driver must still write exactly
+machine, or of some node of a Ray cluster. The driver must still write exactly
 what a one-process run writes. So a run crosses processes in ARE's own portable form and comes
 back as data:
 
@@ -11,8 +11,8 @@ back as data:
   `process_scenario`, with the driver's `MultiScenarioRunnerConfig` and agent builders.
 * **Where it runs** (`serving()`: the handler `run`): on an event loop under
   `runner.virtual_clock()`, each run a greenlet there, as in one process: a worker process's
-  own loop (`areasync/workers/worker.py`), or a thread of a Ray host's process (`BenchWorker`),
-  never the host's event loop, which serves its sessions.
+  own loop (`areasync/workers/worker.py`), of this machine or of a Ray node (whose host keeps
+  the same pool, `cluster/nodebench.py`).
 * **Its files:** the run sees the driver's `--output_dir` (ARE's run id hashes it into the trace
   file names, and the trace records it), but ARE's exporter and an oracle environment's state
   dumps write into a staging folder of the run's own (the two seams below), whose files come
@@ -41,9 +41,8 @@ from typing import Any
 from unittest.mock import patch
 
 from areasync.gaia2 import pool, runner, sweep
-from areasync.workers.thread import LoopThread
 
-__all__ = ["Answer", "BenchWorker", "result_of", "run", "run_name", "serving", "write_files"]
+__all__ = ["Answer", "result_of", "run", "run_name", "serving", "write_files"]
 
 STAGING_PREFIX = "areasync-bench-"  # a staging folder: <tmp>/<this>-<pid>-<random>
 # (the driver's output dir, this run's staging folder) of the run calling.
@@ -205,22 +204,3 @@ def serving(models: bool = True) -> Iterator[dict[str, Callable[..., Coroutine[A
 def oracle_serving() -> AbstractContextManager[dict[str, Callable[..., Any]]]:
     """`serving()` for `--oracle` runs, which call no model (a `Serve`: no arguments)."""
     return serving(models=False)
-
-
-class BenchWorker:
-    """A Ray host's bench runs: `serving()`'s handlers on a thread with its own event loop."""
-
-    def __init__(self) -> None:
-        self.running = 0  # runs under way
-        self._thread = LoopThread("areasync bench", serving)
-
-    async def run(self, *args: Any) -> Answer:
-        """The handler `run` on the worker's thread; awaited from any other event loop."""
-        self.running += 1
-        try:
-            return await self._thread.run(self._thread.value["run"](*args))
-        finally:
-            self.running -= 1
-
-    def stop(self) -> None:
-        self._thread.stop()

@@ -2,10 +2,12 @@
 
 A *place* runs one scenario run, given as ARE's JSON (`remote.py`), in a process of its own
 and answers with an `Answer`. There are two kinds: a worker process of this machine
-(`gaia2/local.py`, `--workers N`) and a host actor of a Ray cluster (`cluster/batch.py`,
-`--ray`). `Spread` is the driver's side, the same for both: `dispatch` is ARE's
-`process_scenario` as `runner.virtual_clock(dispatch=...)` takes it, and everything else stays
-in the driver, unchanged: ARE's runner, the sweep's records, resume and retry, `output.jsonl`,
+(`gaia2/local.py`, `--workers N`) and a worker process of a Ray cluster's node, run by the
+node's host actor (`cluster/batch.py`, `--ray`: the same pool of workers as here, on each
+node, its outcomes crossing Ray as plain data, `outcome_of`). `Spread` is the driver's side,
+the same for both: `dispatch` is ARE's `process_scenario` as
+`runner.virtual_clock(dispatch=...)` takes it, and everything else stays in the driver,
+unchanged: ARE's runner, the sweep's records, resume and retry, `output.jsonl`,
 `benchmark_stats.json` and the report, so the outputs are a one-process run's.
 
 * **Which place a run goes to:** the least loaded (`Load.key`: runs of this evaluation under
@@ -14,8 +16,9 @@ in the driver, unchanged: ARE's runner, the sweep's records, resume and retry, `
   `--max_concurrent_scenarios` runs under way over all of them.
 * **A place lost mid-run** (`PlaceLost`: its process died or was killed): the run is run again
   from the start on another place, at most `RERUNS` times, and what was re-run is said on
-  stderr (`Spread.reruns`). A place that does not come back (a lost Ray host) is given no more
-  runs; a worker slot comes back (its pool restarts the process). A run that cannot be placed
+  stderr (`Spread.reruns`). A place that does not come back (a worker of a lost Ray host) is
+  given no more runs, nor is any other that went with it; a worker slot comes back (its pool
+  restarts the process). A run that cannot be placed
   any more fails as a model endpoint's failure would: recorded as an infrastructure failure,
   so `--resume` runs it again.
 * **A run past its budget** (`Overrun`, raised by places that bound a run's time:
@@ -28,7 +31,7 @@ in the driver, unchanged: ARE's runner, the sweep's records, resume and retry, `
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -38,12 +41,16 @@ from areasync.gaia2.remote import Answer, result_of, run_name, write_files
 __all__ = [
     "RERUNS",
     "Arguments",
+    "Ended",
     "Load",
+    "Lost",
     "NoPlaceError",
     "Overrun",
     "Place",
     "PlaceLost",
     "Spread",
+    "answer_of",
+    "outcome_of",
 ]
 
 RERUNS = 2  # times a run is run again after the place running it was lost
@@ -64,6 +71,40 @@ class Overrun(Exception):
     def __init__(self, budget_s: float, how: str) -> None:
         self.budget_s = budget_s
         super().__init__(how)
+
+
+@dataclass(frozen=True)
+class Lost:
+    """`PlaceLost` as plain data, for a place in another process (a Ray host's worker)."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Ended:
+    """`Overrun` as plain data, for a place in another process (a Ray host's worker)."""
+
+    budget_s: float
+    how: str
+
+
+async def outcome_of(run: Awaitable[Answer]) -> Answer | Lost | Ended:
+    """`run`'s answer, or how its place lost or ended it, as plain data."""
+    try:
+        return await run
+    except PlaceLost as lost:
+        return Lost(str(lost))
+    except Overrun as overrun:
+        return Ended(overrun.budget_s, str(overrun))
+
+
+def answer_of(outcome: Answer | Lost | Ended) -> Answer:
+    """`outcome_of`'s answer back: the answer, or `PlaceLost` / `Overrun` raised."""
+    if isinstance(outcome, Lost):
+        raise PlaceLost(outcome.why)
+    if isinstance(outcome, Ended):
+        raise Overrun(outcome.budget_s, outcome.how)
+    return outcome
 
 
 @dataclass
@@ -178,8 +219,10 @@ class Spread:
         return candidates[name]
 
     def _lose(self, place: Place, item: str, attempt: int, error: PlaceLost) -> None:
-        if not place.comes_back and self.places.pop(place.name, None) is not None:
-            self.lost.append(place.name)
+        if not place.comes_back:  # with every other place it took along (a Ray host's)
+            for name in [name for name, kept in self.places.items() if not kept.comes_back]:
+                del self.places[name]
+                self.lost.append(name)
         again = "run again" if attempt < RERUNS else "not run again (re-runs spent)"
         self.reruns.append(f"{run_name(item)}: {error}, {again}")
 

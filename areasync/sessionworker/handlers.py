@@ -6,8 +6,9 @@ hand-offs from `side` (the front's side channel: one packet and one socket per c
 `service/handoff.py`). Each handler answers plain data (lists, dicts, msgspec structs), so
 nothing of ARE crosses the channel.
 
-* `beat()`: answered at once by the event loop: the front's supervisor sends one every
-  interval, and kills a worker whose loop has not answered within its budget
+* `beat()`: answered at once by the event loop with how many of its sessions ended because
+  their journal failed (what the front's `/health` counts): the front's supervisor sends one
+  every interval, and kills a worker whose loop has not answered within its budget
   (`front/supervisor.py`).
 * `create(request)`, `restore(ids)`: sessions made here; each answers the `Seat` of what it
   made (its id and the credentials the front checks hellos with: the tokens, or a restored
@@ -162,7 +163,8 @@ class SessionWorker:
     # -- handlers -----------------------------------------------------------------------------
 
     async def beat(self) -> int:
-        return self.handed
+        """How many of this worker's sessions ended because their journal failed."""
+        return sum(1 for s in self._service().registry.sessions.values() if s.journal_error)
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
         """`create_session` as the admin's frame does it; a refusal as

@@ -1,55 +1,47 @@
-"""`areasync bench run --ray`: the runs of an evaluation on the hosts of a real two-node Ray
-cluster (`conftest.py`), through Ray calls, write what the same evaluation writes on one
-machine; a host killed (SIGKILL of its process) while it runs a run: that run runs again on
-another host, and the outputs are still the same.
+"""`areasync bench run --ray`: the runs of an evaluation in worker processes on every node of
+a real two-node Ray cluster (`conftest.py`), kept by a bench host per node, write what the same
+evaluation writes on one machine; a node's host killed (SIGKILL of its process) while a run is
+under way there: that run runs again on the other node, and the outputs are still the same; a
+run stuck past `--run-budget` is ended and reported with that reason while the others complete.
 
 The evaluation is tests/gaia2/pair.py's: the offline single-turn pair, compared file by file
-with the same evaluation in one process.
+with the same evaluation in one process. The stub holds a run's model request while the test
+needs that run under way (`StubLLM.hold`): no test depends on the machine's speed.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
+import io
 import json
 import os
 import signal
-from collections.abc import Iterator
+import threading
 from typing import Any
 
 import pytest
 
+from areasync.gaia2.dataset import SPECS
 from areasync.gaia2.stub_llm import StubLLM
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S, RUN_BOUND_S
 from tests.gaia2.pair import PAIR, Evaluation, assert_same_outputs, bench, evaluated_in_one_process
 from tests.stubs import stub_fixture
-from tests.waiting import eventually
 
 ray = pytest.importorskip("ray")
 
-from areasync.cluster.nodes import HOST_PREFIX, start_host  # noqa: E402
+from areasync.cluster.batch import BENCH_PREFIX  # noqa: E402
 
 pytestmark = [
     pytest.mark.timeout(CLUSTER_TEST_TIMEOUT_S),
     pytest.mark.slow,  # a Ray cluster of real processes, and a host killed
 ]
 
-DOOMED = f"{HOST_PREFIX}0-doomed"  # sorts first: the least loaded among equals
+STUCK = SPECS["tiny_skip"]
+# Far above a tiny run's time, even with both cores busy: only the held run reaches it. The
+# budget test takes this long.
+BUDGET_S = 10.0
 
-
-# Each request takes 0.2 s, so that a run is still under way when its host is killed.
-stub = stub_fixture(latency=0.2)
-
-
-@pytest.fixture(scope="module")
-def hosts(ray_cluster: Any) -> Iterator[dict[str, Any]]:
-    """A host actor on each node (no server: runs need none), as `serve --ray` names them."""
-    cluster, worker = ray_cluster
-    nodes = [cluster.head_node.node_id, worker.node_id]
-    actors = {node: start_host(node) for node in nodes}
-    ray.get([actor.ping.remote() for actor in actors.values()], timeout=HOST_START_S)
-    yield actors
-    for actor in actors.values():
-        ray.kill(actor)
+stub = stub_fixture()
 
 
 @pytest.fixture(scope="module")
@@ -57,36 +49,82 @@ def evaluation(tmp_path_factory: pytest.TempPathFactory, stub: StubLLM) -> Evalu
     return evaluated_in_one_process(tmp_path_factory.mktemp("batch"), stub)
 
 
-def test_a_run_on_the_clusters_hosts_writes_what_a_one_machine_run_writes(
-    evaluation: Evaluation, hosts: dict[str, Any], stub: StubLLM, capsys: Any
+def bench_hosts() -> dict[str, Any]:
+    """The bench hosts running now, by name."""
+    names = [n for n in ray.util.list_named_actors() if n.startswith(BENCH_PREFIX)]
+    return {name: ray.get_actor(name) for name in names}
+
+
+def test_a_run_on_every_nodes_workers_writes_what_a_one_machine_run_writes(
+    evaluation: Evaluation, ray_cluster: Any, stub: StubLLM, capsys: Any
 ) -> None:
     assert bench(evaluation.dataset, evaluation.out, stub, "--ray", "auto") == 0
-    assert "spread over 2 host(s)" in capsys.readouterr().err
+    # Both nodes are this machine: each runs a worker per CPU this process may use.
+    workers = 2 * len(os.sched_getaffinity(0))
+    assert f"spread over {workers} worker process(es) on 2 node(s)" in capsys.readouterr().err
     assert_same_outputs(evaluation.out, evaluation.local)
+    assert bench_hosts() == {}  # ended with the evaluation
     evaluation.set_aside("ray")
 
 
-async def test_a_run_whose_host_is_killed_runs_again_on_another_host(
-    evaluation: Evaluation, hosts: dict[str, Any], stub: StubLLM, ray_cluster: Any, capsys: Any
+def test_a_run_whose_nodes_host_is_killed_runs_again_on_the_other_node(
+    evaluation: Evaluation, ray_cluster: Any, stub: StubLLM
 ) -> None:
-    cluster, _ = ray_cluster
-    doomed = start_host(cluster.head_node.node_id, name=DOOMED)
-    pid = await asyncio.wrap_future(doomed.process_id.remote().future())
-    out = evaluation.out
-    running = asyncio.create_task(
-        asyncio.to_thread(bench, evaluation.dataset, out, stub, "--ray", "auto")
-    )
-    await eventually(
-        lambda: asyncio.wrap_future(doomed.bench_running.remote().future()),
-        within=HOST_START_S,
-        poll=0.05,
-        what="a run on the doomed host",
-    )
-    os.kill(pid, signal.SIGKILL)
-    assert await asyncio.wait_for(running, RUN_BOUND_S) == 0
-    err = capsys.readouterr().err
-    assert "spread over 3 host(s)" in err
-    assert "re-run after their host was lost: " in err and DOOMED in err
-    assert_same_outputs(out, evaluation.local)
-    records = [json.loads(p.read_text()) for p in (out / ".areasync" / "runs").glob("*.json")]
+    hold = stub.hold(STUCK.marker)  # the first request only: the run again is answered
+    err = io.StringIO()
+    status: list[int] = []
+
+    def run() -> None:
+        with contextlib.redirect_stderr(err):
+            options = ("--ray", "auto", "--workers", "1")
+            status.append(bench(evaluation.dataset, evaluation.out, stub, *options))
+
+    running = threading.Thread(target=run)
+    running.start()
+    try:
+        assert hold.arrived.wait(HOST_START_S), "the stuck run never asked its model"
+        busy = [
+            actor
+            for actor in bench_hosts().values()
+            if ray.get(actor.bench_running.remote(), timeout=HOST_START_S)
+        ]
+        assert len(busy) >= 1
+        os.kill(ray.get(busy[0].process_id.remote(), timeout=HOST_START_S), signal.SIGKILL)
+        running.join(RUN_BOUND_S)
+        assert not running.is_alive(), f"the run took over {RUN_BOUND_S:g} s"
+    finally:
+        hold.release()
+    assert status == [0]
+    said = err.getvalue()
+    assert "re-run after their worker was lost: " in said and "was lost, run again" in said
+    assert_same_outputs(evaluation.out, evaluation.local)
+    records = [
+        json.loads(p.read_text()) for p in (evaluation.out / ".areasync" / "runs").glob("*.json")
+    ]
     assert {r["scenario_id"] for r in records} == set(PAIR)
+    evaluation.set_aside("killed")
+
+
+def test_a_run_past_its_budget_on_the_cluster_is_ended_and_reported_and_the_others_complete(
+    evaluation: Evaluation, ray_cluster: Any, stub: StubLLM
+) -> None:
+    out = evaluation.root / "overrun"
+    hold = stub.hold(STUCK.marker, requests=None)
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            options = ("--ray", "auto", "--workers", "1", "--run-budget", str(BUDGET_S))
+            status = bench(evaluation.dataset, out, stub, *options)
+    finally:
+        hold.release()
+    assert status == 0
+    lines = (out / "output.jsonl").read_text().splitlines()
+    table = {row["task_id"]: row for row in map(json.loads, lines)}
+    assert table["tiny_email"]["metadata"]["status"] == "success"
+    stuck = table[STUCK.scenario_id]["metadata"]
+    assert (stuck["status"], stuck["exception_type"]) == ("failed", "RunBudgetExceeded")
+    assert f"after its budget of {BUDGET_S:g} s" in stuck["exception_message"]
+    assert (
+        f"1 run(s) ended past their run budget (--run-budget): {STUCK.scenario_id} "
+        in err.getvalue()
+    )

@@ -1,6 +1,8 @@
-"""areasync on a real two-node Ray cluster (`conftest.py`): sessions placed on both nodes, a
-client dialing the router redirected (307) to its session's node, the lookup route, and a
-node killed: its sessions come back on the other node from their journals in the shared
+"""areasync on a real two-node Ray cluster (`conftest.py`): sessions placed on both nodes, each
+node's host running a confined session worker per CPU (a client's socket held by its
+session's worker, not the host), a client dialing the router redirected (307) to its
+session's node, the lookup route, a session worker killed: its sessions come back on its node,
+and a node killed: its sessions come back on the other node from their journals in the shared
 directory, identical, and their clients resume through the router with since/epoch.
 
 The tests of this module share one cluster and one router, and run in order: the last kills
@@ -11,7 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import signal
+import sys
 import tempfile
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -19,14 +24,25 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import pytest
 import pytest_asyncio
+from websockets.asyncio.client import connect as ws_connect
 
 from areasync.client import connect
 from areasync.protocol.frames import StreamItem
 from areasync.service import ServiceConfig
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.front.support import (
+    call,
+    hello,
+    hello_past_restore,
+    proc_bytes,
+    reply,
+    server_side_inode,
+    socket_inodes,
+)
 from tests.gaia2cli.test_bare import free_port
 from tests.waiting import eventually
 
@@ -479,6 +495,113 @@ async def test_a_session_token_opens_its_session_on_the_routers_dashboard(
     await page.goto(f"{router.http_url}/?session={session_id}#token={observer}")
     await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
     await expect(page.locator("#role")).to_have_attribute("data-role", "observer")
+
+
+async def worker_pids(router: Router, session_id: str) -> dict[str, int | None]:
+    """Each session's worker pid on `session_id`'s node."""
+    link = router.hosts[node_of(router, session_id)]
+    pids: dict[str, int | None] = await router.call(link.actor.worker_pids.remote())
+    return pids
+
+
+async def test_every_node_runs_a_session_worker_per_cpu_of_the_node(router: Router) -> None:
+    # Both nodes are this machine, whose CPUs a Ray worker process may use as this one may.
+    cpus = len(os.sched_getaffinity(0))
+    assert [link.info.workers for link in router.hosts.values()] == [cpus, cpus]
+    assert {link.load.workers for link in router.hosts.values()} == {cpus}
+
+
+async def test_a_clients_socket_is_held_by_its_sessions_worker_not_by_the_host(
+    router: Router,
+) -> None:
+    session_id = sorted(CREATED)[0]
+    link = router.hosts[node_of(router, session_id)]
+    host = await router.call(link.actor.process_id.remote())
+    hello = {"type": "hello", "id": 0, "role": "observer", "token": ADMIN}
+    async with ws_connect(router.ws_url(session_id)) as ws:  # the 307 followed
+        await ws.send(json.dumps(hello))
+        assert json.loads(await ws.recv())["type"] == "welcome"
+        node_port = urlsplit(link.info.ws_base).port
+        assert node_port is not None
+        inode = server_side_inode(node_port, ws.local_address[1])
+        worker = (await worker_pids(router, session_id))[session_id]
+        assert worker is not None and worker != host
+        assert inode in socket_inodes(worker) and inode not in socket_inodes(host)
+
+
+async def test_a_nodes_workers_are_confined_and_hold_no_admin_token(router: Router) -> None:
+    pids = {pid for sid in CREATED for pid in (await worker_pids(router, sid)).values()}
+    assert pids and None not in pids
+    for pid in pids:
+        assert b"\nNoNewPrivs:\t1\n" in proc_bytes(pid, "status")
+        assert ADMIN.encode() not in proc_bytes(pid, "environ") + proc_bytes(pid, "cmdline")
+
+
+async def test_a_killed_workers_sessions_come_back_on_its_node_and_their_clients_resume(
+    router: Router,
+) -> None:
+    session_id = sorted(CREATED)[1]
+    node = node_of(router, session_id)
+    url = router.ws_url(session_id)  # each hello below follows the router's 307
+    ws, welcome = await hello(url, "agent", ADMIN)
+    await call(ws, 1, TOOL)
+    _, items = await reply(ws, 1)
+    seq = items[-1]["seq"]
+    killed = (await worker_pids(router, session_id))[session_id]
+    assert killed is not None
+    os.kill(killed, signal.SIGKILL)
+    with anyio.fail_after(HOST_START_S):
+        await ws.wait_closed()
+    again, rewelcome = await hello_past_restore(
+        url, "agent", ADMIN, since=seq, epoch=welcome["epoch"]
+    )
+    assert rewelcome.get("restored") is True, rewelcome
+    assert (rewelcome["epoch"], rewelcome["seq"]) == (welcome["epoch"], seq)
+    await call(again, 2, TOOL)
+    result, after = await reply(again, 2)
+    await again.close()
+    assert result["type"] == "result" and after[0]["seq"] == seq + 1
+    restored = (await worker_pids(router, session_id))[session_id]
+    assert restored not in (None, killed)
+    assert router.where[session_id] == node  # the node's own front restored it
+
+
+async def test_a_host_running_session_workers_takes_no_bench_pool(router: Router) -> None:
+    link = next(iter(router.hosts.values()))
+    with pytest.raises(ray.exceptions.RayTaskError, match="this host runs session workers"):
+        await router.call(link.actor.bench_start.remote(1, None, None, False))
+
+
+async def test_serve_ray_runs_the_workers_per_node_it_is_given_and_stops_on_sigterm(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    cluster, _ = ray_cluster
+    command = [sys.executable, "-m", "areasync.cli", "serve", "--ray", cluster.address]
+    command += ["--workers", "1", "--state-dir", str(tmp_path / "state"), "--port", "0"]
+    command += ["--mode", "manual", "--scenario", SCENARIO]
+    log = tmp_path / "stderr"
+    with log.open("wb") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            *command, stdout=asyncio.subprocess.PIPE, stderr=stderr
+        )
+    assert process.stdout is not None
+    banner: list[str] = []
+    try:
+        async with asyncio.timeout(HOST_START_S):
+            while not banner or not banner[-1].startswith("Ctrl-C stops every host"):
+                line = await process.stdout.readline()
+                assert line, f"serve --ray ended: {log.read_text()[-2000:]}"
+                banner.append(line.decode().rstrip())
+        nodes = [line for line in banner if line.startswith("  node ")]
+        assert len(nodes) == 2 and all(line.endswith("(1 session worker(s))") for line in nodes)
+        assert any(line.startswith(f"session {SCENARIO} on node ") for line in banner)
+        process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(HOST_START_S):
+            assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 async def test_a_lost_nodes_sessions_come_back_identical_and_their_clients_resume(

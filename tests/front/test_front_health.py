@@ -5,7 +5,9 @@ one (the dashboard) must be told to wait or retry, never that its session does n
 from __future__ import annotations
 
 import json
+import resource
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -16,8 +18,13 @@ from websockets.http11 import Request
 
 from areasync.front.server import Front
 from areasync.protocol import CloseCode
+from areasync.protocol.frames import Mode, Role
 from areasync.service.config import ServiceConfig
 from tests.front.support import ADMIN, WAIT
+from tests.waiting import eventually
+
+TUTORIAL = "scenario_tutorial"
+SEND = "AgentUserInterface__send_message_to_user"
 
 
 async def test_health_is_503_starting_until_the_start_up_sessions_are_placed() -> None:
@@ -53,3 +60,44 @@ async def test_a_hello_before_the_start_up_sessions_are_placed_is_told_to_retry(
         await front._shutdown()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == CloseCode.CAPACITY
     assert "retry" in closed.value.rcvd.reason
+
+
+async def test_a_session_ended_by_its_failed_journal_makes_health_degraded_through_the_front(
+    tmp_path: Path,
+) -> None:
+    # The journal's next append fails as a full disk would: the worker's file size limit is
+    # set to the journal's size (Python ignores SIGXFSZ, so the write fails with EFBIG).
+    config = ServiceConfig(
+        port=0, mode=Mode.MANUAL, trace_dir=None, state_dir=tmp_path, admin_token=ADMIN
+    )
+    async with Front(config, 1, [TUTORIAL]) as front:
+        worker = front.pool.workers[0]
+        assert worker.pid is not None
+        journal = tmp_path / "sessions" / f"{TUTORIAL}.journal"
+        size = journal.stat().st_size
+        resource.prlimit(worker.pid, resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
+        agent = front.tokens.of(TUTORIAL)[Role.AGENT]
+        with anyio.fail_after(WAIT):
+            async with connect(front.ws_url(TUTORIAL)) as ws:
+                await ws.send(
+                    json.dumps({"type": "hello", "id": 0, "role": "agent", "token": agent})
+                )
+                await ws.recv()  # welcome
+                frame = {"type": "call_tool", "id": 1, "tool": SEND, "args": {"content": "hi"}}
+                await ws.send(json.dumps(frame))
+                with pytest.raises(ConnectionClosed) as closed:
+                    while True:
+                        await ws.recv()
+        assert closed.value.rcvd is not None and "journal failed" in closed.value.rcvd.reason
+
+        async def health() -> dict[str, Any]:
+            response = await front.routes(
+                None, Request("/health", Headers({"Host": f"127.0.0.1:{front.port}"}))
+            )
+            assert response is not None
+            body: dict[str, Any] = json.loads(response.body)
+            return body if body["journal"].get("failed_sessions") else {}
+
+        degraded = await eventually(health)
+    assert degraded["status"] == "degraded"
+    assert degraded["journal"] == {"failed_sessions": 1, "refused_journals": 0}

@@ -67,14 +67,6 @@ def test_require_confinement_is_refused_for_runs_in_this_process(
     assert "--require-confinement confines worker processes" in capsys.readouterr().err
 
 
-def test_require_confinement_is_refused_on_a_cluster(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    args = ["-d", str(tmp_path), "--oracle", "--ray", "auto", "--require-confinement"]
-    assert bench_main(args) == 2
-    assert "a Ray host (--ray) runs its runs unconfined" in capsys.readouterr().err
-
-
 def test_require_confinement_refuses_a_kernel_without_landlock_saying_what_to_do() -> None:
     refused = confinement.refusal(Support(landlock_abi=0, seccomp=None))
     assert refused is not None

@@ -1,4 +1,4 @@
-"""`--workers`, `--run-budget` and `--ray` are checked against each other and ARE's options
+"""`--workers` and `--run-budget` are checked against each other and ARE's options
 before anything runs; the fork server's preload names modules that exist; a run whose every
 worker dies is re-run `RERUNS` times, then is an infrastructure failure, said so."""
 
@@ -45,14 +45,9 @@ def test_a_run_budget_with_the_thread_executor_is_refused(capsys: Any) -> None:
     assert "--run-budget bounds runs in worker processes" in err
 
 
-def test_ray_with_workers_is_refused(capsys: Any) -> None:
-    err = refusal(capsys, "--ray", "auto", "--workers", "2")
-    assert "--ray and --workers N both say where the runs go: give one of them" in err
-
-
-def test_ray_with_a_run_budget_is_refused(capsys: Any) -> None:
-    err = refusal(capsys, "--ray", "auto", "--run-budget", "60")
-    assert "on a cluster (--ray) ARE's --scenario_timeout applies" in err
+def test_ray_with_no_workers_is_refused_saying_to_give_some_per_node(capsys: Any) -> None:
+    err = refusal(capsys, "--ray", "auto", "--workers", "0")
+    assert "give --workers N (per node) or leave it out" in err
 
 
 def test_a_run_budget_must_be_positive(capsys: Any) -> None:

@@ -185,7 +185,10 @@ class VirtualClock:
             )
         self.jumped_us += t_us - now
         self._v0 = t_us
-        self._r0 = self._wall()
+        if self._mode is Mode.REALTIME:
+            # Only realtime reads `_r0`, and every change that makes time flow (`set_mode`,
+            # `resume`, `unhold`, `restart`) anchors it anew: a fast jump reads no wall.
+            self._r0 = self._wall()
 
     def anchor(self, t_us: int, wall: float) -> None:
         """Declare that simulated time `t_us` corresponds to wall time `wall` (realtime pacing).

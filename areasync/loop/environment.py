@@ -59,6 +59,10 @@ class SteppableEnvironment(Protocol):
     def wait_timeout_time(self) -> float | None:
         """When an agent's `wait_for_notification` times out; None when no wait is on."""
 
+    def next_due_us(self) -> int | None:
+        """The earlier of the two above, in the clock's microseconds (`to_us` of each); None
+        when neither is set. One call for both: the engine asks at every step."""
+
     def reset_wait_timeout(self) -> None:
         """The wait is over: forget its timeout."""
 

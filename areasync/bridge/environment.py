@@ -67,7 +67,7 @@ from areasync.bridge.host_paths import as_agent_sees
 from areasync.bridge.queues import EventLogQueue, FastEventQueue
 from areasync.bridge.records import event_record, notification_record
 from areasync.bridge.time_manager import VirtualTimeManager
-from areasync.loop.clock import VirtualClock, to_us
+from areasync.loop.clock import US_PER_S, VirtualClock, to_us
 from areasync.loop.engine import Engine
 from areasync.protocol.frames import Mode
 from areasync.protocol.records import EventRecord, NotificationRecord
@@ -228,12 +228,17 @@ class AsyncEnvironment(Environment):
         if self.agent_action_validators or _are_logger.isEnabledFor(logging.DEBUG):
             super().tick()
             return
-        self.current_time = self.time_manager.time()
+        manager = self.time_manager
+        # `time_manager.time()` and `to_us` written out for ours: once per tick.
+        if type(manager) is VirtualTimeManager:
+            self.current_time = manager.clock.now_us() / US_PER_S
+        else:
+            self.current_time = manager.time()
         # ARE's two notification hooks, skipped where they would do nothing (`notifications`).
         system = self.notification_system
         if system is not None and not notifications.idle_before_events(system):
             system.handle_time_based_notifications()
-        now_us = to_us(self.current_time)
+        now_us = round(self.current_time * US_PER_S)
         while True:
             queue = self.event_queue
             if type(queue) is FastEventQueue:
@@ -379,6 +384,26 @@ class AsyncEnvironment(Environment):
         timeout = system.wait_for_notification_timeout if system is not None else None
         return None if timeout is None else float(timeout.timeout_timestamp)
 
+    def next_step_due_us(self) -> int | None:
+        # `stop_requested`, `get_event_queue_length` and `next_due_us` in one call, for ours.
+        queue = self.event_queue
+        if self.stop_event.is_set() or type(queue) is not FastEventQueue:
+            return None
+        heap = queue.future_events.queue
+        if heap:
+            event: int | None = heap[0][0]
+        elif self.exit_when_no_events:
+            return None
+        else:
+            event = None
+        # `_due_us` written out.
+        system = self._system_app if self._system_app_for == len(self.apps) else self.system_app
+        timeout = system.wait_for_notification_timeout if system is not None else None
+        if timeout is None:
+            return event
+        timeout_us = to_us(float(timeout.timeout_timestamp))
+        return timeout_us if event is None or timeout_us < event else event
+
     def next_due_us(self) -> int | None:
         # `next_event_time` and `wait_timeout_time` written out: asked at every step. The
         # head's time is read as our queue keys it (`to_us` of its `event_time` when it was
@@ -390,6 +415,10 @@ class AsyncEnvironment(Environment):
         else:
             head = queue.peek()
             event = None if head is None else to_us(float(head.event_time))
+        return self._due_us(event)
+
+    def _due_us(self, event: int | None) -> int | None:
+        """The earlier of `event` and a wait's timeout, in microseconds."""
         system = self._system_app if self._system_app_for == len(self.apps) else self.system_app
         timeout = system.wait_for_notification_timeout if system is not None else None
         if timeout is None:

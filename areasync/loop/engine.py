@@ -182,20 +182,23 @@ class Engine:
 
     def step_fast(self) -> bool:
         """One step of ARE's queue-based loop. Returns False when nothing is due (idle) or done."""
-        # `stopping`, `next_due_us`, `at_end` and `tick_at` written out: this runs once per
-        # distinct event time, and their calls were most of what a step cost.
+        # `stopping`, `next_due_us`, `at_end` and `tick_at` written out, and the first three
+        # asked in one call (`next_step_due_us`): this runs once per distinct event time, and
+        # the calls were most of what a step cost.
         if self.finished:
             return False
         env = self.env
-        if env.stop_requested():
-            self.finish()
-            return False
-        if env.exit_when_no_events and env.get_event_queue_length() == 0:
-            self.finish()
-            return False
-        due = env.next_due_us()
-        if due is None:
-            return False
+        due = env.next_step_due_us()
+        if due is None:  # no tick, or the environment cannot tell: one question at a time
+            if env.stop_requested():
+                self.finish()
+                return False
+            if env.exit_when_no_events and env.get_event_queue_length() == 0:
+                self.finish()
+                return False
+            due = env.next_due_us()
+            if due is None:
+                return False
         start_us, increment_us, end = self._geometry()
         if end is not None and due >= end and not self.wait_runs_past_end(due):
             # ARE's jump_to_next_event_time sets the tick index before the duration check.
@@ -203,11 +206,7 @@ class Engine:
             self._finish_at_end()
             return False
         self._owed = None
-        clock = self.clock
-        now = clock.now_us()
-        if due > now:
-            clock.set_us(due)
-            now = due
+        now = self.clock.advance_us(due)
         env.tick_count = math.ceil((now - start_us) / increment_us)
         env.tick()
         return True

@@ -57,6 +57,9 @@ class FakeEnvironment:
     def next_due_us(self) -> int | None:
         return to_us(self.pending[0]) if self.pending else None
 
+    def next_step_due_us(self) -> int | None:
+        return self.next_due_us()
+
     def reset_wait_timeout(self) -> None:
         pass
 

@@ -74,7 +74,7 @@ from areasync.protocol.records import EventRecord, NotificationRecord
 
 __all__ = ["AsyncEnvironment", "PublishingEventLog", "Scenario", "session_environment"]
 
-EventListener = Callable[[EventRecord], None]
+EventListener = Callable[[EventRecord], object]  # what it returns is ignored
 NotificationListener = Callable[[NotificationRecord], None]
 
 _are_logger = logging.getLogger("are.simulation.environment")

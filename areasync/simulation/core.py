@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar, Unpack
 
 import anyio
@@ -116,7 +117,8 @@ class SimulationCore:
         # the clock stands still, so nothing read during setup is ever taken back.
         self.clock.hold()
         self._held_until_driven = True
-        env.event_listeners.append(self._on_event)
+        # Each event's record straight onto the stream, as an `EventItem` (no call between).
+        env.event_listeners.append(partial(self.log.append_with, _event_item))
         env.notification_listeners.append(self._on_notification)
         env.wake = self._wake
         env.wait_handler = self._begin_wait
@@ -369,9 +371,6 @@ class SimulationCore:
         self._last_clock_publish = self.clock.wall()
         self.log.append(lambda seq: ClockItem(seq=seq, clock=state))
 
-    def _on_event(self, record: EventRecord) -> None:
-        self.log.append(lambda seq: EventItem(seq=seq, event=record))
-
     def _begin_wait(self) -> None:
         # ARE's SystemApp set the timeout; the driver treats it as a due item. Nothing blocks.
         self.env.waiting_for_notification = True
@@ -385,7 +384,7 @@ class SimulationCore:
             if self._unawaited_waits:
                 self._waiting_for_notification -= self._unawaited_waits
                 self._unawaited_waits = 0
-        self.log.append(lambda seq: NotificationItem(seq=seq, notification=record))
+        self.log.append_with(_notification_item, record)
 
     # -- the end -----------------------------------------------------------------------------
 
@@ -439,3 +438,11 @@ class SimulationCore:
             "exception": None if exception is None else f"{type(exception).__name__}: {exception}",
             "rationale": getattr(result, "rationale", None),
         }
+
+
+def _event_item(seq: int, record: EventRecord) -> EventItem:
+    return EventItem(seq=seq, event=record)
+
+
+def _notification_item(seq: int, record: NotificationRecord) -> NotificationItem:
+    return NotificationItem(seq=seq, notification=record)

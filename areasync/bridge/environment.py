@@ -390,19 +390,9 @@ class AsyncEnvironment(Environment):
         if self.stop_event.is_set() or type(queue) is not FastEventQueue:
             return None
         heap = queue.future_events.queue
-        if heap:
-            event: int | None = heap[0][0]
-        elif self.exit_when_no_events:
+        if not heap and self.exit_when_no_events:
             return None
-        else:
-            event = None
-        # `_due_us` written out.
-        system = self._system_app if self._system_app_for == len(self.apps) else self.system_app
-        timeout = system.wait_for_notification_timeout if system is not None else None
-        if timeout is None:
-            return event
-        timeout_us = to_us(float(timeout.timeout_timestamp))
-        return timeout_us if event is None or timeout_us < event else event
+        return self._due_us(heap[0][0] if heap else None)
 
     def next_due_us(self) -> int | None:
         # `next_event_time` and `wait_timeout_time` written out: asked at every step. The

@@ -67,14 +67,14 @@ from areasync.bridge.host_paths import as_agent_sees
 from areasync.bridge.queues import EventLogQueue, FastEventQueue
 from areasync.bridge.records import event_record, notification_record
 from areasync.bridge.time_manager import VirtualTimeManager
-from areasync.loop.clock import VirtualClock, to_us
+from areasync.loop.clock import US_PER_S, VirtualClock, to_us
 from areasync.loop.engine import Engine
 from areasync.protocol.frames import Mode
 from areasync.protocol.records import EventRecord, NotificationRecord
 
 __all__ = ["AsyncEnvironment", "PublishingEventLog", "Scenario", "session_environment"]
 
-EventListener = Callable[[EventRecord], None]
+EventListener = Callable[[EventRecord], object]  # what it returns is ignored
 NotificationListener = Callable[[NotificationRecord], None]
 
 _are_logger = logging.getLogger("are.simulation.environment")
@@ -181,16 +181,24 @@ class AsyncEnvironment(Environment):
         if type(event) is OracleEvent and self.oracle_mode:
             event = event.make(self).with_type(EventType.AGENT)
         if isinstance(event, Event) and type(event) is not StopEvent:
-            ids = _placeholder_ids(event)
+            action = event.action
+            args = None if action is None else action.args
+            ids = None
+            if args:
+                for value in args.values():  # `"{{" in` first, as `_placeholder_ids` tests
+                    if isinstance(value, str) and "{{" in value:
+                        ids = _placeholder_ids(args)
+                        break
             if ids:
                 event = self.resolve_arg_placeholders(event, self._placeholder_sources(ids))
-            elif event.action is not None and event.action.args is not None:
+            elif args is not None:
                 # What ARE's resolver does to arguments none of which is a placeholder (the
                 # same test as `_placeholder_ids`): each is its own resolved value.
-                event.action.resolved_args.update(event.action.args)
+                action.resolved_args.update(args)
             completed = self._execute(event) if self.budget.bounded else event.execute()
             self.add_to_log(completed)
-            return self.get_successors(event)
+            # ARE's `get_successors` of an event with none is an empty list: no call for it.
+            return self.get_successors(event) if event.successors else []
         return super().process_event(event)
 
     # ARE's `tick()`, `schedule()` and `prepare_events_for_start()`, step for step, except for
@@ -220,19 +228,28 @@ class AsyncEnvironment(Environment):
         if self.agent_action_validators or _are_logger.isEnabledFor(logging.DEBUG):
             super().tick()
             return
-        self.current_time = self.time_manager.time()
+        manager = self.time_manager
+        # `time_manager.time()` and `to_us` written out for ours: once per tick.
+        if type(manager) is VirtualTimeManager:
+            self.current_time = manager.clock.now_us() / US_PER_S
+        else:
+            self.current_time = manager.time()
         # ARE's two notification hooks, skipped where they would do nothing (`notifications`).
         system = self.notification_system
         if system is not None and not notifications.idle_before_events(system):
             system.handle_time_based_notifications()
-        now_us = to_us(self.current_time)
+        now_us = round(self.current_time * US_PER_S)
         while True:
             queue = self.event_queue
-            events_to_process = (
-                queue.pop_due_us(now_us)
-                if type(queue) is FastEventQueue
-                else queue.pop_events_to_process(self.current_time)
-            )
+            if type(queue) is FastEventQueue:
+                # `pop_due_us`'s first test written out: the pass after the due events is
+                # almost always empty.
+                heap = queue.future_events.queue
+                if not heap or heap[0][0] > now_us:
+                    break
+                events_to_process = queue.pop_due_us(now_us)
+            else:
+                events_to_process = queue.pop_events_to_process(self.current_time)
             if not events_to_process:
                 break
             for event in events_to_process:
@@ -367,6 +384,38 @@ class AsyncEnvironment(Environment):
         timeout = system.wait_for_notification_timeout if system is not None else None
         return None if timeout is None else float(timeout.timeout_timestamp)
 
+    def next_step_due_us(self) -> int | None:
+        # `stop_requested`, `get_event_queue_length` and `next_due_us` in one call, for ours.
+        queue = self.event_queue
+        if self.stop_event.is_set() or type(queue) is not FastEventQueue:
+            return None
+        heap = queue.future_events.queue
+        if not heap and self.exit_when_no_events:
+            return None
+        return self._due_us(heap[0][0] if heap else None)
+
+    def next_due_us(self) -> int | None:
+        # `next_event_time` and `wait_timeout_time` written out: asked at every step. The
+        # head's time is read as our queue keys it (`to_us` of its `event_time` when it was
+        # put): the same key `pop_due_us` tells due events by.
+        queue = self.event_queue
+        if type(queue) is FastEventQueue:
+            heap = queue.future_events.queue
+            event = heap[0][0] if heap else None
+        else:
+            head = queue.peek()
+            event = None if head is None else to_us(float(head.event_time))
+        return self._due_us(event)
+
+    def _due_us(self, event: int | None) -> int | None:
+        """The earlier of `event` and a wait's timeout, in microseconds."""
+        system = self._system_app if self._system_app_for == len(self.apps) else self.system_app
+        timeout = system.wait_for_notification_timeout if system is not None else None
+        if timeout is None:
+            return event
+        timeout_us = to_us(float(timeout.timeout_timestamp))
+        return timeout_us if event is None or timeout_us < event else event
+
     def reset_wait_timeout(self) -> None:
         system = self.system_app
         if system is not None:
@@ -449,13 +498,10 @@ class PublishingEventLog(EventLog):
         self._hook(event)
 
 
-def _placeholder_ids(event: Event) -> set[str]:
-    """The event ids `event`'s arguments name as `{{event_id.key...}}` (ARE's syntax)."""
-    action = event.action
-    if action is None or not action.args:
-        return set()
+def _placeholder_ids(args: dict[str, Any]) -> set[str]:
+    """The event ids an event's arguments `args` name as `{{event_id.key...}}` (ARE's syntax)."""
     ids = set()
-    for value in action.args.values():
+    for value in args.values():
         # `"{{" in` first: a C substring scan rules out almost every argument before the regex.
         if (
             isinstance(value, str)

@@ -33,7 +33,7 @@ from typing import Any
 from are.simulation.priority_queue import HeapItem, PriorityQueue
 from are.simulation.types import Event, EventQueue, OracleEvent
 
-from areasync.loop.clock import to_us
+from areasync.loop.clock import US_PER_S, to_us
 
 
 class TimeOrderedHeap:
@@ -55,8 +55,15 @@ class TimeOrderedHeap:
         """`put` of each of `items` in turn, with one `heapify` instead of a push each: the
         entries are distinct (the insertion count), so what is popped, and in what order, is
         the same."""
-        entry = self._entry
-        self.queue.extend([entry(item) for item in items])
+        # `_entry` of each, written out: a scenario's load puts all of its first events here.
+        count = self._counter
+        self.queue.extend(
+            [
+                (round(t * US_PER_S), t, item.event_id or "", next(count), item)
+                for item in items
+                for t in (item.event_time,)
+            ]
+        )
         heapq.heapify(self.queue)
 
     def _entry(self, item: Any) -> tuple[int, float, str, int, Any]:

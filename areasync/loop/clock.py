@@ -185,7 +185,23 @@ class VirtualClock:
             )
         self.jumped_us += t_us - now
         self._v0 = t_us
-        self._r0 = self._wall()
+        if self._mode is Mode.REALTIME:
+            # Only realtime reads `_r0`, and every change that makes time flow (`set_mode`,
+            # `resume`, `unhold`, `restart`) anchors it anew: a fast jump reads no wall.
+            self._r0 = self._wall()
+
+    def advance_us(self, t_us: int) -> int:
+        """`set_us(t_us)` if `t_us` is later than now, else nothing; the time now, after.
+
+        A fast step's move (`Engine.step_fast`): one reading of the clock, not two."""
+        now = self.now_us()
+        if t_us <= now:
+            return now
+        self.jumped_us += t_us - now
+        self._v0 = t_us
+        if self._mode is Mode.REALTIME:  # as in `set_us`
+            self._r0 = self._wall()
+        return t_us
 
     def anchor(self, t_us: int, wall: float) -> None:
         """Declare that simulated time `t_us` corresponds to wall time `wall` (realtime pacing).

@@ -59,6 +59,16 @@ class SteppableEnvironment(Protocol):
     def wait_timeout_time(self) -> float | None:
         """When an agent's `wait_for_notification` times out; None when no wait is on."""
 
+    def next_due_us(self) -> int | None:
+        """The earlier of the two above, in the clock's microseconds (`to_us` of each); None
+        when neither is set. One call for both: the engine asks at every step."""
+
+    def next_step_due_us(self) -> int | None:
+        """`next_due_us()` when a step of the queue-based loop would tick there: None when ARE
+        asked to stop, when the run ends for want of events (`exit_when_no_events` and an empty
+        queue), when nothing is due, or whenever the environment cannot tell in one call (the
+        engine then asks the questions one by one). A fast step's one question."""
+
     def reset_wait_timeout(self) -> None:
         """The wait is over: forget its timeout."""
 

@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 import anyio
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 class StreamLog(Generic[T]):
@@ -35,10 +36,15 @@ class StreamLog(Generic[T]):
 
     def append(self, make: Callable[[int], T]) -> T:
         """Number the next item and append it; `make(seq)` builds it."""
+        return self.append_with(_made_by, make)
+
+    def append_with(self, make: Callable[[int, V], T], value: V) -> T:
+        """Number the next item and append it; `make(seq, value)` builds it (one call fewer
+        than `append` with a closure: a session appends one per event)."""
         if self.closed:
             raise RuntimeError("the stream is closed: the session has ended")
         seq = len(self.items) + 1
-        item = make(seq)
+        item = make(seq, value)
         self.items.append(item)
         for listener in self.listeners:
             listener(seq, item)
@@ -88,3 +94,7 @@ class StreamLog(Generic[T]):
             if self.closed:
                 return
             await self.wait_beyond(position)
+
+
+def _made_by(seq: int, make: Callable[[int], T]) -> T:
+    return make(seq)

@@ -547,13 +547,13 @@ class _StreamItem(_ServerFrame, kw_only=True):
     seq: Seq
 
 
-class EventItem(_StreamItem, tag="event", kw_only=True):
+class EventItem(_StreamItem, tag="event", kw_only=True, gc=False):
     """Stream item: one completed ARE event, as it entered the event log."""
 
     event: EventRecord
 
 
-class NotificationItem(_StreamItem, tag="notification", kw_only=True):
+class NotificationItem(_StreamItem, tag="notification", kw_only=True, gc=False):
     """Stream item: one notification put on ARE's queue (for the agent, or an env signal)."""
 
     notification: NotificationRecord

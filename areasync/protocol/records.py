@@ -28,7 +28,12 @@ ones, so whoever compares runs (the conformance normal form, the oracle agent) m
 them."""
 
 
-class EventRecord(msgspec.Struct, kw_only=True, omit_defaults=False):
+# `gc=False` on the records and stream items a session keeps one of per event: JSON values
+# hold no cycles, so the collector need not walk them (every full collection would walk a
+# session's whole stream), and each is 16 bytes smaller.
+
+
+class EventRecord(msgspec.Struct, kw_only=True, omit_defaults=False, gc=False):
     """One completed ARE event, as it entered the event log."""
 
     event_id: str
@@ -41,7 +46,7 @@ class EventRecord(msgspec.Struct, kw_only=True, omit_defaults=False):
     exception: str | None = None
 
 
-class NotificationRecord(msgspec.Struct, kw_only=True):
+class NotificationRecord(msgspec.Struct, kw_only=True, gc=False):
     """One message put on ARE's notification queue (for the agent, or an environment signal)."""
 
     message_type: str  # USER_MESSAGE | ENVIRONMENT_NOTIFICATION | ENVIRONMENT_STOP

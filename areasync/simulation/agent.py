@@ -183,7 +183,7 @@ class AgentSide:
             if self._unawaited_waits:
                 self._waiting_for_notification -= self._unawaited_waits
                 self._unawaited_waits = 0
-        self._log.append(lambda seq: NotificationItem(seq=seq, notification=record))
+        self._log.append_with(notification_item, record)
 
     def revive(self) -> None:
         """A thawed copy's waits: their callers are gone, so all of them are unawaited (as a
@@ -212,3 +212,7 @@ def _check_text(content: str) -> None:
         json_copy(content)
     except NotJSONError as exc:
         raise InvalidRequestError(f"the user's message cannot be taken: {exc}") from None
+
+
+def notification_item(seq: int, record: NotificationRecord) -> NotificationItem:
+    return NotificationItem(seq=seq, notification=record)

@@ -189,8 +189,14 @@ class Driver:
         """Engine steps back to back until the budget is spent or the driver must re-plan."""
         # `out_of_time(self.step_budget)`, written out: it is asked after every step.
         deadline = perf_counter() + self._step_budget
+        clock, engine, book = self._clock, self._engine, self._book
         while True:
-            more = self._step()
+            if clock.mode is Mode.FAST and not self._leases and not clock.paused:
+                # `_step`'s first branch and `_fast_step`, written out: once per event time.
+                book.pending_steps += 1
+                more = engine.step_fast() or self._idle_after_fast_step()
+            else:
+                more = self._step()
             self._after_step()
             if not more or perf_counter() > deadline:
                 return
@@ -212,9 +218,13 @@ class Driver:
         """One step whose effect follows from the state alone (a replay runs it again): the
         end, or a step of the queue-based loop. Counted, not logged one by one."""
         self._book.pending_steps += 1
+        # `step_fast` ends a finished or stopping run itself (`Engine.finish`).
+        return self._engine.step_fast() or self._idle_after_fast_step()
+
+    def _idle_after_fast_step(self) -> bool:
+        """After a fast step that found nothing to run: with nothing due ever again, time runs
+        out to the scenario's end. False: the driver plans again."""
         engine = self._engine
-        if engine.step_fast():  # which ends a finished or stopping run (`Engine.finish`)
-            return True
         if not engine.finished and engine.next_due_us() is None:
             engine.run_out()
         return False

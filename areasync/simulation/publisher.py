@@ -8,6 +8,8 @@ the clock as it changes, numbered in the session's `StreamLog`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 
 from areasync.bridge.environment import AsyncEnvironment
 from areasync.loop.clock import VirtualClock, to_s
@@ -59,6 +61,11 @@ class Publisher:
         self.last_clock_publish = self._clock.wall()
         self._log.append(lambda seq: ClockItem(seq=seq, clock=state))
 
-    def on_event(self, record: EventRecord) -> None:
-        """ARE's environment logged an event (its event listener)."""
-        self._log.append(lambda seq: EventItem(seq=seq, event=record))
+    def event_listener(self) -> Callable[[EventRecord], object]:
+        """ARE's environment's event listener: each event's record straight onto the stream, as
+        an `EventItem` (no call between)."""
+        return partial(self._log.append_with, event_item)
+
+
+def event_item(seq: int, record: EventRecord) -> EventItem:
+    return EventItem(seq=seq, event=record)

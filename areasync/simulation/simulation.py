@@ -181,7 +181,7 @@ class Simulation:
         self.call_tool = (
             agent.call_tool if judge is None else judge.guarded(agent.call_tool, "call a tool")
         )
-        env.event_listeners.append(publisher.on_event)
+        env.event_listeners.append(publisher.event_listener())
         env.wake = wakeup.wake
 
     # -- settings ----------------------------------------------------------------------------

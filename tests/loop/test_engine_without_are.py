@@ -6,7 +6,7 @@ where time goes (ARE's queue-based and time-based loops).
 
 from __future__ import annotations
 
-from areasync.loop.clock import VirtualClock
+from areasync.loop.clock import VirtualClock, to_us
 from areasync.loop.engine import Engine
 from areasync.protocol.frames import Mode
 
@@ -53,6 +53,12 @@ class FakeEnvironment:
 
     def wait_timeout_time(self) -> float | None:
         return None
+
+    def next_due_us(self) -> int | None:
+        return to_us(self.pending[0]) if self.pending else None
+
+    def next_step_due_us(self) -> int | None:
+        return self.next_due_us()
 
     def reset_wait_timeout(self) -> None:
         pass

@@ -16,14 +16,14 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,ray]'
-	# OpenEnv's real client for tests/openenv/, without OpenEnv's server stack (fastapi,
+	# OpenEnv's real client for tests/service/adapters/openenv/, without OpenEnv's server stack (fastapi,
 	# gradio, fastmcp...): its client modules need only websockets and requests.
 	$(PY) -m pip install --quiet --no-deps openenv-core==0.3.0
 	touch $(STAMP)
 
-# Today's OpenEnv client (`openenv`, which `openenv-core` was renamed to) for tests/openenv/:
+# Today's OpenEnv client (`openenv`, which `openenv-core` was renamed to) for tests/service/adapters/openenv/:
 # both ship the top-level module `openenv`, so it goes in a directory of its own, from which
-# tests/openenv/today.py imports it under another name; without OpenEnv's server stack, as above.
+# tests/service/adapters/openenv/today.py imports it under another name; without OpenEnv's server stack, as above.
 OPENENV_TODAY := $(VENV)/openenv-0.10
 $(OPENENV_TODAY)/.installed: $(STAMP)
 	$(PY) -m pip install --quiet --no-deps --upgrade --target $(OPENENV_TODAY) openenv==0.10.0
@@ -64,7 +64,7 @@ TEST_WORKERS ?= 2
 unit: $(STAMP) $(OPENENV_TODAY)/.installed browser js
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-# The tests marked `browser`, alone: those that drive headless chromium (tests/dashboard, the
+# The tests marked `browser`, alone: those that drive headless chromium (tests/service/dashboard, the
 # Gaia2 report, the router's dashboard in tests/cluster, which is `slow`) or Node.js (the JS
 # example agent, tests/client/test_js_agent.py). `make test` runs them too, in the same pytest
 # run as the rest: its workers stay busy to the end, which a second run beside it would not make
@@ -77,12 +77,12 @@ test-slow: $(STAMP) browser js
 
 # tests/service's protocol-level tests through `serve --workers 2` (a front and two session
 # workers) instead of one process; a test that reaches into a session's in-process state skips.
-# Every tests/service and tests/gaia2cli test that runs through a service, through a front with
+# Every tests/service and tests/service/adapters/gaia2cli test that runs through a service, through a front with
 # two session workers instead (`serving`, `adapter`); those that reach into this process's
 # state skip saying why (-rs lists them), those of what a front lacks are strict xfails.
 through-workers: $(STAMP)
 	AREASYNC_TEST_WORKERS=2 $(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadgroup \
-		tests/service tests/gaia2cli tests/openenv/test_openenv.py
+		tests/service tests/service/adapters/gaia2cli tests/service/adapters/openenv/test_openenv.py
 
 conformance: $(STAMP)
 	$(PY) -m pytest -q -m '' tests/conformance
@@ -140,7 +140,7 @@ soak: $(STAMP)
 	STORM_SECONDS=$${STORM_SECONDS:-120} $(PY) -m pytest -q -m soak \
 		tests/hardening/test_reconnect_storm.py
 	FAULT_RUNS=$${FAULT_RUNS:-10} FAULT_KILLS=$${FAULT_KILLS:-5} $(PY) -m pytest -q -m soak \
-		tests/service/test_durable_faults.py
+		tests/service/durability/test_durable_faults.py
 	$(PY) -m pytest -q -m soak tests/conformance
 
 # Gaia2 parity with ARE's own are-benchmark on the scenarios it idles in real time (~30 min).

@@ -16,14 +16,14 @@ from areasync.lazy import lazy_getattr
 
 _EXPORTS = {
     "AsyncEnvironment": "areasync.bridge.environment",
-    "ScenarioError": "areasync.bridge.scenarios",
+    "ScenarioError": "areasync.bridge.scenarios.loading",
     "SyncEnvironment": "areasync.bridge.sync",
     "InvalidArgsError": "areasync.bridge.tools",
     "ToolCallError": "areasync.bridge.tools",
     "ToolFailedError": "areasync.bridge.tools",
     "UnknownToolError": "areasync.bridge.tools",
     "Mode": "areasync.protocol.frames",
-    "VirtualClock": "areasync.loop.clock",
+    "VirtualClock": "areasync.engine.clock",
     "BadStateError": "areasync.simulation",
     "InvalidRequestError": "areasync.simulation",
     "LagPolicy": "areasync.simulation",
@@ -52,7 +52,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from areasync.bridge.environment import AsyncEnvironment
-    from areasync.bridge.scenarios import ScenarioError
+    from areasync.bridge.scenarios.loading import ScenarioError
     from areasync.bridge.sync import SyncEnvironment
     from areasync.bridge.tools import (
         InvalidArgsError,
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
         ToolFailedError,
         UnknownToolError,
     )
-    from areasync.loop.clock import VirtualClock
+    from areasync.engine.clock import VirtualClock
     from areasync.protocol.frames import Mode
     from areasync.simulation import (
         BadStateError,

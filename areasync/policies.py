@@ -19,7 +19,7 @@ MAX_JUMP_S = 7 * 86_400.0
 
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 """Largest file a session may open for reading (an attachment, a document): 10 MiB
-(`bridge/sandbox.py` enforces it)."""
+(`bridge/sandbox/audit.py` enforces it)."""
 
 
 class LagPolicy(enum.StrEnum):

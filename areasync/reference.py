@@ -26,7 +26,7 @@ from typing import Any, Final
 from areasync.protocol import errors
 from areasync.protocol.frames import frame_tag
 from areasync.protocol.schema import SCHEMA_PATH
-from areasync.service.roles import ALLOWED
+from areasync.service.gate.roles import ALLOWED
 
 HELP_COLUMNS: Final = "100"
 """The terminal width every ``--help`` is rendered at, so the page reads the same anywhere."""
@@ -241,14 +241,14 @@ def _cell(text: str) -> str:
 
 
 def _roles_table() -> list[str]:
-    """Who may send what, from `service/roles.py`'s table (the one the server enforces)."""
+    """Who may send what, from `service/gate/roles.py`'s table (the one the server enforces)."""
     roles = list(ALLOWED)
     frames = sorted({f for allowed in ALLOWED.values() for f in allowed}, key=frame_tag)
     lines = [
         "## Who may send what",
         "",
         "After its `hello`, each role may send these frames; any other is answered `forbidden`",
-        "and changes nothing (from `areasync/service/roles.py`, the table the server enforces).",
+        "and changes nothing (from `areasync/service/gate/roles.py`, the table the server enforces).",
         "",
         "| frame | " + " | ".join(role.value for role in roles) + " |",
         "|---|" + "---|" * len(roles),

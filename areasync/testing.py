@@ -50,7 +50,7 @@ from areasync.protocol import Role
 
 if TYPE_CHECKING:
     from areasync.service import Service
-    from areasync.service.session import Session
+    from areasync.service.sessions.session import Session
     from areasync.simulation import Simulation
     from areasync.simulation.loading import Loadable
 
@@ -205,7 +205,7 @@ def areasync_server_options(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 def _service_config(options: dict[str, Any], trace_dir: Path) -> tuple[Any, list[Any]]:
     from areasync.service import ServiceConfig
-    from areasync.service.auth import new_token
+    from areasync.service.gate.auth import new_token
 
     options = dict(options)
     scenario = options.pop("scenario", None)

@@ -74,7 +74,7 @@ async def websocket(spec: dict[str, Any], encoding: str) -> dict[str, float]:
 
 
 async def openenv_ws(spec: dict[str, Any]) -> dict[str, float]:
-    from tests.openenv.today import GenericEnvClient
+    from tests.service.adapters.openenv.today import GenericEnvClient
 
     headers = {"Authorization": f"Bearer {spec['token']}"}
     action = {"action_type": "call_tool", "tool_name": TOOL, "advance_time": False}
@@ -84,7 +84,7 @@ async def openenv_ws(spec: dict[str, Any]) -> dict[str, float]:
 
 
 async def openenv_mcp(spec: dict[str, Any]) -> dict[str, float]:
-    from tests.openenv.today import MCPToolClient
+    from tests.service.adapters.openenv.today import MCPToolClient
 
     headers = {"Authorization": f"Bearer {spec['token']}"}
     async with MCPToolClient(base_url=spec["openenv"], headers=headers) as env:

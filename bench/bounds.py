@@ -1,4 +1,4 @@
-"""What a session may cost the server, with and without its bounds (`service/budget.py`), and
+"""What a session may cost the server, with and without its bounds (`service/sessions/budget.py`), and
 the figures behind the bounds' defaults.
 
 Each part runs an in-process `Service` (manual mode: nothing moves but requests) in a process

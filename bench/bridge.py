@@ -31,7 +31,7 @@ not the service's (see `bench/service.py`).
   service's bounds (`tool_budget`, `max_listing`, `max_files_created` as `ServiceConfig` has
   them) and without (the library's default), alternating in one run.
 
-- `guard`: the sandbox guard's cost (`areasync.bridge.sandbox`), on vs off in the same run,
+- `guard`: the sandbox guard's cost (`areasync.bridge.sandbox.audit`), on vs off in the same run,
   alternating: `hot` and `events` with the session's lane entering its sandbox (as always) and
   with it not entering it (the audit hook stays installed, it cannot be removed: "off" is the
   hook's no-session path); plus the hook alone per audited event: a non-file event, a file
@@ -194,7 +194,7 @@ async def _on_and_off(
 async def guard(calls: int, n: int, repeats: int) -> dict[str, Any]:
     import os
 
-    from areasync.bridge import sandbox
+    from areasync.bridge.sandbox import audit as sandbox
 
     out = await _on_and_off(calls, n, repeats, {"guarded": True}, {"guarded": False})
     sim = Simulation.load("scenario_tutorial", mode="manual")

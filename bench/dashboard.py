@@ -26,7 +26,7 @@ events (`bench.synthetic`) in manual mode, and drives Debian's chromium with Pla
 - `dom_rows`: row elements in the DOM (virtualised: a screenful, not N), and the JS heap.
 
 The service runs with its default slow-consumer bound: a burst of 20,000 events is a backlog the
-page reads through on its socket, not lag (see `areasync/service/hub.py`).
+page reads through on its socket, not lag (see `areasync/service/fanout/hub.py`).
 """
 
 from __future__ import annotations
@@ -275,7 +275,7 @@ async def click_latency(page: Any, selector: str, predicate: str) -> float:
 
 async def open_page(browser: Any, url: str) -> Any:
     # bypass_csp: the bench's probes use wait_for_function, which evaluates its predicate with
-    # `new Function`, refused by the dashboard's policy (tests/dashboard checks the policy).
+    # `new Function`, refused by the dashboard's policy (tests/service/dashboard checks the policy).
     page = await browser.new_page(viewport=VIEWPORT, bypass_csp=True)
     await page.add_init_script(PAGE_HELPERS)
     await page.goto(url)

@@ -62,7 +62,7 @@ def _are(text: str, benchmark: bool) -> None:
 
 
 def _areasync(text: str, benchmark: bool) -> Any:
-    from areasync.bridge import scenarios
+    from areasync.bridge.scenarios import loading as scenarios
 
     return scenarios.load(text, import_mode="benchmark" if benchmark else "plain")
 

@@ -46,8 +46,8 @@ def main() -> None:
         load_and_preprocess_scenario_str,
     )
 
-    from areasync.bridge.judge import prepare, runner_config
-    from areasync.bridge.judge_options import JudgeOptions
+    from areasync.bridge.judge.llm import prepare, runner_config
+    from areasync.bridge.judge.options import JudgeOptions
     from areasync.gaia2.dataset import SPECS, scenario_json
     from areasync.simulation import build_scenario
 

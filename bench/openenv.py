@@ -59,7 +59,7 @@ summary = round_trips
 
 
 def _openenv_client() -> Any:
-    from tests.openenv.client import GenericEnvClient
+    from tests.service.adapters.openenv.client import GenericEnvClient
 
     return GenericEnvClient
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from areasync.protocol.frames import Mode
 from areasync.service.config import ServiceConfig
-from areasync.service.restore import restore_sessions
+from areasync.service.durability.restore import restore_sessions
 from areasync.service.server import Service
 
 SCENARIO = "scenario_tutorial"

@@ -540,7 +540,7 @@ def are_poll_cost(env: Any, repeats: int = 3) -> float:
 def _timing_writes(written: list[tuple[int, int, int]]) -> Iterator[None]:
     """Record (first seq, last seq, time) as the server starts handing stream items to a socket
     (a bench-only hook; one tuple per write, so that timing costs the server next to nothing)."""
-    from areasync.service.outbox import Outbox
+    from areasync.service.fanout.outbox import Outbox
 
     original = Outbox.write_some
 

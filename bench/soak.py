@@ -6,7 +6,7 @@ descriptors are measured alone, from /proc. The driver (this process) keeps `--s
 busy for `--seconds`; each slot, over and over:
 
 1. creates a fast-mode session of `scenario_tutorial` over the socket (admin `create_session`);
-2. attaches an oracle agent (areasync.agents.oracle, pace `wait`: ARE's wait tool), an observer
+2. attaches an oracle agent (areasync.agents.oracle.agent, pace `wait`: ARE's wait tool), an observer
    and a controller, each an areasync `Client` on its own socket;
 3. the agent performs the oracle's actions; the controller meanwhile issues random controls
    (pause then resume, set_speed, get_state, ping) every 20-200 ms; the observer follows the
@@ -202,7 +202,7 @@ async def controller_loop(controller: Any, rng: random.Random, tally: Tally) -> 
 
 
 async def one_session(url_of: Any, admin: Any, plan: Any, rng: random.Random, tally: Tally) -> None:
-    from areasync.agents.oracle import Pace, run_oracle_agent
+    from areasync.agents.oracle.agent import Pace, run_oracle_agent
     from areasync.client import connect
 
     created = await create_session(admin)
@@ -266,7 +266,7 @@ def remove_traces(directory: Path) -> int:
 
 
 async def drive(args: argparse.Namespace, port: int, pid: int) -> dict[str, Any]:
-    from areasync.agents.oracle import oracle_plan
+    from areasync.agents.oracle.agent import oracle_plan
     from areasync.client import connect
 
     plan = await oracle_plan(SCENARIO)

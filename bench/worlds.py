@@ -185,7 +185,7 @@ async def _durable_figures(path: Path, root: Path, inputs: int) -> dict[str, Any
 def per_world(
     name: str, size: Any, root: Path, repeat: int, held: int, inputs: int
 ) -> dict[str, Any]:
-    from areasync.bridge import scenarios
+    from areasync.bridge.scenarios import loading as scenarios
     from areasync.gaia2.worlds import scenarios as world_scenarios
 
     log(f"{name}: writing one scenario")

@@ -42,12 +42,12 @@ WHOLE_MODULES = (  # a module, or every module under a directory ending in "/"
     "tests/conformance/test_reference.py",
     "tests/simulation/test_replay.py",
     "tests/simulation/test_snapshots.py",
-    "tests/dashboard/",
+    "tests/service/dashboard/",
     "tests/gaia2/",
-    "tests/service/test_cli_serve.py",
-    "tests/service/test_durable_judged.py",
-    "tests/service/test_durable_judged_crash.py",
-    "tests/service/test_gaia2_judge.py",
+    "tests/cli/test_cli_serve.py",
+    "tests/service/durability/test_durable_judged.py",
+    "tests/service/durability/test_durable_judged_crash.py",
+    "tests/service/sessions/test_gaia2_judge.py",
     "tests/test_import_rules.py",
 )
 

@@ -19,7 +19,7 @@ from types import TracebackType
 
 import anyio
 
-from areasync.service.admission import Admission
+from areasync.service.gate.admission import Admission
 from bench.misbehaving import RawClient, close_code
 from tests.waiting import WITHIN_S, eventually
 

@@ -1,6 +1,6 @@
 """The package's layering, checked on its source: which part of areasync may import what.
 
-The layers point one way: protocol/ (wire structs) <- loop/ (clock, engine, stream) <- bridge/
+The layers point one way: protocol/ (wire structs) <- engine/ (clock, engine, stream) <- bridge/
 (the one place the service stack imports ARE) <- simulation <- service/; client/ depends on
 protocol/ only (and the package's lazy-import helper); no import cycles. The check parses
 every module with `ast` and imports none of them, so it is fast and cannot be fooled by import
@@ -33,10 +33,10 @@ ARE_ADAPTERS = {
     # Gaia2 on ARE's own benchmark runner, dataset loader and submission tools.
     "areasync.gaia2",
     # ARE's own default agent (its ReAct loop, prompts, LLM engine) playing a live session.
-    "areasync.agents.are_agent",
-    "areasync.agents.are_session",
+    "areasync.agents.are.agent",
+    "areasync.agents.are.session",
     # Runs the scenario's oracle with ARE in-process to learn the oracle agent's plan.
-    "areasync.agents.oracle_plan",
+    "areasync.agents.oracle.plan",
     # Runs ARE's own Environment side by side with areasync's, as the reference to agree with.
     "areasync.conformance",
 }
@@ -282,7 +282,7 @@ def _within_any(prefix: str, known: dict[str, Path]) -> bool:
 # that its tests drive it with plain values in milliseconds (ARCHITECTURE.md, "Two sans-I/O
 # cores under thin asyncio layers").
 SANS_IO = (
-    "areasync.service.core",
+    "areasync.service.connection.protocol",
     "areasync.client.stream",
     "areasync.client.requests",
     "areasync.client.handshake",
@@ -326,8 +326,8 @@ NOT_IN_THE_FRONT = (
     "litellm",
     "ray",
     "areasync.simulation",
-    "areasync.service.session",
-    "areasync.service.registry",
+    "areasync.service.sessions.session",
+    "areasync.service.sessions.registry",
     "areasync.sessionworker.handlers",
 )
 
@@ -356,10 +356,10 @@ def test_a_clean_package_has_no_violation_and_no_cycle(tmp_path: Path) -> None:
         tmp_path,
         {
             "protocol/frames.py": "import msgspec\n",
-            "loop/clock.py": "from areasync.protocol.frames import Frame\n",
+            "engine/clock.py": "from areasync.protocol.frames import Frame\n",
             "bridge/env.py": "from are.simulation import Environment\nfrom ..loop import clock\n",
-            "client/core.py": "from areasync.protocol import frames\n",
-            "service/hub.py": "from areasync.bridge.env import AsyncEnvironment\n",
+            "client/async_client.py": "from areasync.protocol import frames\n",
+            "service/fanout/hub.py": "from areasync.bridge.env import AsyncEnvironment\n",
         },
     )
     found = imports_of(package)
@@ -371,12 +371,12 @@ def test_protocol_importing_another_part_is_a_violation(tmp_path: Path) -> None:
     package = write_package(
         tmp_path,
         {
-            "protocol/frames.py": "from areasync.loop.clock import VirtualClock\n",
-            "loop/clock.py": "",
+            "protocol/frames.py": "from areasync.engine.clock import VirtualClock\n",
+            "engine/clock.py": "",
         },
     )
     assert layer_violations(imports_of(package), ()) == {
-        ("areasync.protocol.frames", "areasync.loop.clock")
+        ("areasync.protocol.frames", "areasync.engine.clock")
     }
 
 
@@ -384,12 +384,12 @@ def test_loop_importing_bridge_even_lazily_is_a_violation(tmp_path: Path) -> Non
     package = write_package(
         tmp_path,
         {
-            "loop/engine.py": "def f():\n    from areasync.bridge import env\n",
+            "engine/ticks.py": "def f():\n    from areasync.bridge import env\n",
             "bridge/env.py": "",
         },
     )
     assert layer_violations(imports_of(package), ()) == {
-        ("areasync.loop.engine", "areasync.bridge.env")
+        ("areasync.engine.ticks", "areasync.bridge.env")
     }
 
 
@@ -397,24 +397,27 @@ def test_importing_are_outside_bridge_and_the_adapters_is_a_violation(tmp_path: 
     package = write_package(
         tmp_path,
         {
-            "service/session.py": "from are.simulation.scenarios import Scenario\n",
-            "loop/engine.py": "import are.simulation.types\n",
+            "service/sessions/session.py": "from are.simulation.scenarios import Scenario\n",
+            "engine/ticks.py": "import are.simulation.types\n",
             "gaia2/runner.py": "import are.simulation.multi_scenario_runner\n",
         },
     )
     assert layer_violations(imports_of(package), ["areasync.gaia2"]) == {
-        ("areasync.service.session", "are"),
-        ("areasync.loop.engine", "are"),
+        ("areasync.service.sessions.session", "are"),
+        ("areasync.engine.ticks", "are"),
     }
 
 
 def test_client_importing_the_service_is_a_violation(tmp_path: Path) -> None:
     package = write_package(
         tmp_path,
-        {"client/core.py": "from areasync.service import hub\n", "service/hub.py": ""},
+        {
+            "client/async_client.py": "from areasync.service.fanout import hub\n",
+            "service/fanout/hub.py": "",
+        },
     )
     assert layer_violations(imports_of(package), ()) == {
-        ("areasync.client.core", "areasync.service.hub")
+        ("areasync.client.async_client", "areasync.service.fanout.hub")
     }
 
 
@@ -432,7 +435,7 @@ def test_importing_the_cluster_outside_it_and_the_cli_is_a_violation(tmp_path: P
         {
             "cluster/router.py": "",
             "service/server.py": "def f():\n    from areasync.cluster import router\n",
-            "cli.py": "def f():\n    from areasync.cluster import router\n",
+            "cli/__init__.py": "def f():\n    from areasync.cluster import router\n",
         },
     )
     assert layer_violations(imports_of(package), ()) == {
@@ -442,10 +445,11 @@ def test_importing_the_cluster_outside_it_and_the_cli_is_a_violation(tmp_path: P
 
 def test_a_relative_import_is_resolved_to_its_module(tmp_path: Path) -> None:
     package = write_package(
-        tmp_path, {"loop/engine.py": "from ..service.hub import Hub\n", "service/hub.py": ""}
+        tmp_path,
+        {"engine/ticks.py": "from ..service.hub import Hub\n", "service/fanout/hub.py": ""},
     )
     assert layer_violations(imports_of(package), ()) == {
-        ("areasync.loop.engine", "areasync.service.hub")
+        ("areasync.engine.ticks", "areasync.service.fanout.hub")
     }
 
 

@@ -47,7 +47,7 @@ def test_the_scheduler_keeps_a_shared_module_or_package_on_one_worker(
     assert scope("tests/cluster/test_batch.py::test_a") == scope("tests/cluster/test_cluster.py::b")
     assert scope("tests/gaia2/test_parity.py::a") == scope("tests/gaia2/test_parity.py::b[x]")
     assert scope("tests/gaia2/test_parity.py::a") != scope("tests/gaia2/test_sweep.py::a")
-    assert scope("tests/loop/test_clock.py::a") != scope("tests/loop/test_clock.py::b")
+    assert scope("tests/engine/test_clock.py::a") != scope("tests/engine/test_clock.py::b")
     monkeypatch.setattr(pytestconfig.option, "dist", "load")
     assert pytest_xdist_make_scheduler(pytestconfig, None) is None
 

@@ -13,7 +13,7 @@ import time
 
 import anyio
 
-from areasync.loop.clock import Wall
+from areasync.engine.clock import Wall
 
 
 class JumpingWall:

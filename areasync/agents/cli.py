@@ -50,7 +50,7 @@ def add_agent_parser(sub: Any) -> None:
         "agent-only way; ARE logs the waits); auto (default): jump if the token allows it",
     )
     oracle.add_argument("-v", "--verbose", action="store_true", help="log each call to stderr")
-    from areasync.agents.are_cli import add_are_parser
+    from areasync.agents.are.cli import add_are_parser
 
     add_are_parser(agents)
 
@@ -121,7 +121,7 @@ def run_agent(args: argparse.Namespace) -> int:
         print(f"areasync agent: {exc}", file=sys.stderr)
         return 2
     if args.agent == "are":
-        from areasync.agents.are_cli import run_are
+        from areasync.agents.are.cli import run_are
 
         status: int = anyio.run(run_are, args, url)
         return status
@@ -130,8 +130,8 @@ def run_agent(args: argparse.Namespace) -> int:
 
 
 async def _oracle(args: argparse.Namespace, url: str) -> int:
-    from areasync.agents.oracle import Pace, oracle_plan, run_oracle_agent
-    from areasync.bridge.scenarios import ScenarioError
+    from areasync.agents.oracle.agent import Pace, oracle_plan, run_oracle_agent
+    from areasync.bridge.scenarios.loading import ScenarioError
     from areasync.client import AreasyncError, connect
 
     options: dict[str, Any] = {"token": args.token, "encoding": args.encoding}

@@ -15,7 +15,7 @@ three sources that are not:
   `time.time()` (or `datetime.now()` in `are.simulation.scenarios.scenario`) gets the session's
   time: its creation time while it loads, its virtual clock once it has one.
 
-"The running session" is the sandbox's context variable (`areasync.bridge.sandbox`): it is set
+"The running session" is the sandbox's context variable (`areasync.bridge.sandbox.audit`): it is set
 whenever a session's code runs (loading, every command, every batch of engine steps), and it
 follows the context, so two sessions in one process, or in two threads, each draw from their own
 stream in their own order. Code outside a session, ARE's own runners included, is unaffected.
@@ -47,8 +47,8 @@ from typing import Any, TypeVar
 from are.simulation.apps.app import App
 from are.simulation.scenarios import scenario as _are_scenario
 
-from areasync.bridge import sandbox as _sandbox
-from areasync.loop.clock import VirtualClock, to_s
+from areasync.bridge.sandbox import audit as _sandbox
+from areasync.engine.clock import VirtualClock, to_s
 
 __all__ = ["SessionEntropy", "install", "outside_session", "session_entropy", "stable_app_seed"]
 
@@ -91,7 +91,7 @@ class SessionEntropy:
 
     def time(self) -> float:
         """What `time.time()` answers the session's ARE code: never binds the clock (a reading
-        nobody logs must not change what later readings may be, see `areasync.loop.clock`)."""
+        nobody logs must not change what later readings may be, see `areasync.engine.clock`)."""
         clock = self.clock
         if clock is None:
             return self.created_at
@@ -125,7 +125,7 @@ def outside_session(fn: Callable[[], T]) -> T:
 
 def _entropy() -> SessionEntropy | None:
     # The sandbox first: in a thread running a garbage collection's finalizers it is None
-    # without a context variable being read (see `areasync.bridge.sandbox._on_gc`).
+    # without a context variable being read (see `areasync.bridge.sandbox.audit._on_gc`).
     box = _sandbox.current()
     if box is None or _outside.get():
         return None

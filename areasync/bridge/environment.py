@@ -7,7 +7,7 @@ Everything ARE users know keeps working (`event_log`, `apps`, `tick`, `process_e
   app, agent or the notification system can keep a reference to the old one);
 * `start()` schedules events but starts no thread: an `Engine` (owned here, driven by the async
   `Simulation` or the synchronous `SyncEnvironment`) advances time, through the few methods of
-  `areasync.loop.environment.SteppableEnvironment` implemented here (the engine imports no ARE);
+  `areasync.engine.environment.SteppableEnvironment` implemented here (the engine imports no ARE);
 * `session_environment` configures one for a session, as ARE's CLI runner does, and
   `start_scenario` runs the scenario in it: the simulation reaches ARE only through bridge;
 * every completed event (as it enters the log) and every notification (`MessageQueue.put`) is
@@ -63,12 +63,12 @@ from are.simulation.types import (
 
 from areasync.bridge import notifications, tool_cache
 from areasync.bridge.budget import UNBOUNDED, CallBudget, OverBudget
-from areasync.bridge.host_paths import as_agent_sees
+from areasync.bridge.convert import event_record, notification_record
 from areasync.bridge.queues import EventLogQueue, FastEventQueue
-from areasync.bridge.records import event_record, notification_record
+from areasync.bridge.sandbox.host_paths import as_agent_sees
 from areasync.bridge.time_manager import VirtualTimeManager
-from areasync.loop.clock import US_PER_S, VirtualClock, to_us
-from areasync.loop.engine import Engine
+from areasync.engine.clock import US_PER_S, VirtualClock, to_us
+from areasync.engine.ticks import Engine
 from areasync.protocol.frames import Mode
 from areasync.protocol.records import EventRecord, NotificationRecord
 
@@ -359,7 +359,7 @@ class AsyncEnvironment(Environment):
     def wait_for_next_notification(self) -> None:
         self.wait_handler()
 
-    # -- what the engine steps (`areasync.loop.environment.SteppableEnvironment`) --------------
+    # -- what the engine steps (`areasync.engine.environment.SteppableEnvironment`) --------------
 
     def begin_run(self) -> None:
         self.state = EnvironmentState.RUNNING

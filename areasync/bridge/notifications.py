@@ -21,7 +21,7 @@ None whichever app, event type, arguments, verbosity or `notified_tools` (read l
 filter does not read it at all). `convert_to_message` (the filter) returns None after doing what
 ARE does first that could have an effect: raise without a time manager (ARE's
 `get_current_time`; the time it reads is dropped, and a reading nobody sees must not bind the
-virtual clock, `areasync.loop.clock`); `get_content_for_message` (ARE's is pure) returns None.
+virtual clock, `areasync.engine.clock`); `get_content_for_message` (ARE's is pure) returns None.
 Everything else - any event that could produce a message, an event or action of another class,
 a function whose name cannot be read - goes to ARE's own function unchanged.
 

@@ -21,7 +21,7 @@ drivers the same way.
 
 Context: the greenlet runs in the very `contextvars.Context` of the task that awaits
 `bridged`, and the worker thread in a copy of it; so the session's sandbox
-(`areasync.bridge.sandbox`), entered by the lane, applies to the synchronous code and to the
+(`areasync.bridge.sandbox.audit`), entered by the lane, applies to the synchronous code and to the
 blocking call alike.
 
 Cancelled while a call is in flight (a server shutting down), `bridged` leaves the worker

@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from areasync.bridge.scenario_vetting import MAX_JSON_BYTES, ScenarioError
+from areasync.bridge.scenarios.vetting import MAX_JSON_BYTES, ScenarioError
 
 # What `areasync run` and `areasync bench` read by default: the most scenario JSON areasync
 # parses (`scenario_vetting`); `areasync serve` has its own default (ServiceConfig), since it

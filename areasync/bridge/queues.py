@@ -33,7 +33,7 @@ from typing import Any
 from are.simulation.priority_queue import HeapItem, PriorityQueue
 from are.simulation.types import Event, EventQueue, OracleEvent
 
-from areasync.loop.clock import US_PER_S, to_us
+from areasync.engine.clock import US_PER_S, to_us
 
 
 class TimeOrderedHeap:

@@ -22,7 +22,7 @@ reducer for the few things in that graph that do not pickle:
 * file systems: ARE's `SandboxLocalFileSystem` keeps its files in a directory of its own, and a
   copy must never share it (the copy's `__del__` would even remove it): the files are read
   into the copy, and thawing writes them into a new directory of the same kind, re-confined
-  (`bridge/confinement.py`). fsspec file systems are copied as objects, never through fsspec's
+  (`bridge/sandbox/confinement.py`). fsspec file systems are copied as objects, never through fsspec's
   instance cache (which would hand back the original's).
 
 Why pickle: `copy.deepcopy` is several times slower (bench/replay.py) and has no hook for
@@ -54,7 +54,7 @@ import fsspec  # type: ignore[import-untyped]
 from are.simulation.tool_utils import AppTool
 from are.simulation.utils.serialization import SkippableDeepCopy
 
-from areasync.bridge.confinement import confine_file_system
+from areasync.bridge.sandbox.confinement import confine_file_system
 
 __all__ = ["StateCopyError", "freeze", "thaw", "with_attributes"]
 

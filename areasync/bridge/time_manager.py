@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from are.simulation.time_manager import TimeManager
 
-from areasync.loop.clock import US_PER_S, VirtualClock, to_s, to_us
+from areasync.engine.clock import US_PER_S, VirtualClock, to_s, to_us
 
 
 class VirtualTimeManager(TimeManager):

@@ -4,7 +4,7 @@
 * arguments that do not bind or fail ARE's `type_check`: `InvalidArgsError`, nothing logged;
 * the app raises: ARE has already logged an AGENT CompletedEvent carrying the exception;
   `ToolFailedError` carries the message, its sandbox's host paths as the agent names them
-  (`areasync.bridge.host_paths`);
+  (`areasync.bridge.sandbox.host_paths`);
 * the call went over the session's per-call budget (`areasync.bridge.budget`: wall time,
   entries listed): stopped, ARE logged it as failed; `ToolBudgetExceededError`.
 
@@ -55,9 +55,9 @@ from are.simulation.types import EventRegisterer
 from are.simulation.utils import type_check
 
 from areasync.bridge.budget import UNBOUNDED, CallBudget, OverBudget
-from areasync.bridge.host_paths import as_agent_sees
+from areasync.bridge.convert import to_plain, tool_info
 from areasync.bridge.patterns import ROUTED
-from areasync.bridge.records import to_plain, tool_info
+from areasync.bridge.sandbox.host_paths import as_agent_sees
 from areasync.protocol.errors import CodedError, ErrorCode
 from areasync.protocol.records import ToolInfo
 

@@ -11,7 +11,7 @@
 
 Requests are matched to replies by id, failures raise the :class:`AreasyncError` subclass of the
 server's error code, and a broken connection is resumed transparently (see
-:mod:`areasync.client.core` for exactly what that guarantees).
+:mod:`areasync.client.async_client` for exactly what that guarantees).
 
 Names are imported on first use: the sans-I/O cores (`stream`, `requests`, `handshake`,
 `reconnect`) are imported without websockets or anyio, which only the connection needs.
@@ -28,8 +28,8 @@ _EXPORTS = {
     "BadFrameError": "areasync.client.errors",
     "BadStateError": "areasync.client.errors",
     "CapacityError": "areasync.client.errors",
-    "Client": "areasync.client.core",
-    "Connect": "areasync.client.core",
+    "Client": "areasync.client.async_client",
+    "Connect": "areasync.client.async_client",
     "ConnectionClosedError": "areasync.client.errors",
     "ConnectionLostError": "areasync.client.errors",
     "CreatedSession": "areasync.client.sessions",
@@ -53,9 +53,9 @@ _EXPORTS = {
     "UnauthorizedError": "areasync.client.errors",
     "UnknownToolError": "areasync.client.errors",
     "UnknownTypeError": "areasync.client.errors",
-    "WAIT_TOOL": "areasync.client.core",
+    "WAIT_TOOL": "areasync.client.async_client",
     "admin_url": "areasync.client.sessions",
-    "connect": "areasync.client.core",
+    "connect": "areasync.client.async_client",
     "connect_sync": "areasync.client.sync",
     "error_class": "areasync.client.errors",
     "list_sessions": "areasync.client.sessions",
@@ -100,7 +100,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from areasync.client.core import (
+    from areasync.client.async_client import (
         WAIT_TOOL,
         Client,
         Connect,

@@ -5,7 +5,7 @@
         sim.call_tool("EmailClientV2__send_email", recipients=[...], subject="...")
         for note in sim.notifications(): ...
 
-The async :class:`~areasync.client.core.Client` runs on an event loop in a background thread
+The async :class:`~areasync.client.async_client.Client` runs on an event loop in a background thread
 (anyio's blocking portal); every method here submits the matching coroutine to that loop and
 blocks until it finishes. Threads are fine on this side of the socket: the simulation itself
 stays single-threaded in the server. Each method takes an optional ``timeout`` (wall seconds)
@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from areasync.client.core import Client, connect
+from areasync.client.async_client import Client, connect
 from areasync.client.sessions import CreatedSession, StoppedSession
 from areasync.protocol import (
     ClientFrame,

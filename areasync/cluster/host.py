@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import ray
 
-from areasync.cli_workers import usable_cpus
+from areasync.cli.workers import usable_cpus
 from areasync.cluster.placement import Load
 from areasync.cluster.servers import (
     FrontNode,
@@ -128,7 +128,7 @@ class Host:
         return self._server().session_ids()
 
     async def create_session(self, request: dict[str, Any]) -> dict[str, Any]:
-        """`create_session` as the admin's frame does it (`service/requests.py`), on the
+        """`create_session` as the admin's frame does it (`service/connection/requests.py`), on the
         node's least loaded worker; ids other hosts gave are read from the shared directory
         first, so none is given twice. A refusal comes back as `{"error": {"code",
         "message"}}` (plain data across Ray)."""

@@ -24,7 +24,7 @@ sessions are marked restoring (their handshakes get 503 with Retry-After, which 
 client retries), then the router adopts orphans: the live journals in the shared directory
 (`Host.live_journals`) that no surviving host holds (every host must answer, else it tries
 again next round), spread over the survivors (`placement.spread`), each restored by its new
-host (`Service.restore`, `service/restore.py`).
+host (`Service.restore`, `service/durability/restore.py`).
 
 Why the router decides, rather than leases in the shared directory. A session must never have
 two owners appending to one journal. The router is the one place that sees every host, so
@@ -60,14 +60,14 @@ from areasync.cluster.placement import Load, least_loaded, spread
 from areasync.cluster.routes import Routes
 from areasync.cluster.servers import NodeLoad
 from areasync.protocol.errors import ErrorCode, ProtocolError
-from areasync.service.admission import Admission, connection_class
-from areasync.service.auth import new_token
+from areasync.service.adapters.gaia2cli.paths import adapter_url
 from areasync.service.config import ServiceConfig
-from areasync.service.gaia2cli.paths import adapter_url
-from areasync.service.journals import read_admin_token
-from areasync.service.redact import RedactingLogger
+from areasync.service.connection.redact import RedactingLogger
+from areasync.service.connection.wire import screened_connection
+from areasync.service.durability.state_dir import read_admin_token
+from areasync.service.gate.admission import Admission, connection_class
+from areasync.service.gate.auth import new_token
 from areasync.service.starting import display_host
-from areasync.service.wire import screened_connection
 
 __all__ = ["HostLink", "Router"]
 

@@ -29,20 +29,20 @@ POST /api/sessions          admin    201 {"session_id", "url" (the router's), "n
 /api/sessions/<id>/agent    admin    the session's host's answer (its agent token and URL)
 /health                     no       200 {"status": "ok" | "degraded", "nodes", "lost_nodes",
                                      "restoring"}
-/ , the dashboard's files    no       the one-machine dashboard (`service/http.py`'s `Dashboard`),
+/ , the dashboard's files    no       the one-machine dashboard (`service/http/answers.py`'s `Dashboard`),
                                      its CSP's connect-src naming every node's server: its list
                                      is the merged one above, and a session opens on its node
                                      (the session's `url`: browsers cannot follow a 307 on a
                                      WebSocket)
 ==========================  =======  ============================================================
 
-Every request passes the screens an areasync server's port applies (`service/screens.py`):
-Host and Origin (`service/origin.py`), and for `POST /api/sessions`, the one route with a body,
+Every request passes the screens an areasync server's port applies (`service/gate/screens.py`):
+Host and Origin (`service/gate/origin.py`), and for `POST /api/sessions`, the one route with a body,
 the admin token (401), a Content-Length within `max_frame_bytes` (411, 413) and the bodies in
 flight (429, 503), all judged from its head before a byte of its body is read (`wire.py`'s
 screen, which reads it once admitted: websockets' own parser would drop a request with a body).
-Then methods (`service/methods.py`): GET and HEAD, and POST on `/api/sessions` only; any other
-gets 405. Every response carries the security headers (`service/headers.py`), websockets' own
+Then methods (`service/http/methods.py`): GET and HEAD, and POST on `/api/sessions` only; any other
+gets 405. Every response carries the security headers (`service/http/headers.py`), websockets' own
 refusals and the 307s included (`process_response`).
 
 Why the router creates sessions itself rather than leaving it to an admin's `create_session`
@@ -64,9 +64,11 @@ from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import PROTOCOL
-from areasync.service.auth import token_from_http
-from areasync.service.gaia2cli.paths import adapter_url
-from areasync.service.http import (
+from areasync.service.adapters.gaia2cli.paths import adapter_url
+from areasync.service.connection.wire import PostRequest, RefusedRequest
+from areasync.service.gate.auth import token_from_http
+from areasync.service.gate.screens import BodyRule, Head, PortScreen
+from areasync.service.http.answers import (
     AGENT_SUFFIX,
     CREATE_NEEDS_ADMIN,
     Dashboard,
@@ -83,8 +85,6 @@ from areasync.service.http import (
     source_session_of,
     token_required,
 )
-from areasync.service.screens import BodyRule, Head, PortScreen
-from areasync.service.wire import PostRequest, RefusedRequest
 
 if TYPE_CHECKING:
     from areasync.cluster.host import HostLink

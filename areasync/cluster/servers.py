@@ -30,8 +30,8 @@ from areasync.front.server import Front
 from areasync.protocol.errors import ProtocolError
 from areasync.protocol.frames import Role
 from areasync.service import Service, ServiceConfig
-from areasync.service.http import AGENT_SUFFIX, source_session_of
-from areasync.service.requests import create_from_fields
+from areasync.service.connection.requests import create_from_fields
+from areasync.service.http.answers import AGENT_SUFFIX, source_session_of
 
 __all__ = ["FrontNode", "NodeLoad", "NodeServer", "ServiceNode", "start_node_server"]
 

@@ -4,7 +4,7 @@ The front accepts every connection, answers HTTP and the dashboard, checks every
 alone holds the admin token), and creates sessions on the least loaded session worker
 (`areasync/sessionworker/`, processes of a `workers.WorkerPool`). A WebSocket's hello is read
 here, its token checked and removed, then the socket itself is handed to the session's worker
-(`service/handoff.py`): no frame passes through the front after that, but an admin's.
+(`service/connection/handoff.py`): no frame passes through the front after that, but an admin's.
 
 * `hello.py`: the sans-I/O verdict on a hello (which session, which role, or why not).
 * `seats.py`: which worker holds which session, and placement (the least loaded).

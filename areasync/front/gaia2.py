@@ -1,7 +1,7 @@
 """gaia2-cli's shared port (`--gaia2-port`) in front of session workers: each connection handed,
 unread, to the worker of the session its first request names, for that one request.
 
-The shared port names the session in every request's path (`service/gaia2cli/http.py`):
+The shared port names the session in every request's path (`service/adapters/gaia2cli/http.py`):
 `/gaia2/<session token>/...`, or `/gaia2/<admin token>/<session id>/...`. The front peeks at
 the first request's head (`heads.py`), judges it here (`judge`, no I/O: the port's Host and
 Origin screens, then the token), and hands the socket to the session's worker with the
@@ -27,9 +27,9 @@ from urllib.parse import unquote
 
 from areasync.front.heads import request_line
 from areasync.protocol.frames import Role
-from areasync.service.auth import Tokens
-from areasync.service.gaia2cli.paths import PREFIX, UNKNOWN_TOKEN
-from areasync.service.screens import Head, PortScreen, Refusal
+from areasync.service.adapters.gaia2cli.paths import PREFIX, UNKNOWN_TOKEN
+from areasync.service.gate.auth import Tokens
+from areasync.service.gate.screens import Head, PortScreen, Refusal
 
 __all__ = ["Gaia2Verdict", "judge"]
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
 from areasync.front.ports import accept_all
-from areasync.service.screens import Refusal
+from areasync.service.gate.screens import Refusal
 from areasync.service.starting import ServiceError, listen_error
 
 __all__ = ["HEAD_BYTES", "HeadPort", "close_with", "peek_head", "request_line"]

@@ -1,10 +1,10 @@
 """Whether a hello read by the front may be handed to a worker, and what the worker is sent.
 
-The front reads the first frame of every WebSocket itself (`service/handoff.py`), and decides
+The front reads the first frame of every WebSocket itself (`service/connection/handoff.py`), and decides
 here, with no I/O: the frame must be a `hello` (the same refusals and close codes as a
-server's own connection, `service/core.py`), its token must open its role of a session some
+server's own connection, `service/connection/protocol.py`), its token must open its role of a session some
 worker holds (the admin token: every role; a session's tokens: as minted or as its journal's
-salted hashes, `service/auth.py`). Only a token that opens every session learns that a
+salted hashes, `service/gate/auth.py`). Only a token that opens every session learns that a
 session does not exist. What goes on is the hello with its token removed.
 
 Refusals that depend on the session's state (its clients, `since` past its stream's end) are
@@ -20,9 +20,9 @@ import msgspec
 from areasync.protocol.codec import Encoding, encode_client_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import Role
-from areasync.service.auth import Tokens
-from areasync.service.handoff import TEXT_OPCODE
-from areasync.service.hello import Refusal, hello_frame, unauthorized_message
+from areasync.service.connection.handoff import TEXT_OPCODE
+from areasync.service.connection.hello import Refusal, hello_frame, unauthorized_message
+from areasync.service.gate.auth import Tokens
 
 __all__ = ["Verdict", "judge"]
 

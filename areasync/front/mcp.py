@@ -2,13 +2,13 @@
 the worker of the session its first request names.
 
 MCP's Streamable HTTP has one port and names the session per request: `/mcp/<id>` with the
-agent's or the admin token, or `/mcp` with the agent's (`service/mcp/port.py`). The front
+agent's or the admin token, or `/mcp` with the agent's (`service/adapters/mcp/port.py`). The front
 decides per connection, not per request: it peeks at the first request's head
 (`heads.py`), judges it here (`judge`, no I/O), and hands the socket to that session's
 worker with the verified credential (`Handoff.mcp`). The worker serves the connection from
 its first byte, every request of its keep-alive for the session and credential the front
 verified: one for another session is answered 421 (open a new connection), one with another
-token 401 (`service/mcp/port.py`). Per connection because per request would pass every
+token 401 (`service/adapters/mcp/port.py`). Per connection because per request would pass every
 request through the front; the SDK's client keeps one connection pool per MCP session URL,
 so its connections name one session.
 
@@ -27,10 +27,10 @@ import socket
 from dataclasses import dataclass
 
 from areasync.front.heads import close_with, request_line
-from areasync.service.auth import Tokens
-from areasync.service.handoff import Handoff, McpCredential, salted
-from areasync.service.mcp.credentials import credential_of
-from areasync.service.screens import Head, Refusal
+from areasync.service.adapters.mcp.credentials import credential_of
+from areasync.service.connection.handoff import Handoff, McpCredential, salted
+from areasync.service.gate.auth import Tokens
+from areasync.service.gate.screens import Head, Refusal
 
 __all__ = ["McpVerdict", "judge", "refuse"]
 

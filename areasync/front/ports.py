@@ -26,7 +26,7 @@ import socket
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
-from areasync.service.gaia2cli.bare import BarePorts, Bound
+from areasync.service.adapters.gaia2cli.bare import BarePorts, Bound
 
 __all__ = ["SessionPorts", "accept_all"]
 

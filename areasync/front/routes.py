@@ -35,8 +35,8 @@ POST /api/sessions          admin    201 a session created on the least loaded w
 An admin's WebSocket (hello role `admin`) is not handed over but relayed, its
 `create_session`, `stop_session` and `fork_session` carried out by the front (`admin.py`).
 
-Every request passes the screens a server's port applies (`service/screens.py`), methods
-(`service/methods.py`) and the security headers (`service/headers.py`), as on a server.
+Every request passes the screens a server's port applies (`service/gate/screens.py`), methods
+(`service/http/methods.py`) and the security headers (`service/http/headers.py`), as on a server.
 """
 
 from __future__ import annotations
@@ -53,8 +53,13 @@ from websockets.http11 import Request, Response
 from areasync.front.metrics import merge
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import PROTOCOL, Role
-from areasync.service.auth import token_from_http
-from areasync.service.http import (
+from areasync.service.adapters.openenv.paths import PREFIX as OPENENV_PREFIX
+from areasync.service.adapters.openenv.paths import locate as locate_openenv
+from areasync.service.connection.wire import PostRequest, RefusedRequest
+from areasync.service.gate.auth import token_from_http
+from areasync.service.gate.origin import show_host
+from areasync.service.gate.screens import BodyRule, Head, PortScreen
+from areasync.service.http.answers import (
     AGENT_SUFFIX,
     CREATE_NEEDS_ADMIN,
     SESSIONS_PREFIX,
@@ -75,17 +80,12 @@ from areasync.service.http import (
     upgrade_required,
     without_body,
 )
-from areasync.service.openenv.paths import PREFIX as OPENENV_PREFIX
-from areasync.service.openenv.paths import locate as locate_openenv
-from areasync.service.origin import show_host
-from areasync.service.screens import BodyRule, Head, PortScreen
-from areasync.service.wire import PostRequest, RefusedRequest
 from areasync.workers.pool import CallFailed, WorkerLost
 
 if TYPE_CHECKING:
     from areasync.front.supervisor import Supervisor
-    from areasync.service.auth import Tokens
     from areasync.service.config import ServiceConfig
+    from areasync.service.gate.auth import Tokens
     from areasync.workers.pool import Worker, WorkerPool
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from areasync.service.auth import Tokens
+from areasync.service.gate.auth import Tokens
 from areasync.sessionworker.answers import Seat
 
 __all__ = ["Seats"]

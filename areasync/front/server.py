@@ -10,10 +10,10 @@ What the front does, in order (`serve`):
    temporary directory when none is given (removed at the end; the next front reclaims it
    if this one is killed, `privatedirs.py`), so that a worker that dies loses no session.
    The admin token is the front's: kept in the state dir as a server keeps it
-   (`service/journals.py`), never given to a worker.
-2. **The port.** A websockets server with areasync's screens (`service/screens.py`) and the
-   pre-hello pool (`service/admission.py`), whose connections keep their bytes raw after the
-   upgrade (`service/handoff.py`). HTTP is answered by `routes.py`.
+   (`service/durability/state_dir.py`), never given to a worker.
+2. **The port.** A websockets server with areasync's screens (`service/gate/screens.py`) and the
+   pre-hello pool (`service/gate/admission.py`), whose connections keep their bytes raw after the
+   upgrade (`service/connection/handoff.py`). HTTP is answered by `routes.py`.
 3. **The workers.** A `WorkerPool` of session workers (`sessionworker/handlers.py`), forked
    from a fork server that preloaded ARE and areasync's service; each is started with the
    front's configuration minus the admin token. Live journals no worker holds are restored,
@@ -25,7 +25,7 @@ What the front does, in order (`serve`):
    hand their HTTP connections the same way, unread.
 5. **Losses.** A worker whose process ends (killed, crashed, stopped by the supervisor,
    `supervisor.py`) is restarted by its pool; its sessions are restored from their journals
-   on the workers up, exactly as after a crash (`service/restore.py`: same ids, tokens,
+   on the workers up, exactly as after a crash (`service/durability/restore.py`: same ids, tokens,
    epochs and seqs). Their clients meanwhile get 4503 (retry), then resume with `since`.
 6. **Shutdown** (`shutdown()`, the CLI's SIGINT/SIGTERM): the port closes, each worker is
    asked to stop (its live sessions suspended in their journals) within
@@ -70,12 +70,11 @@ from areasync.privatedirs import JOURNALS_PREFIX, WORKERS_PREFIX, PrivateDir
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import Role, error_frame
-from areasync.service import wire
-from areasync.service.admission import Admission, connection_class
-from areasync.service.auth import Tokens
+from areasync.service.adapters.gaia2cli.bare import url as bare_url
+from areasync.service.adapters.openenv.paths import locate as locate_openenv
 from areasync.service.config import ServiceConfig
-from areasync.service.gaia2cli.bare import url as bare_url
-from areasync.service.handoff import (
+from areasync.service.connection import wire
+from areasync.service.connection.handoff import (
     CLOSE_OPCODE,
     DATA_OPCODES,
     REST_BYTES,
@@ -89,15 +88,17 @@ from areasync.service.handoff import (
     peer_gone,
     send,
 )
-from areasync.service.headers import API_HEADERS
-from areasync.service.hello import Refusal
-from areasync.service.http import session_id_of
-from areasync.service.journals import Journals, StateDirError
-from areasync.service.openenv.paths import locate as locate_openenv
-from areasync.service.origin import SitePolicy
-from areasync.service.redact import RedactingLogger
-from areasync.service.screens import PortScreen
-from areasync.service.screens import Refusal as HttpRefusal
+from areasync.service.connection.hello import Refusal
+from areasync.service.connection.redact import RedactingLogger
+from areasync.service.connection.wire import screened_connection
+from areasync.service.durability.state_dir import Journals, StateDirError
+from areasync.service.gate.admission import Admission, connection_class
+from areasync.service.gate.auth import Tokens
+from areasync.service.gate.origin import SitePolicy
+from areasync.service.gate.screens import PortScreen
+from areasync.service.gate.screens import Refusal as HttpRefusal
+from areasync.service.http.answers import session_id_of
+from areasync.service.http.headers import API_HEADERS
 from areasync.service.starting import (
     ServiceError,
     display_host,
@@ -105,7 +106,6 @@ from areasync.service.starting import (
     listen_error,
     natural_id,
 )
-from areasync.service.wire import screened_connection
 from areasync.sessionworker.answers import Banner, Described, Seat, serving, worker_config
 from areasync.sessionworker.busy import BUSY_DIR, read_busy
 from areasync.sessionworker.confine import session_confinement, writable_dirs
@@ -185,7 +185,7 @@ class Front:
         self.restoring: set[str] = set()  # sessions of a lost worker, not yet restored
         self.refused: dict[str, str] = {}  # journals a worker could not restore, and why
         # Sessions a killed worker had a call under way for, with their records before it:
-        # restored without that call (`sessionworker/busy.py`, `service/restore.py`).
+        # restored without that call (`sessionworker/busy.py`, `service/durability/restore.py`).
         self.abandon: dict[str, int] = {}
         self.lost: list[str] = []  # what happened to workers, in order
         self._scenarios = list(scenarios)

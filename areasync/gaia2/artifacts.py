@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from areasync.gaia2.runs import Run, iter_runs
-from areasync.service.names import MAX_ID_CHARS, safe_id
+from areasync.service.sessions.names import MAX_ID_CHARS, safe_id
 
 RESULT_JSON = "result.json"
 EVENTS_JSONL = "events.jsonl"

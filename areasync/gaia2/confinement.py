@@ -107,7 +107,7 @@ def refusal(support: Support | None = None) -> str | None:
 def serving(models: bool = True) -> Iterator[Any]:
     """A confined bench worker's handlers: `remote.serving(models)`'s, with ARE's file-system
     sandboxes made in the worker's own temp dir (`own_are_sandboxes`)."""
-    from areasync.bridge.sandbox_paths import own_are_sandboxes
+    from areasync.bridge.sandbox.paths import own_are_sandboxes
     from areasync.gaia2 import remote
 
     with own_are_sandboxes(), remote.serving(models) as handlers:

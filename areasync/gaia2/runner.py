@@ -28,7 +28,7 @@ ARE's code reads at call time:
   with the same arguments instead (`cooperative.wait`), so runs overlap their model calls;
   other engines (Hugging Face, Llama API) still block, and their runs take turns;
 * `jinja_format` in `are.simulation.validation.judge` and `...validation.utils.llm_utils` -
-  `areasync.bridge.judge_templates.cached_jinja_format`: the same text, each template
+  `areasync.bridge.judge.templates.cached_jinja_format`: the same text, each template
   compiled once per process instead of ~8,000 times per scenario while the judge is built;
 * `are.simulation.multi_scenario_runner.tqdm` and `MultiScenarioRunner._setup_signal_handlers`
   (with a `Sweep`, see `areasync.gaia2.sweep`): plain progress lines off a terminal, and
@@ -61,7 +61,7 @@ from unittest.mock import patch
 
 import anyio
 
-from areasync.bridge import judge_templates
+from areasync.bridge.judge import templates as judge_templates
 from areasync.bridge.sync import SyncEnvironment, VirtualWall
 from areasync.gaia2 import cooperative, layouts, pool, sweep, timings
 

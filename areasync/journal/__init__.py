@@ -30,6 +30,16 @@ live journal whole, in order.
 
 from __future__ import annotations
 
+from areasync.journal.entries import (
+    Created,
+    Ended,
+    Header,
+    Input,
+    Record,
+    Recorded,
+    hash_token,
+    new_salt,
+)
 from areasync.journal.errors import (
     JournalCorruptError,
     JournalError,
@@ -44,16 +54,6 @@ from areasync.journal.format import (
     JournalDecoder,
     decode_journal,
     encode_record,
-)
-from areasync.journal.records import (
-    Created,
-    Ended,
-    Header,
-    Input,
-    Record,
-    Recorded,
-    hash_token,
-    new_salt,
 )
 from areasync.journal.sources import (
     DatasetTask,

@@ -38,8 +38,8 @@ from typing import Final
 
 import msgspec
 
+from areasync.journal.entries import Created, Ended, Header, Input, Record, Recorded
 from areasync.journal.errors import JournalCorruptError, JournalVersionError
-from areasync.journal.records import Created, Ended, Header, Input, Record, Recorded
 
 __all__ = [
     "FORMAT_VERSION",

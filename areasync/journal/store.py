@@ -39,9 +39,9 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from areasync.journal.entries import Created, Header
 from areasync.journal.errors import JournalError, JournalStateError
 from areasync.journal.format import Journal, decode_journal, encode_preamble, encode_record
-from areasync.journal.records import Created, Header
 from areasync.journal.writer import (
     EVERY,
     Durability,

@@ -56,9 +56,9 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from areasync.journal.entries import Record
 from areasync.journal.errors import JournalRecordError, JournalStateError, JournalWriteError
 from areasync.journal.format import Journal, encode_record
-from areasync.journal.records import Record
 
 __all__ = ["EVERY", "Durability", "JournalWriter", "SyncStats", "Syncer", "Ticket", "sync_file"]
 

@@ -3,22 +3,22 @@
 Modules, each with one job:
 
 - :mod:`~areasync.service.config`: every knob and limit (:class:`ServiceConfig`);
-- :mod:`~areasync.service.auth`: per-session role tokens and the admin token;
-- :mod:`~areasync.service.roles`: which role may send which frame;
-- :mod:`~areasync.service.hub`: a session's stream, encoded once, fanned out to cursors;
-- :mod:`~areasync.service.session`: a session (Simulation + hub + tokens + clients);
-- :mod:`~areasync.service.registry`: every session of the server: create, stop, forget;
-- :mod:`~areasync.service.core`: a connection's protocol state machine, with no I/O;
-- :mod:`~areasync.service.sessionview`: a session as that core sees it;
-- :mod:`~areasync.service.hello`: whether a hello may join (the table of refusals);
-- :mod:`~areasync.service.door`: the server's side of a hello (tokens, admission);
-- :mod:`~areasync.service.requests`: what each request does to its session;
-- :mod:`~areasync.service.connection`: the asyncio layer around the core, hello to close;
-- :mod:`~areasync.service.outbox`: a connection's stream cursor, reply queue and writer;
-- :mod:`~areasync.service.wire`: frame bytes, batching, and every use of websockets' internals;
-- :mod:`~areasync.service.limits`: the per-connection request-rate bucket;
-- :mod:`~areasync.service.routes`: plain HTTP GET on the same port (health, API, metrics, page);
-- :mod:`~areasync.service.http`: the HTTP answers every port's routes share;
+- :mod:`~areasync.service.gate.auth`: per-session role tokens and the admin token;
+- :mod:`~areasync.service.gate.roles`: which role may send which frame;
+- :mod:`~areasync.service.fanout.hub`: a session's stream, encoded once, fanned out to cursors;
+- :mod:`~areasync.service.sessions.session`: a session (Simulation + hub + tokens + clients);
+- :mod:`~areasync.service.sessions.registry`: every session of the server: create, stop, forget;
+- :mod:`~areasync.service.connection.protocol`: a connection's protocol state machine, with no I/O;
+- :mod:`~areasync.service.connection.sessionview`: a session as that core sees it;
+- :mod:`~areasync.service.connection.hello`: whether a hello may join (the table of refusals);
+- :mod:`~areasync.service.connection.door`: the server's side of a hello (tokens, admission);
+- :mod:`~areasync.service.connection.requests`: what each request does to its session;
+- :mod:`~areasync.service.connection.websocket`: the asyncio layer around the core, hello to close;
+- :mod:`~areasync.service.fanout.outbox`: a connection's stream cursor, reply queue and writer;
+- :mod:`~areasync.service.connection.wire`: frame bytes, batching, and every use of websockets' internals;
+- :mod:`~areasync.service.gate.limits`: the per-connection request-rate bucket;
+- :mod:`~areasync.service.http.routes`: plain HTTP GET on the same port (health, API, metrics, page);
+- :mod:`~areasync.service.http.answers`: the HTTP answers every port's routes share;
 - :mod:`~areasync.service.metrics`: Prometheus counters;
 - :mod:`~areasync.service.server`: :class:`Service`, which puts them together.
 """

@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from areasync.bridge.judge_options import JudgeOptions
+from areasync.bridge.judge.options import JudgeOptions
 from areasync.journal import Durability
 from areasync.policies import DEFAULT_MAX_FILE_BYTES, MAX_JUMP_S, MAX_TICKS, LeasePolicy
 from areasync.protocol.frames import ImportMode, Mode
-from areasync.service.memory import default_memory_limit
-from areasync.service.origin import normalize_hosts, normalize_origins
+from areasync.service.gate.memory import default_memory_limit
+from areasync.service.gate.origin import normalize_hosts, normalize_origins
 from areasync.service.ports import port_range_problems
 
 
@@ -36,7 +36,7 @@ class ServiceConfig:
     allow_origins: tuple[str, ...] = ()
     allow_hosts: tuple[str, ...] = ()
 
-    # -- durability (service/journals.py) -------------------------------------------------
+    # -- durability (service/durability/state_dir.py) -------------------------------------------------
     # Where every session's journal is kept (`DIR/sessions/<id>.journal`, plus the admin token
     # in `DIR/admin-token`); None: no journal, sessions live in memory only.
     state_dir: Path | None = None
@@ -64,7 +64,7 @@ class ServiceConfig:
     # them, the model defaults to ARE's, `local` needs the endpoint). With them, a JSON
     # scenario imported the benchmark way (which `auto` then picks for every scenario with
     # oracle events, outside oracle mode) is prepared and judged exactly as `are-benchmark
-    # run` would (`areasync.bridge.judge`); all None: no judge, as before. `judge` is the
+    # run` would (`areasync.bridge.judge.llm`); all None: no judge, as before. `judge` is the
     # three, checked.
     judge_model: str | None = None
     judge_provider: str | None = None
@@ -135,7 +135,7 @@ class ServiceConfig:
     # None: no ceiling.
     memory_limit: int | None = dataclasses.field(default_factory=default_memory_limit)
     # The largest file a session's code may open for reading, in bytes (an attachment, a
-    # document read from its Files app; `areasync.bridge.sandbox`): a larger one is refused,
+    # document read from its Files app; `areasync.bridge.sandbox.audit`): a larger one is refused,
     # and the tool call fails saying so. 0 refuses every non-empty file.
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     # Requests per connection: a token bucket refilled at `rate` per second, holding `burst`.
@@ -193,7 +193,7 @@ class ServiceConfig:
     # write_timeout).
     write_timeout: float = 20.0
 
-    # -- the MCP endpoint (service/mcp/) -----------------------------------------------------
+    # -- the MCP endpoint (service/adapters/mcp/) -----------------------------------------------------
     # Serve each session's tools over MCP's Streamable HTTP on this port (0: any free port);
     # None: no MCP endpoint. A session's URL is http://HOST:PORT/mcp/<session id>.
     mcp_port: int | None = None
@@ -204,7 +204,7 @@ class ServiceConfig:
     # gets a comment (a client's read timeout is longer: the SDK's is 300 s).
     mcp_sse_keepalive: float = 15.0
 
-    # -- gaia2-cli's HTTP adapter (service/gaia2cli/) ----------------------------------------
+    # -- gaia2-cli's HTTP adapter (service/adapters/gaia2cli/) ----------------------------------------
     # Its port (0: any free port; None: not served). Harnesses POST bodies and read server-sent
     # events, which the WebSocket port cannot serve (gaia2cli/http.py says why).
     gaia2_port: int | None = None

@@ -38,32 +38,33 @@ import anyio
 import anyio.abc
 from websockets.asyncio.server import Server, ServerConnection, serve
 
-from areasync.bridge.scenarios import registered_ids
-from areasync.loop.clock import REAL_WALL, Wall
+from areasync.bridge.scenarios.loading import registered_ids
+from areasync.engine.clock import REAL_WALL, Wall
 from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import Role
-from areasync.service import background, wire
-from areasync.service.admission import Admission, connection_class
-from areasync.service.auth import Tokens
+from areasync.service import background
+from areasync.service.adapters.gaia2cli.bare import banner_lines
+from areasync.service.adapters.gaia2cli.http import Gaia2Adapter
+from areasync.service.adapters.mcp.port import McpPort
+from areasync.service.adapters.openenv.credential import Credential
+from areasync.service.adapters.openenv.paths import base_url as openenv_base_url
+from areasync.service.adapters.openenv.paths import locate as openenv_locate
+from areasync.service.adapters.openenv.socket import serve_socket as serve_openenv
 from areasync.service.config import ServiceConfig
-from areasync.service.connection import Connection
-from areasync.service.gaia2cli.bare import banner_lines
-from areasync.service.gaia2cli.http import Gaia2Adapter
-from areasync.service.handoff import Handoff
-from areasync.service.http import session_id_of
-from areasync.service.journals import Journals, StateDirError
-from areasync.service.mcp.port import McpPort
+from areasync.service.connection import wire
+from areasync.service.connection.handoff import Handoff
+from areasync.service.connection.redact import RedactingLogger
+from areasync.service.connection.websocket import Connection
+from areasync.service.durability.restore import restore_sessions
+from areasync.service.durability.state_dir import Journals, StateDirError
+from areasync.service.fanout.stalls import StallSweep
+from areasync.service.gate.admission import Admission, connection_class
+from areasync.service.gate.auth import Tokens
+from areasync.service.http.answers import session_id_of
+from areasync.service.http.routes import HttpRoutes
 from areasync.service.metrics import Metrics
-from areasync.service.openenv.credential import Credential
-from areasync.service.openenv.paths import base_url as openenv_base_url
-from areasync.service.openenv.paths import locate as openenv_locate
-from areasync.service.openenv.socket import serve_socket as serve_openenv
-from areasync.service.redact import RedactingLogger
-from areasync.service.registry import SessionRegistry
-from areasync.service.restore import restore_sessions
-from areasync.service.routes import HttpRoutes
-from areasync.service.session import Session
-from areasync.service.stalls import StallSweep
+from areasync.service.sessions.registry import SessionRegistry
+from areasync.service.sessions.session import Session
 from areasync.service.starting import (
     ServiceError,
     display_host,
@@ -241,7 +242,7 @@ class Service:
         """Build the judge's LLM engine once, in a worker thread, before anything is served:
         its imports (litellm: seconds) are paid at start-up rather than by the first session,
         and a judge ARE cannot build stops the start-up with the reason."""
-        from areasync.bridge.judge import prepare
+        from areasync.bridge.judge.llm import prepare
 
         judge = self.config.judge
         assert judge is not None

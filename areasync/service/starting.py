@@ -12,8 +12,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from areasync.service.names import safe_id
 from areasync.service.ports import is_port
+from areasync.service.sessions.names import safe_id
 
 __all__ = ["ServiceError", "display_host", "is_file", "listen_error", "natural_id"]
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from areasync.service.auth import Credentials
+from areasync.service.gate.auth import Credentials
 
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig

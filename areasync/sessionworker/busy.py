@@ -7,7 +7,7 @@ sessions are restored from their journals, which replay every call: that one wou
 restoring worker in turn. So before each tool call the worker writes, for each session with a
 call under way, its id and how many records its simulation had logged before the call into
 `<state dir>/busy/<pid>` (one `pwrite`, padded over what was there before). After killing it,
-the front has those calls recorded abandoned by the restore (`service/restore.py`: the
+the front has those calls recorded abandoned by the restore (`service/durability/restore.py`: the
 journal's `call_tool` from that count on is followed by an `abandoned` record, which no replay
 runs), and their agents are told on their next hello.
 """

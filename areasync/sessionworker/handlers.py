@@ -3,7 +3,7 @@
 `serving(side)` is the pool's `serve` (`workers/worker.py`): it yields the handlers, and the
 first call, `start`, runs the worker's `Service` on the worker's event loop and starts taking
 hand-offs from `side` (the front's side channel: one packet and one socket per connection,
-`service/handoff.py`). Each handler answers plain data (lists, dicts, msgspec structs), so
+`service/connection/handoff.py`). Each handler answers plain data (lists, dicts, msgspec structs), so
 nothing of ARE crosses the channel.
 
 * `beat()`: answered at once by the event loop with how many of its sessions ended because
@@ -43,23 +43,23 @@ from typing import Any
 from websockets.datastructures import Headers
 from websockets.http11 import Response
 
-from areasync.bridge.sandbox_paths import own_are_sandboxes
+from areasync.bridge.sandbox.paths import own_are_sandboxes
 from areasync.protocol.errors import ProtocolError
 from areasync.protocol.frames import Role
 from areasync.service import Service, ServiceConfig
-from areasync.service.handoff import adopt, adopting_server, handoff_of, receive
-from areasync.service.http import error_response
-from areasync.service.memory import resident_bytes
-from areasync.service.openenv.credential import Credential
-from areasync.service.openenv.routes import unknown_route
-from areasync.service.requests import (
+from areasync.service.adapters.openenv.credential import Credential
+from areasync.service.adapters.openenv.routes import unknown_route
+from areasync.service.connection.handoff import adopt, adopting_server, handoff_of, receive
+from areasync.service.connection.requests import (
     create_from_fields,
     created_result,
     refused_as_plain_data,
     stop_session,
 )
+from areasync.service.connection.wire import PostRequest
+from areasync.service.gate.memory import resident_bytes
+from areasync.service.http.answers import error_response
 from areasync.service.starting import display_host
-from areasync.service.wire import PostRequest
 from areasync.sessionworker.answers import Banner, Described, Seat
 from areasync.sessionworker.busy import BUSY_DIR, Busy
 from areasync.workers.worker import Handler
@@ -208,7 +208,7 @@ class SessionWorker:
     async def openenv_http(
         self, method: str, route: str, token: str | None, body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        """OpenEnv's HTTP `route` (`service/openenv/routes.py`), its URL's token checked by
+        """OpenEnv's HTTP `route` (`service/adapters/openenv/routes.py`), its URL's token checked by
         the front: a session's token (whose HTTP episode it names), or None for the admin's
         (which the worker never sees: a fresh session's routes). (status, headers, body)."""
         openenv = self._service().http.openenv

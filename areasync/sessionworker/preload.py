@@ -16,7 +16,7 @@ import threading
 
 import anyio._backends._asyncio  # noqa: F401  # the worker's event loop's anyio backend
 
-from areasync.bridge.scenarios import registered_ids
+from areasync.bridge.scenarios.loading import registered_ids
 from areasync.sessionworker import handlers  # noqa: F401  # what a worker runs
 
 registered_ids()

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from areasync.bridge.convert import to_plain
 from areasync.bridge.environment import AsyncEnvironment
 from areasync.bridge.offload import bridged
-from areasync.bridge.records import to_plain
 from areasync.bridge.tools import InvalidArgsError, ToolBox
-from areasync.loop.stream import StreamLog
+from areasync.engine.stream import StreamLog
 from areasync.protocol.frames import NotificationItem, StreamItem
 from areasync.protocol.records import WAIT_TOOL, NotificationRecord
 from areasync.protocol.values import NotJSONError, json_copy

@@ -1,6 +1,6 @@
 """`RecordedAnswers`: the answers a session got from outside (its judge's LLM), as records.
 
-Why: a judged session (`areasync.bridge.judge`) asks an LLM from inside its ticks and its final
+Why: a judged session (`areasync.bridge.judge.llm`) asks an LLM from inside its ticks and its final
 validation, and the model's answers are the one input no other record decides. A live session
 logs each answer as a `judge` record (`{"call": digest, "answer": ...}` or a `failure`) at the
 moment it comes back - in the tick, on the event loop, its lane held - so the record sits among
@@ -106,7 +106,7 @@ class RecordedAnswers:
 
 
 def _payload(record: Judge) -> dict[str, Any]:
-    """The judge's answer as `areasync.bridge.judge` takes it: `{"call", "answer"}` or
+    """The judge's answer as `areasync.bridge.judge.llm` takes it: `{"call", "answer"}` or
     `{"call", "failure"}`."""
     if record.failure is not None:
         return {"call": record.call, "failure": record.failure}

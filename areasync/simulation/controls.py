@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 
 from areasync.bridge.environment import AsyncEnvironment
-from areasync.loop.clock import ClockError, VirtualClock, to_s, to_us
-from areasync.loop.engine import EngineError
+from areasync.engine.clock import ClockError, VirtualClock, to_s, to_us
+from areasync.engine.ticks import EngineError
 from areasync.protocol.frames import Mode
 from areasync.protocol.records import ClockState
 from areasync.simulation.ending import Ending, EndState

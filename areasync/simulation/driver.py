@@ -19,7 +19,7 @@ import anyio
 import anyio.abc
 
 from areasync.bridge.environment import AsyncEnvironment
-from areasync.loop.clock import VirtualClock, WallSleep
+from areasync.engine.clock import VirtualClock, WallSleep
 from areasync.policies import LagPolicy
 from areasync.protocol.frames import Mode
 from areasync.simulation.ending import Ending, EndState

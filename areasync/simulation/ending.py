@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 
 from areasync.bridge.environment import AsyncEnvironment, Scenario
-from areasync.bridge.sandbox import Sandbox
-from areasync.loop.clock import VirtualClock
-from areasync.loop.stream import StreamLog
+from areasync.bridge.sandbox.audit import Sandbox
+from areasync.engine.clock import VirtualClock
+from areasync.engine.stream import StreamLog
 from areasync.protocol.frames import EndedItem, StreamItem
 from areasync.simulation.errors import BadStateError
 from areasync.simulation.input_records import Fail

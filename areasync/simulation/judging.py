@@ -1,6 +1,6 @@
 """`Judge`: the part of a simulation scored by Gaia2's LLM judge that keeps the loop free.
 
-Why: a benchmark-imported scenario built with a judge (`areasync.bridge.judge`) calls its LLM
+Why: a benchmark-imported scenario built with a judge (`areasync.bridge.judge.llm`) calls its LLM
 from ARE's synchronous code: a turn's condition in a tick, and `scenario.validate` when the
 session ends. A simulation given a `Judge` (`Simulation.load(..., judge=Judge.of(scenario))`)
 runs everything that can reach that code - the driver's task, controls that tick (`jump`,
@@ -33,7 +33,7 @@ from typing import Any, ParamSpec, TypeVar
 import anyio
 
 from areasync.bridge.environment import Scenario
-from areasync.bridge.judge import JudgeError, JudgeLink, judge_link
+from areasync.bridge.judge.llm import JudgeError, JudgeLink, judge_link
 from areasync.bridge.offload import bridged
 from areasync.simulation.answers import RecordedAnswers
 from areasync.simulation.errors import BadStateError
@@ -57,7 +57,7 @@ class Judge:
         if link is None:
             raise ValueError(
                 "a judged simulation needs a scenario with a judge: import it with a judge "
-                "(areasync.bridge.scenarios.load(..., judge=JudgeOptions(...)))"
+                "(areasync.bridge.scenarios.loading.load(..., judge=JudgeOptions(...)))"
             )
         return cls(link, limiter)
 

@@ -15,8 +15,8 @@ from types import TracebackType
 
 import anyio
 
-from areasync.bridge.sandbox import Sandbox
-from areasync.loop.clock import VirtualClock
+from areasync.bridge.sandbox.audit import Sandbox
+from areasync.engine.clock import VirtualClock
 
 
 class CommandLane:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from areasync.loop.clock import VirtualClock
+from areasync.engine.clock import VirtualClock
 from areasync.policies import LeasePolicy
 from areasync.simulation.ending import Ending, EndState
 from areasync.simulation.input_records import LeaseBegin, LeaseEnd, LeaseExpired

@@ -1,7 +1,7 @@
 """Building a scenario inside its session's sandbox: shared by `build_scenario` and
 `Simulation.load`.
 
-The session's code runs in a sandbox (`areasync.bridge.sandbox`) from the moment its scenario
+The session's code runs in a sandbox (`areasync.bridge.sandbox.audit`) from the moment its scenario
 is built: its apps may touch only its file-system apps' files. A scenario that fails to load
 leaves nothing behind: what ARE created for it is removed.
 """
@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TypeAlias
 
-from areasync.bridge import scenarios
 from areasync.bridge.determinism import session_entropy
 from areasync.bridge.environment import Scenario
-from areasync.bridge.judge_options import JudgeOptions
+from areasync.bridge.judge.options import JudgeOptions
 from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
-from areasync.bridge.sandbox import Sandbox
+from areasync.bridge.sandbox.audit import Sandbox
+from areasync.bridge.scenarios import loading as scenarios
 from areasync.journal.sources import InlineScenario, RegisteredScenario, ResolvedScenario
 from areasync.policies import DEFAULT_MAX_FILE_BYTES
 from areasync.protocol.frames import ImportMode
@@ -29,7 +29,7 @@ where one came from as data (`areasync.journal.sources`: a registered id, inline
 
 
 def plain_source(source: Loadable) -> str | os.PathLike[str] | Scenario:
-    """`source` as ARE's loading takes it (`areasync.bridge.scenarios.load`): a resolved
+    """`source` as ARE's loading takes it (`areasync.bridge.scenarios.loading.load`): a resolved
     `Loadable` as its id or JSON text, anything else as it is."""
     match source:
         case RegisteredScenario(id=scenario_id):
@@ -54,7 +54,7 @@ def build_scenario(
     `Simulation.load(scenario, sandbox=...)`). It creates no event-loop object, so that a
     server can build an untrusted scenario in a worker thread: the sandbox's context variable
     follows the thread's copied context, so the guard covers the import there too. `judge`:
-    a benchmark import is judged by it (`areasync.bridge.scenarios`). `seed`, `created_at`:
+    a benchmark import is judged by it (`areasync.bridge.scenarios.loading`). `seed`, `created_at`:
     the session's (`Simulation.load`), which the sandbox carries on to it.
     `max_scenario_bytes`: the operator's limit on a scenario file (`operator_files`)."""
     with sandboxed_loading(

@@ -69,7 +69,7 @@ class SimulationSettings:
     max_jump: float = MAX_JUMP_S
     # What one tool call or event of the session's ARE code may cost (`areasync.bridge.budget`):
     # wall seconds, directory entries listed; and how many files and directories its code may
-    # create over the run (`areasync.bridge.sandbox`). None: no bound (the library's default;
+    # create over the run (`areasync.bridge.sandbox.audit`). None: no bound (the library's default;
     # the service sets all three).
     tool_budget: float | None = None
     max_listing: int | None = None

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from functools import partial
 
 from areasync.bridge.environment import AsyncEnvironment
-from areasync.loop.clock import VirtualClock, to_s
-from areasync.loop.stream import StreamLog
+from areasync.engine.clock import VirtualClock, to_s
+from areasync.engine.stream import StreamLog
 from areasync.protocol.frames import ClockItem, EventItem, StreamItem
 from areasync.protocol.records import ClockState, EventRecord
 

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from areasync.loop.clock import VirtualClock
-from areasync.loop.stream import StreamLog
+from areasync.engine.clock import VirtualClock
+from areasync.engine.stream import StreamLog
 from areasync.protocol.frames import StreamItem
 from areasync.simulation.input_records import InputRecord, Judge, Steps
 

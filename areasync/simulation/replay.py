@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from areasync.bridge.sandbox import Sandbox
-from areasync.loop.clock import VirtualClock, to_us
-from areasync.loop.engine import Engine
-from areasync.loop.stream import StreamLog
+from areasync.bridge.sandbox.audit import Sandbox
+from areasync.engine.clock import VirtualClock, to_us
+from areasync.engine.stream import StreamLog
+from areasync.engine.ticks import Engine
 from areasync.protocol.frames import Mode, StreamItem
 from areasync.simulation.answers import RecordedAnswers
 from areasync.simulation.errors import ReplayDivergedError

@@ -24,14 +24,14 @@ from types import TracebackType
 from typing import Any, Self, Unpack
 
 from areasync.bridge.budget import CallBudget
+from areasync.bridge.convert import to_plain
 from areasync.bridge.environment import AsyncEnvironment, Scenario, session_environment
 from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
-from areasync.bridge.records import to_plain
-from areasync.bridge.sandbox import Sandbox
+from areasync.bridge.sandbox.audit import Sandbox
 from areasync.bridge.state_copy import with_attributes
 from areasync.bridge.tools import ToolBox
-from areasync.loop.clock import WallSleep
-from areasync.loop.stream import StreamLog
+from areasync.engine.clock import WallSleep
+from areasync.engine.stream import StreamLog
 from areasync.policies import DEFAULT_MAX_FILE_BYTES, LagPolicy, LeasePolicy
 from areasync.protocol.frames import EventItem, ImportMode, Mode, NotificationItem, StreamItem
 from areasync.protocol.records import (
@@ -104,7 +104,7 @@ class Simulation:
         if sandbox is None:
             sandbox = Sandbox()
             sandbox.adopt(scenario.apps or [])
-        # The host files the session's code may touch (`areasync.bridge.sandbox`): everything
+        # The host files the session's code may touch (`areasync.bridge.sandbox.audit`): everything
         # that holds the lane runs inside it.
         self.sandbox = sandbox
         sandbox.max_files_created = settings.max_files_created
@@ -566,8 +566,8 @@ class Simulation:
         mode); by default the run then ends when no event is left, as ARE's does.
         `import_mode` says how a JSON scenario is imported: `auto` (default), `benchmark`
         (Gaia2's runner: turns rewired so that a live agent reaches each one) or `plain`
-        (ARE's plain import); see `areasync.bridge.scenarios`. The session's code runs in a
-        sandbox (`areasync.bridge.sandbox`) from the moment the scenario is built: its apps may
+        (ARE's plain import); see `areasync.bridge.scenarios.loading`. The session's code runs in a
+        sandbox (`areasync.bridge.sandbox.audit`) from the moment the scenario is built: its apps may
         touch only its file-system apps' files, and read none larger than `max_file_bytes`;
         a scenario file (the operator's) may be up to `max_scenario_bytes`.
         A Scenario built by `build_scenario` comes with its `sandbox`: pass it on (it is

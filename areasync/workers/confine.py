@@ -1,7 +1,7 @@
 """The kernel's confinement a worker process applies to itself, right after it starts.
 
 An agent's tool calls run inside ARE's apps in a worker; the audit-hook sandbox
-(`bridge/sandbox.py`) runs in that same process, where hostile code could reach it. This is
+(`bridge/sandbox/audit.py`) runs in that same process, where hostile code could reach it. This is
 the layer it cannot reach: once `confine(spec)` has returned, the kernel refuses what the
 spec does not allow, for this process and all it starts, and nothing in the process can lift
 it. `Confinement` says what a worker may still do:

@@ -5,7 +5,7 @@
   Environment on a virtual wall; ``tests/gaia2/test_parity.py`` checks it against ARE's
   threaded run);
 * :func:`over_the_socket`: a real service on loopback, one fast session per scenario, and
-  ``areasync.agents.are_agent.run_are_agent`` attached to it as agent (plus a controller, as
+  ``areasync.agents.are.agent.run_are_agent`` attached to it as agent (plus a controller, as
   the admin token allows), in this process.
 
 Both import each scenario as the session and Gaia2's runner do (``import_mode=benchmark``, no
@@ -23,13 +23,13 @@ from typing import Any
 
 import anyio
 
-from areasync.agents.are_agent import AgentOptions, GenerationTime, run_are_agent
-from areasync.bridge import scenarios
+from areasync.agents.are.agent import AgentOptions, GenerationTime, run_are_agent
+from areasync.bridge.scenarios import loading as scenarios
 from areasync.client import connect
 from areasync.conformance.normal_form import LogEntry, normalized_log
+from areasync.engine.clock import REAL_WALL, Wall
 from areasync.gaia2.dataset import BASICS, SPECS, scenario_json
 from areasync.gaia2.stub_llm import AGENT_MODEL, StubLLM
-from areasync.loop.clock import REAL_WALL, Wall
 from areasync.protocol import Role
 from areasync.service import Service, ServiceConfig
 from tests.bounds import PROCESS_S

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from areasync.bridge.records import to_plain
+from areasync.bridge.convert import to_plain
 
 _PRIMITIVES = (str, int, float, bool, type(None))
 _MAX_DEPTH = 64

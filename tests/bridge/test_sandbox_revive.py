@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from areasync.bridge.sandbox import Sandbox
+from areasync.bridge.sandbox.audit import Sandbox
 from areasync.simulation import build_scenario
 
 

@@ -25,7 +25,7 @@ from are.simulation.tool_utils import AppTool, AppToolArg, ToolAttributeName
 
 from areasync import Simulation
 from areasync.bridge import tool_cache
-from areasync.bridge.records import tool_info
+from areasync.bridge.convert import tool_info
 from areasync.conformance.scenarios import load_scenario, offline_scenario_ids
 
 KINDS = [

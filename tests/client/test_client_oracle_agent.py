@@ -28,7 +28,7 @@ import pytest
 from are.simulation.environment import Environment
 from are.simulation.scenarios.scenario_tutorial.scenario import ScenarioTutorial
 
-from areasync.agents.oracle import (
+from areasync.agents.oracle.agent import (
     OracleAction,
     OraclePlan,
     OracleReport,
@@ -186,7 +186,7 @@ async def test_the_oracle_agents_end_of_turn_messages_are_logged_at_exactly_the_
 async def test_the_waiting_oracle_agent_ends_a_gaia2_turn_one_tick_later_than_ares_oracle(
     areasync_server: AreasyncServer,
 ) -> None:
-    # What pace `wait` cannot do (see areasync.agents.oracle): ARE's wait returns only after
+    # What pace `wait` cannot do (see areasync.agents.oracle.agent): ARE's wait returns only after
     # the tick at its timeout, so the end-of-turn message at 11 s is made after that tick's
     # turn condition, which sees it one tick later than in ARE's oracle run.
     session_id, report, plan = await run_gaia2_benchmark(areasync_server, Pace.WAIT)

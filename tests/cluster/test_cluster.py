@@ -33,7 +33,6 @@ from areasync.client import connect
 from areasync.protocol.frames import StreamItem
 from areasync.service import ServiceConfig
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S
-from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.front.support import (
     call,
     hello,
@@ -43,7 +42,8 @@ from tests.front.support import (
     server_side_inode,
     socket_inodes,
 )
-from tests.gaia2cli.test_bare import free_port
+from tests.service.adapters.gaia2cli.test_bare import free_port
+from tests.service.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.waiting import eventually
 
 try:

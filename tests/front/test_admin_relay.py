@@ -21,8 +21,8 @@ from areasync.front.admin import AdminControls, relay, worker_end
 from areasync.front.seats import Seats
 from areasync.protocol.codec import Encoding
 from areasync.protocol.frames import Role
-from areasync.service.auth import Tokens
-from areasync.service.handoff import Handoff, adopt, adopting_server
+from areasync.service.connection.handoff import Handoff, adopt, adopting_server
+from areasync.service.gate.auth import Tokens
 
 WAIT = 10.0
 FROM_THE_WORKER = [

@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from areasync.journal import JournalStore
-from areasync.service.restore import inputs_of
+from areasync.service.durability.restore import inputs_of
 from tests.front.support import (
     ADMIN,
     REAL_PROCESSES,

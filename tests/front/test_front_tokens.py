@@ -1,4 +1,4 @@
-"""The front's token-protected HTTP routes refuse as a server's do (`service/http.py`'s
+"""The front's token-protected HTTP routes refuse as a server's do (`service/http/answers.py`'s
 `protected_refusal`, one rule on both): a token nobody holds is "not valid" (401), a session's
 token on a route of the admin's is 403 naming the admin token, and a session's token opens
 `/api/schema`; a journal that does not read back makes `/health` degraded."""

@@ -25,10 +25,10 @@ from areasync.front.cli import banner
 from areasync.front.heads import HEAD_BYTES
 from areasync.front.server import Front
 from areasync.protocol.frames import Mode, Role
+from areasync.service.adapters.gaia2cli.paths import adapter_url
 from areasync.service.config import ServiceConfig
-from areasync.service.gaia2cli.paths import adapter_url
 from tests.front.support import ADMIN, WAIT
-from tests.gaia2cli.harness import Harness
+from tests.service.adapters.gaia2cli.harness import Harness
 
 TUTORIAL = "scenario_tutorial"
 SECOND = "scenario_tutorial-2"

@@ -9,8 +9,8 @@ import msgspec
 from areasync.front.hello import Verdict, judge
 from areasync.protocol.codec import decode_client_frame
 from areasync.protocol.frames import Hello, Role
-from areasync.service.handoff import TEXT_OPCODE
-from areasync.service.hello import Refusal
+from areasync.service.connection.handoff import TEXT_OPCODE
+from areasync.service.connection.hello import Refusal
 from tests.front.verdicts import ADMIN, SESSION, known_tokens
 
 

@@ -7,8 +7,8 @@ import hmac
 
 from areasync.front.mcp import McpVerdict, judge
 from areasync.protocol.frames import Role
-from areasync.service.handoff import encode, salted
-from areasync.service.screens import Refusal
+from areasync.service.connection.handoff import encode, salted
+from areasync.service.gate.screens import Refusal
 from tests.front.verdicts import ADMIN, SESSION, known_tokens
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 
 from tests.front.support import ADMIN, REAL_PROCESSES, WAIT, front
-from tests.openenv.client import GenericEnvClient
 from tests.scenarios import RunawayScenario
+from tests.service.adapters.openenv.client import GenericEnvClient
 
 pytestmark = REAL_PROCESSES
 

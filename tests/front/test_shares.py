@@ -11,8 +11,8 @@ import pytest
 from areasync.front.seats import Seats
 from areasync.front.server import Front
 from areasync.front.shares import check, for_worker, split
-from areasync.service.auth import Tokens
 from areasync.service.config import ServiceConfig
+from areasync.service.gate.auth import Tokens
 from areasync.service.starting import ServiceError
 from areasync.sessionworker.answers import Seat, worker_config
 

@@ -3,7 +3,7 @@ an admin token and one session's agent and user tokens, with no server."""
 
 from __future__ import annotations
 
-from areasync.service.auth import Tokens
+from areasync.service.gate.auth import Tokens
 
 ADMIN = "the-front-admin-token"
 SESSION = "s1"

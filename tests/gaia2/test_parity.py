@@ -408,7 +408,7 @@ def test_bench_run_restores_are(runs: Runs) -> None:
 
 
 def test_bench_run_help_goes_through_areasync_cli_to_ares_options(capsys: Any) -> None:
-    """(That `areasync --help` imports no ARE is tests/test_cli_messages.py's.)"""
+    """(That `areasync --help` imports no ARE is tests/cli/test_cli_messages.py's.)"""
     from areasync.cli import main
 
     with pytest.raises(SystemExit) as exit_:

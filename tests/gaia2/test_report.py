@@ -24,7 +24,7 @@ from areasync.gaia2.dataset import CONFIG, SPECS, SPLIT, agent_scripts, write_da
 from areasync.gaia2.report import INDEX_HTML, TRACE_HTML, write_report
 from areasync.gaia2.stub_llm import Script
 from tests.bounds import BROWSER_S
-from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
+from tests.service.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
 from tests.stubs import stub_llm
 
 Test = TypeVar("Test", bound=Callable[..., None])

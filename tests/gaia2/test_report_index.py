@@ -20,7 +20,7 @@ from areasync.gaia2 import compare
 from areasync.gaia2.dataset import CONFIG, SPLIT, write_dataset
 from areasync.gaia2.report import write_report
 from tests.bounds import BROWSER_S
-from tests.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
+from tests.service.dashboard.conftest import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
 from tests.stubs import stub_llm
 
 pytestmark = [

@@ -1,6 +1,6 @@
 """Access: frame types x roles x credentials; constant-time tokens; loopback; dashboard tokens.
 
-`tests/service/test_roles.py` covers the right-token column of the matrix (each role's own
+`tests/service/gate/test_roles.py` covers the right-token column of the matrix (each role's own
 token: every frame is allowed or `forbidden` as the table says). This module completes it:
 
 - wrong token, another session's token: the hello is refused (`unauthorized`, close 4001) and a
@@ -38,7 +38,8 @@ from areasync.protocol import (
     encode_client_frame,
 )
 from areasync.service import Service, ServiceConfig
-from areasync.service.auth import SESSION_ROLES, Tokens, new_token
+from areasync.service.gate.auth import SESSION_ROLES, Tokens, new_token
+from tests.service.gate.test_roles import SAMPLES
 from tests.service.support import (
     ADMIN,
     TUTORIAL,
@@ -49,7 +50,6 @@ from tests.service.support import (
     serving,
     tokens,
 )
-from tests.service.test_roles import SAMPLES
 
 OTHER = "scenario_validation_tutorial"
 ALL_ROLES = list(Role)

@@ -15,7 +15,7 @@ from websockets.exceptions import InvalidStatus
 
 from areasync.protocol import CreateSession, Encoding, Role, Welcome
 from areasync.service import Service, ServiceConfig
-from areasync.service.headers import API_CSP
+from areasync.service.http.headers import API_CSP
 from tests.service.support import (
     ADMIN,
     TUTORIAL,

@@ -1,10 +1,10 @@
 """Floods: sockets that never say hello, and clients that send faster than their rate.
 
-Sockets before `hello` have a pool of their own (`max_pending_hellos`, `service/admission.py`):
+Sockets before `hello` have a pool of their own (`max_pending_hellos`, `service/gate/admission.py`):
 they never count against `max_connections`, the oldest idle one is evicted (4408) to make room,
 and while none may be evicted yet a new socket waits, unread, in arrival order. A client that
 keeps sending while rate limited runs out of strikes and is closed with 4029
-(`service/limits.py`); one that bursts over now and then is only refused. Figures (success
+(`service/gate/limits.py`); one that bursts over now and then is only refused. Figures (success
 rate and latency of legitimate clients beside 1,100 idle sockets and a flooder) come from
 `bench/floods.py`; these tests assert outcomes and counts only.
 """
@@ -26,7 +26,7 @@ from websockets.exceptions import ConnectionClosed
 
 from areasync.protocol import CloseCode, Error, ErrorCode, Ping, Pong, Role
 from areasync.service.fdlimit import raise_open_files_limit
-from areasync.service.limits import TokenBucket, strike_bucket
+from areasync.service.gate.limits import TokenBucket, strike_bucket
 from bench.floods import TOKEN
 from bench.misbehaving import RawClient, close_code
 from tests.hardening.faults import watch_faults

@@ -32,8 +32,8 @@ from areasync.protocol import (
     Role,
     StopSession,
 )
-from areasync.service.limits import TokenBucket
-from areasync.service.wire import HELLO_BYTES
+from areasync.service.connection.wire import HELLO_BYTES
+from areasync.service.gate.limits import TokenBucket
 from tests.service.support import ADMIN, TUTORIAL, WAIT, attach, raw, serving, tokens
 from tests.waiting import eventually
 

@@ -1,4 +1,4 @@
-"""Every port and route passes the same screens (`areasync/service/screens.py`): one table.
+"""Every port and route passes the same screens (`areasync/service/gate/screens.py`): one table.
 
 The routes are every kind the server opens - the main port's plain HTTP, its WebSocket
 handshake, OpenEnv's GET and POST routes; gaia2-cli's adapter port (aiohttp) and its event
@@ -33,8 +33,8 @@ import pytest
 from areasync.cluster.router import Router
 from areasync.protocol import Role
 from areasync.service import Service
-from areasync.service.headers import API_HEADERS
-from areasync.service.screens import PortScreen
+from areasync.service.gate.screens import PortScreen
+from areasync.service.http.headers import API_HEADERS
 from tests.hardening.faults import watch_faults
 from tests.service.support import ADMIN, TUTORIAL, WAIT, config
 from tests.waiting import eventually

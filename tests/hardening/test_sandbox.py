@@ -1,4 +1,4 @@
-"""A session's code touches no host file outside its sandbox (`areasync.bridge.sandbox`).
+"""A session's code touches no host file outside its sandbox (`areasync.bridge.sandbox.audit`).
 
 The sweep finds, in every app class ARE ships, every tool argument that can carry a path (a
 `str` or `list[str]` whose name or description mentions a path, file, directory, folder or
@@ -32,7 +32,7 @@ from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 from are.simulation.apps.system import SystemApp
 from are.simulation.scenarios.scenario import Scenario
 
-from areasync.bridge.sandbox import Sandbox, SandboxViolation
+from areasync.bridge.sandbox.audit import Sandbox, SandboxViolation
 from areasync.protocol import CallTool, Error, ErrorCode, Result, Role
 from areasync.simulation import Simulation
 from tests.service.support import ADMIN, TUTORIAL, attach, serving

@@ -32,7 +32,7 @@ from are.simulation.apps.email_client import Email, EmailFolderName
 from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 from are.simulation.scenarios.scenario import Scenario
 
-from areasync.bridge.sandbox import Sandbox, SandboxViolation
+from areasync.bridge.sandbox.audit import Sandbox, SandboxViolation
 from areasync.simulation import Simulation
 from areasync.simulation.loading import build_scenario
 
@@ -177,7 +177,7 @@ def test_a_file_system_freed_by_a_collection_in_a_sessions_call_removes_its_dire
 # sandbox's context variable. Prints how many times a sandbox stayed current after its exit.
 CHURN = """
 import contextvars, gc
-from areasync.bridge import sandbox
+from areasync.bridge.sandbox import audit as sandbox
 
 others = [contextvars.ContextVar(f"v{i}") for i in range(20)]
 

@@ -22,9 +22,9 @@ from areasync.protocol import CallTool, Encoding, Error, ErrorCode, Result, Role
 from areasync.protocol.frames import ForkSession
 from areasync.service import Service
 from areasync.simulation.input_records import Steps
-from tests.gaia2cli.harness import Harness
 from tests.hardening.faults import watch_faults
-from tests.openenv.client import GenericEnvClient
+from tests.service.adapters.gaia2cli.harness import Harness
+from tests.service.adapters.openenv.client import GenericEnvClient
 from tests.service.support import TUTORIAL, WAIT, attach, http_get, serving, tokens
 
 HUGE = 2**70

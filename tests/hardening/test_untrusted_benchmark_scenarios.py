@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from are.simulation.data_handler.importer import JsonScenarioImporter
 
-from areasync.bridge.scenario_vetting import MAX_JSON_DEPTH
-from areasync.bridge.scenarios import _ENV_LINKS as ENV_LINKS
+from areasync.bridge.scenarios.loading import _ENV_LINKS as ENV_LINKS
+from areasync.bridge.scenarios.vetting import MAX_JSON_DEPTH
 from areasync.protocol import CallTool, CreateSession, Error, ErrorCode, Ping, Pong, Role
 from tests.client.test_client_oracle_agent import gaia2_json
 from tests.hardening.test_untrusted_scenarios import ESCAPES, FS, event_calling, nested

@@ -4,7 +4,7 @@ file system may reach, and that one whose events raise does not take the server 
 A scenario uploaded with `create_session` is ARE JSON from whoever holds the admin token (or a
 file handed to `areasync serve`). ARE's importer only builds classes from its own `ALL_APPS`,
 but resolves an event's `function` with a bare `getattr`; areasync vets the JSON first
-(`areasync.bridge.scenario_vetting.vet_json`), before ARE's importer runs, and confines file-system
+(`areasync.bridge.scenarios.vetting.vet_json`), before ARE's importer runs, and confines file-system
 apps to their sandbox directory (ARE's own check is a string prefix test).
 """
 
@@ -21,8 +21,8 @@ import pytest
 from are.simulation.apps.sandbox_file_system import SandboxLocalFileSystem
 from are.simulation.data_handler.importer import JsonScenarioImporter
 
-from areasync.bridge import scenarios
-from areasync.bridge.scenario_vetting import (
+from areasync.bridge.scenarios import loading as scenarios
+from areasync.bridge.scenarios.vetting import (
     MAX_JSON_DEPTH,
     ScenarioError,
     importable_app_classes,

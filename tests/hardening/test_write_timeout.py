@@ -1,6 +1,6 @@
 """Write stalls: a socket that takes no bytes for `write_timeout` is closed with 4008.
 
-`service/stalls.py` looks at every attached connection once a second (more often for the small
+`service/fanout/stalls.py` looks at every attached connection once a second (more often for the small
 timeouts here): its user-space write buffer made no progress for `write_timeout`, or a
 keepalive ping waited `write_timeout` for its pong. A client that stops reading is closed
 whatever the session does - on a quiet session only pings are written and the kernel's buffers
@@ -38,7 +38,7 @@ from areasync.protocol import (
     encode_client_frame,
 )
 from areasync.service import Service
-from areasync.service.wire import kernel_unsent
+from areasync.service.connection.wire import kernel_unsent
 from bench.misbehaving import RawClient, close_code, hello_frame, small_socket
 from tests.hardening.faults import watch_faults
 from tests.hardening.test_slow_consumers import SESSION, PaddedTimeline

@@ -11,8 +11,8 @@ from areasync.journal import (
     RegisteredScenario,
     hash_token,
 )
+from areasync.journal.entries import Header
 from areasync.journal.format import encode_preamble, encode_record
-from areasync.journal.records import Header
 
 SALT = b"0123456789abcdef"
 

@@ -16,7 +16,7 @@ from areasync.journal import (
     ScenarioFile,
     ScenarioSource,
 )
-from areasync.service.openenv.messages import InitializeAction, scenario_source
+from areasync.service.adapters.openenv.messages import InitializeAction, scenario_source
 
 ROOT = Path(__file__).resolve().parent.parent.parent / "areasync"
 

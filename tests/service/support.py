@@ -24,7 +24,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from areasync.loop.clock import REAL_WALL, Wall
+from areasync.engine.clock import REAL_WALL, Wall
 from areasync.protocol import (
     ClientFrame,
     Encoding,
@@ -175,13 +175,13 @@ class _ThroughFront:
         return str(self.front.ws_url(session_id))
 
     def openenv_url(self, token: str | None = None) -> str:
-        from areasync.service.openenv.paths import base_url
+        from areasync.service.adapters.openenv.paths import base_url
 
         return base_url(self.http_url, token or self.tokens.admin)
 
     def gaia2_url(self, session_id: str, role: Role = Role.USER) -> str:
         """The shared gaia2-cli port's URL, on the front (`--gaia2-port`)."""
-        from areasync.service.gaia2cli.paths import adapter_url
+        from areasync.service.adapters.gaia2cli.paths import adapter_url
 
         base = str(self.front.gaia2_base)
         if role is Role.ADMIN:

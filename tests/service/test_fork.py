@@ -18,7 +18,7 @@ from areasync.journal import JournalStore
 from areasync.protocol import CallTool, ErrorCode, Role, Tick
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem, ForkedFrom, ForkSession
-from areasync.service.restore import inputs_of
+from areasync.service.durability.restore import inputs_of
 from areasync.service.server import Service
 from tests.service.support import TUTORIAL, WAIT, attach, replace_sync, serving
 

@@ -12,7 +12,7 @@ import pytest
 from areasync.journal import MAX_SESSION_ID_CHARS
 from areasync.protocol import ErrorCode, ProtocolError, Role
 from areasync.protocol.frames import ForkSession, StopSession
-from areasync.service.names import MAX_ID_CHARS, fork_id
+from areasync.service.sessions.names import MAX_ID_CHARS, fork_id
 from tests.service.support import TUTORIAL, attach, serving
 
 GENERATIONS = 6

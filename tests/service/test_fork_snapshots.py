@@ -14,7 +14,7 @@ from areasync import Simulation
 from areasync.protocol import CallTool, Role
 from areasync.protocol.frames import ForkSession, StopSession
 from areasync.service.config import ServiceConfig
-from areasync.service.restore import fork_snapshot
+from areasync.service.durability.restore import fork_snapshot
 from areasync.service.server import Service
 from areasync.simulation.lane import CommandLane
 from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots, keep_taking

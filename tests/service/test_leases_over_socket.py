@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 
 from areasync.protocol import CallTool, EventItem, GetState, Idle, Jump, Resume, Role
-from areasync.service.session import WAITING_HOLDER
+from areasync.service.sessions.session import WAITING_HOLDER
 from tests.service.support import Peer, attach, serving
 
 NOW = "SystemApp__get_current_time"

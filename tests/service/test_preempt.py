@@ -6,7 +6,7 @@ from __future__ import annotations
 from areasync import Simulation
 from areasync.protocol.codec import Encoding, encode_client_frame
 from areasync.protocol.frames import Stop, StopSession
-from areasync.service import preempt
+from areasync.service.connection import preempt
 
 ALLOWED = frozenset({Stop, StopSession})
 

@@ -217,7 +217,7 @@ def test_a_replay_that_logs_a_different_record_before_a_matching_one_is_refused(
 
 async def test_a_call_recorded_abandoned_is_logged_again_but_not_run_by_a_replay() -> None:
     # A call that held its worker's loop until the worker was killed: the restore follows its
-    # record with `abandoned` (service/restore.py), and no replay runs it again.
+    # record with `abandoned` (service/durability/restore.py), and no replay runs it again.
     scenario = lambda: timeline(1.0, 5.0, duration=60.0)  # noqa: E731
     live = Simulation.load(scenario(), mode="manual", seed=3, created_at=50.0)
     async with live:

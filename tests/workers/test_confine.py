@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from areasync.service.config import ServiceConfig
-from areasync.service.journals import ADMIN_TOKEN_FILE, Journals
+from areasync.service.durability.state_dir import ADMIN_TOKEN_FILE, Journals
 from areasync.workers import confine
 from areasync.workers.confine import Confinement
 from areasync.workers.pool import CallFailed, PoolError, WorkerPool

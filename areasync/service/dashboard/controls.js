@@ -14,7 +14,7 @@ function numberFrom(id, fallback) {
   return Number.isFinite(value) ? value : fallback;
 }
 
-// Roles the server lets drive the clock (areasync/service/roles.py: CLOCK_CONTROLS).
+// Roles the server lets drive the clock (areasync/service/gate/roles.py: CLOCK_CONTROLS).
 const DRIVING_ROLES = new Set(["controller", "admin"]);
 
 export class Controls {

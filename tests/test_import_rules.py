@@ -1,6 +1,6 @@
 """The package's layering, checked on its source: which part of areasync may import what.
 
-The layers point one way: protocol/ (wire structs) <- engine/ (clock, engine, stream) <- bridge/
+The layers point one way: protocol/ (wire structs) <- engine/ (clock, ticks, stream) <- bridge/
 (the one place the service stack imports ARE) <- simulation <- service/; client/ depends on
 protocol/ only (and the package's lazy-import helper); no import cycles. The check parses
 every module with `ast` and imports none of them, so it is fast and cannot be fooled by import
@@ -113,7 +113,7 @@ def _deepest(name: str, known: dict[str, Path]) -> str:
 
 
 def part_of(module: str) -> str:
-    """The package part a module belongs to: `protocol`, `loop`, `bridge`, `service`..."""
+    """The package part a module belongs to: `protocol`, `engine`, `bridge`, `service`..."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 
@@ -125,7 +125,7 @@ def _within(module: str, prefixes: Iterable[str]) -> bool:
 # Which parts of the package each part may import (a part not listed may import any).
 MAY_IMPORT = {
     "protocol": {"protocol"},
-    "loop": {"protocol", "loop"},
+    "engine": {"protocol", "engine"},
     # `lazy`: the package's imports on first use (PEP 562; the standard library only).
     "client": {"protocol", "client", "lazy"},
     # The session journal is a storage layer: it knows nothing of ARE or of the service.
@@ -137,7 +137,7 @@ MAY_IMPORT = {
     # never the front (which holds the admin token) nor the CLI.
     "sessionworker": {
         "protocol",
-        "loop",
+        "engine",
         "bridge",
         "simulation",
         "journal",
@@ -154,7 +154,7 @@ MAY_IMPORT = {
         "workers",
         "sessionworker",
         "front",
-        "cli_signals",
+        "cli",
         "privatedirs",
     },
 }
@@ -380,7 +380,7 @@ def test_protocol_importing_another_part_is_a_violation(tmp_path: Path) -> None:
     }
 
 
-def test_loop_importing_bridge_even_lazily_is_a_violation(tmp_path: Path) -> None:
+def test_the_engine_importing_bridge_even_lazily_is_a_violation(tmp_path: Path) -> None:
     package = write_package(
         tmp_path,
         {
@@ -446,7 +446,7 @@ def test_importing_the_cluster_outside_it_and_the_cli_is_a_violation(tmp_path: P
 def test_a_relative_import_is_resolved_to_its_module(tmp_path: Path) -> None:
     package = write_package(
         tmp_path,
-        {"engine/ticks.py": "from ..service.hub import Hub\n", "service/fanout/hub.py": ""},
+        {"engine/ticks.py": "from ..service.fanout.hub import Hub\n", "service/fanout/hub.py": ""},
     )
     assert layer_violations(imports_of(package), ()) == {
         ("areasync.engine.ticks", "areasync.service.fanout.hub")

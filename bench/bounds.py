@@ -1,5 +1,5 @@
-"""What a session may cost the server, with and without its bounds (`service/sessions/budget.py`), and
-the figures behind the bounds' defaults.
+"""What a session may cost the server, with and without its bounds (`service/sessions/budget.py`),
+and the figures behind the bounds' defaults.
 
 Each part runs an in-process `Service` (manual mode: nothing moves but requests) in a process
 of its own, so that the resident memory it reports is that part's alone:

@@ -7,9 +7,10 @@ The scenario: Gaia2 JSON (`tiny_time_wait`'s shape, `areasync/gaia2/dataset.py`)
 the agent to wait for Bob's email, which the environment sends `--event-at` simulated seconds
 after the task, then answer it and say so. The agent does what the oracle does: it waits for a
 notification, emails Bob back, tells the user. The runner is gaia2-cli's: `/health` until
-connected, `/status` every 2 s until terminal, then the artifacts (`tests/service/adapters/gaia2cli/runner.py`
-has the same sequence). `wall_s` is from the session's creation to the runner holding its
-result; `session_ended_s` to the session's end (the runner's 2 s poll adds up to 2 s after it).
+connected, `/status` every 2 s until terminal, then the artifacts
+(`tests/service/adapters/gaia2cli/runner.py` has the same sequence). `wall_s` is from the session's
+creation to the runner holding its result; `session_ended_s` to the session's end (the runner's 2 s
+poll adds up to 2 s after it).
 
 - `areasync`: the session in fast mode at the root of its own port (`--gaia2-ports`); the agent
   speaks only HTTP (`POST /call_tool` with the agent's token: the wait is

@@ -6,8 +6,8 @@ descriptors are measured alone, from /proc. The driver (this process) keeps `--s
 busy for `--seconds`; each slot, over and over:
 
 1. creates a fast-mode session of `scenario_tutorial` over the socket (admin `create_session`);
-2. attaches an oracle agent (areasync.agents.oracle.agent, pace `wait`: ARE's wait tool), an observer
-   and a controller, each an areasync `Client` on its own socket;
+2. attaches an oracle agent (areasync.agents.oracle.agent, pace `wait`: ARE's wait tool), an
+   observer and a controller, each an areasync `Client` on its own socket;
 3. the agent performs the oracle's actions; the controller meanwhile issues random controls
    (pause then resume, set_speed, get_state, ping) every 20-200 ms; the observer follows the
    stream to `ended` and checks it is contiguous from seq 1;

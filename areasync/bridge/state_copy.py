@@ -22,8 +22,8 @@ reducer for the few things in that graph that do not pickle:
 * file systems: ARE's `SandboxLocalFileSystem` keeps its files in a directory of its own, and a
   copy must never share it (the copy's `__del__` would even remove it): the files are read
   into the copy, and thawing writes them into a new directory of the same kind, re-confined
-  (`bridge/sandbox/confinement.py`). fsspec file systems are copied as objects, never through fsspec's
-  instance cache (which would hand back the original's).
+  (`bridge/sandbox/confinement.py`). fsspec file systems are copied as objects, never through
+  fsspec's instance cache (which would hand back the original's).
 
 Why pickle: `copy.deepcopy` is several times slower (bench/replay.py) and has no hook for
 closures short of a global dispatch change. Most of a copy's time was the cyclic garbage

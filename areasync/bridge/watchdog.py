@@ -28,7 +28,8 @@ interpreter (the standard library's `re` backtracking, a sort of millions of ite
 exception waits, pending, until the C call returns, and the watchdog thread itself cannot run
 until then. That is why agent-chosen regular expressions go through a matcher with a timeout
 (`areasync.bridge.patterns`), and why listings and creations have caps
-(`areasync.bridge.sandbox.confinement`, `areasync.bridge.sandbox.audit`). Worker processes close the rest.
+(`areasync.bridge.sandbox.confinement`, `areasync.bridge.sandbox.audit`). Worker processes close the
+rest.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """An admin's WebSocket through the front: relayed, its admin controls carried out by the front.
 
 An admin connected to any session (hello role `admin`) may create, stop and fork any session,
-as on a server of its own (`service/connection/requests.py`). A session worker cannot do that for it: it
-holds only its own sessions, and it must have no way to ask the front, or another worker, to
+as on a server of its own (`service/connection/requests.py`). A session worker cannot do that for
+it: it holds only its own sessions, and it must have no way to ask the front, or another worker, to
 act with the admin's rights. So the front does not hand an admin's socket over. It hands the
 session's worker one end of a socketpair instead (the same `Handoff`: the verified role, the
 hello without its token), keeps the client's socket, and relays (`relay`):

@@ -1,11 +1,11 @@
 """Whether a hello read by the front may be handed to a worker, and what the worker is sent.
 
-The front reads the first frame of every WebSocket itself (`service/connection/handoff.py`), and decides
-here, with no I/O: the frame must be a `hello` (the same refusals and close codes as a
-server's own connection, `service/connection/protocol.py`), its token must open its role of a session some
-worker holds (the admin token: every role; a session's tokens: as minted or as its journal's
-salted hashes, `service/gate/auth.py`). Only a token that opens every session learns that a
-session does not exist. What goes on is the hello with its token removed.
+The front reads the first frame of every WebSocket itself (`service/connection/handoff.py`), and
+decides here, with no I/O: the frame must be a `hello` (the same refusals and close codes as a
+server's own connection, `service/connection/protocol.py`), its token must open its role of a
+session some worker holds (the admin token: every role; a session's tokens: as minted or as its
+journal's salted hashes, `service/gate/auth.py`). Only a token that opens every session learns that
+a session does not exist. What goes on is the hello with its token removed.
 
 Refusals that depend on the session's state (its clients, `since` past its stream's end) are
 the worker's, which sees the session: it answers them as a server of its own does.

@@ -36,7 +36,7 @@ class ServiceConfig:
     allow_origins: tuple[str, ...] = ()
     allow_hosts: tuple[str, ...] = ()
 
-    # -- durability (service/durability/state_dir.py) -------------------------------------------------
+    # -- durability (service/durability/state_dir.py) ----------------------------------------------
     # Where every session's journal is kept (`DIR/sessions/<id>.journal`, plus the admin token
     # in `DIR/admin-token`); None: no journal, sessions live in memory only.
     state_dir: Path | None = None
@@ -193,7 +193,7 @@ class ServiceConfig:
     # write_timeout).
     write_timeout: float = 20.0
 
-    # -- the MCP endpoint (service/adapters/mcp/) -----------------------------------------------------
+    # -- the MCP endpoint (service/adapters/mcp/) --------------------------------------------------
     # Serve each session's tools over MCP's Streamable HTTP on this port (0: any free port);
     # None: no MCP endpoint. A session's URL is http://HOST:PORT/mcp/<session id>.
     mcp_port: int | None = None
@@ -204,7 +204,7 @@ class ServiceConfig:
     # gets a comment (a client's read timeout is longer: the SDK's is 300 s).
     mcp_sse_keepalive: float = 15.0
 
-    # -- gaia2-cli's HTTP adapter (service/adapters/gaia2cli/) ----------------------------------------
+    # -- gaia2-cli's HTTP adapter (service/adapters/gaia2cli/) -------------------------------------
     # Its port (0: any free port; None: not served). Harnesses POST bodies and read server-sent
     # events, which the WebSocket port cannot serve (gaia2cli/http.py says why).
     gaia2_port: int | None = None

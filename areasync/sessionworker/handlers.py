@@ -3,8 +3,8 @@
 `serving(side)` is the pool's `serve` (`workers/worker.py`): it yields the handlers, and the
 first call, `start`, runs the worker's `Service` on the worker's event loop and starts taking
 hand-offs from `side` (the front's side channel: one packet and one socket per connection,
-`service/connection/handoff.py`). Each handler answers plain data (lists, dicts, msgspec structs), so
-nothing of ARE crosses the channel.
+`service/connection/handoff.py`). Each handler answers plain data (lists, dicts, msgspec structs),
+so nothing of ARE crosses the channel.
 
 * `beat()`: answered at once by the event loop with how many of its sessions ended because
   their journal failed (what the front's `/health` counts): the front's supervisor sends one

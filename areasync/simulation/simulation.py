@@ -567,8 +567,8 @@ class Simulation:
         `import_mode` says how a JSON scenario is imported: `auto` (default), `benchmark`
         (Gaia2's runner: turns rewired so that a live agent reaches each one) or `plain`
         (ARE's plain import); see `areasync.bridge.scenarios.loading`. The session's code runs in a
-        sandbox (`areasync.bridge.sandbox.audit`) from the moment the scenario is built: its apps may
-        touch only its file-system apps' files, and read none larger than `max_file_bytes`;
+        sandbox (`areasync.bridge.sandbox.audit`) from the moment the scenario is built: its apps
+        may touch only its file-system apps' files, and read none larger than `max_file_bytes`;
         a scenario file (the operator's) may be up to `max_scenario_bytes`.
         A Scenario built by `build_scenario` comes with its `sandbox`: pass it on (it is
         cleaned up if the simulation cannot be made). `judge`: the scenario's LLM judge, a part

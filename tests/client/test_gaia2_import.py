@@ -80,7 +80,8 @@ async def test_an_agent_waiting_with_ares_wait_tool_reaches_the_second_turn(
     areasync_server: AreasyncServer, gaia2_file: Path
 ) -> None:
     # Agent-only pacing lands the end-of-turn message after its tick's turn check, so turn 2
-    # opens a tick later than in ARE's oracle run (see areasync.agents.oracle.agent): no log equality.
+    # opens a tick later than in ARE's oracle run (see areasync.agents.oracle.agent): no log
+    # equality.
     session_id = areasync_server.session_id
     report, _plan = await run_agent(areasync_server, session_id, str(gaia2_file), Pace.WAIT)
     assert report.ok, report.unexpected_failures

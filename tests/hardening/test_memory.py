@@ -2,8 +2,9 @@
 
 ARE parks each app's AppTool on the app class's (shared) method, and every Action built later
 picks it up, so a new session's events point at an earlier session's app, whose callbacks point
-at its environment: without `areasync.bridge.scenarios.loading.detach_apps`, every session served kept the
-one before it alive, and resident memory grew without bound (found by the soak, `bench/soak.py`).
+at its environment: without `areasync.bridge.scenarios.loading.detach_apps`, every session served
+kept the one before it alive, and resident memory grew without bound (found by the soak,
+`bench/soak.py`).
 """
 
 from __future__ import annotations

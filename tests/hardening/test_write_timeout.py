@@ -1,7 +1,7 @@
 """Write stalls: a socket that takes no bytes for `write_timeout` is closed with 4008.
 
-`service/fanout/stalls.py` looks at every attached connection once a second (more often for the small
-timeouts here): its user-space write buffer made no progress for `write_timeout`, or a
+`service/fanout/stalls.py` looks at every attached connection once a second (more often for the
+small timeouts here): its user-space write buffer made no progress for `write_timeout`, or a
 keepalive ping waited `write_timeout` for its pong. A client that stops reading is closed
 whatever the session does - on a quiet session only pings are written and the kernel's buffers
 absorb them, so the unanswered ping is what shows it; on a busy one its buffer stops draining

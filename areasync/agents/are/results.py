@@ -14,8 +14,8 @@ a dict) and a failure as a protocol error whose message wraps the app's text. So
   that does not resolve or convert.
 * :func:`app_error_text` recovers the app's own exception text from the server's message
   (``"{tool} failed: {text}; ARE logged ..."`` and ``"invalid arguments for {tool}: {text};
-  ..."``, see ``areasync.service.connection.websocket``), so that the agent's error observation reads as
-  in-process.
+  ..."``, see ``areasync.service.connection.websocket``), so that the agent's error observation
+  reads as in-process.
 """
 
 from __future__ import annotations

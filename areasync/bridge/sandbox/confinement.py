@@ -4,8 +4,8 @@ ARE's `SandboxLocalFileSystem` (and `Files`) checks a path with a plain string p
 (`full_path.startswith(tmpdir)`), which lets `/../<sandbox name>_x/...` write beside the sandbox,
 and its error messages reveal the sandbox name. The confined check compares whole path
 components of the resolved path (symlinks included) with the sandbox root. Every loaded
-scenario's apps get it (`confine_file_systems`); a session's sandbox (`areasync.bridge.sandbox.audit`)
-confines the apps it adopts too.
+scenario's apps get it (`confine_file_systems`); a session's sandbox
+(`areasync.bridge.sandbox.audit`) confines the apps it adopts too.
 """
 
 from __future__ import annotations

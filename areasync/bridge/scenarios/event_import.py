@@ -48,8 +48,8 @@ aggregates, raising the very exception ARE would have raised first (same type, s
 Event ids must be unique for this to hold (ARE looks events up by id; with two events of one id
 it mixes their dependencies up): `vet_json` refuses a scenario that repeats one.
 
-`tests/bridge/scenarios/test_event_import.py` checks that every scenario ARE's `process_events` refuses is
-refused with the same exception, and that every one it accepts gives the same events.
+`tests/bridge/scenarios/test_event_import.py` checks that every scenario ARE's `process_events`
+refuses is refused with the same exception, and that every one it accepts gives the same events.
 """
 
 from __future__ import annotations

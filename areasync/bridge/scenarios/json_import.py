@@ -1,9 +1,9 @@
 """ARE's JSON importers, fed their document's long lists in pieces.
 
 Why: a service imports uploaded scenarios in a worker thread so that the event loop keeps
-serving (`service/sessions/session.py`), which works only as long as the import gives the interpreter
-lock back every few milliseconds. Python code does (every 5 ms switch interval); one long C
-call does not. ARE's importer starts with one: pydantic validates the whole document
+serving (`service/sessions/session.py`), which works only as long as the import gives the
+interpreter lock back every few milliseconds. Python code does (every 5 ms switch interval); one
+long C call does not. ARE's importer starts with one: pydantic validates the whole document
 (`ExportedTrace.model_validate_json`), a time that grows with the document, during which no
 other thread runs (docs/topics/performance.md, "Design measurements").
 

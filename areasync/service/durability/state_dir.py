@@ -263,8 +263,8 @@ class Journals:
     def reattach(
         self, session: Session, created: Created, journaled: int, task_group: anyio.abc.TaskGroup
     ) -> SessionJournal:
-        """Go on with the journal of `session`, restored from it (`service/durability/restore.py`): it is
-        reopened for appending, and what the replay logged past its first `journaled` records
+        """Go on with the journal of `session`, restored from it (`service/durability/restore.py`):
+        it is reopened for appending, and what the replay logged past its first `journaled` records
         of `sim.records` (the `restore` of a realtime session) is appended, then each record
         as it is logged."""
         assert self.store is not None

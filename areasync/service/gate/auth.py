@@ -4,8 +4,8 @@ A session's tokens are minted when it is created and handed out once (start-up b
 `create_session` result); the admin token (`--token`, `AREASYNC_TOKEN`, or random) is accepted
 for every role of every session and is the only one that grants the `admin` role.
 
-A session restored from its journal after a restart (`service/durability/restore.py`) has no tokens in
-memory: its journal keeps them only as salted hashes (`Created.token_hashes`), so a candidate is
+A session restored from its journal after a restart (`service/durability/restore.py`) has no tokens
+in memory: its journal keeps them only as salted hashes (`Created.token_hashes`), so a candidate is
 hashed with the session's salt and compared to the hash (`Created.token_matches`), and the
 tokens its clients hold keep working.
 

@@ -10,14 +10,14 @@ Why a thread rather than the alternatives: chunking the import cooperatively wou
 rewriting ARE's importer around yields; a subprocess cannot hand back an ARE scenario (its
 events hold closures and bound methods, nothing pickles). In a thread, the interpreter lock
 passes back to the loop every 5 ms switch interval while the import runs Python code, and the
-import's C calls are kept short (pydantic validates events in pieces, `bridge/scenarios/json_import.py`):
-the loop stays responsive (bench/imports.py times `/health` during an import, in a thread and
-on the loop: docs/topics/performance.md, "Imports"). Only the scenario object is built there: no
-Simulation, no event-loop object, nothing any session shares but ARE's own class-level state,
-which imports do not change in a way a running session sees (ARE's `EventRegisterer` keeps
-its switches per thread, and the worker thread's are ARE's defaults). One import at a time
-(a capacity limiter of 1), and imports under way count against `max_sessions`. A cancelled
-create (the server shutting down) waits for its thread's import to finish, then starts
+import's C calls are kept short (pydantic validates events in pieces,
+`bridge/scenarios/json_import.py`): the loop stays responsive (bench/imports.py times `/health`
+during an import, in a thread and on the loop: docs/topics/performance.md, "Imports"). Only the
+scenario object is built there: no Simulation, no event-loop object, nothing any session shares but
+ARE's own class-level state, which imports do not change in a way a running session sees (ARE's
+`EventRegisterer` keeps its switches per thread, and the worker thread's are ARE's defaults). One
+import at a time (a capacity limiter of 1), and imports under way count against `max_sessions`. A
+cancelled create (the server shutting down) waits for its thread's import to finish, then starts
 nothing; a failed import is an `invalid_field` error that changes nothing.
 
 Judged sessions. With a judge (`ServiceConfig.judge`, `areasync serve --judge_*`), a JSON
@@ -448,8 +448,8 @@ class SessionRegistry:
     def adopt(
         self, sim: Simulation, created: Created, journaled: int, ended_at: float | None = None
     ) -> Session:
-        """The session of `sim`, restored from its journal (`service/durability/restore.py`): its id,
-        epoch and tokens are the journal's; its journal goes on (on the loop, nothing
+        """The session of `sim`, restored from its journal (`service/durability/restore.py`): its
+        id, epoch and tokens are the journal's; its journal goes on (on the loop, nothing
         awaited). With `ended_at`, it had ended then: kept for replay only."""
         assert self._task_group is not None and self.journals is not None
         sid = created.session_id

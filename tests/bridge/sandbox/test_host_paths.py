@@ -1,4 +1,5 @@
-"""What an agent is told of its sandbox's files (`areasync.bridge.sandbox.host_paths`): its paths."""
+"""What an agent is told of its sandbox's files (`areasync.bridge.sandbox.host_paths`): its
+paths."""
 
 from __future__ import annotations
 

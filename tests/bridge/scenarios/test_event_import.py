@@ -1,4 +1,5 @@
-"""The linear event import (`bridge/scenarios/event_import.py`, `bridge/scenarios/json_import.py`) is ARE's import.
+"""The linear event import (`bridge/scenarios/event_import.py`, `bridge/scenarios/json_import.py`)
+is ARE's import.
 
 Every scenario ARE's own `process_events` refuses is refused with the same exception (type and
 message); every one it accepts comes out with the same events, dependencies, times, actions,

@@ -1,8 +1,8 @@
 """`kill -9` of a real `areasync serve --state-dir` in the middle of an oracle agent's run: the
 journal it leaves reads back, with every tool call the agent had a reply for.
 
-The server is a real subprocess; the oracle agent (`areasync.agents.oracle.agent`) runs here over real
-sockets, through a client that notes each tool call whose result came back and kills the server
+The server is a real subprocess; the oracle agent (`areasync.agents.oracle.agent`) runs here over
+real sockets, through a client that notes each tool call whose result came back and kills the server
 with SIGKILL right after the first one (the plan has more), so the crash lands mid-run.
 """
 

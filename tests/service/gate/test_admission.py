@@ -1,4 +1,5 @@
-"""The pre-hello pool (`service/gate/admission.py`) on its own: who is evicted, who waits, who is let in.
+"""The pre-hello pool (`service/gate/admission.py`) on its own: who is evicted, who waits, who is
+let in.
 
 Sockets are stand-ins with a transport that records what was done to it (and, where the kernel's
 receive queue matters, a real loopback socket beneath); the clock is the test's. The same rules

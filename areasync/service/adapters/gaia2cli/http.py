@@ -29,8 +29,8 @@ token (503, 429) - before a byte of its body is read, and its body must then arr
 `handshake_timeout` (408). Every response carries `headers.API_HEADERS`, aiohttp's own
 refusals of malformed requests included (`_Request`), which are logged at INFO, without their
 content. Sockets: at most `gaia2_max_connections` at once (one accepted beyond is reset at once,
-`service/http/capped.py`); one with no request under way for `http_idle_timeout` is closed (aiohttp's
-keep-alive timer, which also runs before a first request). Event streams: at most
+`service/http/capped.py`); one with no request under way for `http_idle_timeout` is closed
+(aiohttp's keep-alive timer, which also runs before a first request). Event streams: at most
 `gaia2_max_streams` on the port and `gaia2_streams_per_token` per token (503, 429 with a JSON
 body naming the bound); one with nothing to send for `gaia2_sse_keepalive` gets a comment, one
 open for `gaia2_sse_lifetime` is ended with `event: end` saying where to resume, and one whose

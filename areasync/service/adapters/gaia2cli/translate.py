@@ -7,8 +7,8 @@ module decides everything about such a request against an areasync session, with
 which route it is, whether the caller's role may use it, whether its body is valid, and what
 the answer's JSON is. `http.py` is the thin asyncio layer that reads bytes, asks here, carries
 out the `Act` it gets (the one call that touches the simulation goes through
-`service/connection/inprocess.py`, the path of a WebSocket frame) and writes the reply; `feed.py` keeps
-the session's messages.
+`service/connection/inprocess.py`, the path of a WebSocket frame) and writes the reply; `feed.py`
+keeps the session's messages.
 
 Routes (after `/gaia2/<token>`, or `/gaia2/<admin-token>/<session-id>`, or at the root of a
 session's own port, `--gaia2-ports`, as the user: `bare.py`):

@@ -1,8 +1,8 @@
 """One OpenEnv client's episodes: its actions carried out on a session, its observations made.
 
 An `Episode` is the session's client for an OpenEnv connection (or for a session's HTTP
-routes): it reaches the session through an `InProcessClient` (`service/connection/inprocess.py`), the path
-a WebSocket connection's frames take (its hello, its gate: role, rate, the session's state;
+routes): it reaches the session through an `InProcessClient` (`service/connection/inprocess.py`),
+the path a WebSocket connection's frames take (its hello, its gate: role, rate, the session's state;
 `requests.perform`; the error each failure becomes), so an OpenEnv action reaches ARE by the
 one path every request takes.
 

@@ -1,5 +1,6 @@
-"""An MCP call goes the way an agent's WebSocket `call_tool` goes (`service/connection/inprocess.py`): its
-answer waits for its journal record, its rate is the gate's, it is counted in the metrics."""
+"""An MCP call goes the way an agent's WebSocket `call_tool` goes
+(`service/connection/inprocess.py`): its answer waits for its journal record, its rate is the
+gate's, it is counted in the metrics."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""An OpenEnv action goes the way a WebSocket frame goes (`service/connection/inprocess.py`), in the cases
-where the episode, calling the request dispatcher directly, answered otherwise: a refused call
+"""An OpenEnv action goes the way a WebSocket frame goes (`service/connection/inprocess.py`), in the
+cases where the episode, calling the request dispatcher directly, answered otherwise: a refused call
 that the journal records, and the metrics of tool calls and of errors; and an episode whose
 client the gate closed says hello again on reset, as a WebSocket client reconnects.
 """

@@ -1,26 +1,25 @@
 """The WebSocket + HTTP service: sessions, stream fan-out, roles and tokens.
 
-Modules, each with one job:
+Its folders, one concern each, in the order a frame meets them:
 
-- :mod:`~areasync.service.config`: every knob and limit (:class:`ServiceConfig`);
-- :mod:`~areasync.service.gate.auth`: per-session role tokens and the admin token;
-- :mod:`~areasync.service.gate.roles`: which role may send which frame;
-- :mod:`~areasync.service.fanout.hub`: a session's stream, encoded once, fanned out to cursors;
-- :mod:`~areasync.service.sessions.session`: a session (Simulation + hub + tokens + clients);
-- :mod:`~areasync.service.sessions.registry`: every session of the server: create, stop, forget;
-- :mod:`~areasync.service.connection.protocol`: a connection's protocol state machine, with no I/O;
-- :mod:`~areasync.service.connection.sessionview`: a session as that core sees it;
-- :mod:`~areasync.service.connection.hello`: whether a hello may join (the table of refusals);
-- :mod:`~areasync.service.connection.door`: the server's side of a hello (tokens, admission);
-- :mod:`~areasync.service.connection.requests`: what each request does to its session;
-- :mod:`~areasync.service.connection.websocket`: the asyncio layer around the core, hello to close;
-- :mod:`~areasync.service.fanout.outbox`: a connection's stream cursor, reply queue and writer;
-- :mod:`~areasync.service.connection.wire`: frame bytes, batching, and every use of websockets' internals;
-- :mod:`~areasync.service.gate.limits`: the per-connection request-rate bucket;
-- :mod:`~areasync.service.http.routes`: plain HTTP GET on the same port (health, API, metrics, page);
-- :mod:`~areasync.service.http.answers`: the HTTP answers every port's routes share;
-- :mod:`~areasync.service.metrics`: Prometheus counters;
-- :mod:`~areasync.service.server`: :class:`Service`, which puts them together.
+- :mod:`~areasync.service.gate`: what may come in and who may do what (screens, the pre-hello
+  pool, tokens, the role x frame matrix, rate and memory limits);
+- :mod:`~areasync.service.connection`: one client from hello to close: the sans-I/O
+  :class:`ConnectionCore` (``protocol.py``), its asyncio layer (``websocket.py``), and
+  ``requests.py``, where a request (a tool call included) meets its session;
+- :mod:`~areasync.service.sessions`: the registry and its sessions (each a Simulation, a hub,
+  tokens and clients), judged sessions, a session's bounds;
+- :mod:`~areasync.service.fanout`: a session's stream, encoded once, to every subscriber;
+- :mod:`~areasync.service.durability`: journals, the state directory, restore and fork;
+- :mod:`~areasync.service.http`: plain HTTP on the same port (health, API, metrics, page);
+- :mod:`~areasync.service.adapters`: OpenEnv, gaia2-cli and MCP onto the same sessions;
+- :mod:`~areasync.service.dashboard`: the dashboard's static files.
+
+Beside them: :mod:`~areasync.service.config` (every knob, :class:`ServiceConfig`),
+:mod:`~areasync.service.metrics` (Prometheus counters),
+:mod:`~areasync.service.starting` (what starting a server needs that imports no ARE: its
+errors, the host it shows, the address it listens on), and
+:mod:`~areasync.service.server` (:class:`Service`, which puts them together).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The oracle agent (`areasync.agents.oracle.agent`) makes each action at the simulated time ARE's
 oracle run made it. Getting there is a loop of moves - a controller's jump, or the agent's own
-wait - whose replies decide the next move. The moves are decided here, from plain numbers, so that they
-can be tested without a session; the agent only sends them and reports back what came of them.
+wait - whose replies decide the next move. The moves are decided here, from plain numbers, so
+that they can be tested without a session; the agent only sends them and reports back what came
+of them.
 
 - `JumpPacing` (pace ``jump``): which jump, exclusive or inclusive, brings the clock to an action
   that ARE ran before, or after, the other items of its tick; and where an exclusive jump left the

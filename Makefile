@@ -16,14 +16,15 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,ray]'
-	# OpenEnv's real client for tests/service/adapters/openenv/, without OpenEnv's server stack (fastapi,
-	# gradio, fastmcp...): its client modules need only websockets and requests.
+	# OpenEnv's real client for tests/service/adapters/openenv/, without OpenEnv's server stack
+	# (fastapi, gradio, fastmcp...): its client modules need only websockets and requests.
 	$(PY) -m pip install --quiet --no-deps openenv-core==0.3.0
 	touch $(STAMP)
 
-# Today's OpenEnv client (`openenv`, which `openenv-core` was renamed to) for tests/service/adapters/openenv/:
-# both ship the top-level module `openenv`, so it goes in a directory of its own, from which
-# tests/service/adapters/openenv/today.py imports it under another name; without OpenEnv's server stack, as above.
+# Today's OpenEnv client (`openenv`, which `openenv-core` was renamed to) for
+# tests/service/adapters/openenv/: both ship the top-level module `openenv`, so it goes in a
+# directory of its own, from which tests/service/adapters/openenv/today.py imports it under
+# another name; without OpenEnv's server stack, as above.
 OPENENV_TODAY := $(VENV)/openenv-0.10
 $(OPENENV_TODAY)/.installed: $(STAMP)
 	$(PY) -m pip install --quiet --no-deps --upgrade --target $(OPENENV_TODAY) openenv==0.10.0
@@ -77,12 +78,15 @@ test-slow: $(STAMP) browser js
 
 # tests/service's protocol-level tests through `serve --workers 2` (a front and two session
 # workers) instead of one process; a test that reaches into a session's in-process state skips.
-# Every tests/service and tests/service/adapters/gaia2cli test that runs through a service, through a front with
-# two session workers instead (`serving`, `adapter`); those that reach into this process's
+# Every tests/service test (gaia2-cli's adapter's included; not the dashboard's, MCP's, or
+# OpenEnv's but test_openenv.py) and `serve`'s own that runs through a service, through a front
+# with two session workers instead (`serving`, `adapter`); those that reach into this process's
 # state skip saying why (-rs lists them), those of what a front lacks are strict xfails.
 through-workers: $(STAMP)
 	AREASYNC_TEST_WORKERS=2 $(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadgroup \
-		tests/service tests/service/adapters/gaia2cli tests/service/adapters/openenv/test_openenv.py
+		tests/service --ignore=tests/service/dashboard --ignore=tests/service/adapters/mcp \
+		--ignore-glob='tests/service/adapters/openenv/test_openenv_*.py' \
+		tests/cli/test_cli_serve.py tests/cli/test_cli_signals.py
 
 conformance: $(STAMP)
 	$(PY) -m pytest -q -m '' tests/conformance

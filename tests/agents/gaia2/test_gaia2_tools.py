@@ -28,7 +28,7 @@ from areasync.service import Service
 from tests.agents import gaia2_upstream as up
 from tests.service.support import TUTORIAL, config
 
-ROOT = str(Path(__file__).resolve().parents[2])  # the checkout: what the commands import
+ROOT = str(Path(__file__).resolve().parents[3])  # the checkout: what the commands import
 WALL_S = 60.0
 
 

@@ -47,7 +47,7 @@ CHROMIUM_ARGS = [
 ]
 ADMIN_TOKEN = "dashboard-test-admin-token"
 DEFAULT_SESSION = "scenario_tutorial"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+ARTIFACTS = Path(__file__).resolve().parents[3] / "artifacts" / "screenshots"
 VIEWPORT = {"width": 1360, "height": 820}
 
 

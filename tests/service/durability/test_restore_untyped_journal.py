@@ -15,7 +15,7 @@ from pathlib import Path
 from areasync.journal import Input, decode_journal
 from areasync.service.durability.restore import rebuild
 
-FIXTURE = Path(__file__).parent / "fixtures" / "untyped_inputs.journal"
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "untyped_inputs.journal"
 
 
 def test_a_journal_written_with_untyped_inputs_is_restored_by_a_replay() -> None:

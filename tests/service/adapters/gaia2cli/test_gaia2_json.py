@@ -23,7 +23,7 @@ from tests.service.adapters.gaia2cli.test_runner_contract import PORTS
 from tests.service.support import config
 
 SESSION = "tiny_email"
-ROOT = str(Path(__file__).resolve().parents[2])  # the checkout: what the command imports
+ROOT = str(Path(__file__).resolve().parents[4])  # the checkout: what the command imports
 WALL_S = PROCESS_S
 
 

@@ -795,6 +795,3 @@ def _short(value: Any, limit: int = 80) -> str:
     text = json.dumps(value, default=str, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
-
-if __name__ == "__main__":
-    sys.exit(main())

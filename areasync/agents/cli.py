@@ -3,7 +3,7 @@
     areasync agent oracle --url ws://127.0.0.1:8765 --session scenario_tutorial --token T
     areasync agent are --url ws://127.0.0.1:8765 --session ID --token T --model M --provider P
 
-`oracle` is here; `are` (ARE's own default agent, driven by a model) is in `are_cli`.
+`oracle` is here; `are` (ARE's own default agent, driven by a model) is in `are/cli.py`.
 
 The subcommand is added to the `areasync` parser by `add_agent_parser`; `run_agent` handles it.
 """

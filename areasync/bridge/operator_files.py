@@ -20,7 +20,7 @@ from pathlib import Path
 from areasync.bridge.scenarios.vetting import MAX_JSON_BYTES, ScenarioError
 
 # What `areasync run` and `areasync bench` read by default: the most scenario JSON areasync
-# parses (`scenario_vetting`); `areasync serve` has its own default (ServiceConfig), since it
+# parses (`scenarios/vetting.py`); `areasync serve` has its own default (ServiceConfig), since it
 # also bounds the JSON clients send.
 DEFAULT_MAX_SCENARIO_BYTES = MAX_JSON_BYTES
 FLAG = "--max-scenario-bytes"

@@ -16,7 +16,7 @@ resumes the session from its journal (`Session.suspend`, `restore.py`).
 The WebSocket server is `websockets.asyncio.server`, with permessage-deflate off: compressing
 would cost CPU per subscriber per frame and defeat encode-once fan-out, and frames are small.
 Sessions run in the service's anyio task group; each connection runs in its own (see
-`connection.py`).
+`connection/websocket.py`).
 
 Sockets that have not said hello are admitted through a pool of their own (`admission.py`:
 `max_pending_hellos`, idle ones evicted with 4408, newcomers parked unread while none may be),
@@ -227,7 +227,7 @@ class Service:
 
     async def _open_state_dir(self, tg: anyio.abc.TaskGroup) -> None:
         """Open `--state-dir` (off the loop): its journals, its retention sweep, and the admin
-        token it keeps (`journals.py`)."""
+        token it keeps (`durability/state_dir.py`)."""
         journals = Journals(self.config)
         try:
             kept = await journals.open(self.config.admin_token, keep=self.keep_admin_token)

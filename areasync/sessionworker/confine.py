@@ -11,7 +11,7 @@ runs; nothing in the process can lift it afterwards. The rule:
   dir's `admin-token`.
 * **Write:** its journals (`STATE_DIR/sessions/`), its busy records (`STATE_DIR/busy/`,
   `busy.py`), the trace directory, and its own temp dir under the front's `tmp_under`, where
-  ARE's file-system apps make their sandboxes (`bridge.sandbox_paths.own_are_sandboxes`).
+  ARE's file-system apps make their sandboxes (`bridge.sandbox.paths.own_are_sandboxes`).
   Never the state dir itself.
 * **Network:** none: its connections reach it already accepted, over its side channel. With
   a judge (`--judge_endpoint`/`--judge_provider`), TCP to the judge's port only, and UDP for

@@ -7,7 +7,7 @@ model as an ``LLMEngineConfig`` (ARE's ``LLMEngineBuilder`` makes the engine), a
 ``AgentBuilder`` builds an ``ARESimulationAgent`` around ARE's ReAct ``BaseAgent`` and the
 runner calls ``run_scenario(scenario, notification_system=env.notification_system)``. This
 module does exactly that, with the environment's parts backed by the session
-(``are_session``) and the scenario's own tools calling the session: the model sees the prompt
+(``session.py``) and the scenario's own tools calling the session: the model sees the prompt
 it sees in-process (tool descriptions, notification policy, date, the scenario's additional
 prompt) and the same conversation, turn after turn.
 

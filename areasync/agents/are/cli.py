@@ -5,7 +5,7 @@
 
 The model options are `are-benchmark run`'s (`--model`, `--provider`, `--endpoint`,
 `--max_turns`, `--simulated_generation_time_mode`; the dashed spellings work too), and ARE's
-own engine builder makes the engine from them. The agent itself is `are_agent`; this module
+own engine builder makes the engine from them. The agent itself is `agent.py`; this module
 checks what can be checked before the first generation (the server, the model's endpoint, the
 session's state and tools) so that a mistake is one clear line, not eighty failed steps.
 

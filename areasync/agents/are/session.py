@@ -10,7 +10,7 @@ queue the agent polls with ``get_by_timestamp(now)``), the time manager (``time(
   ``AppToolAdapter`` gives the model exactly the name, description and inputs it gives
   in-process; calling it binds the arguments against the app method's signature (the same
   ``TypeError`` as in-process, nothing sent), sends the call over the socket, and turns the
-  result or failure back into what the app would have returned or raised (``are_results``);
+  result or failure back into what the app would have returned or raised (``results.py``);
 * :class:`SessionMessageQueue` is ARE's ``MessageQueue``, filled from the session's stream
   (its ``notification`` items, in order) each time the agent reads it, and given ARE's
   ``ENVIRONMENT_STOP`` once the session has ended or the connection is lost for good;

@@ -5,7 +5,7 @@ upstream's outputs. Upstream's CLIs (gaia2-cli's `gaia2_cli.apps`, Click groups)
 commands and options their own way (calendar's `get-events --start-date`, emails'
 `--folder` for `--folder-name`, cloud-drive's `mv --source --destination`), take defaults of
 their own (cloud-drive's `mkdir` makes no parents unless `--create-parents`), and print their
-own shapes (`gaia2_shapes.py`). This table writes each visible command down as upstream
+own shapes (`shapes.py`). This table writes each visible command down as upstream
 documents it, and says which ARE function it calls with which arguments and how ARE's value
 is printed. Upstream's hidden `[ENV]` commands (the simulation's own actions) are not here:
 an agent cannot take them.

@@ -10,11 +10,11 @@ DIR (`PATH=DIR:$PATH`); each is `areasync gaia2-cli <name> ...`.
 
 The commands are upstream's, as its CLIs (Click groups) document them: each command, its
 options (aliases included: emails' `--folder`, cloud-drive's `--path1`) and its defaults are
-written down in `gaia2_commands.py`, with the ARE function it calls. Each CLI finds its app
+written down in `commands.py`, with the ARE function it calls. Each CLI finds its app
 among the session's apps by upstream's names for it (canonical and aliases,
-`gaia2_cli.app_registry`). Upstream's outputs are printed (`gaia2_shapes.py`): its records'
+`gaia2_cli.app_registry`). Upstream's outputs are printed (`shapes.py`): its records'
 fields in its order, its status around a write's result, cloud-drive's `cat` and `tree` as
-text. A usage error, `--help` and `schema` are Click's (`gaia2_usage.py`: exit status 2 for a
+text. A usage error, `--help` and `schema` are Click's (`usage.py`: exit status 2 for a
 usage error) and need no session. A failure is upstream's `cli_error`: the app's own message
 on stderr (ARE's exception text; cloud-drive's in upstream's words), exit status 1; a session
 that cannot be reached, exit 2.
@@ -30,7 +30,7 @@ areasync adapter serves many sessions), else `GAIA2_ADAPTER_PORT` (upstream's: t
 `http://127.0.0.1:PORT`, which acts as the user: the adapter refuses the app commands there,
 saying to use the agent's token).
 `GAIA2_STATE_DIR`: each successful command appends upstream's line to `events.jsonl` there,
-tagged with `GAIA2_EVENT_ID` when set (`gaia2_log.py`). A command imports nothing of ARE or of
+tagged with `GAIA2_EVENT_ID` when set (`log.py`). A command imports nothing of ARE or of
 the server.
 """
 

@@ -3,7 +3,7 @@
 Why: upstream's app CLIs are Click groups, so an agent that types a wrong command gets Click's
 answer (`Usage: ...`, `Try 'calendar get-event --help' for help.`, `Error: Missing option
 '--event-id'.`, exit status 2) and `--help` prints Click's help page. These commands answer the
-same way, from the command table (`gaia2_commands.py`), without Click (a command imports
+same way, from the command table (`commands.py`), without Click (a command imports
 nothing but the standard library).
 
 Sans-I/O: `parse` returns ARE's arguments or raises `UsageError`, `help_page` returns text.

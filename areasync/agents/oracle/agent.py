@@ -221,7 +221,7 @@ async def _ids_from_initial_state(plan: OraclePlan, reader: Client) -> IdMap:
 
 
 class _OracleRun:
-    """The I/O around the pacing decisions (`oracle_pacing`): jumps through the controller or
+    """The I/O around the pacing decisions (`pacing.py`): jumps through the controller or
     waits of the agent's own, and, in a realtime session with a controller, the clock paused
     around each action (see "Realtime" in the module docstring)."""
 

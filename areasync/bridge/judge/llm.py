@@ -19,7 +19,7 @@ the `ScenarioRunnerConfig` `are-benchmark run` gives it, and changes three thing
   while the call runs (as `areasync.gaia2.runner.virtual_clock` does for the benchmark
   runner): do not run both in one process at the same time;
 * the judge's construction: ARE compiles its prompt templates thousands of times per judge
-  (seconds of CPU); `judge_templates` compiles each once per process, for the same text;
+  (seconds of CPU); `templates.py` compiles each once per process, for the same text;
 * the judge's LLM: its engine's `chat_completion` (every request the judge makes goes through
   it) becomes `JudgeLink.chat_completion`, which hands ARE's own call to `offload`: a session
   run through `areasync.bridge.offload.bridged` awaits it in a worker thread while the event

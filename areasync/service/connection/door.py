@@ -1,8 +1,8 @@
 """The server's side of a hello: whether a token opens a role of a session, and a place.
 
-The connection core (`core.py`) decides a hello from its `Door` (`hello.py`) and never holds
+The connection core (`protocol.py`) decides a hello from its `Door` (`hello.py`) and never holds
 the token table or the admission pool itself. `ServerDoor` is the door every client of a
-session goes through: the WebSocket connection's (`connection.py`) and the in-process
+session goes through: the WebSocket connection's (`websocket.py`) and the in-process
 client's (`inprocess.py`); it remembers whether it counted the connection as authenticated,
 so that its owner releases that place when the connection ends.
 """

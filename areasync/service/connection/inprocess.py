@@ -13,7 +13,7 @@ WebSocket (or from each other):
 - the request itself (`requests.perform`), its outcome as the reply the core makes of it
   (`ConnectionCore.failed`: the code, the message) and the agent's turn where the core puts
   it (`TakeTurn`: no await in between, so fast-mode time cannot move first);
-- what the connection layer adds (`connection.py`, `outbox.py`): an error counted per code, a
+- what the connection layer adds (`websocket.py`, `fanout/outbox.py`): an error counted per code, a
   tool call's duration observed, and the answer held until the records logged before it are
   durable (`StreamHub.durable`), as a WebSocket reply is held by the outbox.
 

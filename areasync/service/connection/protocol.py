@@ -5,7 +5,7 @@ The server side of one WebSocket client, in the manner of websockets' `ServerPro
 `receive` for every later one, as bytes or as a frame an adapter decoded) and answers with
 *actions* - a reply to queue, a refusal to send before closing, a close, a request to carry out
 on the session (`Call`), the agent's turn to take (`TakeTurn`), a count to add (`Count`). It
-never reads, writes, sleeps or awaits: the asyncio layer (`connection.py`, or `inprocess.py` for
+never reads, writes, sleeps or awaits: the asyncio layer (`websocket.py`, or `inprocess.py` for
 the adapters' clients) does that, carries out each `Call` (`requests.perform`) and hands the
 outcome back (`succeeded` / `failed`), and the core answers with the reply frame.
 

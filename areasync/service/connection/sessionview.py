@@ -1,6 +1,6 @@
 """A session as a connection's protocol core sees it: a record of its state and a few calls.
 
-The core (`core.py`) decides a hello and gates every frame from what a session *is* at that
+The core (`protocol.py`) decides a hello and gates every frame from what a session *is* at that
 moment, never from the objects that make it (the simulation, its hub, its budget): so that it
 imports no ARE and no I/O, and a test drives it with a plain fake. `Session` implements
 `CoreSession`; `SessionView` is what it reports when a hello comes.

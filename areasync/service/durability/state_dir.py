@@ -7,7 +7,7 @@
   mode, speed, oracle, import mode, seed, its tokens as salted hashes, its epoch, and the
   simulation's whole `Creation`, as it is typed, in `Created.creation`), then every record the
   simulation logs (`Recorded`), then `Ended`. Each session's writer runs in the service's task
-  group, and what the session shows waits for its records to be durable (`durable.py`).
+  group, and what the session shows waits for its records to be durable (`journal.py`).
 - `admin-token`: the admin token itself, mode 0600. Session tokens are journaled as salted
   hashes only: a journal never holds a token, so it can be copied, inspected or shipped
   without handing out access. The admin token is different: it is the one way into a restored

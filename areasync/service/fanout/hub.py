@@ -81,7 +81,7 @@ class Subscriber(Protocol):
 
 
 class Gate(Protocol):
-    """What holds back stream items and replies until they are durable (`durable.py`)."""
+    """What holds back stream items and replies until they are durable (`durability/journal.py`)."""
 
     appended: int  # records appended so far
 

@@ -6,8 +6,8 @@ port (aiohttp) and a cluster's router (websockets again). Each stack has a thin 
 turns a request's head (request line and headers, before a byte of its body) into a `Head`,
 asks its port's `PortScreen.check`, and either writes the `Refusal` it gets or goes on, reading
 exactly the body length it was granted: `wire.py` (websockets' parser, for both websockets
-ports), `http.py` and `cluster/routes.py` (their `process_request`), `gaia2cli/http.py`
-(aiohttp). The decisions, in order:
+ports), `http/routes.py` and `cluster/routes.py` (their `process_request`),
+`adapters/gaia2cli/http.py` (aiohttp). The decisions, in order:
 
 1. **One Host, one Origin** (400), **Host** (421: DNS rebinding) and **Origin** (403: pages of
    other sites), by `origin.py`'s `SitePolicy` for the port's bind.

@@ -273,7 +273,7 @@ class Session:
             "events": self.hub.events,
             "connections": self.connection_counts(),
             # Only once the stream's `ended` went out: a judge's verdict follows from records
-            # that may not be durable yet (`durable.py`).
+            # that may not be durable yet (`durability/journal.py`).
             "validation": self.sim.validation if self.hub.seq >= self.sim.log.seq else None,
             "trace": None if self.trace_path is None else str(self.trace_path),
             "trace_error": self.trace_error,

@@ -3,7 +3,7 @@
 Why: a runtime whose only tool is a shell (gaia2-cli's CLIs, a shim) speaks HTTP, never an
 areasync WebSocket, yet in fast mode simulated time moves only while no agent holds its turn
 (a lease), and a session made for an agent waits for one to arrive. `HttpAgent` is, for such
-an agent, what a WebSocket connection is for a native one (`connection.py`), by the same
+an agent, what a WebSocket connection is for a native one (`connection/websocket.py`), by the same
 session calls (`Session.attach`, leases), as an OpenEnv episode is (`openenv/episode.py`):
 
 - It arrives with its first request on the agent's token URL: it attaches to the session (the

@@ -3,8 +3,8 @@
 Both MCP routes - the Streamable HTTP endpoint (`port.py`) and OpenEnv's `/mcp` JSON-RPC
 (`openenv/mcp.py`) - act through an OpenEnv `Episode` bound to the session (held per
 credential, reaped when idle: `openenv/held.py`), so a call meets exactly what a WebSocket
-agent's `call_tool` meets (`inprocess.py`: the gate, rate, lease, journal, errors). A call
-never lets time advance by itself: in fast mode the agent holds its turn from its first call
+agent's `call_tool` meets (`connection/inprocess.py`: the gate, rate, lease, journal, errors). A
+call never lets time advance by itself: in fast mode the agent holds its turn from its first call
 until it waits (`WAIT`, or ARE's own `SystemApp__wait_for_notification`), as a WebSocket agent
 does. Each outcome carries the notifications that arrived since the previous one, which the
 routes deliver as MCP notifications.

@@ -21,8 +21,8 @@ observation carries exactly the notifications since the previous one.
 
 An observation is made when its action is done (the clock, the stream and the outcome then),
 and with a journal (`--state-dir`) sent only once every record logged until then is durable
-(`StreamHub.durable`, the gate of `durable.py`), as a WebSocket reply is made and then held by
-its outbox: it never tells of an input a restarted server would not know, and what it says
+(`StreamHub.durable`, the gate of `durability/journal.py`), as a WebSocket reply is made and then
+held by its outbox: it never tells of an input a restarted server would not know, and what it says
 does not depend on how long the disk takes (a fast clock the agent let run goes on meanwhile:
 where it got is the next observation's news).
 """

@@ -794,4 +794,3 @@ def print_event_table(records: Sequence[Any], *, start: float, out: TextIO) -> N
 def _short(value: Any, limit: int = 80) -> str:
     text = json.dumps(value, default=str, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-

@@ -27,6 +27,13 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.to_thread
 
+from areasync.agents.shell import (
+    add_connection_options,
+    add_scenario_options,
+    try_connect,
+    wait_for_server,
+)
+
 PROG = "areasync agent are"
 GENERATION_TIME_MODES = ("measured", "fixed")
 WHEN_DONE = ("auto", "stop", "wait")
@@ -36,8 +43,6 @@ ENDPOINT_TIMEOUT_S = 5.0
 
 def add_are_parser(agents: Any) -> None:
     """Add `are` to the `areasync agent` subcommands."""
-    from areasync.agents.cli import _add_connection_options, add_scenario_options
-
     are = agents.add_parser(
         "are",
         help="run ARE's own default agent (are-benchmark's --agent default) with a model",
@@ -50,7 +55,7 @@ def add_are_parser(agents: Any) -> None:
             "was lost."
         ),
     )
-    _add_connection_options(are)
+    add_connection_options(are)
     are.add_argument("--model", required=True, help="the model, as are-benchmark's --model")
     are.add_argument(
         "--provider",
@@ -130,7 +135,6 @@ def _quiet_are(verbose: bool) -> None:
 
 async def run_are(args: argparse.Namespace, url: str) -> int:
     """`areasync agent are`: the process exit status."""
-    from areasync.agents.cli import _try_connect, wait_for_server
     from areasync.protocol import Role
 
     _quiet_are(args.verbose)
@@ -186,7 +190,7 @@ async def run_are(args: argparse.Namespace, url: str) -> int:
                     "was started from)."
                 )
                 return 2
-            controller = await _try_connect(url, Role.CONTROLLER, options)
+            controller = await try_connect(url, Role.CONTROLLER, options)
             try:
                 if controller is None and args.when_done == "stop":
                     _say("--when-done stop needs a controller or admin token")

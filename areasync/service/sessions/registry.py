@@ -3,7 +3,7 @@
 Creating a session off the event loop. Building a scenario from uploaded JSON is CPU work that
 grows with its size, linearly after `bridge/scenarios/event_import.py` (docs/topics/performance.md,
 "Imports"); on the loop it would stop every session, socket and
-`/health` meanwhile. `create_async` builds the scenario (`bridge.scenarios.load`: vetting,
+`/health` meanwhile. `create_async` builds the scenario (`bridge.scenarios.loading.load`: vetting,
 ARE's import, initialisation, confinement) in a worker thread (`anyio.to_thread.run_sync`,
 which carries the context along), then starts the session on the loop in one synchronous step.
 Why a thread rather than the alternatives: chunking the import cooperatively would mean

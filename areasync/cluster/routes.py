@@ -29,8 +29,9 @@ POST /api/sessions          admin    201 {"session_id", "url" (the router's), "n
 /api/sessions/<id>/agent    admin    the session's host's answer (its agent token and URL)
 /health                     no       200 {"status": "ok" | "degraded", "nodes", "lost_nodes",
                                      "restoring"}
-/ , the dashboard's files    no       the one-machine dashboard (`service/http/answers.py`'s `Dashboard`),
-                                     its CSP's connect-src naming every node's server: its list
+/ , the dashboard's files    no       the one-machine dashboard (`Dashboard`, in
+                                     `service/http/answers.py`), its CSP's connect-src naming
+                                     every node's server: its list
                                      is the merged one above, and a session opens on its node
                                      (the session's `url`: browsers cannot follow a 307 on a
                                      WebSocket)

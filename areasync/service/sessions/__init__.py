@@ -3,7 +3,6 @@
 * `registry.py`: creates, stops, ends and forgets the server's sessions.
 * `session.py`: one session: its `Simulation`, stream hub, tokens, epoch and clients.
 * `creation.py`: how the registry makes a session (a scenario that fails refused as data).
-* `judged.py`: a session scored by Gaia2's LLM judge, whose calls never stall the loop.
 * `budget.py`: what one session may take of the server over its life.
 * `recipes.py`: what it takes to create a session again (its scenario's source, options).
 * `names.py`: ids made safe as URL path segments and file names.

@@ -1,4 +1,4 @@
-"""ARE's judge built with its prompt templates compiled once (`bridge.judge_templates`) says
+"""ARE's judge built with its prompt templates compiled once (`bridge.judge.templates`) says
 exactly what ARE's own builds say: the same prompts (every prompt set of ARE's judge), the same
 refusal of a missing variable; each template is compiled once."""
 

@@ -257,6 +257,7 @@ def import_without_pause(stop: threading.Event, failures: list[Exception]) -> No
             sandbox.remove_directories()
 
 
+@pytest.mark.slow  # a stress run: 2,000 calls at host paths beside two hammering threads, ~10 s
 async def test_no_host_path_is_reached_while_other_threads_collect_and_import(
     tutorial: Simulation, secret: Path, tmp_path: Path
 ) -> None:

@@ -72,8 +72,8 @@ JOURNAL_FAILED = (
 """The close reason (1011) of a session whose journal failed (at most 123 bytes)."""
 
 
-class Client(Subscriber, Protocol):
-    """What a session needs of a client following it (a `Client`)."""
+class Follower(Subscriber, Protocol):
+    """What a session needs of a client following it: a connection, or an adapter in-process."""
 
     @property
     def role(self) -> Role | None:
@@ -128,7 +128,7 @@ class Session:
         # and `_keep_within_bounds` stops it if it gets past one on its own.
         self.budget = SessionBudget(session_id, sim, config)
         sim.record_listeners.append(self.budget.on_record)
-        self.connections: dict[Client, None] = {}
+        self.connections: dict[Follower, None] = {}
         self.created_at = time.time()
         self.ended_at: float | None = None
         self.trace_path: Path | None = None
@@ -288,7 +288,7 @@ class Session:
 
     # -- clients -----------------------------------------------------------------------------
 
-    def attach(self, connection: Client) -> None:
+    def attach(self, connection: Follower) -> None:
         """A client said a valid hello: it follows the stream from now on (unless the
         session's journal failed: it is closed at once, saying so)."""
         if self.journal_error is not None:
@@ -310,7 +310,7 @@ class Session:
         while self.orphaned_leases:
             self.sim.end_lease(self.orphaned_leases.pop())
 
-    def detach(self, connection: Client) -> None:
+    def detach(self, connection: Follower) -> None:
         self.connections.pop(connection, None)
         self.hub.unsubscribe(connection)
 

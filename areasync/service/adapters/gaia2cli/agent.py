@@ -60,7 +60,7 @@ class HttpAgent:
         its `seen`)."""
         return await self.client.request(frame)
 
-    # -- the session's client (session.Client, hub.Subscriber) ---------------------------
+    # -- the session's client (session.Follower, hub.Subscriber) ---------------------------
 
     @property
     def role(self) -> Role:

@@ -117,7 +117,7 @@ class Episode:
         # Called on each notification, at the session's end and at the episode's close.
         self.watchers: set[Callable[[], None]] = set()
 
-    # -- the session's client (hub.Subscriber, session.Client) --------------------------------
+    # -- the session's client (hub.Subscriber, session.Follower) --------------------------------
 
     wants_items = True  # a notification gives the agent its turn (on_item)
 

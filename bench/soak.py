@@ -222,7 +222,7 @@ async def one_session(url_of: Any, admin: Any, plan: Any, rng: random.Random, ta
         tally.error(f"oracle agent: {report.unexpected_failures}")
     if not contiguous(seqs):
         tally.error(f"stream of {created['session_id']} is not contiguous from 1")
-    if (ended.validation or {}).get("success") is True:
+    if ended.validation is not None and ended.validation.success is True:
         tally.validated += 1
     else:
         tally.error(f"validation of {created['session_id']}: {ended.validation}")

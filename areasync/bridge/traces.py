@@ -18,14 +18,16 @@ from typing import Any
 from are.simulation.data_handler.exporter import JsonScenarioExporter
 from are.simulation.scenarios.scenario import ScenarioStatus
 
+from areasync.protocol.records import Validation
 
-def _exception_of(validation: dict[str, Any] | None) -> Exception | None:
+
+def _exception_of(validation: Validation | None) -> Exception | None:
     """The validation's exception (kept as "Type: message" text) as an exception object.
 
     ARE's exporter records `type(exc).__name__` and `str(exc)`; rebuilding an exception of the
     same type name keeps both fields as ARE's runner would have written them.
     """
-    text = (validation or {}).get("exception")
+    text = None if validation is None else validation.exception
     if not text:
         return None
     name, sep, message = str(text).partition(": ")
@@ -37,12 +39,12 @@ def _exception_of(validation: dict[str, Any] | None) -> Exception | None:
 def export_trace(
     env: Any,
     scenario: Any,
-    validation: dict[str, Any] | None,
+    validation: Validation | None,
     *,
     agent_id: str | None = None,
 ) -> str:
     """The trace as JSON text (ARE's "hf" trace format, as `_export_trace` writes it)."""
-    success = bool(validation and validation.get("success"))
+    success = validation is not None and validation.success is True
     decision = ScenarioStatus.Valid.value if success else ScenarioStatus.Invalid.value
     exported: str = JsonScenarioExporter().export_to_json(
         env,
@@ -63,7 +65,7 @@ def write_trace(
     name: str,
     env: Any,
     scenario: Any,
-    validation: dict[str, Any] | None,
+    validation: Validation | None,
     *,
     agent_id: str | None = None,
 ) -> Path:

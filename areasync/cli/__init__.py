@@ -34,6 +34,7 @@ from areasync.cli.sessions import add_session_parser, run_session
 from areasync.cli.workers import worker_count
 from areasync.exits import exit_uncollected
 from areasync.protocol.frames import ImportMode, Mode
+from areasync.protocol.records import Validation
 from areasync.service.ports import is_port, port_range_problems
 from areasync.tempdirs import remove_ares_temp_dir_at_exit
 
@@ -729,23 +730,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
             out.write(msgspec.json.encode(record).decode() + "\n")
     else:
         print_event_table(sim.events(), start=float(sim.env.start_time or 0.0), out=out)
-    success = bool(validation and validation.get("success"))
+    success = validation is not None and validation.success is True
     # ARE's "no validation" (success None): a benchmark import without a judge, as Gaia2's.
-    unjudged = validation is not None and validation.get("success") is None
+    unjudged = validation is not None and validation.success is None
     verdict = "PASSED" if success else "NOT JUDGED (no judge)" if unjudged else "FAILED"
     print(
         f"\nstate: {sim.state}   ticks: {sim.env.tick_count}   events: {len(sim.events())}   "
         f"validation: {verdict}",
         file=out,
     )
-    if validation and validation.get("exception"):
-        print(f"validation exception: {validation['exception']}", file=out)
-    if validation and validation.get("rationale"):
-        print(f"rationale: {validation['rationale']}", file=out)
+    if validation is not None and validation.exception:
+        print(f"validation exception: {validation.exception}", file=out)
+    if validation is not None and validation.rationale:
+        print(f"rationale: {validation.rationale}", file=out)
     return 0 if success else 1  # non-zero unless validation passed
 
 
-async def _run_with_progress(sim: Any, show: bool) -> Any:
+async def _run_with_progress(sim: Any, show: bool) -> Validation | None:
     if not show or sim.env.duration is None:
         return await sim.run()
     async with anyio.create_task_group() as tg:

@@ -71,7 +71,7 @@ from areasync.protocol import (
     ToolInfo,
     Welcome,
 )
-from areasync.protocol.records import WAIT_TOOL
+from areasync.protocol.records import WAIT_TOOL, Validation
 
 __all__ = ["WAIT_TOOL", "Client", "Connect", "connect"]
 
@@ -391,11 +391,11 @@ class Client:
         """Set the realtime speed (simulated seconds per wall second); never a jump."""
         return _clock(await self._connection.request(lambda id: SetSpeed(id=id, speed=speed)))
 
-    async def stop(self) -> dict[str, Any] | None:
+    async def stop(self) -> Validation | None:
         """End the session now; returns ARE's validation result. ``ended`` follows on the
         stream."""
         value = await self._connection.request(lambda id: Stop(id=id))
-        return value if isinstance(value, dict) else None
+        return None if value is None else msgspec.convert(value, Validation)
 
     # sessions (admin role: the server's admin token)
 

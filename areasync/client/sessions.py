@@ -23,6 +23,7 @@ import anyio
 import msgspec
 
 from areasync.client.errors import AreasyncError
+from areasync.protocol.records import Validation
 
 __all__ = ["CreatedSession", "StoppedSession", "admin_url", "http_url", "list_sessions"]
 
@@ -51,7 +52,7 @@ class StoppedSession(msgspec.Struct, kw_only=True):
 
     session_id: str
     state: str
-    validation: dict[str, Any] | None = None
+    validation: Validation | None = None
     trace: str | None = None
 
 

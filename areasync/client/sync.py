@@ -32,6 +32,7 @@ from areasync.protocol import (
     NotificationRecord,
     StreamItem,
     ToolInfo,
+    Validation,
 )
 
 __all__ = ["SyncClient", "connect_sync"]
@@ -177,7 +178,7 @@ class SyncClient:
     def set_speed(self, speed: float, *, timeout: float | None = None) -> ClockState:
         return self._call(lambda: self._client.set_speed(speed), timeout)
 
-    def stop(self, *, timeout: float | None = None) -> dict[str, Any] | None:
+    def stop(self, *, timeout: float | None = None) -> Validation | None:
         return self._call(self._client.stop, timeout)
 
     def create_session(

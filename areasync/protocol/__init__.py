@@ -96,6 +96,7 @@ from areasync.protocol.records import (
     NotificationRecord,
     ToolArg,
     ToolInfo,
+    Validation,
 )
 
 __all__ = [
@@ -149,6 +150,7 @@ __all__ = [
     "Tick",
     "ToolArg",
     "ToolInfo",
+    "Validation",
     "Welcome",
     "decode_client_frame",
     "decode_server_frame",

@@ -42,7 +42,13 @@ import msgspec
 from msgspec import Meta
 
 from areasync.protocol.errors import ErrorCode, ProtocolError
-from areasync.protocol.records import ClockState, EventRecord, NotificationRecord, ToolInfo
+from areasync.protocol.records import (
+    ClockState,
+    EventRecord,
+    NotificationRecord,
+    ToolInfo,
+    Validation,
+)
 
 PROTOCOL: Final = "areasync/1"
 """The protocol version the server announces in ``welcome.protocol``."""
@@ -570,7 +576,7 @@ class EndedItem(_StreamItem, tag="ended", kw_only=True):
 
     state: Annotated[str, Meta(description="Final clock state: stopped or failed.")]
     validation: Annotated[
-        dict[str, Any] | None,
+        Validation | None,
         Meta(description="The scenario's validation result, if it was validated."),
     ] = None
     reason: Annotated[

@@ -1,5 +1,5 @@
 """Plain-data records for what the simulation produces: completed events, notifications,
-tools and clock state.
+tools, clock state and a session's validation.
 
 They exist so that nothing ARE-specific crosses the bridge: `areasync.bridge` turns ARE objects
 into these Structs the moment ARE produces them, and every layer above (the in-process stream,
@@ -9,9 +9,10 @@ the WebSocket frames, the dashboard) passes them on unchanged. Fields hold JSON 
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import msgspec
+from msgspec import Meta
 
 WAIT_TOOL: Final = "SystemApp__wait_for_notification"
 """ARE's wait tool (its SystemApp's `wait_for_notification`), under its public name: the one
@@ -84,3 +85,25 @@ class ToolInfo(msgspec.Struct, kw_only=True):
     description: str = ""
     args: list[ToolArg] = msgspec.field(default_factory=list)
     returns: str | None = None
+
+
+class Validation(msgspec.Struct, kw_only=True, gc=False):
+    """ARE's verdict on a session that ended: the scenario's own `validate`, or its judge's.
+
+    All three fields are always on the wire (null included), in this order."""
+
+    success: Annotated[
+        bool | None,
+        Meta(description="Whether the run passed; null when nothing judged it (no judge)."),
+    ] = None
+    exception: Annotated[
+        str | None,
+        Meta(
+            description='What the validation raised, as "Type: message" (the scenario\'s '
+            "`validate`, or a judge that failed); null when it raised nothing."
+        ),
+    ] = None
+    rationale: Annotated[
+        str | None,
+        Meta(description="Why the judge decided as it did, when it says; null otherwise."),
+    ] = None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import anyio
 
@@ -19,7 +18,7 @@ from areasync.bridge.environment import AsyncEnvironment
 from areasync.engine.clock import ClockError, VirtualClock, to_s, to_us
 from areasync.engine.ticks import EngineError
 from areasync.protocol.frames import Mode
-from areasync.protocol.records import ClockState
+from areasync.protocol.records import ClockState, Validation
 from areasync.simulation.ending import Ending, EndState
 from areasync.simulation.errors import BadStateError, ControlInterruptedError, InvalidRequestError
 from areasync.simulation.input_records import (
@@ -252,7 +251,7 @@ class Controls:
         self._record(SetMode, mode=new_mode.value)
         return self._after_control()
 
-    async def stop(self, reason: str = "stopped by request") -> dict[str, Any] | None:
+    async def stop(self, reason: str = "stopped by request") -> Validation | None:
         """End the session now (ARE's `stop`); returns the validation result. `reason` goes
         on the `ended` item. It takes its turn in the lane, but a long control running (or
         waiting) ahead of it gives way at its next yield (see `areasync.simulation`)."""
@@ -263,7 +262,7 @@ class Controls:
         finally:
             withdraw()
 
-    def stop_now(self, reason: str) -> dict[str, Any] | None:
+    def stop_now(self, reason: str) -> Validation | None:
         self._require_live("stop")
         self._record(Stop, reason=reason)
         self._ending.end_now(EndState.STOPPED, reason)

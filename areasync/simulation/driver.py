@@ -22,6 +22,7 @@ from areasync.bridge.environment import AsyncEnvironment
 from areasync.engine.clock import VirtualClock, WallSleep
 from areasync.policies import LagPolicy
 from areasync.protocol.frames import Mode
+from areasync.protocol.records import Validation
 from areasync.simulation.ending import Ending, EndState
 from areasync.simulation.input_records import Exit, RealtimeTick
 from areasync.simulation.judging import Judge
@@ -75,7 +76,7 @@ class Driver:
         clock.hold()
         self._held_until_driven = True
 
-    async def run(self) -> dict[str, Any] | None:
+    async def run(self) -> Validation | None:
         """Run to the scenario's end (or wait for it, inside `async with`). Returns validation."""
         if self._driving:
             await self._ending.done.wait()

@@ -8,7 +8,6 @@ and, for every ending but running to its end, a reason.
 from __future__ import annotations
 
 import enum
-from typing import Any
 
 import anyio
 
@@ -17,6 +16,7 @@ from areasync.bridge.sandbox.audit import Sandbox
 from areasync.engine.clock import VirtualClock
 from areasync.engine.stream import StreamLog
 from areasync.protocol.frames import EndedItem, StreamItem
+from areasync.protocol.records import Validation
 from areasync.simulation.errors import BadStateError
 from areasync.simulation.input_records import Fail
 from areasync.simulation.judging import Judge
@@ -63,7 +63,7 @@ class Verdict:
         self._sandbox = sandbox
         self._judge = judge
 
-    def __call__(self) -> dict[str, Any]:
+    def __call__(self) -> Validation:
         if self._judge is not None:
             failed = self._judge.verdict()
             if failed is not None:
@@ -72,13 +72,13 @@ class Verdict:
             with self._sandbox.entered():  # also reached outside the lane (`fail`, exit)
                 result = self._scenario.validate(self._env)
         except Exception as exc:  # a scenario's validate() is user code
-            return {"success": None, "exception": f"{type(exc).__name__}: {exc}", "rationale": None}
+            return Validation(exception=f"{type(exc).__name__}: {exc}")
         exception = getattr(result, "exception", None)
-        return {
-            "success": getattr(result, "success", None),
-            "exception": None if exception is None else f"{type(exception).__name__}: {exception}",
-            "rationale": getattr(result, "rationale", None),
-        }
+        return Validation(
+            success=getattr(result, "success", None),
+            exception=None if exception is None else f"{type(exception).__name__}: {exception}",
+            rationale=getattr(result, "rationale", None),
+        )
 
 
 class Ending:
@@ -110,7 +110,7 @@ class Ending:
         self.state = EndState.RUNNING
         # Why the run ended early (a stop, a lease policy, a failure); None when it ran out.
         self.reason: str | None = None
-        self.validation: dict[str, Any] | None = None
+        self.validation: Validation | None = None
         # How the first request to end it asked for it to end, until the run has ended.
         self._asked: EndState | None = None
         self.done = anyio.Event()

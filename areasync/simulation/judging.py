@@ -35,6 +35,7 @@ import anyio
 from areasync.bridge.environment import Scenario
 from areasync.bridge.judge.llm import JudgeError, JudgeLink, judge_link
 from areasync.bridge.offload import bridged
+from areasync.protocol.records import Validation
 from areasync.simulation.answers import RecordedAnswers
 from areasync.simulation.errors import BadStateError
 
@@ -93,7 +94,7 @@ class Judge:
 
         return judged
 
-    def verdict(self) -> dict[str, Any] | None:
+    def verdict(self) -> Validation | None:
         """The validation if the judge failed at a turn's end (ARE's verdict is that failure:
         asking again would only wait on the failed endpoint once more); else None."""
         if self.link.failure is not None:

@@ -40,6 +40,7 @@ from areasync.protocol.records import (
     EventRecord,
     NotificationRecord,
     ToolInfo,
+    Validation,
 )
 from areasync.simulation.agent import AgentSide
 from areasync.simulation.answers import RecordedAnswers
@@ -234,7 +235,7 @@ class Simulation:
         return self._ending.reason
 
     @property
-    def validation(self) -> dict[str, Any] | None:
+    def validation(self) -> Validation | None:
         return self._ending.validation
 
     @property
@@ -359,7 +360,7 @@ class Simulation:
 
     # -- running -----------------------------------------------------------------------------
 
-    async def run(self) -> dict[str, Any] | None:
+    async def run(self) -> Validation | None:
         """Run to the scenario's end (or wait for it, inside `async with`). Returns validation."""
         return await self._driver.run()
 
@@ -423,7 +424,7 @@ class Simulation:
         """Change the clock's mode; synchronous, as `set_speed`."""
         return self._controls.set_mode(mode)
 
-    async def stop(self, reason: str = "stopped by request") -> dict[str, Any] | None:
+    async def stop(self, reason: str = "stopped by request") -> Validation | None:
         """End the session now (ARE's `stop`); returns the validation result (`Controls.stop`)."""
         return await self._judged(self._controls.stop, "stop")(reason)
 

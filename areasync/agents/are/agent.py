@@ -46,6 +46,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import msgspec
 
 from areasync.agents.are.session import (
     SessionEnvironment,
@@ -54,7 +55,7 @@ from areasync.agents.are.session import (
     session_tools,
 )
 from areasync.client import AreasyncError, BadStateError, Client, SessionEndedError
-from areasync.protocol import ToolInfo
+from areasync.protocol import ToolInfo, Validation
 
 __all__ = [
     "AgentOptions",
@@ -107,7 +108,7 @@ class AgentReport:
     output: Any = None  # the agent loop's result (its last turn's)
     error: str | None = None  # the agent loop raised (ARE's runner reports it the same way)
     ended_state: str | None = None
-    validation: dict[str, Any] | None = None
+    validation: Validation | None = None
     reason: str | None = None
     generation_jumps: float = 0.0
     unapplied_generation_time: float = 0.0
@@ -129,7 +130,7 @@ class AgentReport:
             "ended": {
                 "state": self.ended_state,
                 "reason": self.reason,
-                "validation": self.validation,
+                "validation": msgspec.to_builtins(self.validation),
                 "stopped_by_agent": self.stopped_by_agent,
             },
             "generation_time": {

@@ -54,6 +54,7 @@ from areasync.bridge.determinism import outside_session
 from areasync.bridge.judge.options import JudgeOptions
 from areasync.bridge.judge.templates import cached_templates
 from areasync.bridge.offload import OffloadRefusedError, offload
+from areasync.protocol.records import Validation
 
 
 class JudgeError(Exception):
@@ -214,15 +215,15 @@ class JudgeLink:
         text, metadata = payload["answer"]
         return str(text), metadata
 
-    def failed_validation(self) -> dict[str, Any]:
+    def failed_validation(self) -> Validation:
         """The validation of a session whose judge failed: ARE's result when its judge raises
         (`BaseJudge.validate_current_turn`: not a success, the exception, rationale
         "Exception"), as `Simulation` reports it."""
-        return {
-            "success": False,
-            "exception": f"{JudgeError.__name__}: {self.failure}",
-            "rationale": "Exception",
-        }
+        return Validation(
+            success=False,
+            exception=f"{JudgeError.__name__}: {self.failure}",
+            rationale="Exception",
+        )
 
 
 def _plain(metadata: Any) -> Any:

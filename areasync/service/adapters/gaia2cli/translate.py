@@ -95,6 +95,7 @@ from areasync.protocol.frames import (
     Role,
     SendUserMessage,
 )
+from areasync.protocol.records import Validation
 from areasync.service.gate.roles import allowed
 
 USER_APP: Final = "AgentUserInterface"
@@ -433,7 +434,7 @@ class SessionView:
     session_id: str
     state: str  # the clock's: setup | running | paused | stopped | failed
     ended: bool  # its stream's `ended` item has gone out (with `validation`)
-    validation: dict[str, Any] | None
+    validation: Validation | None
     end_reason: str | None
     nb_turns: int
     turn: int  # the agent's messages to the user so far (gaia2-cli's turn boundaries)
@@ -449,7 +450,8 @@ def daemon_status(view: SessionView) -> dict[str, Any]:
     stream, then `complete`, `stopped` (it failed validation, or was stopped before its end
     without passing) or `error` (it failed); its `judgment` once there is a verdict."""
     status = "running"
-    success = (view.validation or {}).get("success")
+    validation = view.validation
+    success = None if validation is None else validation.success
     if view.ended:
         if view.state == "failed":
             status = "error"
@@ -465,9 +467,8 @@ def daemon_status(view: SessionView) -> dict[str, Any]:
     }
     if view.last_response:
         data["last_response"] = view.last_response
-    if view.ended and success is not None:
-        validation = view.validation or {}
-        reason = validation.get("rationale") or validation.get("exception") or view.end_reason
+    if view.ended and validation is not None and success is not None:
+        reason = validation.rationale or validation.exception or view.end_reason
         data["judgment"] = {"success": bool(success), "failure_reason": reason}
     return data
 

@@ -549,8 +549,8 @@ class Episode:
         session = self.session
         if session is None or not session.sim.ended or session.sim.validation is None:
             return None
-        success = session.sim.validation.get("success")
-        return None if success is None else float(bool(success))
+        success = session.sim.validation.success
+        return None if success is None else float(success)
 
     def state(self) -> dict[str, Any]:
         """OpenEnv's `state`."""

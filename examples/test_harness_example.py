@@ -51,7 +51,7 @@ async def test_the_agent_completes_scenario_tutorial(
     with anyio.fail_after(30):  # wall seconds: a bug fails the test instead of hanging it
         await toy_agent(agent)
         ended = await agent.wait_ended()
-    assert ended.validation is not None and ended.validation["success"] is True
+    assert ended.validation is not None and ended.validation.success is True
     # The server is in-process: the session's ARE environment is right there to inspect.
     env = areasync_server.simulation().env
     forwarded = [e for e in env.event_log.list_view() if e.function_name() == "forward_email"]
@@ -86,5 +86,5 @@ def test_the_same_scenario_runs_in_process_without_a_socket(
 ) -> None:
     simulation = areasync_simulation("scenario_tutorial", mode="fast", oracle=True)
     validation = anyio.run(simulation.run)
-    assert validation is not None and validation["success"] is True
+    assert validation is not None and validation.success is True
     assert [e.function for e in simulation.events()][-1] == "forward_email"

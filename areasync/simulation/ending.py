@@ -70,15 +70,34 @@ class Verdict:
                 return failed
         try:
             with self._sandbox.entered():  # also reached outside the lane (`fail`, exit)
-                result = self._scenario.validate(self._env)
+                return _validation_of(self._scenario.validate(self._env))
         except Exception as exc:  # a scenario's validate() is user code
             return Validation(exception=f"{type(exc).__name__}: {exc}")
-        exception = getattr(result, "exception", None)
-        return Validation(
-            success=getattr(result, "success", None),
-            exception=None if exception is None else f"{type(exception).__name__}: {exception}",
-            rationale=getattr(result, "rationale", None),
+
+
+def _validation_of(result: object) -> Validation:
+    """What a scenario's `validate` returned (ARE's `ScenarioValidationResult`) as a
+    `Validation`. Its fields are user data: a `success` that is not a bool (or None) or a
+    `rationale` that is not a string is the scenario's error (`TypeError`), never a frame that
+    clients cannot decode."""
+    success = getattr(result, "success", None)
+    if success is not None and not isinstance(success, bool):
+        raise TypeError(
+            f"validate() returned success of type {type(success).__name__}: it must be a bool "
+            "or None (ARE's ScenarioValidationResult)"
         )
+    rationale = getattr(result, "rationale", None)
+    if rationale is not None and not isinstance(rationale, str):
+        raise TypeError(
+            f"validate() returned rationale of type {type(rationale).__name__}: it must be a "
+            "str or None (ARE's ScenarioValidationResult)"
+        )
+    exception = getattr(result, "exception", None)
+    return Validation(
+        success=success,
+        exception=None if exception is None else f"{type(exception).__name__}: {exception}",
+        rationale=rationale,
+    )
 
 
 class Ending:

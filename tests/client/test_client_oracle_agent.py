@@ -43,6 +43,7 @@ from areasync.conformance.reference_loops import run_are_queue_loop
 from areasync.conformance.scenario_json import export_scenario_json, load_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID, offline_scenario_ids
 from areasync.protocol import EventRecord, Role
+from areasync.protocol.records import Validation
 from areasync.testing import AreasyncServer
 from tests.bounds import PROCESS_S
 from tests.scenarios import timeline
@@ -272,11 +273,7 @@ async def test_areasync_agent_oracle_runs_from_the_command_line(
     assert report["calls"][0]["time"] == 17.0
     with anyio.fail_after(WAIT):
         await areasync_server.session().done.wait()  # fast: the agent idled, time runs out
-    assert areasync_server.simulation().validation == {
-        "success": True,
-        "exception": None,
-        "rationale": None,
-    }
+    assert areasync_server.simulation().validation == Validation(success=True)
 
 
 def roomy_tutorial() -> ScenarioTutorial:
@@ -334,11 +331,7 @@ async def test_areasync_agent_oracle_passes_a_realtime_session(
     assert areasync_server.simulation().clock.mode.value == "realtime"
     async with connect(areasync_server.url, role="controller", token=areasync_server.token) as c:
         await c.stop()
-    assert areasync_server.simulation().validation == {
-        "success": True,
-        "exception": None,
-        "rationale": None,
-    }
+    assert areasync_server.simulation().validation == Validation(success=True)
 
 
 @pytest.mark.areasync(mode="manual")
@@ -355,8 +348,4 @@ async def test_areasync_agent_oracle_drives_a_manual_session_with_an_admin_token
     assert [call["time"] for call in report["calls"]] == [17.0]
     async with connect(areasync_server.url, role="controller", token=areasync_server.token) as c:
         await c.stop()  # manual: the clock rests where the agent left it
-    assert areasync_server.simulation().validation == {
-        "success": True,
-        "exception": None,
-        "rationale": None,
-    }
+    assert areasync_server.simulation().validation == Validation(success=True)

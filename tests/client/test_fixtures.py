@@ -81,7 +81,7 @@ async def test_an_oracle_session_runs_to_its_end_without_an_agent(
     with anyio.fail_after(30):
         ended = await observer.wait_ended()
     assert isinstance(ended, EndedItem)
-    assert ended.validation is not None and ended.validation["success"] is True
+    assert ended.validation is not None and ended.validation.success is True
 
 
 async def test_the_simulation_factory_runs_in_process(
@@ -91,7 +91,7 @@ async def test_the_simulation_factory_runs_in_process(
     assert isinstance(simulation, Simulation)
     with anyio.fail_after(30):
         validation = await simulation.run()
-    assert validation is not None and validation["success"] is True
+    assert validation is not None and validation.success is True
 
 
 def test_async_tests_using_the_fixtures_need_no_marker_in_strict_mode(

@@ -27,13 +27,14 @@ from areasync.client import connect
 from areasync.conformance.reference_loops import run_are_queue_loop
 from areasync.conformance.scenario_json import load_scenario_json
 from areasync.protocol import CreateSession, EventItem, EventRecord, ImportMode, Mode
+from areasync.protocol.records import Validation
 from areasync.testing import AreasyncServer
 from tests.client.test_client_oracle_agent import WAIT, assert_same_log, gaia2_json, run_agent
 from tests.service.durable_support import read_banner
 
 GAIA2_FILE = "gaia2_two_turns.json"
 END_OF_TURN = "AgentUserInterface__send_message_to_user"
-NO_JUDGE = {"success": None, "exception": None, "rationale": None}  # ARE's "no validation"
+NO_JUDGE = Validation()  # ARE's "no validation"
 TURN_2_MESSAGE = "Book lunch with Alice tomorrow."  # the user's message that opens turn 2
 
 

@@ -122,7 +122,7 @@ def test_a_gaia2_shaped_json_export_runs_like_the_original() -> None:
     anyio.run(from_json.run)
     original = run_are_queue_loop(load_scenario(GAIA2_SHAPED_ID))
     assert first_difference(normalized_log(from_json.env), normalized_log(original)) is None
-    assert from_json.validation is not None and from_json.validation["success"] is not False
+    assert from_json.validation is not None and from_json.validation.success is not False
 
 
 # Times a hair off their microsecond in binary (i * 0.01 gives 0.35000000000000003, 0.1 + 0.2

@@ -14,6 +14,7 @@ import copy
 import functools
 import json
 import os
+import types
 from pathlib import Path
 from typing import Any
 
@@ -391,7 +392,29 @@ async def test_a_scenario_whose_validation_raises_ends_with_the_exception() -> N
     ):
         ended = await peer.until_ended()
     assert ended.validation is not None
-    assert ended.validation["exception"] == "RuntimeError: validation boom"
+    assert ended.validation.exception == "RuntimeError: validation boom"
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [({"success": "yes"}, "success of type str"), ({"rationale": object()}, "rationale of type")],
+    ids=["success", "rationale"],
+)
+async def test_a_validation_of_the_wrong_types_ends_with_a_type_error_clients_can_read(
+    fields: dict[str, Any], named: str
+) -> None:
+    class Odd(TimelineScenario):
+        def validate(self, env: Any) -> Any:
+            return types.SimpleNamespace(**{"success": True, "rationale": None, **fields})
+
+    async with (
+        serving(Odd([1.0], 5.0), mode="fast", oracle=True) as service,
+        attach(service, Role.OBSERVER, session=TIMELINE, since=0) as peer,
+    ):
+        ended = await peer.until_ended()  # decoded by the protocol's own types
+    assert ended.validation is not None and ended.validation.success is None
+    assert ended.validation.exception is not None
+    assert ended.validation.exception.startswith("TypeError: validate() returned " + named)
 
 
 async def test_a_scenario_that_fails_to_load_is_an_error_not_a_crash() -> None:

@@ -117,6 +117,7 @@ def server_examples() -> list[Any]:
         Role,
         ToolArg,
         ToolInfo,
+        Validation,
         Welcome,
     )
     from areasync.protocol.frames import error_frame
@@ -152,7 +153,7 @@ def server_examples() -> list[Any]:
         EventItem(seq=1, event=event),
         NotificationItem(seq=2, notification=note),
         ClockItem(seq=3, clock=clock),
-        EndedItem(seq=4, state="stopped", validation={"success": True}),
+        EndedItem(seq=4, state="stopped", validation=Validation(success=True)),
         Pong(id=5),
         Batch(frames=[EventItem(seq=5, event=event), Result(id=6, value="email-8")]),
     ]

@@ -9,6 +9,7 @@ import anyio
 from are.simulation.data_handler.importer import JsonScenarioImporter
 
 from areasync.protocol import CloseCode, CreateSession, EventItem, Role, StopSession
+from areasync.protocol.records import Validation
 from tests.service.support import attach, json_files, serving
 
 VALIDATION_TUTORIAL = "scenario_validation_tutorial"  # every app it uses re-imports in ARE
@@ -26,7 +27,7 @@ async def test_an_ending_session_sends_ended_with_validation_and_writes_an_are_t
         assert session is not None
         await session.done.wait()
         trace = session.trace_path
-    assert ended.validation == {"success": True, "exception": None, "rationale": None}
+    assert ended.validation == Validation(success=True)
     assert ended.reason is None  # it ran to its end
     assert trace is not None and trace.name in json_files(tmp_path)
     text = await anyio.Path(trace).read_text()

@@ -88,7 +88,7 @@ async def test_an_oracle_fast_session_runs_without_waiting_for_an_agent() -> Non
         attach(service, Role.OBSERVER, since=0) as observer,
     ):
         ended = await observer.until_ended()
-    assert ended.validation is not None and ended.validation["success"] is True
+    assert ended.validation is not None and ended.validation.success is True
 
 
 async def test_an_idle_that_has_not_read_the_latest_notification_keeps_the_agents_turn() -> None:

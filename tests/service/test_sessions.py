@@ -36,7 +36,7 @@ async def test_create_session_from_inline_are_json() -> None:
         async with attach(service, Role.OBSERVER, session=created["session_id"], since=0) as peer:
             ended = await peer.until_ended()
     assert created["session_id"] == created["scenario_id"] == GAIA2_SHAPED_ID
-    assert ended.validation is not None and ended.validation["success"] is True
+    assert ended.validation is not None and ended.validation.success is True
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from areasync.protocol import (
@@ -122,7 +123,7 @@ async def test_stop_ends_the_session_for_every_subscriber() -> None:
     ):
         validation = await controller.call(Stop)
         ended = await observer.until_ended()
-    assert ended.state == "stopped" and ended.validation == validation
+    assert ended.state == "stopped" and msgspec.to_builtins(ended.validation) == validation
 
 
 async def test_mutating_requests_after_the_end_are_session_ended() -> None:

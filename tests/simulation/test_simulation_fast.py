@@ -14,7 +14,7 @@ from tests.scenarios import timeline
 async def test_a_fast_oracle_run_completes_and_validates() -> None:
     sim = Simulation.load("scenario_tutorial", mode="fast", oracle=True)
     validation = await sim.run()
-    assert validation is not None and validation["success"] is True
+    assert validation is not None and validation.success is True
     assert sim.state == "stopped"
     assert [e.function for e in sim.events()] == [
         "add_message",
@@ -56,7 +56,7 @@ async def test_the_stream_ends_with_ended_carrying_the_validation() -> None:
     last = sim.log.items[-1]
     assert isinstance(last, EndedItem)
     assert last.state == "stopped"
-    assert last.validation is not None and last.validation["success"] is True
+    assert last.validation is not None and last.validation.success is True
 
 
 async def test_stream_since_yields_every_later_item_exactly_once() -> None:

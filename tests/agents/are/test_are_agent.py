@@ -148,7 +148,7 @@ def test_the_agent_stops_the_session_when_done(live: dict[str, Any]) -> None:
         assert run.report.stopped_by_agent
         assert run.report.ended_state == "stopped"
         # No judge yet: ARE's "no validation", as the in-process run without a judge.
-        assert run.validation is not None and run.validation["success"] is None
+        assert run.validation is not None and run.validation.success is None
 
 
 def test_fixed_generation_time_moves_the_clock_as_ares_runner_does(stub: StubLLM) -> None:
@@ -259,7 +259,7 @@ def test_the_agent_over_the_socket_gets_ares_verdicts(
         "judge_endpoint": stub.endpoint,
     }
     runs = anyio.run(lambda: over_the_socket(stub, list(SCENARIOS), service_options=judge))
-    ours = {scenario_id: run.validation["success"] for scenario_id, run in runs.items()}
+    ours = {scenario_id: run.validation.success for scenario_id, run in runs.items()}
     assert theirs == {scenario_id: expected_verdicts()[scenario_id] for scenario_id in SCENARIOS}
     assert ours == theirs
 

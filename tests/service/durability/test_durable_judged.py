@@ -30,6 +30,7 @@ from areasync.journal import JournalStore
 from areasync.journal import writer as journal_writer
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.frames import EventItem
+from areasync.protocol.records import Validation
 from areasync.service import Service, ServiceConfig
 from areasync.service.durability.restore import inputs_of, rebuild, replayed
 from areasync.simulation import ReplayDivergedError, Simulation
@@ -54,7 +55,7 @@ from tests.waiting import eventually
 __all__ = ["script"]  # the stub's fixture, shared with the judge's tests
 
 ADMIN = "judged-admin-token"
-SUCCESS = {"success": True, "exception": None, "rationale": "None"}
+SUCCESS = Validation(success=True, rationale="None")
 # Turn 2 starts with a look at the inbox (read-only: nothing the judge compares).
 LOOK = call("EmailClientV2__list_emails", folder_name="INBOX")
 TURNS = ([CALENDAR_REWORDED, CALENDAR_DONE], [LOOK, EMAIL, DONE])
@@ -244,8 +245,8 @@ async def test_a_fork_of_a_judged_session_replays_its_answers_then_its_own_turn_
     # Its own email, which the stub's checkers cannot accept (it says no "[[True]]"), while
     # the source's, the oracle's words, passed.
     assert sim.validation == SUCCESS
-    assert ended.validation is not None and ended.validation["success"] is False
-    assert "oracle event (ID: email1), reason: tool judge reject" in ended.validation["rationale"]
+    assert ended.validation is not None and ended.validation.success is False
+    assert "oracle event (ID: email1), reason: tool judge reject" in ended.validation.rationale
 
 
 async def play_on(fork: CreatedSession) -> Any:
@@ -387,7 +388,7 @@ async def test_a_judge_failure_is_replayed_as_recorded_never_asked_again(
         stub.fail_next(0)
     assert ended.state == "failed" and "failed" in str(judge_records(sim)[0].failure)
     assert frames(again) == frames(sim)
-    assert again.validation == sim.validation and again.validation["rationale"] == "Exception"
+    assert again.validation == sim.validation and again.validation.rationale == "Exception"
 
 
 async def test_a_judged_realtime_run_replays_frame_for_frame_without_asking_the_judge(

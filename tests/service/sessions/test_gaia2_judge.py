@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import msgspec
 import pytest
 from anyio.streams.text import TextReceiveStream
 
@@ -44,6 +45,7 @@ from areasync.gaia2.dataset import (
 )
 from areasync.gaia2.stub_llm import JUDGE_MODEL, Script, StubLLM
 from areasync.protocol import EndedItem, Role
+from areasync.protocol.records import Validation
 from areasync.service import Service, ServiceConfig
 from tests.bounds import PROCESS_S
 from tests.service.adapters.gaia2cli.harness import Harness
@@ -55,7 +57,7 @@ ADMIN = "judge-admin-token"
 WALL_S = PROCESS_S  # any one session, or a server's start, before the test fails
 ACCEPT = "Evaluation: [[Success]]"  # what ARE's event checker reads as a match
 REJECT = "Evaluation: [[Failure]]"
-NO_JUDGE = {"success": None, "exception": None, "rationale": None}  # ARE's "no validation"
+NO_JUDGE = Validation()  # ARE's "no validation"
 
 LUNCH = {"start_datetime": "2024-10-16 12:00:00", "end_datetime": "2024-10-16 13:00:00"}
 # The oracle's calendar event, and the agent's with another wording of its title: only the
@@ -267,7 +269,7 @@ def user_messages(service: Service, created: CreatedSession) -> list[str]:
 # -- ARE's own verdict ----------------------------------------------------------------------
 
 
-def are_verdict(text: str, options: JudgeOptions, actions: list[dict[str, Any]]) -> dict[str, Any]:
+def are_verdict(text: str, options: JudgeOptions, actions: list[dict[str, Any]]) -> Validation:
     """ARE's verdict on a single-turn scenario played with `actions`: ARE's own loading and
     preprocessing with `are-benchmark run`'s runner config and this judge, ARE's threaded
     Environment as ScenarioRunner builds it, the actions as the agent's tool calls once the
@@ -312,21 +314,21 @@ def are_verdict(text: str, options: JudgeOptions, actions: list[dict[str, Any]])
         result = scenario.validate(env)
     finally:
         env.stop()
-    return {
-        "success": result.success,
-        "exception": None if result.exception is None else str(result.exception),
-        "rationale": result.rationale,
-    }
+    return Validation(
+        success=result.success,
+        exception=None if result.exception is None else str(result.exception),
+        rationale=result.rationale,
+    )
 
 
-def without_ids(validation: dict[str, Any] | None) -> dict[str, Any] | None:
+def without_ids(validation: Validation | None) -> Validation | None:
     """A verdict with the agent's event ids (uuid4 per run) blanked out."""
     if validation is None:
         return None
-    rationale = validation.get("rationale")
+    rationale = validation.rationale
     if isinstance(rationale, str):
         rationale = re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", "<id>", rationale)
-    return {**validation, "rationale": rationale}
+    return msgspec.structs.replace(validation, rationale=rationale)
 
 
 # -- verdicts -------------------------------------------------------------------------------
@@ -337,7 +339,7 @@ async def test_an_agent_doing_the_oracles_actions_succeeds_with_ares_rationale(
 ) -> None:
     created = await create(judged, scenario_json(SPECS["tiny_email"]))
     ended = await play(created, [EMAIL, DONE])
-    assert ended.validation == {"success": True, "exception": None, "rationale": "None"}
+    assert ended.validation == Validation(success=True, rationale="None")
     assert created.import_mode == "benchmark"  # auto, with a judge: Gaia2's import
 
 
@@ -347,8 +349,8 @@ async def test_an_agent_that_skips_the_email_fails_with_ares_rationale(
     created = await create(judged, scenario_json(SPECS["tiny_skip"]))
     ended = await play(created, [DONE])
     assert ended.validation is not None
-    assert ended.validation["success"] is False
-    assert "Agent count 0, Oracle count 1" in ended.validation["rationale"]
+    assert ended.validation.success is False
+    assert "Agent count 0, Oracle count 1" in ended.validation.rationale
 
 
 async def test_the_judges_llm_accepts_a_reworded_action(
@@ -357,7 +359,7 @@ async def test_the_judges_llm_accepts_a_reworded_action(
     before = judge_calls(stub)
     created = await create(judged, calendar_json("lunch"))
     ended = await play(created, [CALENDAR_REWORDED, CALENDAR_DONE])
-    assert ended.validation == {"success": True, "exception": None, "rationale": "None"}
+    assert ended.validation == Validation(success=True, rationale="None")
     assert judge_calls(stub) > before
 
 
@@ -366,8 +368,8 @@ async def test_a_judge_that_rejects_fails_the_session(judged: Service, script: J
     created = await create(judged, calendar_json("lunch"))
     ended = await play(created, [CALENDAR_REWORDED, CALENDAR_DONE])
     assert ended.validation is not None
-    assert ended.validation["success"] is False
-    assert "tool judge reject" in ended.validation["rationale"]
+    assert ended.validation.success is False
+    assert "tool judge reject" in ended.validation.rationale
 
 
 @pytest.mark.parametrize(
@@ -407,7 +409,7 @@ async def test_an_accepted_turn_opens_the_next_and_both_are_judged(
 ) -> None:
     created = await create(judged, calendar_json("two_turns", second_turn=True))
     ended = await play(created, [CALENDAR_REWORDED, CALENDAR_DONE], [EMAIL, DONE])
-    assert ended.validation == {"success": True, "exception": None, "rationale": "None"}
+    assert ended.validation == Validation(success=True, rationale="None")
     assert TURN_2_TASK in user_messages(judged, created)
 
 
@@ -418,8 +420,8 @@ async def test_a_rejected_turn_ends_the_session_before_the_next_turn(
     created = await create(judged, calendar_json("two_turns", second_turn=True))
     ended = await play(created, [CALENDAR_REWORDED, CALENDAR_DONE])
     assert ended.validation is not None
-    assert ended.validation["success"] is False
-    assert "tool judge reject" in ended.validation["rationale"]
+    assert ended.validation.success is False
+    assert "tool judge reject" in ended.validation.rationale
     assert TURN_2_TASK not in user_messages(judged, created)
     sim = simulation(judged, created)
     assert sim.now - sim.env.start_time < sim.env.duration  # stopped there, not run out
@@ -458,7 +460,7 @@ async def test_the_event_loop_serves_on_while_the_judge_thinks(
         assert not sim.ended
         assert TURN_2_TASK not in user_messages(judged, created)
         script.gate.set()
-    assert ended[0].validation == {"success": True, "exception": None, "rationale": "None"}
+    assert ended[0].validation == Validation(success=True, rationale="None")
     assert sandboxes and all(box is sim.sandbox for box in sandboxes)
 
 
@@ -537,13 +539,12 @@ async def test_a_judge_failing_on_the_last_turn_fails_the_session_saying_why(
     created = await create(judge_down, calendar_json("lunch"))
     ended = await play(created, [CALENDAR_REWORDED, CALENDAR_DONE])
     assert ended.validation is not None
-    assert ended.validation["success"] is False
-    assert ended.validation["rationale"] == "Exception"  # ARE's, when its judge raises
-    assert (
-        "the judge (model 'openai/judge' via provider 'local') failed"
-        in (ended.validation["exception"])
+    assert ended.validation.success is False
+    assert ended.validation.rationale == "Exception"  # ARE's, when its judge raises
+    assert "the judge (model 'openai/judge' via provider 'local') failed" in (
+        ended.validation.exception
     )
-    assert "Connection refused" in ended.validation["exception"]
+    assert "Connection refused" in ended.validation.exception
 
 
 async def test_a_judge_failing_at_a_turns_end_ends_the_session_failed_saying_why(
@@ -554,8 +555,8 @@ async def test_a_judge_failing_at_a_turns_end_ends_the_session_failed_saying_why
     assert ended.state == "failed"
     assert ended.reason is not None and "judging turn 1 of 2" in ended.reason
     assert ended.validation is not None
-    assert ended.validation["success"] is False
-    assert "Connection refused" in ended.validation["exception"]
+    assert ended.validation.success is False
+    assert "Connection refused" in ended.validation.exception
     assert TURN_2_TASK not in user_messages(judge_down, created)
 
 

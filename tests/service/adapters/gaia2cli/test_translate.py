@@ -8,7 +8,7 @@ import json
 import pytest
 
 from areasync.protocol.frames import EventItem, NotificationItem, Role
-from areasync.protocol.records import EventRecord, NotificationRecord
+from areasync.protocol.records import EventRecord, NotificationRecord, Validation
 from areasync.service.adapters.gaia2cli import translate as t
 
 
@@ -150,13 +150,13 @@ def test_an_ended_session_is_complete_stopped_or_error(
     state: str, success: bool | None, reason: str | None, status: str
 ) -> None:
     view = dataclasses.replace(
-        VIEW, ended=True, state=state, validation={"success": success}, end_reason=reason
+        VIEW, ended=True, state=state, validation=Validation(success=success), end_reason=reason
     )
     assert t.status_of(view)["status"] == status
 
 
 def test_a_judged_end_carries_the_judgment_and_its_rationale() -> None:
     view = dataclasses.replace(
-        VIEW, ended=True, state="stopped", validation={"success": False, "rationale": "wrong"}
+        VIEW, ended=True, state="stopped", validation=Validation(success=False, rationale="wrong")
     )
     assert t.status_of(view)["judgment"] == {"success": False, "failure_reason": "wrong"}

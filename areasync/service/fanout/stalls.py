@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from areasync.service.connection import wire
+from areasync.service.gate import sockets
 
 if TYPE_CHECKING:
     from areasync.service.connection.websocket import Connection
@@ -90,11 +90,11 @@ class StallSweep:
             if connection.session is None:
                 continue  # before hello: hello_timeout and the pending pool see to it
             ws = connection.ws
-            unsent = wire.unsent(ws)
+            unsent = sockets.unsent(ws)
             if unsent is None:
                 continue
             taken = connection.bytes_written - unsent
-            ping_age = wire.oldest_ping_age(ws, now)
+            ping_age = sockets.oldest_ping_age(ws, now)
             sample = previous.get(connection)
             if sample is None:
                 sample = _Sample(taken, now)

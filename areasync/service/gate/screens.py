@@ -5,7 +5,7 @@ health, the API, the dashboard, OpenEnv's routes, the WebSocket handshakes), gai
 port (aiohttp) and a cluster's router (websockets again). Each stack has a thin adapter that
 turns a request's head (request line and headers, before a byte of its body) into a `Head`,
 asks its port's `PortScreen.check`, and either writes the `Refusal` it gets or goes on, reading
-exactly the body length it was granted: `wire.py` (websockets' parser, for both websockets
+exactly the body length it was granted: `screened.py` (websockets' parser, for both websockets
 ports), `http/routes.py` and `cluster/routes.py` (their `process_request`),
 `adapters/gaia2cli/http.py` (aiohttp). The decisions, in order:
 

@@ -32,16 +32,30 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 from urllib.parse import urlsplit
 
 from areasync.protocol.errors import ErrorCode
 from areasync.service.gate.origin import SitePolicy
 
-if TYPE_CHECKING:
-    from areasync.service.config import ServiceConfig
-
 RETRY_AFTER_S: Final = "1"
+
+
+class ScreenSettings(Protocol):
+    """What a port's screens read of its server's settings (`ServiceConfig` has them: the
+    gate sits below the configuration, which reads the gate's defaults)."""
+
+    @property
+    def max_bodies(self) -> int: ...
+
+    @property
+    def max_bodies_per_token(self) -> int: ...
+
+    @property
+    def allow_hosts(self) -> tuple[str, ...]: ...
+
+    @property
+    def allow_origins(self) -> tuple[str, ...]: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -202,7 +216,7 @@ class PortScreen:
         self._allowed: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     @classmethod
-    def of(cls, rules: BodyRules, config: ServiceConfig) -> PortScreen:
+    def of(cls, rules: BodyRules, config: ScreenSettings) -> PortScreen:
         """The screens of a port of a server with `config`: its bodies in flight bounded by
         `max_bodies` and `max_bodies_per_token`, its site policy (`bind`) by `allow_hosts`
         and `allow_origins`."""

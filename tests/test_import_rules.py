@@ -268,9 +268,9 @@ SERVICE_ORDER = (
     "sessions",
     "connection",
     "dashboard",
-    "http",
     "adapters",
     "adapters.openenv",
+    "http",
     "adapters.mcp",
     "adapters.gaia2cli",
     "starting",
@@ -353,11 +353,6 @@ SERVICE_BACK_EDGES_LEFT: dict[tuple[str, str], str] = {
     ("areasync.service.durability.restore", "areasync.service.sessions.session"): "Session",
     # What making a session cost (`made_in`, `timed`), shared with the registry's forks.
     ("areasync.service.durability.restore", "areasync.service.sessions.creation"): "made_in",
-    # The HTTP routes send `/openenv/...` to the OpenEnv adapter, which they build.
-    ("areasync.service.http.routes", "areasync.service.adapters.openenv.paths"): "PREFIX",
-    ("areasync.service.http.routes", "areasync.service.adapters.openenv.routes"): "OpenEnv",
-    # OpenEnv's own MCP endpoint answers with the MCP adapter's tool calls.
-    ("areasync.service.adapters.openenv.mcp", "areasync.service.adapters.mcp.calls"): "calls",
 }
 
 

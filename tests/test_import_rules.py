@@ -344,28 +344,10 @@ def test_the_package_has_no_import_cycle_even_through_a_lazy_import(
     assert import_cycles(every, LAZY_BY_DESIGN) == []
 
 
-# The imports still going up the service's order, each with why; the list only shrinks: an
-# import that no longer goes up must leave it (the test fails on a stale entry).
-SERVICE_BACK_EDGES_LEFT: dict[tuple[str, str], str] = {
-    # Journals, restore and fork act on a `Session` (its simulation, hub, budget, tokens):
-    # durability has no protocol of its own for what it reads and sets of one yet.
-    ("areasync.service.durability.state_dir", "areasync.service.sessions.session"): "Session",
-    ("areasync.service.durability.restore", "areasync.service.sessions.session"): "Session",
-    # What making a session cost (`made_in`, `timed`), shared with the registry's forks.
-    ("areasync.service.durability.restore", "areasync.service.sessions.creation"): "made_in",
-}
-
-
 def test_the_service_parts_import_only_the_parts_below_them(package_imports: list[Import]) -> None:
     """`SERVICE_ORDER`, lowest first: no import (module-level, `TYPE_CHECKING` or lazy) goes
-    up it, but for `SERVICE_BACK_EDGES_LEFT`."""
-    assert service_back_edges(package_imports) - set(SERVICE_BACK_EDGES_LEFT) == set()
-
-
-def test_every_import_left_going_up_the_service_still_exists(
-    package_imports: list[Import],
-) -> None:
-    assert set(SERVICE_BACK_EDGES_LEFT) - service_back_edges(package_imports) == set()
+    up it."""
+    assert service_back_edges(package_imports) == set()
 
 
 def test_every_service_module_has_a_place_in_its_order() -> None:

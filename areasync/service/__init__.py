@@ -1,8 +1,7 @@
 """The WebSocket + HTTP service: sessions, stream fan-out, roles and tokens.
 
 Its parts, lowest first; each imports only the parts before it, never one after it, not even
-inside a function (tests/test_import_rules.py, `SERVICE_ORDER`, holds the order and the few
-imports still going up, each with why):
+inside a function (tests/test_import_rules.py, `SERVICE_ORDER`):
 
 - the flat helpers: :mod:`~areasync.service.ports`, ``fdlimit.py``, ``gc_policy.py``,
   :mod:`~areasync.service.metrics` (Prometheus counters), ``background.py``;
@@ -29,7 +28,8 @@ imports still going up, each with why):
   :mod:`~areasync.service.server` (:class:`Service`, which puts them together).
 
 A lower part that needs something of a higher one names it as a ``Protocol`` of its own, which
-the higher one implements (``stalls.Writer``, ``screens.ScreenSettings``).
+the higher one implements (``stalls.Writer``, ``screens.ScreenSettings``,
+``durability.kept.KeptSession``).
 """
 
 from __future__ import annotations

@@ -370,6 +370,8 @@ def _within_any(prefix: str, known: dict[str, Path]) -> bool:
 # cores under thin asyncio layers").
 SANS_IO = (
     "areasync.service.connection.protocol",
+    # A stream item's frame bytes and a write's batching: plain bytes, no websockets.
+    "areasync.service.fanout.frames",
     "areasync.client.stream",
     "areasync.client.requests",
     "areasync.client.handshake",

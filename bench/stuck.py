@@ -58,7 +58,7 @@ from areasync.protocol import (
     encode_client_frame,
 )
 from areasync.service import Service, ServiceConfig
-from areasync.service.connection.wire import WRITE_BYTES
+from areasync.service.fanout.frames import WRITE_BYTES
 from areasync.service.gc_policy import settle as settle_gc
 from bench.common import log, percentile, rss_bytes
 from bench.misbehaving import RawClient, hello_frame, partial_frame, small_socket

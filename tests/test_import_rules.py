@@ -251,6 +251,60 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
     return groups
 
 
+# The service's own parts, lowest first (service/__init__.py says why this order): a part may
+# import the parts before it and itself, never one after it, not even lazily. A part is a
+# sub-package (`gate`, `adapters.openenv`) or a flat module (`config`, `server`); the package's
+# root only hands names on (PEP 562) and has no place.
+SERVICE_ORDER = (
+    "ports",
+    "fdlimit",
+    "gc_policy",
+    "metrics",
+    "background",
+    "gate",
+    "config",
+    "fanout",
+    "durability",
+    "sessions",
+    "connection",
+    "dashboard",
+    "adapters",
+    "adapters.openenv",
+    "http",
+    "adapters.mcp",
+    "adapters.gaia2cli",
+    "starting",
+    "server",
+)
+SERVICE = f"{PACKAGE}.service"
+
+
+def service_part(module: str, order: Iterable[str] = SERVICE_ORDER) -> str | None:
+    """The part of the service `module` belongs to (its longest name in `order`), `""` for a
+    service module with no place in it, None outside the service or for its root."""
+    if not module.startswith(SERVICE + "."):
+        return None
+    within = module[len(SERVICE) + 1 :].split(".")
+    places = set(order)
+    for size in range(len(within), 0, -1):
+        if ".".join(within[:size]) in places:
+            return ".".join(within[:size])
+    return ""
+
+
+def service_back_edges(
+    imports: Iterable[Import], order: tuple[str, ...] = SERVICE_ORDER
+) -> set[tuple[str, str]]:
+    """(importer, imported) pairs of the service's modules where a part imports a later one."""
+    rank = {part: at for at, part in enumerate(order)}
+    found: set[tuple[str, str]] = set()
+    for imp in imports:
+        lower, upper = service_part(imp.importer, order), service_part(imp.imported, order)
+        if lower and upper and rank[lower] < rank[upper]:
+            found.add((imp.importer, imp.imported))
+    return found
+
+
 # -- the package --------------------------------------------------------------------------------
 
 
@@ -290,6 +344,16 @@ def test_the_package_has_no_import_cycle_even_through_a_lazy_import(
     assert import_cycles(every, LAZY_BY_DESIGN) == []
 
 
+def test_the_service_parts_import_only_the_parts_below_them(package_imports: list[Import]) -> None:
+    """`SERVICE_ORDER`, lowest first: no import (module-level, `TYPE_CHECKING` or lazy) goes
+    up it."""
+    assert service_back_edges(package_imports) == set()
+
+
+def test_every_service_module_has_a_place_in_its_order() -> None:
+    assert [name for name in modules(ROOT) if service_part(name) == ""] == []
+
+
 def test_every_are_adapter_exists() -> None:
     known = modules(ROOT)
     assert {name for name in ARE_ADAPTERS if not _within_any(name, known)} == set()
@@ -306,6 +370,8 @@ def _within_any(prefix: str, known: dict[str, Path]) -> bool:
 # cores under thin asyncio layers").
 SANS_IO = (
     "areasync.service.connection.protocol",
+    # A stream item's frame bytes and a write's batching: plain bytes, no websockets.
+    "areasync.service.fanout.frames",
     "areasync.client.stream",
     "areasync.client.requests",
     "areasync.client.handshake",
@@ -512,6 +578,31 @@ def test_an_ignored_edge_breaks_its_cycle(tmp_path: Path) -> None:
     )
     found = imports_of(package)
     assert import_cycles(found, {("areasync.service.b", "areasync.service.a")}) == []
+
+
+def test_a_service_part_importing_a_later_part_is_a_back_edge(tmp_path: Path) -> None:
+    package = write_package(
+        tmp_path,
+        {
+            "service/gate/screens.py": "from areasync.service.config import ServiceConfig\n",
+            "service/config.py": "from areasync.service.gate import origin\n",
+            "service/gate/origin.py": "",
+            "service/fanout/hub.py": "def f():\n    from areasync.service.connection import wire\n",
+            "service/connection/wire.py": "",
+        },
+    )
+    assert service_back_edges(imports_of(package), ("gate", "config", "fanout", "connection")) == {
+        ("areasync.service.gate.screens", "areasync.service.config"),
+        ("areasync.service.fanout.hub", "areasync.service.connection.wire"),
+    }
+
+
+def test_a_module_of_a_sub_package_belongs_to_its_deepest_part_in_the_order() -> None:
+    order = ("adapters", "adapters.openenv", "server")
+    assert [
+        service_part(f"{SERVICE}.{name}", order)
+        for name in ("adapters.openenv.routes", "adapters.mcp.port", "server", "dashboard")
+    ] == ["adapters.openenv", "adapters", "server", ""]
 
 
 def test_no_service_or_client_module_may_import_are() -> None:

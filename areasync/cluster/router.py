@@ -63,10 +63,10 @@ from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.service.adapters.gaia2cli.paths import adapter_url
 from areasync.service.config import ServiceConfig
 from areasync.service.connection.redact import RedactingLogger
-from areasync.service.connection.wire import screened_connection
 from areasync.service.durability.state_dir import read_admin_token
 from areasync.service.gate.admission import Admission, connection_class
 from areasync.service.gate.auth import new_token
+from areasync.service.gate.screened import screened_connection
 from areasync.service.starting import display_host
 
 __all__ = ["HostLink", "Router"]
@@ -148,7 +148,7 @@ class Router:
         """Serve the router's port (no node yet: `start` adds them): its sockets counted in a
         pool of their own from accept, as an areasync server's are (`admission.py`: every
         socket here is one that never says hello), each request screened from its head
-        (`screens.py`, `wire.screened_connection`), and a request not made within
+        (`screens.py`, `screened.screened_connection`), and a request not made within
         `handshake_timeout` dropped."""
         config = self.config
         assert config.state_dir is not None

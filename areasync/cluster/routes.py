@@ -40,9 +40,9 @@ POST /api/sessions          admin    201 {"session_id", "url" (the router's), "n
 Every request passes the screens an areasync server's port applies (`service/gate/screens.py`):
 Host and Origin (`service/gate/origin.py`), and for `POST /api/sessions`, the one route with a body,
 the admin token (401), a Content-Length within `max_frame_bytes` (411, 413) and the bodies in
-flight (429, 503), all judged from its head before a byte of its body is read (`wire.py`'s
+flight (429, 503), all judged from its head before a byte of its body is read (`gate/screened.py`'s
 screen, which reads it once admitted: websockets' own parser would drop a request with a body).
-Then methods (`service/http/methods.py`): GET and HEAD, and POST on `/api/sessions` only; any other
+Then methods (`service/gate/methods.py`): GET and HEAD, and POST on `/api/sessions` only; any other
 gets 405. Every response carries the security headers (`service/http/headers.py`), websockets' own
 refusals and the 307s included (`process_response`).
 
@@ -66,8 +66,8 @@ from websockets.http11 import Request, Response
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import PROTOCOL
 from areasync.service.adapters.gaia2cli.paths import adapter_url
-from areasync.service.connection.wire import PostRequest, RefusedRequest
 from areasync.service.gate.auth import token_from_http
+from areasync.service.gate.screened import PostRequest, RefusedRequest
 from areasync.service.gate.screens import BodyRule, Head, PortScreen
 from areasync.service.http.answers import (
     AGENT_SUFFIX,

@@ -36,7 +36,7 @@ An admin's WebSocket (hello role `admin`) is not handed over but relayed, its
 `create_session`, `stop_session` and `fork_session` carried out by the front (`admin.py`).
 
 Every request passes the screens a server's port applies (`service/gate/screens.py`), methods
-(`service/http/methods.py`) and the security headers (`service/http/headers.py`), as on a server.
+(`service/gate/methods.py`) and the security headers (`service/http/headers.py`), as on a server.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import PROTOCOL, Role
 from areasync.service.adapters.openenv.paths import PREFIX as OPENENV_PREFIX
 from areasync.service.adapters.openenv.paths import locate as locate_openenv
-from areasync.service.connection.wire import PostRequest, RefusedRequest
 from areasync.service.gate.auth import token_from_http
 from areasync.service.gate.origin import show_host
+from areasync.service.gate.screened import PostRequest, RefusedRequest
 from areasync.service.gate.screens import BodyRule, Head, PortScreen
 from areasync.service.http.answers import (
     AGENT_SUFFIX,

@@ -73,7 +73,6 @@ from areasync.protocol.frames import Role, error_frame
 from areasync.service.adapters.gaia2cli.bare import url as bare_url
 from areasync.service.adapters.openenv.paths import locate as locate_openenv
 from areasync.service.config import ServiceConfig
-from areasync.service.connection import wire
 from areasync.service.connection.handoff import (
     CLOSE_OPCODE,
     DATA_OPCODES,
@@ -90,11 +89,12 @@ from areasync.service.connection.handoff import (
 )
 from areasync.service.connection.hello import Refusal
 from areasync.service.connection.redact import RedactingLogger
-from areasync.service.connection.wire import screened_connection
 from areasync.service.durability.state_dir import Journals, StateDirError
+from areasync.service.gate import sockets
 from areasync.service.gate.admission import Admission, connection_class
 from areasync.service.gate.auth import Tokens
 from areasync.service.gate.origin import SitePolicy
+from areasync.service.gate.screened import screened_connection
 from areasync.service.gate.screens import PortScreen
 from areasync.service.gate.screens import Refusal as HttpRefusal
 from areasync.service.http.answers import session_id_of
@@ -829,7 +829,7 @@ class Front:
             # client that sent nothing, or part of a frame and stalled, is closed.
             if not done and ws.arrived.is_set():
                 continue
-            if not done and not extended and wire.unread(ws):
+            if not done and not extended and sockets.unread(ws):
                 extended = True
                 deadline = loop.time() + config.hello_timeout
                 continue
@@ -867,7 +867,7 @@ class Front:
             return
         fd = detach(ws)
         if fd is None:  # it has not even taken the upgrade's response in: dropped
-            wire.abort(ws)
+            sockets.abort(ws)
             return
         await self._send_fd(worker, handoff, fd)
 

@@ -51,13 +51,13 @@ from areasync.service.adapters.openenv.paths import base_url as openenv_base_url
 from areasync.service.adapters.openenv.paths import locate as openenv_locate
 from areasync.service.adapters.openenv.socket import serve_socket as serve_openenv
 from areasync.service.config import ServiceConfig
-from areasync.service.connection import wire
 from areasync.service.connection.handoff import Handoff
 from areasync.service.connection.redact import RedactingLogger
 from areasync.service.connection.websocket import Connection
 from areasync.service.durability.restore import restore_sessions
 from areasync.service.durability.state_dir import Journals, StateDirError
 from areasync.service.fanout.stalls import StallSweep
+from areasync.service.gate import screened, sockets
 from areasync.service.gate.admission import Admission, connection_class
 from areasync.service.gate.auth import Tokens
 from areasync.service.http.answers import session_id_of
@@ -275,7 +275,7 @@ class Service:
             # are screened from their heads (screens.py), then reach process_request, to be
             # answered (OpenEnv's POSTs) or refused 405 (methods.py); every abort is a reset.
             create_connection=connection_class(
-                self.admission, wire.screened_connection(self.http.screen)
+                self.admission, screened.screened_connection(self.http.screen)
             ),
             # The kernel's queue of connections not yet accepted (capped by somaxconn): asyncio's
             # default of 100 overflows under a burst of connects, and an overflowing queue drops
@@ -371,7 +371,7 @@ class Service:
                 await self._no_connections.wait()
             return
         for connection in list(self.connections):  # pragma: no cover - a handler that hangs
-            wire.abort(connection.ws)
+            sockets.abort(connection.ws)
 
     async def __aenter__(self) -> Service:
         # The service runs in a task of its own, so that entering and leaving this context may

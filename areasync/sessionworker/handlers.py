@@ -56,8 +56,8 @@ from areasync.service.connection.requests import (
     refused_as_plain_data,
     stop_session,
 )
-from areasync.service.connection.wire import PostRequest
 from areasync.service.gate.memory import resident_bytes
+from areasync.service.gate.screened import PostRequest
 from areasync.service.http.answers import error_response
 from areasync.service.starting import display_host
 from areasync.sessionworker.answers import Banner, Described, Seat

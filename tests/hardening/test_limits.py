@@ -32,8 +32,8 @@ from areasync.protocol import (
     Role,
     StopSession,
 )
-from areasync.service.connection.wire import HELLO_BYTES
 from areasync.service.gate.limits import TokenBucket
+from areasync.service.gate.screened import HELLO_BYTES
 from tests.service.support import ADMIN, TUTORIAL, WAIT, attach, raw, serving, tokens
 from tests.waiting import eventually
 

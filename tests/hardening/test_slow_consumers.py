@@ -39,7 +39,7 @@ from areasync.protocol import (
     encode_client_frame,
 )
 from areasync.service import Service
-from areasync.service.connection.wire import WRITE_BYTES
+from areasync.service.fanout.frames import WRITE_BYTES
 from bench.misbehaving import (
     RawClient,
     close_code,

@@ -10,7 +10,7 @@ slowly, is not closed. Give-up bounds only, no wall-clock assertion.
 
 A closed connection is gone: a client that cannot take its close frame (it reads nothing) is
 reset once `close_timeout` has passed after the close frame (`Connection._close_socket`, a
-`wire.reset`), and its socket leaves the server's kernel with it. A plain abort used to leave
+`sockets.reset`), and its socket leaves the server's kernel with it. A plain abort used to leave
 it there, FIN-WAIT-1 with megabytes unsent, for about 100 s: the test looks for it in
 `/proc/net/tcp` the moment the server's side of the connection is lost.
 """
@@ -38,7 +38,7 @@ from areasync.protocol import (
     encode_client_frame,
 )
 from areasync.service import Service
-from areasync.service.connection.wire import kernel_unsent
+from areasync.service.gate.sockets import kernel_unsent
 from bench.misbehaving import RawClient, close_code, hello_frame, small_socket
 from tests.hardening.faults import watch_faults
 from tests.hardening.test_slow_consumers import SESSION, PaddedTimeline

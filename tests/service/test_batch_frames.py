@@ -30,7 +30,7 @@ from areasync.protocol import (
     decode_server_frame,
     encode_client_frame,
 )
-from areasync.service.connection.wire import BATCH_BYTES, ws_frame
+from areasync.service.fanout.frames import BATCH_BYTES, ws_frame
 from tests.scenarios import timeline
 from tests.service.support import ADMIN, WAIT, attach, plain, serving
 

@@ -8,7 +8,6 @@
 * `hello.py`, `door.py`: whether a hello may join, and the server's side of it (tokens, a place).
 * `sessionview.py`: a session as the core sees it.
 * `preempt.py`: which frames run aside (long controls) and which announce a stop early.
-* `wire.py`: frame bytes, batching, and every use of websockets' internals.
 * `handoff.py`: an accepted socket handed from the front process to a session worker.
 * `inprocess.py`: a session's client inside the server process (the adapters' way in).
 * `redact.py`: the logger handed to websockets, which never logs a token.

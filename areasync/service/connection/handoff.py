@@ -8,8 +8,8 @@ with it). The worker wraps the descriptor in a websockets connection that is alr
 serves it exactly as a connection of its own from the welcome on. No WebSocket frame crosses
 the front after that: it keeps no reference to the socket.
 
-Everything the hand-off relies on beneath websockets' documented API is here (as `wire.py`
-holds the rest), checked against websockets 17:
+Everything the hand-off relies on beneath websockets' documented API is here (as `gate/sockets.py`
+and `gate/screened.py` hold the rest), checked against websockets 17:
 
 * the front's connection stops feeding its bytes to websockets once the upgrade is done
   (`DivertingConnection.data_received`), so that the frames after the hello are still raw
@@ -45,7 +45,8 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 
 from areasync.protocol.frames import Role
-from areasync.service.connection.wire import HELLO_BYTES, ResettingTransport, ScreenedConnection
+from areasync.service.gate.screened import HELLO_BYTES, ScreenedConnection
+from areasync.service.gate.sockets import ResettingTransport
 
 __all__ = [
     "HELLO_BYTES",
@@ -218,7 +219,7 @@ class DivertingConnection(ScreenedConnection):
 
 
 def filtered_connection(base: type[ScreenedConnection]) -> type[DivertingConnection]:
-    """`DivertingConnection` with `base`'s screens (`wire.screened_connection`)."""
+    """`DivertingConnection` with `base`'s screens (`screened.screened_connection`)."""
     return type("DivertingConnection", (DivertingConnection, base), {})
 
 
@@ -311,7 +312,7 @@ def receive(side: socket.socket) -> tuple[Handoff, socket.socket] | None:
 
 class _AdoptedConnection(ServerConnection):
     """A connection whose upgrade was done by the front: OPEN from the start; the bytes the
-    front read past the hello come first; its aborts are resets (`wire.ResettingTransport`)."""
+    front read past the hello come first; its aborts are resets (`sockets.ResettingTransport`)."""
 
     rest: bytes = b""
     handoff: Handoff

@@ -16,7 +16,7 @@ from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import Hello, Replay, Role, frame_tag
 
 if TYPE_CHECKING:
-    from areasync.service.connection.sessionview import SessionView
+    from areasync.service.sessions.view import SessionView
 
 _Check = tuple[Callable[[], bool], ErrorCode, CloseCode, Callable[[], str]]
 

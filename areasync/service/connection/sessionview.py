@@ -3,30 +3,17 @@
 The core (`protocol.py`) decides a hello and gates every frame from what a session *is* at that
 moment, never from the objects that make it (the simulation, its hub, its budget): so that it
 imports no ARE and no I/O, and a test drives it with a plain fake. `Session` implements
-`CoreSession`; `SessionView` is what it reports when a hello comes.
+`CoreSession`; `SessionView` (`sessions/view.py`) is what it reports when a hello comes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Protocol
 
 from areasync.protocol.errors import ProtocolError
-from areasync.protocol.frames import ClientFrame, ForkedFrom
+from areasync.protocol.frames import ClientFrame
 from areasync.protocol.records import ClockState
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SessionView:
-    """What a hello is decided and welcomed from: the session's stream, clients and origin."""
-
-    id: str
-    epoch: str  # its stream's epoch: a `since` is only meaningful against it
-    seq: int  # the last seq of its stream
-    clients: int  # the clients attached to it (`max_connections_per_session`)
-    scenario_id: str
-    restored: bool  # rebuilt from its journal
-    forked_from: ForkedFrom | None = None
+from areasync.service.sessions.view import SessionView
 
 
 class CoreSession(Protocol):

@@ -4,7 +4,7 @@ What the client's frames mean and what is answered is decided by `ConnectionCore
 which does no I/O; this layer reads, writes, awaits and cancels. It hands the core each message
 and carries out what the core says: a reply to queue, a refusal, a close, a request to carry out
 on the session (`requests.perform`), whose outcome goes back to the core for its reply. Bytes
-and the socket beneath websockets are `wire.py`'s.
+are `fanout/frames.py`'s, the socket beneath websockets `gate/sockets.py`'s.
 
 A connection runs three tasks in an anyio task group:
 
@@ -21,7 +21,7 @@ A connection runs three tasks in an anyio task group:
   connection if the peer does not finish the closing handshake within `close_timeout`. A peer
   that never reads cannot complete a close (the close frame sits behind the data it does not
   read), and websockets' own keepalive cannot catch it either (its ping waits on the same
-  buffer), hence the reset (`wire.reset`: a plain abort would leave the kernel holding the
+  buffer), hence the reset (`sockets.reset`: a plain abort would leave the kernel holding the
   socket and its unsent bytes until its orphan retries run out). A connection the server closes
   is gone within `close_timeout` of the decision, whatever the peer does.
 """
@@ -51,7 +51,7 @@ from areasync.protocol.frames import (
     StreamItem,
     error_frame,
 )
-from areasync.service.connection import preempt, requests, wire
+from areasync.service.connection import preempt, requests
 from areasync.service.connection.door import ServerDoor
 from areasync.service.connection.protocol import (
     Action,
@@ -67,6 +67,7 @@ from areasync.service.connection.protocol import (
     limits_of,
 )
 from areasync.service.fanout.outbox import Outbox
+from areasync.service.gate import screened, sockets
 
 if TYPE_CHECKING:
     from areasync.service.gate.admission import Admission
@@ -282,7 +283,7 @@ class Connection:
         session = self.session
         if welcome is None or session is None:
             return False
-        wire.admit_messages(self.ws)  # its hello was accepted: frames up to max_frame_bytes
+        screened.admit_messages(self.ws)  # its hello was accepted: frames up to max_frame_bytes
         self.wants_items = self.role is Role.AGENT
         start = session.hub.seq if welcome.after is None else welcome.after
         self.outbox.start(session.hub, self.core.encoding, batch=self.core.batch, position=start)
@@ -296,14 +297,14 @@ class Connection:
 
     async def _receive_hello(self) -> str | bytes | None:
         """The first message, or None if none came within `hello_timeout`. A hello whose bytes
-        had reached the server by then (`wire.unhandled`: unread in the kernel, or assembled
+        had reached the server by then (`sockets.unhandled`: unread in the kernel, or assembled
         and not yet taken) waited on the server's own work, not on its client: it is given
         one more `hello_timeout` to be read. A client that sent nothing, or part of a frame
         and stalled, has nothing waiting and is closed at the deadline."""
         timeout = self.config.hello_timeout
         with anyio.move_on_after(timeout):
             return await self.ws.recv()
-        if not wire.unhandled(self.ws):
+        if not sockets.unhandled(self.ws):
             return None
         with anyio.move_on_after(timeout):
             return await self.ws.recv()
@@ -330,7 +331,7 @@ class Connection:
         # that its socket and the bytes it left unread go now, not when the kernel gives up.
         self.metrics.close_resets += 1
         logger.info("resetting %r: no closing handshake within %g s (close_timeout)", self, limit)
-        wire.abort(self.ws)
+        sockets.abort(self.ws)
 
     # -- reading -----------------------------------------------------------------------------
 

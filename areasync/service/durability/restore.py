@@ -48,8 +48,8 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -60,7 +60,6 @@ from areasync.bridge.judge.options import JudgeOptions
 from areasync.journal import Created, Input, Journal, Recorded
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import ImportMode
-from areasync.service.sessions.creation import made_in, timed
 from areasync.simulation import Judge, Simulation, SimulationError, build_scenario
 from areasync.simulation.input_records import (
     Abandoned,
@@ -80,13 +79,14 @@ from areasync.simulation.snapshots import (
 
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
+    from areasync.service.durability.kept import KeptSession
     from areasync.service.durability.state_dir import Journals
-    from areasync.service.sessions.session import Session
 
 _decode_input = msgspec.msgpack.Decoder(InputRecord).decode
 _decode_creation = msgspec.msgpack.Decoder(Creation).decode
 
 logger = logging.getLogger("areasync.service")
+_T = TypeVar("_T")
 
 
 class Adopter(Protocol):
@@ -94,7 +94,9 @@ class Adopter(Protocol):
 
     journals: Journals | None
     config: ServiceConfig
-    sessions: dict[str, Session]
+
+    @property
+    def sessions(self) -> Mapping[str, object]: ...
 
     @property
     def import_limiter(self) -> anyio.CapacityLimiter: ...
@@ -104,7 +106,7 @@ class Adopter(Protocol):
 
     def adopt(
         self, sim: Simulation, created: Created, journaled: int, ended_at: float | None = None
-    ) -> Session: ...
+    ) -> KeptSession: ...
 
 
 class RestoreError(Exception):
@@ -260,7 +262,7 @@ def replayed(
 
 
 def fork_inputs(
-    session: Session, at_seq: int | None, at_time: float | None, *, done: str = "forked"
+    session: KeptSession, at_seq: int | None, at_time: float | None, *, done: str = "forked"
 ) -> tuple[str, str, Creation, list[InputRecord]]:
     """What a fork of `session` replays: its source, import mode, creation and records (on
     the loop: the records are the live session's, `sim.flush_records()`). Raises
@@ -298,7 +300,7 @@ def fork_inputs(
 
 
 async def fork_snapshot(
-    session: Session, at_seq: int | None, at_time: float | None
+    session: KeptSession, at_seq: int | None, at_time: float | None
 ) -> Snapshot | None:
     """The snapshot a fork of `session` at this cut starts from (`simulation/snapshots.py`):
     for no cut, the newest if replaying the work done since costs less than a copy, else one
@@ -457,3 +459,21 @@ async def _restore_ended(registry: Adopter, journals: Journals) -> None:
             kept,
             time.perf_counter() - started,
         )
+
+
+def timed(make: Callable[[], _T]) -> Callable[[], tuple[_T, float]]:
+    """`make`, returning what it made and the wall seconds it took (in its own thread: a
+    wait for the import limiter is not counted)."""
+
+    def timed_make() -> tuple[_T, float]:
+        started = time.perf_counter()
+        return make(), time.perf_counter() - started
+
+    return timed_make
+
+
+def made_in(session: KeptSession, seconds: float) -> None:
+    """Tell `session`'s snapshots what making it cost (`Snapshots.rebuild_s`): a fork before
+    its first snapshot costs that again."""
+    if session.snapshots is not None:
+        session.snapshots.rebuild_s = seconds

@@ -58,7 +58,7 @@ from areasync.service.durability.journal import SessionJournal
 from areasync.service.gate.auth import new_token
 
 if TYPE_CHECKING:
-    from areasync.service.sessions.session import Session
+    from areasync.service.durability.kept import KeptSession
 
 logger = logging.getLogger("areasync.service")
 
@@ -241,7 +241,7 @@ class Journals:
 
     def attach(
         self,
-        session: Session,
+        session: KeptSession,
         source: ResolvedScenario | None,
         import_mode: str,
         task_group: anyio.abc.TaskGroup,
@@ -261,7 +261,11 @@ class Journals:
         return self._start(session, created, None, 0, task_group)
 
     def reattach(
-        self, session: Session, created: Created, journaled: int, task_group: anyio.abc.TaskGroup
+        self,
+        session: KeptSession,
+        created: Created,
+        journaled: int,
+        task_group: anyio.abc.TaskGroup,
     ) -> SessionJournal:
         """Go on with the journal of `session`, restored from it (`service/durability/restore.py`):
         it is reopened for appending, and what the replay logged past its first `journaled` records
@@ -274,7 +278,7 @@ class Journals:
 
     def _start(
         self,
-        session: Session,
+        session: KeptSession,
         created: Created,
         reopened: tuple[int, int] | None,
         journaled: int,
@@ -291,10 +295,7 @@ class Journals:
             reopened_bytes=0 if reopened is None else reopened[1],
         )
         self.taken.add(session.id)
-        session.journal = journal
-        session.budget.journal = journal
-        session.hub.gate = journal
-        journal.on_release = session.hub.release
+        session.keep_in(journal)
         sim = session.sim
         for record in sim.records[journaled:]:
             journal.record(record)
@@ -334,7 +335,7 @@ def scenario_source(scenario_id: str | None, text: str | None) -> ResolvedScenar
     return None
 
 
-def created_record(session: Session, source: ResolvedScenario, import_mode: str) -> Created:
+def created_record(session: KeptSession, source: ResolvedScenario, import_mode: str) -> Created:
     """`session`'s `Created` record: its tokens as salted hashes, never as they are."""
     sim = session.sim
     assert sim.creation is not None  # `Simulation.load` sets it

@@ -13,7 +13,7 @@ behind leaves it to its own writer task, which waits for the socket to drain (se
 however many items it held.
 
 Encode once, all the way down: each item's complete WebSocket frame is built once
-(`wire.WireFrame`) and is the same bytes for every subscriber of an encoding; a writer hands
+(`frames.WireFrame`) and is the same bytes for every subscriber of an encoding; a writer hands
 the socket a run of ready frames in one write. Subscribers at the same position are handed the
 same run: `wire_run`
 builds the bytes of a run once (a join of frames, or `batch` messages of up to BATCH_BYTES for
@@ -44,7 +44,7 @@ from typing import Final, Protocol
 
 from areasync.engine.stream import StreamLog
 from areasync.protocol.frames import EventItem, NotificationItem, StreamItem
-from areasync.service.connection.wire import Messages, WireFrame
+from areasync.service.fanout.frames import Messages, WireFrame
 from areasync.service.metrics import Metrics
 
 logger = logging.getLogger("areasync.service")

@@ -6,7 +6,7 @@ items that existed when it was made (the AGENT event of a tool call reaches the 
 its result). While the socket keeps up, the writing is done synchronously by `flush` (called by
 the hub after appends and after each reply: no task switch per frame); the writer task (`run`)
 only takes over when the socket is behind, and waits for it to drain. Whatever is due goes out
-in one write (`wire.Messages`); to a client that said `hello{batch: true}` it goes as `batch`
+in one write (`frames.Messages`); to a client that said `hello{batch: true}` it goes as `batch`
 messages (the welcome always alone, first).
 """
 
@@ -24,8 +24,8 @@ from websockets.exceptions import ConnectionClosed
 from areasync.protocol.codec import Encoding, encode_server_bytes
 from areasync.protocol.errors import ProtocolError
 from areasync.protocol.frames import Error, ServerFrame, error_frame
-from areasync.service.connection import wire
-from areasync.service.connection.wire import WRITE_BYTES, Messages
+from areasync.service.fanout.frames import WRITE_BYTES, Messages
+from areasync.service.gate import sockets
 
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
@@ -118,7 +118,7 @@ class Outbox:
     def buffered_bytes(self) -> int:
         """What is held for the client now: the socket's user-space buffer plus the replies
         not yet written."""
-        return wire.buffered(self.ws) + self.reply_bytes
+        return sockets.buffered(self.ws) + self.reply_bytes
 
     def pending(self) -> bool:
         """Whether anything may be written now (a reply or item held back by the journal's
@@ -149,12 +149,12 @@ class Outbox:
         if self.writing is not Writing.ON or hub is None:
             return
         ws = self.ws
-        if not wire.is_open(ws):
+        if not sockets.is_open(ws):
             return
-        if wire.buffered(ws) == 0:
+        if sockets.buffered(ws) == 0:
             self.drained_at = len(hub.frames)
             self.write_some()
-        if self.pending() or wire.buffered(ws) > 0:
+        if self.pending() or sockets.buffered(ws) > 0:
             self._wake.set()
 
     def write_some(self) -> None:
@@ -204,7 +204,7 @@ class Outbox:
             self._write(messages.data(), messages.count)
 
     def _write(self, data: bytes, frames: int) -> None:
-        wire.write(self.ws, data)
+        sockets.write(self.ws, data)
         self.bytes_written += len(data)
         self.metrics.frames_sent += frames
 
@@ -223,8 +223,8 @@ class Outbox:
                         continue
                     # Wait while the buffer is above its limit (as `ws.send` does), then write:
                     # the buffer never holds more than write_limit + one batch.
-                    await wire.drain(ws)
-                    if not wire.is_open(ws):
+                    await sockets.drain(ws)
+                    if not sockets.is_open(ws):
                         return  # closing or closed: the reader and closer take it from here
                     assert self.hub is not None
                     self.drained_at = len(self.hub.frames)  # it reads: what is new is no lag

@@ -33,14 +33,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import anyio
+from websockets.asyncio.server import ServerConnection
 
-from areasync.service.connection import wire
-
-if TYPE_CHECKING:
-    from areasync.service.connection.websocket import Connection
+from areasync.service.gate import sockets
 
 logger = logging.getLogger("areasync.service")
 
@@ -54,6 +52,24 @@ def sweep_interval(write_timeout: float) -> float:
     return min(1.0, write_timeout / 4)
 
 
+class Writer(Protocol):
+    """What the sweep reads of a connection, and its one call (`Connection` is one)."""
+
+    @property
+    def ws(self) -> ServerConnection: ...
+
+    @property
+    def session(self) -> object | None:
+        """Its session once its hello is accepted, None before."""
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes handed to its socket so far."""
+
+    def write_stalled(self, why: str) -> None:
+        """Close it with 4008 for `why`."""
+
+
 class _Sample:
     __slots__ = ("progress_at", "taken")
 
@@ -65,10 +81,10 @@ class _Sample:
 class StallSweep:
     """Closes the stalled among `connections` (a live view: the service's dict of them)."""
 
-    def __init__(self, connections: Iterable[Connection], write_timeout: float) -> None:
+    def __init__(self, connections: Iterable[Writer], write_timeout: float) -> None:
         self.connections = connections
         self.write_timeout = write_timeout
-        self._samples: dict[Connection, _Sample] = {}
+        self._samples: dict[Writer, _Sample] = {}
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -85,16 +101,16 @@ class StallSweep:
         timed on it)."""
         timeout = self.write_timeout
         previous = self._samples
-        samples: dict[Connection, _Sample] = {}
+        samples: dict[Writer, _Sample] = {}
         for connection in list(self.connections):
             if connection.session is None:
                 continue  # before hello: hello_timeout and the pending pool see to it
             ws = connection.ws
-            unsent = wire.unsent(ws)
+            unsent = sockets.unsent(ws)
             if unsent is None:
                 continue
             taken = connection.bytes_written - unsent
-            ping_age = wire.oldest_ping_age(ws, now)
+            ping_age = sockets.oldest_ping_age(ws, now)
             sample = previous.get(connection)
             if sample is None:
                 sample = _Sample(taken, now)

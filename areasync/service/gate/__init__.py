@@ -2,6 +2,10 @@
 
 * `screens.py`: the screens every port applies to a request's head (`origin.py`: the Host and
   Origin checks).
+* `screened.py`: those screens in front of websockets' request parser (a request with a body
+  read only once admitted; `methods.py`: the methods served), and a message's bound before
+  the hello.
+* `sockets.py`: the socket beneath websockets: every use of websockets' internals.
 * `admission.py`: the pool of sockets that have not said hello, idle ones out first.
 * `auth.py`: the tokens: one per role of each session, and the admin token.
 * `roles.py`: the role x frame-type matrix, in one table.

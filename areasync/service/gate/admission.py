@@ -22,14 +22,14 @@ socket is dropped.
 Only a socket that owes the server bytes is evicted, never one waiting on the server's own
 work, which a loaded server is slow to do. Before one is evicted, what it sent is looked at,
 not only what the server has read: one whose bytes wait unread in its kernel receive queue
-(`wire.unread`) is moved where reading them will put it (idle to speaking, silent to
-handshaking), and one whose request is complete is *answering* (`wire.answering`: the server
+(`sockets.unread`) is moved where reading them will put it (idle to speaking, silent to
+handshaking), and one whose request is complete is *answering* (`screened.answering`: the server
 owes it its response; it is not evicted, and becomes idle once answered, or is dropped by
 `handshake_timeout`; a body route's request, whose answer runs an action, stays evictable).
 An attacker gains nothing by this it could not have by sending the first byte of a frame, or a
 request, which the server answers as fast as it works. `hello_timeout` follows the same rule: a
 socket whose hello waits on the server at its deadline (unread in the kernel, or assembled and
-not yet taken: `wire.unhandled`) is given one more `hello_timeout` to be read
+not yet taken: `sockets.unhandled`) is given one more `hello_timeout` to be read
 (`Connection._receive_hello`; the front's `_read_hello`), while one that sent nothing, or part
 of a frame and stalled, is closed at the deadline.
 
@@ -60,7 +60,7 @@ from typing import Final
 
 from websockets.asyncio.server import ServerConnection
 
-from areasync.service.connection import wire
+from areasync.service.gate import screened, sockets
 
 logger = logging.getLogger("areasync.service")
 
@@ -79,7 +79,7 @@ SPEAKING_GRACE: Final = 2.0
 
 def _abort(ws: ServerConnection) -> Evict:
     def evict() -> None:
-        wire.abort(ws)
+        sockets.abort(ws)
 
     return evict
 
@@ -118,7 +118,7 @@ class Admission:
         grace: float = EVICTION_GRACE,
         max_waiting: int | None = None,
         clock: Callable[[], float] = time.monotonic,
-        unread: Callable[[ServerConnection], int] = wire.unread,
+        unread: Callable[[ServerConnection], int] = sockets.unread,
     ) -> None:
         self.max_pending = max_pending
         self.max_connections = max_connections
@@ -178,7 +178,7 @@ class Admission:
             return
         self.parked += 1
         self._waiting[ws] = None
-        wire.pause_reading(ws)
+        sockets.pause_reading(ws)
         self._schedule()
 
     def _evict_one(self) -> bool:
@@ -208,7 +208,7 @@ class Admission:
         if group is self._silent:
             return self._handshaking if self._unread(ws) else None
         if group is self._handshaking:
-            return self._answering if wire.answering(ws) else None
+            return self._answering if screened.answering(ws) else None
         return None
 
     def _pump(self) -> None:
@@ -221,7 +221,7 @@ class Admission:
             ws = next(iter(self._waiting))
             del self._waiting[ws]
             self._silent[ws] = _Entry(_abort(ws), self._clock())
-            wire.resume_reading(ws)
+            sockets.resume_reading(ws)
         self._schedule()
 
     def _schedule(self) -> None:
@@ -298,7 +298,7 @@ def connection_class(
     """websockets' `ServerConnection` (or `base`, a subclass of it), reporting its accept and
     its end to `admission`."""
 
-    return wire.reporting_connection_class(
+    return sockets.reporting_connection_class(
         arrive=admission.arrive,
         received=lambda ws, open: admission.received(ws, open=open),
         leave=admission.leave,

@@ -5,7 +5,7 @@ health, the API, the dashboard, OpenEnv's routes, the WebSocket handshakes), gai
 port (aiohttp) and a cluster's router (websockets again). Each stack has a thin adapter that
 turns a request's head (request line and headers, before a byte of its body) into a `Head`,
 asks its port's `PortScreen.check`, and either writes the `Refusal` it gets or goes on, reading
-exactly the body length it was granted: `wire.py` (websockets' parser, for both websockets
+exactly the body length it was granted: `screened.py` (websockets' parser, for both websockets
 ports), `http/routes.py` and `cluster/routes.py` (their `process_request`),
 `adapters/gaia2cli/http.py` (aiohttp). The decisions, in order:
 
@@ -32,16 +32,30 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 from urllib.parse import urlsplit
 
 from areasync.protocol.errors import ErrorCode
 from areasync.service.gate.origin import SitePolicy
 
-if TYPE_CHECKING:
-    from areasync.service.config import ServiceConfig
-
 RETRY_AFTER_S: Final = "1"
+
+
+class ScreenSettings(Protocol):
+    """What a port's screens read of its server's settings (`ServiceConfig` has them: the
+    gate sits below the configuration, which reads the gate's defaults)."""
+
+    @property
+    def max_bodies(self) -> int: ...
+
+    @property
+    def max_bodies_per_token(self) -> int: ...
+
+    @property
+    def allow_hosts(self) -> tuple[str, ...]: ...
+
+    @property
+    def allow_origins(self) -> tuple[str, ...]: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -202,7 +216,7 @@ class PortScreen:
         self._allowed: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     @classmethod
-    def of(cls, rules: BodyRules, config: ServiceConfig) -> PortScreen:
+    def of(cls, rules: BodyRules, config: ScreenSettings) -> PortScreen:
         """The screens of a port of a server with `config`: its bodies in flight bounded by
         `max_bodies` and `max_bodies_per_token`, its site policy (`bind`) by `allow_hosts`
         and `allow_origins`."""

@@ -1,7 +1,6 @@
 """Plain HTTP on the service's ports: one story for every port that answers it.
 
 * `routes.py`: GET on the WebSocket port: health, sessions, schema, metrics, the dashboard.
-* `methods.py`: GET and HEAD served; any other method answered 405.
 * `headers.py`: the security headers of every HTTP response, on every port.
 * `capped.py`: the aiohttp server of the adapters' ports, holding at most a number of sockets.
 """

@@ -21,10 +21,10 @@ from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import CreateSession, Role
-from areasync.service.connection.wire import PostRequest
+from areasync.service.gate.methods import ALLOW, ALLOWED_METHODS
+from areasync.service.gate.screened import PostRequest
 from areasync.service.gate.screens import BodyRule, Head, Refusal
 from areasync.service.http.headers import API_CSP, BASE_HEADERS, dashboard_csp
-from areasync.service.http.methods import ALLOW, ALLOWED_METHODS
 
 SESSIONS_PREFIX = "/sessions/"
 

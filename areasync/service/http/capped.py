@@ -1,7 +1,7 @@
 """An aiohttp server that holds at most a number of sockets: the ports that run on aiohttp
 (gaia2-cli's adapter, the MCP endpoint) bound their connections as the WebSocket port does.
 
-Rule: a socket accepted beyond `max_connections` is reset at once (`wire.reset`: its
+Rule: a socket accepted beyond `max_connections` is reset at once (`sockets.reset`: its
 descriptor goes with it, no bytes are read), and counted in `refused`.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from areasync.service.connection import wire
+from areasync.service.gate import sockets
 
 
 class CappedServer(web.Server):
@@ -37,7 +37,7 @@ class CappedServer(web.Server):
     def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
         if len(self.open) >= self.max_connections:
             self.refused += 1
-            wire.reset(transport)
+            sockets.reset(transport)
             return
         self.open.add(handler)
         super().connection_made(handler, transport)

@@ -40,10 +40,10 @@ Before any route, every request passes the port's screens (`screens.py`, once pe
 handshake, never per frame): its Host header (DNS rebinding: 421) and its Origin header (pages
 of other sites: 403), see `origin.py`; a request for a route with a body (OpenEnv's POSTs) is
 judged by its head - its token (401), its length (411, 413), the bodies in flight (429, 503) -
-before a byte of its body is read (`wire.py`); then its method (GET and HEAD, OpenEnv's POSTs;
-anything else gets 405 with `Allow: GET, HEAD`, see `methods.py` for requests websockets'
-parser would drop). HEAD is answered as GET without the body. Every response carries the
-security headers of `headers.py`.
+before a byte of its body is read (`gate/screened.py`); then its method (GET and HEAD,
+OpenEnv's POSTs; anything else gets 405 with `Allow: GET, HEAD`, see `gate/methods.py` for
+requests websockets' parser would drop). HEAD is answered as GET without the body. Every
+response carries the security headers of `headers.py`.
 """
 
 from __future__ import annotations
@@ -60,9 +60,10 @@ from areasync.protocol.frames import PROTOCOL, Role
 from areasync.protocol.schema import render_schema
 from areasync.service.adapters.openenv.paths import PREFIX as OPENENV_PREFIX
 from areasync.service.adapters.openenv.routes import OpenEnvRoutes
-from areasync.service.connection.wire import PostRequest, RefusedRequest, admit_messages
 from areasync.service.gate.auth import token_from_http
+from areasync.service.gate.methods import ALLOW, ALLOWED_METHODS
 from areasync.service.gate.origin import show_host
+from areasync.service.gate.screened import PostRequest, RefusedRequest, admit_messages
 from areasync.service.gate.screens import PortScreen
 from areasync.service.http.answers import (
     AGENT_SUFFIX,
@@ -81,7 +82,6 @@ from areasync.service.http.answers import (
     upgrade_required,
     without_body,
 )
-from areasync.service.http.methods import ALLOW, ALLOWED_METHODS
 from areasync.service.sessions.registry import SessionRegistry
 
 
@@ -120,7 +120,8 @@ class HttpRoutes:
             secure(response)
 
     def _answer(self, request: Request) -> Response | Awaitable[Response] | None:
-        if isinstance(request, RefusedRequest):  # refused from its head, body unread (wire.py)
+        # Refused from its head, its body unread (gate/screened.py).
+        if isinstance(request, RefusedRequest):
             return refusal_response(request.refusal)
         refused = self.screen.check_site(head_of(request))
         if refused is not None:

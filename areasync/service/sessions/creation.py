@@ -1,16 +1,13 @@
 """How the registry makes a session: a scenario that fails to load refused as data, the wait
-until a new session's journal exists, and what making it cost (its snapshots' first spacing).
-
-Shared by `registry.py` (imports, forks) and `restore.py` (restores), which both make sessions.
+until a new session's journal exists. What making one cost (`made_in`, `timed`) is
+`durability/restore.py`'s, which restores sessions too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import time
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Iterator
 
 from areasync.bridge.scenarios.loading import ScenarioError
 from areasync.journal import JournalError
@@ -18,10 +15,9 @@ from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.service.sessions.session import Session
 from areasync.simulation import SimulationError
 
-__all__ = ["journal_created", "made_in", "refused_as_data", "timed"]
+__all__ = ["journal_created", "refused_as_data"]
 
 logger = logging.getLogger("areasync.service")
-_T = TypeVar("_T")
 
 
 async def journal_created(session: Session) -> None:
@@ -52,21 +48,3 @@ def refused_as_data() -> Iterator[None]:
             ErrorCode.INVALID_FIELD,
             f"cannot create a session: the scenario failed to load ({type(exc).__name__}: {exc})",
         ) from exc
-
-
-def timed(make: Callable[[], _T]) -> Callable[[], tuple[_T, float]]:
-    """`make`, returning what it made and the wall seconds it took (in its own thread: a
-    wait for the import limiter is not counted)."""
-
-    def timed_make() -> tuple[_T, float]:
-        started = time.perf_counter()
-        return make(), time.perf_counter() - started
-
-    return timed_make
-
-
-def made_in(session: Session, seconds: float) -> None:
-    """Tell `session`'s snapshots what making it cost (`Snapshots.rebuild_s`): a fork before
-    its first snapshot costs that again."""
-    if session.snapshots is not None:
-        session.snapshots.rebuild_s = seconds

@@ -53,14 +53,14 @@ from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import ForkedFrom, ImportMode, Mode
 from areasync.service import background
 from areasync.service.config import ServiceConfig
-from areasync.service.durability.restore import fork_inputs, fork_snapshot, forked
+from areasync.service.durability.recipes import Recipe, source_text
+from areasync.service.durability.restore import fork_inputs, fork_snapshot, forked, made_in, timed
 from areasync.service.durability.state_dir import Journals, scenario_source
 from areasync.service.gate.auth import Tokens
 from areasync.service.gate.memory import ceiling_refusal
 from areasync.service.metrics import Metrics
-from areasync.service.sessions.creation import journal_created, made_in, refused_as_data, timed
+from areasync.service.sessions.creation import journal_created, refused_as_data
 from areasync.service.sessions.names import fork_id
-from areasync.service.sessions.recipes import Recipe, source_text
 from areasync.service.sessions.session import Session, session_id_for
 from areasync.simulation import Judge, Simulation, SimulationError, build_scenario
 from areasync.simulation.loading import Loadable, plain_source

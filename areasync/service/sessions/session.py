@@ -49,13 +49,13 @@ from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import ClientFrame, ForkedFrom, Mode, Role
 from areasync.protocol.records import ClockState
 from areasync.service.config import ServiceConfig
-from areasync.service.connection.sessionview import SessionView
 from areasync.service.durability.journal import SessionJournal
+from areasync.service.durability.recipes import Recipe
 from areasync.service.fanout.hub import StreamHub, Subscriber
 from areasync.service.metrics import Metrics
 from areasync.service.sessions.budget import SessionBudget
 from areasync.service.sessions.names import MAX_ID_CHARS, safe_id
-from areasync.service.sessions.recipes import Recipe
+from areasync.service.sessions.view import SessionView
 from areasync.simulation import Simulation, SimulationError
 from areasync.simulation.loading import Loadable
 from areasync.simulation.snapshots import Snapshots, StateCopyError, keep_taking
@@ -427,6 +427,14 @@ class Session:
         self._scope.cancel()
         await self.done.wait()
         return True
+
+    def keep_in(self, journal: SessionJournal) -> None:
+        """From now on its records go to `journal`: its budget counts the journal's bytes, and
+        its stream goes out only as far as the journal is durable."""
+        self.journal = journal
+        self.budget.journal = journal
+        self.hub.gate = journal
+        journal.on_release = self.hub.release
 
     def journal_failed(self, error: Exception) -> None:
         """Its journal cannot be written: end the session (nothing it does from now on could

@@ -55,8 +55,8 @@ from areasync.service.connection.protocol import (
     Refuse,
     Reply,
 )
-from areasync.service.connection.sessionview import SessionView
 from areasync.service.metrics import Tally
+from areasync.service.sessions.view import SessionView
 
 SESSION = "tutorial"
 TOKEN = "the-token"

@@ -19,9 +19,9 @@ import pytest
 from websockets.datastructures import Headers
 
 from areasync.service.config import ServiceConfig
-from areasync.service.connection.wire import PostRequest
 from areasync.service.fdlimit import raise_open_files_limit
 from areasync.service.gate.admission import SPEAKING_GRACE, Admission
+from areasync.service.gate.screened import PostRequest
 
 
 class _Transport:

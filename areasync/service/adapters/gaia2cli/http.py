@@ -68,8 +68,8 @@ from areasync.service.adapters.gaia2cli.agent import HttpAgent
 from areasync.service.adapters.gaia2cli.bare import LOOPBACK, BarePorts, Bound, url
 from areasync.service.adapters.gaia2cli.feed import MessageFeed, SseClient
 from areasync.service.adapters.gaia2cli.paths import PREFIX, UNKNOWN_TOKEN, adapter_url
-from areasync.service.connection import wire
 from areasync.service.connection.inprocess import InProcessClient, NotDurableError, RequestError
+from areasync.service.gate import sockets
 from areasync.service.gate.screens import BodyRule, Head, PortScreen, Refusal, Slots
 from areasync.service.http.capped import CappedServer
 from areasync.service.http.headers import API_HEADERS
@@ -663,7 +663,7 @@ class Gaia2Adapter:
             except (TimeoutError, ConnectionError):
                 # Not draining for `write_timeout`, or gone: reset the socket, nobody waits.
                 if request.transport is not None:
-                    wire.reset(request.transport)
+                    sockets.reset(request.transport)
                 return response
             finally:
                 feed.detach(client)

@@ -21,7 +21,7 @@ At most `max_connections` sockets are open at once (one beyond is reset); one id
 
 The SDK runs stateless (a transport per request, ended with it: no task left behind), and
 each credential's state is an OpenEnv `Episode` held between requests and reaped when idle
-(`openenv/held.py`), whose calls go the way a WebSocket agent's do (`calls.py`). An
+(`openenv/held.py`), whose calls go the way a WebSocket agent's do (`openenv/toolcalls.py`). An
 `initialize` also gets a session id of the port's making, with which the client opens MCP's
 GET stream: the session's notifications are written there as they arrive (`listening.py`).
 Each notification reaches an MCP session once, as MCP `notifications/message` (logger
@@ -48,8 +48,9 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import Role
-from areasync.service.adapters.mcp import asgi, calls, listening
+from areasync.service.adapters.mcp import asgi, listening
 from areasync.service.adapters.mcp.credentials import PATH, credential_of
+from areasync.service.adapters.openenv import toolcalls
 from areasync.service.adapters.openenv.credential import Credential
 from areasync.service.adapters.openenv.episode import Episode
 from areasync.service.adapters.openenv.held import HeldEpisodes
@@ -334,7 +335,7 @@ class McpPort:
         async with self.held.using(episode):
             if listener is None and _is_initialize(body):
                 try:
-                    await calls.joined(episode)
+                    await toolcalls.joined(episode)
                 except OpenEnvError as refused:
                     return _refused(Refusal(409, "session_error", refused.message))
                 listener = self.listeners.open(key)
@@ -356,7 +357,7 @@ class McpPort:
     async def _list_tools(self) -> list[types.Tool]:
         episode = self._episode()
         try:
-            listed = await calls.list_tools(episode, self.config.mcp_max_wait)
+            listed = await toolcalls.list_tools(episode, self.config.mcp_max_wait)
         except Exception as exc:
             message = getattr(exc, "message", None) or str(exc)
             raise RuntimeError(message) from None
@@ -364,7 +365,7 @@ class McpPort:
 
     async def _call_tool(self, name: str, arguments: dict[str, Any]) -> list[types.TextContent]:
         episode = self._episode()
-        outcome = await calls.call_tool(episode, name, arguments, self.config.mcp_max_wait)
+        outcome = await toolcalls.call_tool(episode, name, arguments, self.config.mcp_max_wait)
         context = self.app.request_context
         listener = self._listener()
         # Each notification reaches an MCP session once as a log message (`listening.py`).

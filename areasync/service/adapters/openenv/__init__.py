@@ -10,4 +10,8 @@ nothing but a base URL, so the credential travels in it: `http://HOST:PORT/opene
 - `episode.py`: one OpenEnv episode on a session: runs those frames through the session's own
   gate (`ConnectionCore`) and `requests.perform`, the one path to the simulation.
 - `socket.py`: the `/ws` loop; `routes.py`: the URL layout and the HTTP routes.
+- `tools.py`: a session's tools as MCP tools (ARE's names, descriptions, JSON Schemas) and
+  areasync's bounded wait tool; no I/O. `toolcalls.py`: what MCP's `tools/list` and
+  `tools/call` do to a session through an episode, as its agent; `mcp.py`: OpenEnv's `/mcp`
+  JSON-RPC route on them (the MCP adapter's Streamable HTTP port uses them too).
 """

@@ -16,7 +16,7 @@ openenv/session/close       `{"session_id"}`                     `{"session_id",
 ==========================  ===================================  ================================
 
 The client then opens `<base>/ws?session_id=...`, which is the same session's `/ws`. Tools,
-calls and errors are the MCP endpoint's (`service/adapters/mcp/calls.py`), on the credential's HTTP
+calls and errors are the MCP endpoint's (`toolcalls.py`), on the credential's HTTP
 episode (`held.py`, shared with `POST /step`); a failed call is a JSON-RPC error (code -32000)
 whose message says why, which `MCPToolClient.call_tool` raises. Like OpenEnv's other HTTP
 routes here, it serves a session's token only (`routes.py`).
@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from areasync.service.adapters.mcp import calls
+from areasync.service.adapters.openenv import toolcalls
 from areasync.service.adapters.openenv.credential import Credential
 from areasync.service.adapters.openenv.held import HeldEpisodes
 from areasync.service.adapters.openenv.messages import OpenEnvError
@@ -91,13 +91,15 @@ async def answer(
     async with held.using(episode):
         if method == "openenv/session/create":
             try:
-                await calls.joined(episode)
+                await toolcalls.joined(episode)
             except OpenEnvError as refused:
                 return _error(request_id, SERVER_ERROR, refused.message)
             return _success(request_id, {"session_id": credential.session_id})
         if method == "tools/list":
             try:
-                return _success(request_id, {"tools": await calls.list_tools(episode, max_wait)})
+                return _success(
+                    request_id, {"tools": await toolcalls.list_tools(episode, max_wait)}
+                )
             except OpenEnvError as refused:
                 return _error(request_id, SERVER_ERROR, refused.message)
         name = params.get("name")
@@ -106,7 +108,7 @@ async def answer(
             return _error(
                 request_id, INVALID_PARAMS, "tools/call takes `name` (a string) and `arguments`"
             )
-        outcome = await calls.call_tool(episode, name, arguments, max_wait)
+        outcome = await toolcalls.call_tool(episode, name, arguments, max_wait)
     if outcome.error:
         return _error(request_id, SERVER_ERROR, outcome.text)
     return _success(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from urllib.parse import quote, unquote
 
 from areasync.service.gate.auth import token_from_http
-from areasync.service.http.methods import OPENENV_PREFIX as PREFIX
+from areasync.service.gate.methods import OPENENV_PREFIX as PREFIX
 
 __all__ = ["ENV_NAME", "PREFIX", "ROUTES", "base_url", "locate"]
 

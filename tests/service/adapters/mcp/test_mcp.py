@@ -17,7 +17,7 @@ from mcp import ClientSession
 from areasync.protocol.frames import CreateSession, EventItem, ListTools, Mode, Role
 from areasync.service import Service
 from areasync.service.adapters.mcp.port import NOTIFICATION_LOGGER
-from areasync.service.adapters.mcp.tools import WAIT as WAIT_TOOL
+from areasync.service.adapters.openenv.tools import WAIT as WAIT_TOOL
 from tests.service.adapters.mcp.support import Logged, mcp_client, text
 from tests.service.support import ADMIN, TUTORIAL, WAIT, attach, http_get, serving, tokens
 from tests.waiting import eventually

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from areasync.protocol.frames import EventItem, Role
-from areasync.service.adapters.mcp.tools import WAIT as WAIT_TOOL
+from areasync.service.adapters.openenv.tools import WAIT as WAIT_TOOL
 from tests.service.adapters.openenv.test_openenv_today import bare_url, bearer
 from tests.service.adapters.openenv.today import MCPToolClient
 from tests.service.support import TUTORIAL, WAIT, attach, serving, tokens

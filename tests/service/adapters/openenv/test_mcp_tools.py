@@ -7,7 +7,7 @@ import jsonschema
 import pytest
 
 from areasync.protocol.records import ToolArg, ToolInfo
-from areasync.service.adapters.mcp.tools import (
+from areasync.service.adapters.openenv.tools import (
     WAIT,
     input_schema,
     listing,

@@ -1,8 +1,8 @@
 """What an MCP client's `tools/list` and `tools/call` do to a session, as its agent.
 
-Both MCP routes - the Streamable HTTP endpoint (`port.py`) and OpenEnv's `/mcp` JSON-RPC
-(`openenv/mcp.py`) - act through an OpenEnv `Episode` bound to the session (held per
-credential, reaped when idle: `openenv/held.py`), so a call meets exactly what a WebSocket
+Both MCP routes - the MCP adapter's Streamable HTTP endpoint (`mcp/port.py`) and OpenEnv's
+`/mcp` JSON-RPC (`mcp.py`) - act through an OpenEnv `Episode` bound to the session (held per
+credential, reaped when idle: `held.py`), so a call meets exactly what a WebSocket
 agent's `call_tool` meets (`connection/inprocess.py`: the gate, rate, lease, journal, errors). A
 call never lets time advance by itself: in fast mode the agent holds its turn from its first call
 until it waits (`WAIT`, or ARE's own `SystemApp__wait_for_notification`), as a WebSocket agent
@@ -19,9 +19,9 @@ import anyio
 
 from areasync.protocol.frames import ListTools
 from areasync.protocol.records import ToolInfo
-from areasync.service.adapters.mcp.tools import WAIT, listing, result_text, wait_timeout
 from areasync.service.adapters.openenv.episode import Episode
 from areasync.service.adapters.openenv.messages import CallToolAction, OpenEnvError
+from areasync.service.adapters.openenv.tools import WAIT, listing, result_text, wait_timeout
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

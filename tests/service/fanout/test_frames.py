@@ -1,4 +1,4 @@
-"""wire.py with no socket: the bytes of one write, with and without `batch`, and a fake socket.
+"""fanout/frames.py with no socket: the bytes of one write, with and without `batch`.
 
 The bytes `Messages` builds are parsed back here as a client would: WebSocket frames (header,
 then payload), each payload a server frame.
@@ -6,14 +6,11 @@ then payload), each payload a server frame.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
-
 from areasync.protocol import Encoding, Pong, decode_server_frame
 from areasync.protocol.codec import encode_server_bytes
 from areasync.protocol.frames import Batch
-from areasync.service.connection import wire
-from areasync.service.connection.wire import BATCH_BYTES, Messages
+from areasync.service.fanout import frames
+from areasync.service.fanout.frames import BATCH_BYTES, Messages
 
 
 def messages_in(data: bytes) -> list[tuple[int, bytes]]:
@@ -39,7 +36,7 @@ def pong(n: int) -> bytes:
 def test_without_batch_each_payload_is_a_message_of_its_own() -> None:
     messages = Messages(text=True, batch=False)
     messages.add(pong(1))
-    messages.add_frame(wire.ws_frame(pong(2), text=True))
+    messages.add_frame(frames.ws_frame(pong(2), text=True))
     parsed = messages_in(messages.data())
     assert [decode_server_frame(p.decode()) for _, p in parsed] == [Pong(id=1), Pong(id=2)]
     assert {opcode for opcode, _ in parsed} == {1}  # text frames
@@ -83,7 +80,7 @@ def test_a_group_of_one_goes_as_the_frame_itself() -> None:
     messages = Messages(text=False, batch=True)
     payload = encode_server_bytes(Pong(id=4), Encoding.MSGPACK)
     messages.add(payload)
-    assert messages.data() == wire.ws_frame(payload, text=False)
+    assert messages.data() == frames.ws_frame(payload, text=False)
 
 
 def test_the_first_payload_always_fits_the_budget_and_later_ones_only_within_it() -> None:
@@ -91,27 +88,3 @@ def test_the_first_payload_always_fits_the_budget_and_later_ones_only_within_it(
     assert messages.fits(10_000, budget=100)
     messages.add(b"x" * 60)
     assert messages.fits(40, budget=100) and not messages.fits(41, budget=100)
-
-
-def _fake_ws(buffered: int, *, gone: bool = False) -> Any:
-    written: list[bytes] = []
-    transport = SimpleNamespace(
-        get_write_buffer_size=lambda: buffered,
-        write=written.append,
-        is_closing=lambda: False,
-        get_extra_info=lambda name: None,
-    )
-    return SimpleNamespace(transport=None if gone else transport, written=written)
-
-
-def test_a_write_goes_to_the_transport_whole() -> None:
-    ws = _fake_ws(0)
-    wire.write(ws, b"abc")
-    assert ws.written == [b"abc"]
-
-
-def test_buffered_and_unsent_read_the_transport_and_a_gone_socket_holds_nothing() -> None:
-    assert wire.buffered(_fake_ws(5)) == 5 and wire.unsent(_fake_ws(5)) == 5
-    assert (
-        wire.buffered(_fake_ws(5, gone=True)) == 0 and wire.unsent(_fake_ws(5, gone=True)) is None
-    )

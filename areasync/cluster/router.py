@@ -87,7 +87,7 @@ class Router:
         require_confinement: bool = False,
         check_interval: float = 0.5,
         call_timeout: float = 30.0,
-        start_timeout: float = 120.0,
+        start_timeout: float = 300.0,
     ) -> None:
         if config.state_dir is None:
             raise ValueError(

@@ -26,6 +26,7 @@ from areasync.bridge.traces import export_trace
 from areasync.conformance.scenario_json import export_scenario_json
 from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from areasync.protocol import ImportMode
+from areasync.protocol.records import Validation
 from areasync.service import ServiceConfig
 from tests.client.test_client_oracle_agent import gaia2_json
 
@@ -126,7 +127,7 @@ def test_a_benchmark_import_adds_a_system_app_as_gaia2s_runner_does() -> None:
 
 def test_a_benchmark_session_without_a_judge_validates_as_gaia2_does() -> None:
     sim = Simulation.load(gaia2_json(), mode="fast", import_mode="benchmark", oracle=True)
-    assert anyio.run(sim.run) == {"success": None, "exception": None, "rationale": None}
+    assert anyio.run(sim.run) == Validation(success=None, exception=None, rationale=None)
 
 
 def test_import_mode_leaves_registered_scenarios_alone() -> None:

@@ -193,20 +193,19 @@ class Driver:
         clock, engine, book = self._clock, self._engine, self._book
         while True:
             if clock.mode is Mode.FAST and not self._leases and not clock.paused:
-                # `_step`'s first branch and `_fast_step`, written out: once per event time.
+                # `_fast_step`, written out: this runs once per event time.
                 book.pending_steps += 1
                 more = engine.step_fast() or self._idle_after_fast_step()
             else:
-                more = self._step()
+                more = self._held_step()
             self._after_step()
             if not more or perf_counter() > deadline:
                 return
 
-    def _step(self) -> bool:
-        """One engine step. False when the driver should plan again (wait, or done)."""
+    def _held_step(self) -> bool:
+        """A step when fast time cannot run freely (realtime, a busy lease, a pause), which may
+        still end a finished or stopping run. False when the driver should plan again."""
         clock = self._clock
-        if clock.mode is Mode.FAST and not self._leases and not clock.paused:
-            return self._fast_step()  # which ends a finished or stopping run itself
         engine = self._engine
         if engine.finished or engine.stopping:
             return self._fast_step()

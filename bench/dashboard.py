@@ -404,7 +404,8 @@ async def measure_clicks(page: Any, n: int, repeats: int) -> dict[str, Any]:
     for i in range(repeats):
         samples["pause"].append(await click_latency(page, "#btn-toggle", STATE_IS.format("paused")))
         samples["resume"].append(
-            await click_latency(page, "#btn-toggle", STATE_IS.format("running"))
+            # the session is on a manual clock: resumed, the page calls it "manual", not "running"
+            await click_latency(page, "#btn-toggle", STATE_IS.format("manual"))
         )
         hidden = f"window.__areasync.store.visible.length === 0 && {ROWS_SHOWN} === 0"
         samples["hide_type"].append(await click_latency(page, chip, hidden))

@@ -704,7 +704,7 @@ async def bench_sessions(count: int) -> dict[str, Any]:
         peak = rss_bytes()
         validations = [s.sim.validation for s in sessions]
         stream_items = sum(s.hub.seq for s in sessions)
-    passed = sum(1 for v in validations if v and v.get("success"))
+    passed = sum(1 for v in validations if v is not None and v.success)
     return {
         "what": f"{count} fast sessions of scenario_tutorial, one oracle agent socket each",
         "sessions": count,

@@ -39,7 +39,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 WHOLE_PACKAGES = ("tests/cluster/",)
 WHOLE_MODULES = (  # a module, or every module under a directory ending in "/"
     "tests/agents/",
-    "tests/conformance/test_reference.py",
+    "tests/conformance/test_conformance_reference.py",
     "tests/simulation/test_replay.py",
     "tests/simulation/test_snapshots.py",
     "tests/service/dashboard/",

@@ -1,6 +1,6 @@
 """SIGTERM ends `areasync serve` even while a tool call holds its event loop.
 
-A real server process (`tests.service.runaway_serve`: the command line with the runaway test
+A real server process (`tests.cli.runaway_serve`: the command line with the runaway test
 scenario registered) runs an agent's tool call that never returns by itself: a standard-library
 `re` backtracking in C, which holds the interpreter lock and that no watchdog can interrupt,
 or a Python loop, which the call watchdog stops at the budget. The tool prints a line before
@@ -29,7 +29,7 @@ from tests.service.support import json_files
 
 RUNAWAY = RunawayScenario.scenario_id
 SERVE = [
-    *(sys.executable, "-m", "tests.service.runaway_serve", "serve", "--workers", "0"),
+    *(sys.executable, "-m", "tests.cli.runaway_serve", "serve", "--workers", "0"),
     *("--port", "0"),
     *("--mode", "manual", "--token", "cli-admin", "--scenario", RUNAWAY),
 ]

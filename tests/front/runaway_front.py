@@ -3,7 +3,7 @@
 
 A worker imports the front's main module (as `__mp_main__`, multiprocessing's rule for
 processes forked from a fork server), so the registration is at import, not under
-`if __name__ == "__main__"` (tests/service/runaway_serve.py registers it in one process only).
+`if __name__ == "__main__"` (tests/cli/runaway_serve.py registers it in one process only).
 """
 
 from __future__ import annotations

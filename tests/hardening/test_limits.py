@@ -1,13 +1,13 @@
 """Limits: frame size, request rate, connections and sessions, each with a clear error.
 
-`tests/service/test_socket_limits.py` covers a too-large frame after hello (too_large, 4009), one
-far above the limit (1009), rate limiting and the close after a flood (4029), a session's client
-limit (capacity, 4503) and the server's connection limit (HTTP 503). This module completes the
-set: the session limit, the inline-scenario size limit, a too-large hello, msgpack frames, and
-that every limit gives its capacity back (a closed connection, an ended session, a refilled
-bucket), so a limit is a bound and not a leak; and that a first message, read before any
-credential, is held to `HELLO_BYTES` (1009 above it, unbuffered), while a socket whose hello was
-accepted, or an OpenEnv socket (its token checked at the handshake), gets the full limit.
+`tests/service/gate/test_socket_limits.py` covers a too-large frame after hello (too_large, 4009),
+one far above the limit (1009), rate limiting and the close after a flood (4029), a session's client
+limit (capacity, 4503) and the server's connection limit (HTTP 503). This module completes the set:
+the session limit, the inline-scenario size limit, a too-large hello, msgpack frames, and that every
+limit gives its capacity back (a closed connection, an ended session, a refilled bucket), so a limit
+is a bound and not a leak; and that a first message, read before any credential, is held to
+`HELLO_BYTES` (1009 above it, unbuffered), while a socket whose hello was accepted, or an OpenEnv
+socket (its token checked at the handshake), gets the full limit.
 """
 
 from __future__ import annotations

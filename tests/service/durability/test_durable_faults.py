@@ -56,6 +56,7 @@ from areasync.protocol import EventItem, StreamItem, decode_server_frame
 from bench.synthetic import synthetic_scenario_json
 from tests.bounds import PROCESS_S
 from tests.hardening.storm import _cut
+from tests.service.durability.held_sync_serve import ARM, HELD, RELEASE
 from tests.service.durable_support import (
     TALLY,
     TOKEN,
@@ -68,7 +69,6 @@ from tests.service.durable_support import (
     session_url,
     whole_stream,
 )
-from tests.service.held_sync_serve import ARM, HELD, RELEASE
 from tests.waiting import eventually, settled
 
 SESSION = "fault_run"  # the scenario file's stem
@@ -355,7 +355,8 @@ async def test_a_client_resuming_while_a_record_awaits_its_sync_gets_its_welcome
     # The server process holds the sync of the agent's next tool call record (held_sync_serve)
     # while the client resumes, and answers a health check meanwhile; released, it goes on.
     command = [
-        *(sys.executable, "-m", "tests.service.held_sync_serve", "serve", "--workers", "0"),
+        *(sys.executable, "-m", "tests.service.durability.held_sync_serve"),
+        *("serve", "--workers", "0"),
         *("--port", "0", "--token", TOKEN),
         *("--scenario", "scenario_tutorial", "--mode", "manual", "--trace-dir", ""),
         *("--state-dir", str(tmp_path / "state"), "--durability", "group:1000"),

@@ -1,25 +1,24 @@
 """Forks that start from a snapshot of their source (`simulation/snapshots.py`) instead of
-replaying it from its load: taken when the fork has no cut, or by the session as it works."""
+replaying it from its load: taken when the fork has no cut, or by the session as it works.
+
+The snapshots' policy on its own (when one is due, which are kept, which serves a cut):
+`tests/simulation/test_snapshot_policy.py`."""
 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import Any
 
-import anyio
 import pytest
 
-from areasync import Simulation
 from areasync.protocol import CallTool, Role
 from areasync.protocol.frames import ForkSession, StopSession
 from areasync.service.config import ServiceConfig
 from areasync.service.durability.restore import fork_snapshot
 from areasync.service.server import Service
-from areasync.simulation.lane import CommandLane
-from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots, keep_taking
+from areasync.simulation.snapshots import Snapshot, SnapshotPolicy, Snapshots
+from tests.service.durability.test_fork import INBOX, agent_calls, stream
 from tests.service.support import TUTORIAL, attach, serving
-from tests.service.test_fork import INBOX, agent_calls, stream
 from tests.waiting import eventually, settled
 
 # A snapshot after every command; none after the first.
@@ -149,63 +148,6 @@ async def test_a_realtime_session_is_forked_by_a_replay_and_takes_no_snapshot() 
         assert agent_calls(service, created["session_id"]) == ["INBOX"]
 
 
-def snapshot(records: int) -> Snapshot:
-    return Snapshot(records=records, seq=records * 10, time=float(records), data=b"x", cost_s=0.1)
-
-
-def test_a_snapshot_is_spaced_by_half_the_fork_aim_of_lane_work() -> None:
-    kept = Snapshots(SnapshotPolicy(fork_within_s=1.0))
-    assert not kept.spaced(0.49) and kept.spaced(0.5)
-
-
-def test_the_first_snapshot_waits_for_no_wall_time() -> None:
-    assert Snapshots(SnapshotPolicy()).wait_s(0.0) == 0.0
-
-
-def test_a_snapshot_waits_until_the_newest_is_paid_for_by_its_cost_over_the_overhead() -> None:
-    kept = Snapshots(SnapshotPolicy(overhead=0.1))
-    kept.add(snapshot(1))  # cost 0.1 s: paid for after 1 s of wall time
-    assert math.isclose(kept.wait_s(0.25), 0.75) and kept.wait_s(1.0) == 0.0
-
-
-def test_no_overhead_allowed_means_no_snapshot_as_the_session_runs() -> None:
-    kept = Snapshots(SnapshotPolicy(overhead=0.0))
-    assert kept.wait_s(1e9) == math.inf
-    kept.add(snapshot(1))  # a fork's, with no cut
-    assert kept.wait_s(1e9) == math.inf
-
-
-def at_work(work_s: float) -> Snapshot:
-    return Snapshot(records=int(work_s * 10), seq=0, time=0.0, data=b"x", cost_s=0.1, work_s=work_s)
-
-
-def test_thinning_drops_the_snapshot_whose_loss_adds_the_least_replay() -> None:
-    kept = Snapshots(SnapshotPolicy(max_count=3))
-    for work_s in (1.0, 2.0, 2.2, 4.0):
-        kept.add(at_work(work_s))
-    assert [s.work_s for s in kept.kept] == [1.0, 2.2, 4.0]  # 2.0 leaves 1.0 -> 2.2
-    kept.add(at_work(4.1))
-    assert kept.kept[-1].work_s == 4.1  # the newest always stays
-
-
-def test_thinning_keeps_the_first_snapshot_of_a_session_long_to_make() -> None:
-    # Without the first (taken at the start), a fork before the second would redo the 2 s
-    # making and replay 0.5 s; without the second, it replays at most 1 s from the first.
-    kept = Snapshots(SnapshotPolicy(max_count=3), rebuild_s=2.0)
-    for work_s in (0.0, 0.5, 1.0, 1.5):
-        kept.add(at_work(work_s))
-    assert [s.work_s for s in kept.kept] == [0.0, 1.0, 1.5]
-
-
-def test_a_cut_is_served_by_the_newest_snapshot_strictly_before_its_seq_and_by_its_time() -> None:
-    kept = Snapshots(SnapshotPolicy())
-    for records in (1, 2, 3):
-        kept.add(snapshot(records))
-    assert kept.serving(30, None) == snapshot(2)
-    assert kept.serving(None, 1.5) == snapshot(1)
-    assert kept.serving(10, None) is None
-
-
 async def test_sessions_take_snapshots_by_the_servers_fork_aim_and_overhead() -> None:
     async with serving(fork_within=2.0, snapshot_overhead=0.25) as service:
         assert snapshots(service).policy == SnapshotPolicy(fork_within_s=2.0, overhead=0.25)
@@ -223,23 +165,6 @@ def test_a_service_config_refuses_a_fork_aim_that_is_not_a_positive_time(
 def test_a_service_config_refuses_a_snapshot_overhead_outside_0_to_1(overhead: float) -> None:
     with pytest.raises(ValueError, match="snapshot_overhead must be from 0"):
         ServiceConfig(snapshot_overhead=overhead)
-
-
-def test_a_fork_with_no_cut_starts_from_the_newest_snapshot_while_the_work_since_costs_less() -> (
-    None
-):
-    kept = Snapshots(SnapshotPolicy())
-    kept.add(Snapshot(records=1, seq=10, time=1.0, data=b"x", cost_s=0.4, work_s=2.0))
-    source = SimpleNamespace(lane=CommandLane())
-    source.lane.work_s = 2.3  # 0.3 s of work to replay: less than a 0.4 s copy
-    assert kept.current(source) is kept.kept[-1]  # type: ignore[arg-type]
-    source.lane.work_s = 2.5
-    assert kept.current(source) is None  # type: ignore[arg-type]
-
-
-def test_a_session_that_took_half_the_fork_aim_to_make_is_due_a_snapshot_as_it_starts() -> None:
-    assert Snapshots(SnapshotPolicy(fork_within_s=1.0), rebuild_s=0.5).spaced(0.0)
-    assert not Snapshots(SnapshotPolicy(fork_within_s=1.0), rebuild_s=0.4).spaced(0.0)
 
 
 async def test_a_session_long_to_make_takes_its_first_snapshot_before_any_command() -> None:
@@ -268,25 +193,6 @@ async def until_idle(sim: Any) -> None:
         if not sim.lane.locked():
             return
         await eventually(lambda: not sim.lane.locked())
-
-
-async def test_a_realtime_sessions_snapshot_loop_waits_for_work_and_never_spins(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    checks = 0
-
-    def counted(sim: Any) -> bool:
-        nonlocal checks
-        checks += 1
-        return False  # realtime: no snapshot
-
-    monkeypatch.setattr("areasync.simulation.snapshots.takes_snapshots", counted)
-    sim = Simulation.load(TUTORIAL, mode="realtime", seed=1, created_at=0.0)
-    # Long to make: a first snapshot would be due at once, were it taken.
-    kept = Snapshots(SnapshotPolicy(), rebuild_s=10.0)
-    with anyio.move_on_after(0.2):
-        await keep_taking(sim, kept)
-    assert checks <= 2 and kept.kept == []
 
 
 async def test_a_fork_keeps_the_snapshot_it_started_from_for_its_own_forks() -> None:

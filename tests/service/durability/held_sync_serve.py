@@ -7,7 +7,7 @@ one a line: `arm` holds the next sync, which prints `sync held` on stdout before
 `release` lets it (and every later sync) through. The test reads the banner and then
 `sync held` from stdout as from `areasync serve` (`durable_support.read_until`).
 
-    python -m tests.service.held_sync_serve serve --state-dir ... (areasync's arguments)
+    python -m tests.service.durability.held_sync_serve serve --state-dir ... (areasync's arguments)
 """
 
 from __future__ import annotations

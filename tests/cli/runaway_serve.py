@@ -1,6 +1,6 @@
 """`areasync serve` with `RunawayScenario` registered as `areasync_test_runaway`.
 
-`python -m tests.service.runaway_serve serve --scenario areasync_test_runaway ...` is the real
+`python -m tests.cli.runaway_serve serve --scenario areasync_test_runaway ...` is the real
 command-line server (its signal handling included); only the test scenario is added, since
 no ARE app offers a tool that holds the interpreter lock in C on demand.
 """

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import math
 from types import SimpleNamespace
-from typing import Any
 
 import anyio
-import pytest
 
 from areasync import Simulation
 from areasync.simulation.lane import CommandLane
@@ -95,20 +93,18 @@ def test_a_session_that_took_half_the_fork_aim_to_make_is_due_a_snapshot_as_it_s
     assert not Snapshots(SnapshotPolicy(fork_within_s=1.0), rebuild_s=0.4).spaced(0.0)
 
 
-async def test_a_realtime_sessions_snapshot_loop_waits_for_work_and_never_spins(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    checks = 0
-
-    def counted(sim: Any) -> bool:
-        nonlocal checks
-        checks += 1
-        return False  # realtime: no snapshot
-
-    monkeypatch.setattr("areasync.simulation.snapshots.takes_snapshots", counted)
+async def test_a_realtime_sessions_snapshot_loop_waits_for_work_and_never_spins() -> None:
     sim = Simulation.load(TUTORIAL, mode="realtime", seed=1, created_at=0.0)
     # Long to make: a first snapshot would be due at once, were it taken.
     kept = Snapshots(SnapshotPolicy(), rebuild_s=10.0)
-    with anyio.move_on_after(0.2):
-        await keep_taking(sim, kept)
-    assert checks <= 2 and kept.kept == []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(keep_taking, sim, kept)
+        for _ in range(2):  # parked at first, and parked again after a turn on the lane
+            # A loop that spins never blocks, so this wait would run out.
+            with anyio.fail_after(30):
+                await anyio.wait_all_tasks_blocked()
+            assert sim.lane.on_release is not None and kept.kept == []
+            async with sim.lane:
+                pass
+        tg.cancel_scope.cancel()
+    assert kept.kept == []

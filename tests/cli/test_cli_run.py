@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from areasync.bridge.sandbox.audit import DEFAULT_MAX_FILE_BYTES
-from areasync.cli import main, print_event_table
+from areasync.cli import main
+from areasync.cli.run import print_event_table
 from areasync.protocol.records import EventRecord
 from tests.scenarios import oversized_scenario_file
 

@@ -24,7 +24,7 @@ from areasync.cli.tunables import add_tunable_options
 from areasync.cli.values import directory, memory_limit, port_number, port_range, positive_bytes
 from areasync.protocol.frames import ImportMode, Mode
 
-__all__ = ["DESCRIPTION", "build_parser", "command_paths"]
+__all__ = ["DESCRIPTION", "build_parser", "command_paths", "subcommands"]
 
 DESCRIPTION = "The `areasync` command: run a scenario, print the protocol schema, serve sessions."
 
@@ -73,13 +73,20 @@ def command_paths(parser: argparse.ArgumentParser) -> list[tuple[str, ...]]:
 
     def walk(node: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
         found.append(path)
-        for action in node._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, child in action.choices.items():
-                    walk(child, (*path, name))
+        for name, child in subcommands(node).items():
+            walk(child, (*path, name))
 
     walk(parser, ())
     return found
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """`parser`'s subcommands' parsers by name, in their help's order ({} if it has none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            choices: dict[str, argparse.ArgumentParser] = action.choices
+            return choices
+    return {}
 
 
 def _add_run_parser(sub: Any) -> None:

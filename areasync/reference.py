@@ -15,6 +15,7 @@ pages are written again.
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import json
 import os
@@ -104,14 +105,13 @@ def cli_page() -> str:
         "",
     ]
     parser = build_parser()
+    helps = {command: parser_help(parser, command) for command in command_paths(parser)}
     every = commands(parser)
-    in_parser = set(command_paths(parser))
+    run = [command for command in every if command not in helps]
     # A bench command's help is its own process (are-benchmark's imports ARE): a few at once.
     with ThreadPoolExecutor(max_workers=4) as pool:
-        helps = list(
-            pool.map(lambda c: parser_help(parser, c) if c in in_parser else help_text(c), every)
-        )
-    lines += [cli_section(command, text) for command, text in zip(every, helps, strict=True)]
+        helps.update(zip(run, pool.map(help_text, run), strict=True))
+    lines += [cli_section(command, helps[command]) for command in every]
     return "\n".join(lines)
 
 
@@ -121,9 +121,11 @@ def parser_help(parser: argparse.ArgumentParser, command: Sequence[str]) -> str:
     node = parser
     for word in command:
         node = subcommands(node)[word]
-    # The width argparse gives a terminal of HELP_COLUMNS columns (HelpFormatter: columns - 2).
-    node.formatter_class = functools.partial(argparse.HelpFormatter, width=int(HELP_COLUMNS) - 2)
-    return node.format_help()
+    # The width argparse gives a terminal of HELP_COLUMNS columns (HelpFormatter: columns - 2),
+    # on a copy: `parser` is left as it was.
+    view = copy.copy(node)
+    view.formatter_class = functools.partial(argparse.HelpFormatter, width=int(HELP_COLUMNS) - 2)
+    return view.format_help()
 
 
 def cli_section(command: Sequence[str], text: str) -> str:

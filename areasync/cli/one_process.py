@@ -2,7 +2,7 @@
 
 For debugging: its banner says it is unconfined. It raises the open files limit (every socket
 is a descriptor) and warns when the limit is below what the ports may hold, starts the service,
-prints its banner, and on SIGINT or SIGTERM shuts it down within `shutdown_deadline`
+prints its banner, and on SIGINT or SIGTERM shuts it down within `serve.shutdown_deadline`
 (`signals.py`). A service that cannot start (`ServiceError`: a scenario that fails to load, a
 port taken) is one line on stderr and status 2.
 """
@@ -15,20 +15,23 @@ from typing import Any
 
 import anyio
 
-from areasync.cli.signals import ShutdownSignals, shutdown_deadline
+from areasync.cli.signals import ShutdownSignals
 
 __all__ = ["serve_in_process"]
 
 
-def serve_in_process(config: Any, scenarios: list[str], one_process: str) -> int:
+def serve_in_process(
+    config: Any, scenarios: list[str], one_process: str, shutdown_within: float
+) -> int:
     """Serve `scenarios` with `config` in this process until a signal; the exit status.
-    `one_process`: the banner's line saying how sessions run."""
+    `one_process`: the banner's line saying how sessions run; `shutdown_within`: wall seconds
+    the shutdown may take before the process exits anyway (`serve.shutdown_deadline`)."""
     # Imported once the options are known good: a refusal before this answers without ARE.
     from areasync.service.starting import ServiceError
 
     failures: list[BaseException] = []
     try:
-        anyio.run(_serve, config, scenarios, one_process)
+        anyio.run(_serve, config, scenarios, one_process, shutdown_within)
     except* ServiceError as group:
         # Task groups wrap what fails inside them (nested); report each ServiceError itself.
         failures.extend(_leaves(group))
@@ -43,7 +46,9 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-async def _serve(config: Any, scenarios: list[str], one_process: str) -> None:
+async def _serve(
+    config: Any, scenarios: list[str], one_process: str, shutdown_within: float
+) -> None:
     from areasync.service import Service
     from areasync.service.fdlimit import raise_open_files_limit
     from areasync.service.gc_policy import settle as settle_gc
@@ -79,7 +84,7 @@ async def _serve(config: Any, scenarios: list[str], one_process: str) -> None:
             else "suspending sessions in their journals, closing connections"
         ),
         answer_within=config.shutdown_timeout,
-        shutdown_within=shutdown_deadline(config),
+        shutdown_within=shutdown_within,
     )
     signals.install()
     async with anyio.create_task_group() as tg:

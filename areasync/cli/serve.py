@@ -5,7 +5,9 @@ sessions; with `--ray`, `cluster/` runs a host per node behind a router; with `-
 every session runs in this process (`one_process.py`). Whichever way, a bad option or an
 operator's scenario file too large is refused here, in one line and with status 2, before
 anything starts (a front and its workers, or ARE's import). Each way is imported only once
-chosen: the front imports no ARE.
+chosen: the front imports no ARE. This module imports only what checking the options needs:
+with workers, everything imported before the fork server boots (`front/boot.py`) delays ARE's
+import in it.
 """
 
 from __future__ import annotations
@@ -18,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from areasync.bridge.operator_files import TooLargeError, check_file, names_a_file
-from areasync.cli.signals import shutdown_deadline
 from areasync.cli.tunables import tunables_given
 from areasync.cli.workers import worker_count
 from areasync.protocol.frames import ImportMode, Mode
 
-__all__ = ["serve"]
+__all__ = ["serve", "shutdown_deadline"]
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -117,7 +118,17 @@ def serve(args: argparse.Namespace) -> int:
     assert workers.one_process is not None
     from areasync.cli.one_process import serve_in_process
 
-    return serve_in_process(config, args.scenario or ["scenario_tutorial"], workers.one_process)
+    scenarios = args.scenario or ["scenario_tutorial"]
+    return serve_in_process(config, scenarios, workers.one_process, shutdown_deadline(config))
+
+
+def shutdown_deadline(config: Any) -> float:
+    """Wall seconds a shut-down may take before the process exits anyway: the sessions' stop
+    bound, the close handshakes' and a margin (the service bounds each step itself; this is
+    the backstop)."""
+    return float(
+        config.shutdown_timeout + config.shutdown_grace + config.close_timeout + 1.0 + 10.0
+    )
 
 
 def _memory_limit(given: int | str | None) -> dict[str, Any]:

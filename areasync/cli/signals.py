@@ -40,11 +40,10 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import Any
 
 import anyio
 
-__all__ = ["SIGNALS", "ShutdownSignals", "exit_after", "shutdown_deadline"]
+__all__ = ["SIGNALS", "ShutdownSignals", "exit_after"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -112,12 +111,3 @@ def exit_after(seconds: float) -> None:
         timer = threading.Timer(seconds, os._exit, (1,))
         timer.daemon = True
         timer.start()
-
-
-def shutdown_deadline(config: Any) -> float:
-    """Wall seconds a shut-down may take before the process exits anyway: the sessions' stop
-    bound, the close handshakes' and a margin (the service bounds each step itself; this is
-    the backstop)."""
-    return float(
-        config.shutdown_timeout + config.shutdown_grace + config.close_timeout + 1.0 + 10.0
-    )

@@ -49,3 +49,32 @@ def test_serve_boots_the_fork_server_before_it_imports_the_front(tmp_path: Path)
     assert "fork servers running as the front is imported: 1" in done.stdout, (
         done.stdout + done.stderr
     )
+
+
+# Runs `areasync serve` (workers by default) in this process; when it boots the fork server
+# (imports `areasync.workers.forkserver`), says whether asyncio is imported yet, and exits there.
+AT_BOOT = """
+import os, sys
+
+def at_import(event, args):
+    if event == "import" and args[0] == "areasync.workers.forkserver":
+        print(f"asyncio imported before the boot: {'asyncio' in sys.modules}", flush=True)
+        os._exit(0)
+
+sys.addaudithook(at_import)
+from areasync.cli import main
+main(["serve", "--port", "0", "--token", "boot-test", "--trace-dir", sys.argv[1]])
+"""
+
+
+def test_serve_boots_the_fork_server_before_it_imports_the_event_loop(tmp_path: Path) -> None:
+    """What `serve` imports before the boot delays the fork server's import of ARE: checking
+    the options needs no event loop (asyncio is the front's, imported after)."""
+    done = subprocess.run(
+        [sys.executable, "-c", AT_BOOT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert "asyncio imported before the boot: False" in done.stdout, done.stdout + done.stderr

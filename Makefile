@@ -122,8 +122,8 @@ serve: $(STAMP)
 schema: $(STAMP)
 	$(VENV)/bin/areasync schema > areasync/protocol/schema.json
 
-# docs/reference/protocol.md and cli.md, from the schema and every command's --help
-# (tests/test_docs.py fails while they are stale).
+# docs/reference/protocol.md and cli.md, from the schema and the `areasync` parser (and the bench
+# commands' own --help); tests/test_reference.py fails while they are stale.
 docs: $(STAMP)
 	$(PY) -m areasync.reference
 

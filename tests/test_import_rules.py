@@ -404,12 +404,13 @@ def test_a_sans_io_core_is_imported_without_are_or_an_io_library(module: str) ->
     assert loaded_by(module, HEAVY) == []
 
 
-# What `areasync serve` (with session workers) imports before its banner: the command, the
-# fork server's boot, the front. The front hands sessions to workers whose fork server imports
-# ARE; the front itself needs plain values and frames, so it imports no ARE (about 2 s of CPU
-# on the start-up's critical path, docs/topics/performance.md), no session or simulation, and
-# neither LiteLLM (ARE's LLM engine) nor Ray (`serve --ray` only).
-FRONT_ENTRY = ("areasync.cli", "areasync.front.boot", "areasync.front.cli")
+# What `areasync serve` (with session workers) imports before its banner: the command (its
+# package and its `serve` module), the fork server's boot, the front. The front hands sessions
+# to workers whose fork server imports ARE; the front itself needs plain values and frames, so
+# it imports no ARE (about 2 s of CPU on the start-up's critical path,
+# docs/topics/performance.md), no session or simulation, and neither LiteLLM (ARE's LLM engine)
+# nor Ray (`serve --ray` only).
+FRONT_ENTRY = ("areasync.cli", "areasync.cli.serve", "areasync.front.boot", "areasync.front.cli")
 NOT_IN_THE_FRONT = (
     "are",
     "litellm",

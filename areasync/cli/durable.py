@@ -1,7 +1,7 @@
 """`areasync serve`'s durability options: `--state-dir`, `--durability`, `--retention`, `--seed`.
 
-Apart from cli/__init__.py so that its parser stays readable; each option's value is checked by
-argparse (`type=`), so a bad one is refused before anything starts, with the flag's name and what it
+Apart from `parser.py` so that it stays readable; each option's value is checked by argparse
+(`type=`), so a bad one is refused before anything starts, with the flag's name and what it
 accepts.
 """
 

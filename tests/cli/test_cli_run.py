@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from areasync.bridge.sandbox.audit import DEFAULT_MAX_FILE_BYTES
-from areasync.cli import main, print_event_table
+from areasync.cli.run import print_event_table
 from areasync.protocol.records import EventRecord
 from tests.scenarios import oversized_scenario_file
 
@@ -53,14 +53,6 @@ def test_run_reports_an_unknown_scenario_clearly() -> None:
     done = run_cli("run", "no_such_scenario")
     assert done.returncode == 2
     assert "unknown scenario id 'no_such_scenario'" in done.stderr
-
-
-def test_schema_command_prints_the_checked_in_schema(capsys: object) -> None:
-    from areasync.protocol.schema import SCHEMA_PATH
-
-    assert main(["schema"]) == 0
-    out = capsys.readouterr().out  # type: ignore[attr-defined]
-    assert out == SCHEMA_PATH.read_text()
 
 
 def test_event_table_shows_time_since_start_type_and_result() -> None:

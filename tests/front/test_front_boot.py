@@ -38,14 +38,42 @@ main(["serve", "--port", "0", "--token", "boot-test", "--trace-dir", sys.argv[1]
 """
 
 
-def test_serve_boots_the_fork_server_before_it_imports_the_front(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", AT_FRONTS_IMPORT, str(tmp_path)],
+def serve_under(script: str, trace_dir: Path) -> subprocess.CompletedProcess[str]:
+    """`script` (which runs `areasync serve` under an audit hook) as its own process."""
+    return subprocess.run(
+        [sys.executable, "-c", script, str(trace_dir)],
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
+
+
+def test_serve_boots_the_fork_server_before_it_imports_the_front(tmp_path: Path) -> None:
+    done = serve_under(AT_FRONTS_IMPORT, tmp_path)
     assert "fork servers running as the front is imported: 1" in done.stdout, (
         done.stdout + done.stderr
     )
+
+
+# Runs `areasync serve` (workers by default) in this process; when it boots the fork server
+# (imports `areasync.workers.forkserver`), says whether asyncio is imported yet, and exits there.
+AT_BOOT = """
+import os, sys
+
+def at_import(event, args):
+    if event == "import" and args[0] == "areasync.workers.forkserver":
+        print(f"asyncio imported before the boot: {'asyncio' in sys.modules}", flush=True)
+        os._exit(0)
+
+sys.addaudithook(at_import)
+from areasync.cli import main
+main(["serve", "--port", "0", "--token", "boot-test", "--trace-dir", sys.argv[1]])
+"""
+
+
+def test_serve_boots_the_fork_server_before_it_imports_the_event_loop(tmp_path: Path) -> None:
+    """What `serve` imports before the boot delays the fork server's import of ARE: checking
+    the options needs no event loop (asyncio is the front's, imported after)."""
+    done = serve_under(AT_BOOT, tmp_path)
+    assert "asyncio imported before the boot: False" in done.stdout, done.stdout + done.stderr

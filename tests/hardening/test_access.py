@@ -25,7 +25,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from areasync.cli import _parser
+from areasync.cli.parser import build_parser
 from areasync.protocol import (
     CloseCode,
     Encoding,
@@ -293,7 +293,7 @@ async def test_http_answers_do_not_depend_on_which_session_is_named(target: str)
 
 def test_the_default_bind_is_loopback() -> None:
     assert ServiceConfig().host == "127.0.0.1"
-    assert _parser().parse_args(["serve"]).host == "127.0.0.1"
+    assert build_parser().parse_args(["serve"]).host == "127.0.0.1"
 
 
 async def test_a_default_server_listens_on_loopback_only() -> None:

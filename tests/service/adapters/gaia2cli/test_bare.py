@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import anyio
 import pytest
 
-from areasync.cli import port_range
+from areasync.cli.values import port_range
 from areasync.protocol.frames import Mode
 from areasync.service import Service, ServiceConfig
 from areasync.service.adapters.gaia2cli.bare import BarePorts

@@ -12,8 +12,10 @@ from pathlib import Path
 # Runs `areasync serve` (workers by default) in this process; when it first imports the front
 # (`areasync.front.server`), says whether this process has a child running multiprocessing's
 # fork server yet, kills its children and exits there: nothing is served, nothing outlives it.
+# A child is listed from its fork, and shows its own command line only once it has exec'd, which
+# on a busy machine may come after the front's import: each child is given until it has (bounded).
 AT_FRONTS_IMPORT = """
-import os, signal, sys
+import os, signal, sys, time
 
 def children():
     pid = os.getpid()
@@ -24,9 +26,15 @@ def command_line(pid):
     with open(f"/proc/{pid}/cmdline", "rb") as line:
         return line.read().replace(b"\\0", b" ").decode()
 
+def once_execd(pid):
+    ours, deadline = command_line(os.getpid()), time.monotonic() + 60
+    while (line := command_line(pid)) == ours and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return line
+
 def at_import(event, args):
     if event == "import" and args[0] == "areasync.front.server":
-        running = [p for p in children() if "multiprocessing.forkserver" in command_line(p)]
+        running = [p for p in children() if "multiprocessing.forkserver" in once_execd(p)]
         print(f"fork servers running as the front is imported: {len(running)}", flush=True)
         for child in children():
             os.kill(child, signal.SIGKILL)

@@ -58,6 +58,7 @@ from areasync.bridge.scenarios.loading import registered_ids
 from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import PROTOCOL, Role
 from areasync.protocol.schema import render_schema
+from areasync.protocol.sessions import ListingAccess, SessionListing
 from areasync.service.adapters.openenv.paths import PREFIX as OPENENV_PREFIX
 from areasync.service.adapters.openenv.routes import OpenEnvRoutes
 from areasync.service.gate.auth import token_from_http
@@ -219,18 +220,19 @@ class HttpRoutes:
             return metrics_response(self.metrics_text())
         raise AssertionError(path)  # pragma: no cover - PROTECTED lists the paths above
 
-    def sessions(self, role: Role, session_id: str | None) -> dict[str, Any]:
+    def sessions(self, role: Role, session_id: str | None) -> SessionListing:
         registry = self.registry
         shown = [
             session.describe(registry.ws_url(session.id))
             for session in registry.sessions.values()
             if session_id is None or session.id == session_id
         ]
-        access = {"role": role.value, "session_id": session_id}
-        body: dict[str, Any] = {"protocol": PROTOCOL, "access": access, "sessions": shown}
+        listing = SessionListing(
+            protocol=PROTOCOL, access=ListingAccess(role.value, session_id), sessions=shown
+        )
         if registry.journals is not None and session_id is None:  # the admin's view only
-            body["refused_journals"] = dict(registry.journals.refused)
-        return body
+            listing.refused_journals = dict(registry.journals.refused)
+        return listing
 
     def source(self, session_id: str) -> Response:
         """What `create_session` needs to make `session_id` again (admin token only)."""

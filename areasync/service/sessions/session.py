@@ -371,7 +371,7 @@ class Session:
     async def _hold_for_agent(self) -> None:
         # Re-take the hold well before its wall-clock deadline: waiting for an agent is not an
         # agent overstaying its turn, and the lease policy must never end or release it.
-        interval = max(self.sim.lease_timeout / 3, 0.001)
+        interval = max(self.sim.settings.lease_timeout / 3, 0.001)
         while self.waiting_for_agent and not self.sim.ended:
             self.sim.begin_lease(WAITING_HOLDER)
             with anyio.move_on_after(interval):

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import msgspec
+import pytest
 
 from areasync.protocol import (
     ClientFrame,
@@ -94,24 +95,13 @@ def stopped(session_id: str) -> dict[str, Any]:
     return {"session_id": session_id, "state": "stopped", "validation": validation, "trace": None}
 
 
-async def test_create_and_stop_session_results_are_these_json_bytes() -> None:
+@pytest.mark.parametrize("encoding", [Encoding.JSON, Encoding.MSGPACK])
+async def test_create_and_stop_session_results_are_these_bytes(encoding: Encoding) -> None:
     async with serving() as service:
-        session_id, created_bytes, stopped_bytes = await create_and_stop(service, Encoding.JSON)
-        sent = decoded(created_bytes, Encoding.JSON)["value"]
-        assert created_bytes == encoded(
-            result(1, created(service, sent, session_id)), Encoding.JSON
-        )
-    assert stopped_bytes == encoded(result(2, stopped(session_id)), Encoding.JSON)
-
-
-async def test_create_and_stop_session_results_are_these_msgpack_bytes() -> None:
-    async with serving() as service:
-        session_id, created_bytes, stopped_bytes = await create_and_stop(service, Encoding.MSGPACK)
-        sent = decoded(created_bytes, Encoding.MSGPACK)["value"]
-        assert created_bytes == encoded(
-            result(1, created(service, sent, session_id)), Encoding.MSGPACK
-        )
-    assert stopped_bytes == encoded(result(2, stopped(session_id)), Encoding.MSGPACK)
+        session_id, created_bytes, stopped_bytes = await create_and_stop(service, encoding)
+        sent = decoded(created_bytes, encoding)["value"]
+        assert created_bytes == encoded(result(1, created(service, sent, session_id)), encoding)
+    assert stopped_bytes == encoded(result(2, stopped(session_id)), encoding)
 
 
 async def test_a_stopped_session_with_a_trace_names_its_trace_file(tmp_path: Path) -> None:

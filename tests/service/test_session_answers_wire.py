@@ -1,5 +1,6 @@
 """The exact bytes of the admin's session answers: `create_session`'s and `fork_session`'s
-result, `stop_session`'s, and `GET /api/sessions`.
+result, `stop_session`'s, `GET /api/sessions`, and the admin's `GET /api/scenarios`,
+`/api/sessions/<id>/agent` and `/api/sessions/<id>/source`.
 
 Each expected answer is written out key by key, in order, and encoded by msgspec as a plain
 dict: what the server sends must be those bytes, over JSON and over msgpack. Values that are
@@ -10,6 +11,7 @@ its place and every other value are pinned. These answers are typed Structs on t
 
 from __future__ import annotations
 
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,9 @@ import anyio.to_thread
 import msgspec
 import pytest
 
+from areasync.bridge.scenarios.loading import registered_ids
+from areasync.conformance.scenario_json import export_scenario_json
+from areasync.conformance.scenarios import GAIA2_SHAPED_ID
 from areasync.protocol import (
     ClientFrame,
     CreateSession,
@@ -125,11 +130,11 @@ async def test_a_fork_result_is_a_created_session_with_its_own_tokens(tmp_path: 
     assert data == encoded(result(1, expected), Encoding.JSON)
 
 
-async def api_sessions(service: Service, token: str) -> bytes:
-    def get() -> bytes:
-        import urllib.request
+async def http_body(service: Service, path: str, token: str = ADMIN) -> bytes:
+    """The body of GET `path` with `token` (a 200 asserted)."""
 
-        url = service.http_url + "/api/sessions"
+    def get() -> bytes:
+        url = service.http_url + path
         request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(request, timeout=10) as response:
             body: bytes = response.read()
@@ -194,7 +199,7 @@ def listed(service: Service, shown: dict[str, Any], **pinned: Any) -> dict[str, 
 async def test_the_admins_session_listing_is_these_bytes() -> None:
     async with serving() as service:
         _, _, _ = await create_and_stop(service, Encoding.JSON)
-        body = await api_sessions(service, ADMIN)
+        body = await http_body(service, "/api/sessions")
         shown = msgspec.json.decode(body)["sessions"]
         live = listed(service, shown[0])
         ended = listed(
@@ -218,7 +223,7 @@ async def test_the_admins_session_listing_is_these_bytes() -> None:
 async def test_a_session_tokens_listing_is_its_own_session_in_these_bytes() -> None:
     async with serving() as service:
         token = service.tokens.of("scenario_tutorial")[Role.OBSERVER]
-        body = await api_sessions(service, token)
+        body = await http_body(service, "/api/sessions", token)
         shown = msgspec.json.decode(body)["sessions"]
         expected = {
             "protocol": "areasync/1",
@@ -233,7 +238,7 @@ async def test_a_durable_servers_listing_has_its_journal_bound_and_refused_journ
     tmp_path: Path,
 ) -> None:
     async with serving(state_dir=tmp_path) as service:
-        body = await api_sessions(service, ADMIN)
+        body = await http_body(service, "/api/sessions")
         shown = msgspec.json.decode(body)["sessions"]
         bounds = {bound: use_and_limit(used) for bound, used in shown[0]["bounds"].items()}
         assert list(bounds) == [*BOUNDS, "max_session_journal_bytes"]
@@ -255,6 +260,54 @@ async def test_a_sessions_mcp_url_follows_its_fields_in_both_answers() -> None:
         mcp_url = service.mcp.url(session_id)
         expected = {**created(service, sent, session_id), "mcp_url": mcp_url}
         assert created_bytes == encoded(result(1, expected), Encoding.JSON)
-        body = await api_sessions(service, ADMIN)
+        body = await http_body(service, "/api/sessions")
         shown = msgspec.json.decode(body)["sessions"]
     assert list(shown[1])[-1] == "mcp_url" and shown[1]["mcp_url"] == mcp_url
+
+
+async def test_the_scenario_listing_is_these_bytes() -> None:
+    async with serving(max_scenario_bytes=12345) as service:
+        body = await http_body(service, "/api/scenarios")
+    expected = {"scenarios": registered_ids(), "max_scenario_bytes": 12345}
+    assert body == msgspec.json.encode(expected)
+
+
+async def test_a_sessions_agent_access_is_these_bytes() -> None:
+    async with serving() as service:
+        body = await http_body(service, "/api/sessions/scenario_tutorial/agent")
+        token = service.tokens.of("scenario_tutorial")[Role.AGENT]
+        url = service.ws_url("scenario_tutorial")
+    expected = {"session_id": "scenario_tutorial", "url": url, "token": token}
+    assert body == msgspec.json.encode(expected)
+
+
+async def test_a_registered_sessions_source_is_these_bytes() -> None:
+    async with serving() as service:
+        body = await http_body(service, "/api/sessions/scenario_tutorial/source")
+    expected = {
+        "session_id": "scenario_tutorial",
+        "scenario": "scenario_tutorial",
+        "mode": "manual",
+        "speed": 1.0,
+        "oracle": False,
+    }
+    assert body == msgspec.json.encode(expected)
+
+
+async def test_an_imported_sessions_source_is_its_json_and_import_mode_in_these_bytes() -> None:
+    text = export_scenario_json(GAIA2_SHAPED_ID)
+    async with serving() as service:
+        async with attach(service, Role.ADMIN) as admin:
+            create = CreateSession(id=1, scenario_json=text, mode="manual", import_mode="plain")
+            created_bytes = await raw_result(admin, create)
+        session_id = msgspec.json.decode(created_bytes)["value"]["session_id"]
+        body = await http_body(service, f"/api/sessions/{session_id}/source")
+    expected = {
+        "session_id": session_id,
+        "scenario_json": text,
+        "mode": "manual",
+        "speed": 1.0,
+        "oracle": False,
+        "import_mode": "plain",
+    }
+    assert body == msgspec.json.encode(expected)

@@ -1,5 +1,6 @@
 """The admin's answers about sessions: what `create_session` and `fork_session` return, what
-`stop_session` returns, and what `GET /api/sessions` lists.
+`stop_session` returns, what `GET /api/sessions` lists, and the admin's `GET /api/scenarios`,
+`/api/sessions/<id>/agent` and `/api/sessions/<id>/source`.
 
 One definition for both ends: the server builds these Structs and the Python client decodes
 them with the same ones, so the two cannot drift. Rules:
@@ -22,12 +23,15 @@ import msgspec
 from areasync.protocol.records import ClockState, Validation
 
 __all__ = [
+    "AgentAccess",
     "BoundUse",
     "CreatedSession",
     "ListedSession",
     "ListingAccess",
+    "ScenarioList",
     "SessionLinks",
     "SessionListing",
+    "SessionSource",
     "StoppedSession",
 ]
 
@@ -134,3 +138,34 @@ class SessionListing(msgspec.Struct, kw_only=True, omit_defaults=True):
     sessions: list[ListedSession]
     # The admin's, with --state-dir: journals not restored, by session id, and why.
     refused_journals: dict[str, str] | None = None
+
+
+class ScenarioList(msgspec.Struct, kw_only=True):
+    """``GET /api/scenarios`` (admin): what ``create_session`` may name, and how large a
+    scenario's JSON may be."""
+
+    scenarios: list[str]  # the registered scenario ids
+    max_scenario_bytes: int
+
+
+class AgentAccess(msgspec.Struct, kw_only=True):
+    """``GET /api/sessions/<id>/agent`` (admin): where the session's agent connects, with
+    which token."""
+
+    session_id: str
+    url: str
+    token: str
+
+
+class SessionSource(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """``GET /api/sessions/<id>/source`` (admin): the ``create_session`` fields that make
+    session <id> again: exactly one of ``scenario`` and ``scenario_json``, its options, and
+    ``import_mode`` when it was imported with one."""
+
+    session_id: str
+    scenario: str | None = None
+    scenario_json: str | None = None
+    mode: str
+    speed: float
+    oracle: bool
+    import_mode: str | None = None

@@ -30,7 +30,7 @@ from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
 from areasync.bridge.sandbox.audit import Sandbox
 from areasync.bridge.state_copy import with_attributes
 from areasync.bridge.tools import ToolBox
-from areasync.engine.clock import WallSleep
+from areasync.engine.clock import WallSleep, to_s
 from areasync.engine.stream import StreamLog
 from areasync.policies import DEFAULT_MAX_FILE_BYTES, LagPolicy
 from areasync.protocol.frames import EventItem, ImportMode, Mode, NotificationItem, StreamItem
@@ -216,6 +216,12 @@ class Simulation:
     def lag(self) -> float:
         """How late the last realtime tick ran (wall seconds)."""
         return self._publisher.lag
+
+    def next_due(self) -> float | None:
+        """The simulated time (seconds since the epoch) of the next scheduled event or
+        timeout, None when nothing is scheduled."""
+        due = self.engine.next_due_us()
+        return None if due is None else to_s(due)
 
     @property
     def lane(self) -> CommandLane:

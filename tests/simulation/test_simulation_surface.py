@@ -46,3 +46,17 @@ def test_the_controls_keep_the_environment_engine_and_clock_they_were_given_priv
             public.add(node.attr)
     assert public == set(), f"Controls sets public attributes {sorted(public)}"
     assert not {"env", "engine", "clock"} & set(vars(Controls))
+
+
+def test_the_service_asks_a_simulation_not_its_engine() -> None:
+    service = CONTROLS.parents[1] / "service"
+    reaching = [
+        f"{path.relative_to(service.parent)}:{node.lineno}"
+        for path in sorted(service.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and node.attr == "engine"
+        and isinstance(node.value, ast.Attribute | ast.Name)
+        and getattr(node.value, "attr", getattr(node.value, "id", None)) == "sim"
+    ]
+    assert reaching == [], f"the service reads a simulation's engine at {reaching}"

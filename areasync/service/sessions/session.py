@@ -44,7 +44,6 @@ import anyio
 
 from areasync.bridge.scenarios.loading import Scenario, import_mode_of
 from areasync.bridge.traces import write_trace
-from areasync.engine.clock import to_s
 from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import ClientFrame, ForkedFrom, Mode, Role
 from areasync.protocol.records import ClockState
@@ -239,10 +238,7 @@ class Session:
         timeout, or None: nothing is scheduled, so time moves only when someone acts (an
         agent's call, a controller's jump), or by the realtime clock. What the dashboard
         tells a user an idle session waits for."""
-        if self.ended:
-            return None
-        due = self.sim.engine.next_due_us()
-        return None if due is None else to_s(due)
+        return None if self.ended else self.sim.next_due()
 
     def agents_busy(self) -> int:
         """How many agents hold the fast clock now (their turn, between a notification and

@@ -37,6 +37,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `areasync` im
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anyio
+import msgspec
 from websockets.asyncio.client import connect
 
 from areasync.protocol import (
@@ -122,7 +123,7 @@ async def flood(bounded: bool, mib: int) -> dict[str, Any]:
             "arguments_mib": round(len(calls) * 900 / 1024, 1),
             **outcome,
             "rss_added_mib": round((rss_bytes() - before) / MIB, 1),
-            "bounds": session.budget.describe(),
+            "bounds": msgspec.to_builtins(session.budget.describe()),
         }
 
 
@@ -139,11 +140,11 @@ async def shape(which: str, calls: int) -> dict[str, Any]:
         session = service.registry.get(SESSION)
         assert session is not None
         bounds = session.budget.describe()
-        weighed = bounds["max_session_memory_bytes"]["used"]
+        weighed = bounds["max_session_memory_bytes"].used
         added = rss_bytes() - before
         return {
             "shape": which,
-            "input_mib": round(bounds["max_session_input_bytes"]["used"] / MIB, 1),
+            "input_mib": round(bounds["max_session_input_bytes"].used / MIB, 1),
             "weighed_mib": round(weighed / MIB, 1),
             "rss_added_mib": round(added / MIB, 1),
             "rss_per_weighed_byte": round(added / weighed, 2),
@@ -159,7 +160,7 @@ async def scenario(events: int) -> dict[str, Any]:
         with anyio.fail_after(600):
             await session.done.wait()
         gc.collect()
-        weighed = session.budget.describe()["max_session_memory_bytes"]["used"]
+        weighed = session.budget.describe()["max_session_memory_bytes"].used
         return {
             "events": events,
             "scenario_json_mib": round(len(text) / MIB, 1),

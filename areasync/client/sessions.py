@@ -20,40 +20,13 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
-import msgspec
 
 from areasync.client.errors import AreasyncError
-from areasync.protocol.records import Validation
+from areasync.protocol.sessions import CreatedSession, StoppedSession
 
 __all__ = ["CreatedSession", "StoppedSession", "admin_url", "http_url", "list_sessions"]
 
 _HTTP_TIMEOUT_S = 10.0
-
-
-class CreatedSession(msgspec.Struct, kw_only=True):
-    """What ``create_session`` answers: the new session, where to connect, a token per role."""
-
-    session_id: str
-    scenario_id: str
-    url: str  # ws://HOST:PORT/sessions/{session_id}
-    mode: str
-    epoch: str
-    tokens: dict[str, str]  # role -> token: agent, user, observer, controller
-    import_mode: str | None = None
-    judge: dict[str, str] | None = None  # {"model", "provider"} when Gaia2's judge scores it
-    # Its gaia2-cli adapter at the root of a port of its own (`serve --gaia2-ports`), or why
-    # it has none.
-    gaia2_cli_url: str | None = None
-    gaia2_cli_error: str | None = None
-
-
-class StoppedSession(msgspec.Struct, kw_only=True):
-    """What ``stop_session`` answers: the session's end state, ARE's validation, its trace."""
-
-    session_id: str
-    state: str
-    validation: Validation | None = None
-    trace: str | None = None
 
 
 def http_url(url: str) -> str:

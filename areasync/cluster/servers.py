@@ -172,7 +172,7 @@ class ServiceNode:
         return await self.service.restore(session_ids)
 
     async def sessions(self) -> dict[str, Any]:
-        return self.service.http.sessions(Role.ADMIN, None)
+        return msgspec.to_builtins(self.service.http.sessions(Role.ADMIN, None))
 
     async def admin_get(self, path: str) -> tuple[int, bytes]:
         response = self.service.http.answer_for(path, self.service.tokens.admin)

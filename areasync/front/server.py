@@ -55,6 +55,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import anyio
+import msgspec
 from websockets.asyncio.server import Server, ServerConnection, serve
 
 from areasync.front import gaia2, mcp, shares
@@ -70,6 +71,7 @@ from areasync.privatedirs import JOURNALS_PREFIX, WORKERS_PREFIX, PrivateDir
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import Role, error_frame
+from areasync.protocol.sessions import SessionLinks
 from areasync.service.adapters.gaia2cli.bare import url as bare_url
 from areasync.service.adapters.openenv.paths import locate as locate_openenv
 from areasync.service.config import ServiceConfig
@@ -646,15 +648,20 @@ class Front:
         session_id = answer["session_id"]
         self.seats.seat(worker.name, [Seat(session_id, True, dict(answer["tokens"]))])
         await self._seated(worker, [session_id], new_only=False)
-        links = {} if self.gaia2_ports is None else self.gaia2_links(session_id)
-        return {**answer, **links, "url": self.ws_url(session_id), "worker": worker.name}
+        links = SessionLinks() if self.gaia2_ports is None else self.gaia2_links(session_id)
+        return {
+            **answer,
+            **msgspec.to_builtins(links),
+            "url": self.ws_url(session_id),
+            "worker": worker.name,
+        }
 
-    def gaia2_links(self, session_id: str) -> dict[str, str]:
+    def gaia2_links(self, session_id: str) -> SessionLinks:
         """The session's `gaia2_cli_url` (`--gaia2-ports`), or why it has none."""
         port = None if self.gaia2_ports is None else self.gaia2_ports.port_of(session_id)
         if port is None:
-            return {"gaia2_cli_error": "no free port in --gaia2-ports: widen the range"}
-        return {"gaia2_cli_url": bare_url(port)}
+            return SessionLinks(gaia2_cli_error="no free port in --gaia2-ports: widen the range")
+        return SessionLinks(gaia2_cli_url=bare_url(port))
 
     async def locate(self, session_id: str) -> Worker | None:
         """The worker holding `session_id`, asking every worker again on a miss."""

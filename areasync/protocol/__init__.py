@@ -10,6 +10,8 @@ Modules:
 - :mod:`~areasync.protocol.records`: plain records the simulation produces (events,
   notifications, tools, clock state);
 - :mod:`~areasync.protocol.frames`: one msgspec Struct per frame, in two tagged unions;
+- :mod:`~areasync.protocol.sessions`: the admin's answers about sessions (created, stopped,
+  listed), built by the server and decoded by the client;
 - :mod:`~areasync.protocol.codec`: decode client frames, encode server frames (and the reverse,
   for clients), each stream item encoded once per encoding;
 - :mod:`~areasync.protocol.errors`: error codes, :class:`ProtocolError`, WebSocket close codes;

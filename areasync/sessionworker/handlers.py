@@ -40,6 +40,7 @@ from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import msgspec
 from websockets.datastructures import Headers
 from websockets.http11 import Response
 
@@ -181,13 +182,13 @@ class SessionWorker:
         except ProtocolError as exc:
             return refused_as_plain_data(exc)
         self._service().opened(session, source)
-        return created_result(session, registry)
+        return msgspec.to_builtins(created_result(session, registry))
 
     async def stop_session(self, session_id: str) -> dict[str, Any]:
         """An admin's `stop_session` of a session here: its end state, or a refusal as
         `create`'s."""
         try:
-            return await stop_session(session_id, self._service().registry)
+            return msgspec.to_builtins(await stop_session(session_id, self._service().registry))
         except ProtocolError as exc:
             return refused_as_plain_data(exc)
 
@@ -203,7 +204,7 @@ class SessionWorker:
             forked = await registry.fork(session_id, at_seq=at_seq, at_time=at_time)
         except ProtocolError as exc:
             return refused_as_plain_data(exc)
-        return created_result(forked, registry)
+        return msgspec.to_builtins(created_result(forked, registry))
 
     async def openenv_http(
         self, method: str, route: str, token: str | None, body: bytes
@@ -274,7 +275,7 @@ class SessionWorker:
 
     async def sessions(self, role: str, session_id: str | None) -> dict[str, Any]:
         """`/api/sessions` as `role` (of `session_id`) sees it here."""
-        return self._service().http.sessions(Role(role), session_id)
+        return msgspec.to_builtins(self._service().http.sessions(Role(role), session_id))
 
     async def admin_get(self, path: str) -> tuple[int, bytes]:
         """(status, JSON body) of GET `path` as the admin."""

@@ -57,9 +57,9 @@ class Controls:
         stops: StopAnnouncements,
         settings: SimulationSettings,
     ) -> None:
-        self.env = env
-        self.engine = env.engine
-        self.clock = clock
+        self._env = env
+        self._engine = env.engine
+        self._clock = clock
         self._lane = lane
         self._book = book
         self._record = book.record
@@ -67,10 +67,10 @@ class Controls:
         self._require_live = ending.require_live
         self._publisher = publisher
         self._wakeup = wakeup
-        self.stops = stops
-        self.control_budget = settings.control_budget
-        self.max_ticks = settings.max_ticks
-        self.max_jump = settings.max_jump
+        self._stops = stops
+        self._control_budget = settings.control_budget
+        self._max_ticks = settings.max_ticks
+        self._max_jump = settings.max_jump
 
     def _after_control(self) -> ClockState:
         self._ending.after_step()
@@ -84,12 +84,12 @@ class Controls:
 
     def pause_now(self) -> ClockState:
         self._require_live("pause")
-        if not self.env.is_running():
+        if not self._env.is_running():
             raise BadStateError(
                 f"cannot pause: the simulation is {self._publisher.state}, not running"
             )
         self._record(Pause)
-        self.env.pause()
+        self._env.pause()
         return self._after_control()
 
     async def resume(self) -> ClockState:
@@ -98,24 +98,24 @@ class Controls:
 
     def resume_now(self) -> ClockState:
         self._require_live("resume")
-        if not self.env.is_paused():
+        if not self._env.is_paused():
             raise BadStateError(
                 f"cannot resume: the simulation is {self._publisher.state}, not paused; "
                 "pause it first"
             )
         self._record(Resume)
-        self.env.resume()
+        self._env.resume()
         return self._after_control()
 
     def pause_restored(self) -> None:
         """A restored realtime session comes back paused (its downtime is no simulated time),
         without a stream item: the stream is the original's until someone resumes it."""
         self._record(Restore, paused=True)
-        self.env.pause()
+        self._env.pause()
 
     def pause_if_restored_running(self) -> None:
         """A session rebuilt from its records: a realtime one still running comes back paused."""
-        if not self._ending.ended and self.clock.mode is Mode.REALTIME and not self.clock.paused:
+        if not self._ending.ended and self._clock.mode is Mode.REALTIME and not self._clock.paused:
             self.pause_restored()
 
     async def jump(
@@ -139,7 +139,7 @@ class Controls:
             self._give_way_to_a_stop("jump")
             # Held for the whole jump: in realtime, the wall time its pieces and yields take
             # must not flow into simulated time (nor a `by` target move while it runs).
-            with self.clock.held():
+            with self._clock.held():
                 target = self._jump_target(to, by, inclusive)
                 try:
                     await self._advance(target, inclusive, "jump")
@@ -149,7 +149,7 @@ class Controls:
 
     def _jump_target(self, to: float | None, by: float | None, inclusive: bool) -> int:
         """Where a jump goes (checked, and the jump logged); the clock is held."""
-        now = self.clock.now_us()
+        now = self._clock.now_us()
         if by is not None:
             target = now + to_us(by)
         else:
@@ -169,11 +169,11 @@ class Controls:
         async with self._lane:
             self._require_live("jump to the next event")
             self._give_way_to_a_stop("next_event")
-            if self.engine.next_due_us() is None:
+            if self._engine.next_due_us() is None:
                 raise BadStateError(
                     "no event is scheduled, so there is no next event to jump to; jump by an amount"
                 )
-            with self.clock.held():
+            with self._clock.held():
                 target = self._next_event_target()
                 await self._advance(target, True, "next_event")
             return self._after_control()
@@ -181,10 +181,10 @@ class Controls:
     def _next_event_target(self) -> int:
         """Where `next_event` goes (checked, and logged); the clock is held."""
         try:
-            target = self.engine.next_event_target_us()
+            target = self._engine.next_event_target_us()
         except EngineError as exc:
             raise BadStateError(str(exc)) from exc
-        self._check_span(self.clock.now_us(), target, "next_event")
+        self._check_span(self._clock.now_us(), target, "next_event")
         self._record(Jump, next_event=True)
         return target
 
@@ -196,21 +196,21 @@ class Controls:
         `max_ticks` per call."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise InvalidRequestError(f"tick needs a whole number of ticks >= 1, got {n!r}")
-        if n > self.max_ticks:
+        if n > self._max_ticks:
             raise InvalidRequestError(
-                f"tick n={n} is above this session's limit of {self.max_ticks} ticks per "
+                f"tick n={n} is above this session's limit of {self._max_ticks} ticks per "
                 f"control (max_ticks); nothing was done: split it into ticks of at most "
-                f"{self.max_ticks}, or jump"
+                f"{self._max_ticks}, or jump"
             )
         async with self._lane:
             self._require_live("tick")
             self._give_way_to_a_stop("tick")
             self._record(Tick, n=n)
-            with self.clock.held():
+            with self._clock.held():
                 done = self._ticks(n, self._piece())
-                if done < n and not self.engine.finished:
+                if done < n and not self._engine.finished:
                     with anyio.CancelScope(shield=True):
-                        while done < n and not self.engine.finished:
+                        while done < n and not self._engine.finished:
                             await anyio.lowlevel.checkpoint()
                             self._give_way_to_a_stop("tick", f"{done} of its {n} ticks ran", done)
                             done += self._ticks(n - done, self._piece())
@@ -219,7 +219,7 @@ class Controls:
     def _ticks(self, n: int, out_of_time: Callable[[], bool]) -> int:
         """Up to `n` grid ticks, fewer when out of time; how many ran (n when the run ended)."""
         for i in range(n):
-            if not self.engine.step_grid():
+            if not self._engine.step_grid():
                 return n
             self._ending.after_step()
             if out_of_time():
@@ -232,7 +232,7 @@ class Controls:
         Synchronous: call it holding `lane` to order it among the session's commands."""
         self._require_live("set the speed")
         try:
-            self.clock.set_speed(speed)
+            self._clock.set_speed(speed)
         except ClockError as exc:
             raise InvalidRequestError(str(exc)) from exc
         self._record(SetSpeed, speed=speed)
@@ -247,7 +247,7 @@ class Controls:
             raise InvalidRequestError(
                 f"unknown mode {mode!r}: use one of {', '.join(m.value for m in Mode)}"
             ) from exc
-        self.clock.set_mode(new_mode)
+        self._clock.set_mode(new_mode)
         self._record(SetMode, mode=new_mode.value)
         return self._after_control()
 
@@ -275,16 +275,16 @@ class Controls:
         came before it (the service, for a stop frame read while a control of its own
         connection runs) announces it early. Returns the function that withdraws the
         announcement (idempotent); call it once the stop has run or will not."""
-        return self.stops.announce()
+        return self._stops.announce()
 
     @property
     def stop_announced(self) -> bool:
         """True while a stop is on its way (see `announce_stop`)."""
-        return bool(self.stops)
+        return bool(self._stops)
 
     def _piece(self) -> Callable[[], bool]:
         """A fresh `control_budget` of wall time, as the engine's `out_of_time` callable."""
-        return out_of_time(self.control_budget)
+        return out_of_time(self._control_budget)
 
     async def _advance(self, target: int, inclusive: bool, action: str) -> None:
         """The engine's jump to `target`, in pieces of `control_budget`, yielding in between.
@@ -294,11 +294,11 @@ class Controls:
         from cancellation - the jump is one command - unless a stop is announced: then it ends
         at the yield where it sees it (`ControlInterruptedError`), where it got to.
         """
-        engine = self.engine
+        engine = self._engine
         fired = 0
 
         def piece() -> Callable[[], bool]:
-            spent = out_of_time(self.control_budget)
+            spent = out_of_time(self._control_budget)
 
             def counted() -> bool:  # asked once per item fired: a replay stops where this did
                 nonlocal fired
@@ -313,7 +313,7 @@ class Controls:
             while True:
                 await anyio.lowlevel.checkpoint()
                 self._give_way_to_a_stop(
-                    action, f"{to_s(target - self.clock.now_us()):g} s short of its target", fired
+                    action, f"{to_s(target - self._clock.now_us()):g} s short of its target", fired
                 )
                 if engine.advance_to(target, inclusive=inclusive, out_of_time=piece()):
                     return
@@ -322,7 +322,7 @@ class Controls:
         """Raise `ControlInterruptedError` if a stop is announced. Called when a control gets
         the lane (`progress` None: it has done nothing, and does nothing) and at each of its
         yields (the lane and the clock are the caller's to release)."""
-        if not self.stops:
+        if not self._stops:
             return
         if progress is None:
             raise ControlInterruptedError(
@@ -335,31 +335,31 @@ class Controls:
         raise ControlInterruptedError(
             f"{action} interrupted by a stop (it ends the session, or suspends it for a server "
             f"restart): {progress}; the clock rests "
-            f"at {self.clock.now():.6f}, and the items it fired stay fired and on the stream"
+            f"at {self._clock.now():.6f}, and the items it fired stay fired and on the stream"
         )
 
     def _check_span(self, now: int, target: int, action: str) -> None:
         """Refuse (before anything changes) a jump that would move the clock past `max_jump`."""
         span = to_s(target - now)
-        if span > self.max_jump:
+        if span > self._max_jump:
             raise InvalidRequestError(
                 f"{action} would move the clock {span:g} simulated seconds, above this "
-                f"session's limit of {self.max_jump:g} s per jump (max_jump); nothing was "
-                f"done: split it into jumps of at most {self.max_jump:g} s"
+                f"session's limit of {self._max_jump:g} s per jump (max_jump); nothing was "
+                f"done: split it into jumps of at most {self._max_jump:g} s"
             )
 
     # -- a replay's (`Simulation.apply_record`): what the live control did, as it did it ------
 
     def apply_jump(self, jump: Jump, interrupted: Interrupted | None) -> None:
         """Run a jump as `jump` logged it, stopped where `interrupted` says the live one was."""
-        with self.clock.held():
+        with self._clock.held():
             if jump.next_event:
                 target, inclusive = self._next_event_target(), True
             else:
                 inclusive = jump.inclusive
                 target = self._jump_target(jump.to, jump.by, inclusive)
             if interrupted is None:
-                self.engine.advance_to(target, inclusive=inclusive)
+                self._engine.advance_to(target, inclusive=inclusive)
             else:
                 fired = 0
                 limit = interrupted.done
@@ -369,14 +369,14 @@ class Controls:
                     fired += 1
                     return fired >= limit
 
-                self.engine.advance_to(target, inclusive=inclusive, out_of_time=counted)
+                self._engine.advance_to(target, inclusive=inclusive, out_of_time=counted)
         self._end_applied_control(interrupted)
 
     def apply_tick(self, n: int, interrupted: Interrupted | None) -> None:
         """Run `n` ticks as logged, stopped where `interrupted` says the live ones were."""
         self._require_live("tick")
         self._record(Tick, n=n)
-        with self.clock.held():
+        with self._clock.held():
             self._ticks(n if interrupted is None else interrupted.done, lambda: False)
         self._end_applied_control(interrupted)
 

@@ -30,9 +30,9 @@ from areasync.bridge.operator_files import DEFAULT_MAX_SCENARIO_BYTES
 from areasync.bridge.sandbox.audit import Sandbox
 from areasync.bridge.state_copy import with_attributes
 from areasync.bridge.tools import ToolBox
-from areasync.engine.clock import WallSleep
+from areasync.engine.clock import WallSleep, to_s
 from areasync.engine.stream import StreamLog
-from areasync.policies import DEFAULT_MAX_FILE_BYTES, LagPolicy, LeasePolicy
+from areasync.policies import DEFAULT_MAX_FILE_BYTES, LagPolicy
 from areasync.protocol.frames import EventItem, ImportMode, Mode, NotificationItem, StreamItem
 from areasync.protocol.records import (
     WAIT_TOOL,
@@ -185,40 +185,6 @@ class Simulation:
         env.event_listeners.append(publisher.event_listener())
         env.wake = wakeup.wake
 
-    # -- settings ----------------------------------------------------------------------------
-
-    @property
-    def lag_policy(self) -> LagPolicy:
-        return self.settings.lag_policy
-
-    @property
-    def max_lag(self) -> float:
-        return self.settings.max_lag
-
-    @property
-    def lease_timeout(self) -> float:
-        return self.settings.lease_timeout
-
-    @property
-    def lease_policy(self) -> LeasePolicy:
-        return self.settings.lease_policy
-
-    @property
-    def step_budget(self) -> float:
-        return self.settings.step_budget
-
-    @property
-    def control_budget(self) -> float:
-        return self.settings.control_budget
-
-    @property
-    def max_ticks(self) -> int:
-        return self.settings.max_ticks
-
-    @property
-    def max_jump(self) -> float:
-        return self.settings.max_jump
-
     # -- reading -----------------------------------------------------------------------------
 
     @property
@@ -250,6 +216,12 @@ class Simulation:
     def lag(self) -> float:
         """How late the last realtime tick ran (wall seconds)."""
         return self._publisher.lag
+
+    def next_due(self) -> float | None:
+        """The simulated time (seconds since the epoch) of the next scheduled event or
+        timeout, None when nothing is scheduled."""
+        due = self.engine.next_due_us()
+        return None if due is None else to_s(due)
 
     @property
     def lane(self) -> CommandLane:
@@ -343,11 +315,6 @@ class Simulation:
     def end_lease(self, holder: str) -> None:
         """`holder` is idle; once no lease is held, a fast session jumps to the next due item."""
         self._keeper.end(holder)
-
-    # The names the lease methods had before (`release` also named a sandbox's cleanup and a
-    # clock's hold, so the lease methods now say what they do); kept for existing callers.
-    acquire = begin_lease
-    release = end_lease
 
     @property
     def leases(self) -> dict[str, float]:

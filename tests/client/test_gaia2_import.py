@@ -70,7 +70,7 @@ async def test_a_gaia2_file_served_at_start_up_gives_ares_benchmark_oracle_log(
 ) -> None:
     session_id = areasync_server.session_id
     assert session_id == gaia2_file.stem
-    assert areasync_server.session().describe(areasync_server.url)["import_mode"] == "benchmark"
+    assert areasync_server.session().describe(areasync_server.url).import_mode == "benchmark"
     report, plan = await run_agent(areasync_server, session_id, str(gaia2_file), Pace.JUMP)
     assert [call.action.tool for call in report.calls].count(END_OF_TURN) == 2
     assert second_turn_started(areasync_server, session_id)

@@ -141,7 +141,7 @@ async def test_next_event_beyond_max_jump_is_refused_and_changes_nothing() -> No
 
 def test_the_default_bounds_leave_room_for_a_whole_gaia2_scenario() -> None:
     sim = Simulation.load(NO_DURATION, mode="manual")
-    assert sim.max_ticks >= 1800 * 10 and sim.max_jump >= 1800 * 10
+    assert sim.settings.max_ticks >= 1800 * 10 and sim.settings.max_jump >= 1800 * 10
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ from areasync.protocol.frames import (
     Tick,
 )
 from areasync.protocol.records import WAIT_TOOL
+from areasync.protocol.sessions import CreatedSession, StoppedSession
 
 if TYPE_CHECKING:
     from areasync.service.sessions.registry import SessionRegistry
@@ -119,7 +120,7 @@ async def _jump(session: Session, frame: Jump) -> Any:
     return await sim.jump(by=frame.by, inclusive=frame.inclusive)
 
 
-async def create_session(frame: CreateSession, registry: SessionRegistry) -> dict[str, Any]:
+async def create_session(frame: CreateSession, registry: SessionRegistry) -> CreatedSession:
     """An admin's `create_session`: the new session, its URL and its tokens."""
     source: str
     if frame.scenario is not None:
@@ -158,7 +159,7 @@ async def create_from_fields(request: dict[str, Any], registry: SessionRegistry)
         frame = msgspec.convert({"id": 0, **request}, CreateSession)
         if registry.journals is not None:
             await registry.journals.refresh_taken()
-        return await create_session(frame, registry)
+        return msgspec.to_builtins(await create_session(frame, registry))
     except ProtocolError as exc:
         return refused_as_plain_data(exc)
     except (msgspec.ValidationError, ValueError) as exc:
@@ -170,27 +171,27 @@ def refused_as_plain_data(exc: ProtocolError) -> dict[str, Any]:
     return {"error": {"code": str(exc.code), "message": exc.message}}
 
 
-def created_result(session: Session, registry: SessionRegistry) -> dict[str, Any]:
+def created_result(session: Session, registry: SessionRegistry) -> CreatedSession:
     """What `create_session` and `fork_session` return: the new session, its URL and tokens."""
-    return {
-        "session_id": session.id,
-        "scenario_id": session.scenario_id,
-        "import_mode": session.import_mode,
-        "judge": session.judge,
-        "url": registry.ws_url(session.id),
-        "epoch": session.epoch,
-        "mode": session.sim.clock.mode.value,
-        "tokens": {role.value: token for role, token in session.tokens.items()},
-        **session.links,
-    }
+    return CreatedSession(
+        session_id=session.id,
+        scenario_id=session.scenario_id,
+        import_mode=session.import_mode,
+        judge=session.judge,
+        url=registry.ws_url(session.id),
+        epoch=session.epoch,
+        mode=session.sim.clock.mode.value,
+        tokens={role.value: token for role, token in session.tokens.items()},
+        **session.links.fields(),
+    )
 
 
-async def stop_session(session_id: str, registry: SessionRegistry) -> dict[str, Any]:
+async def stop_session(session_id: str, registry: SessionRegistry) -> StoppedSession:
     """An admin's `stop_session`: the session's end state, verdict and trace."""
     session = await registry.stop(session_id)
-    return {
-        "session_id": session.id,
-        "state": session.sim.state,
-        "validation": session.sim.validation,
-        "trace": None if session.trace_path is None else str(session.trace_path),
-    }
+    return StoppedSession(
+        session_id=session.id,
+        state=session.sim.state,
+        validation=session.sim.validation,
+        trace=session.trace_file(),
+    )

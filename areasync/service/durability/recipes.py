@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from areasync.bridge.scenarios.loading import Scenario
+from areasync.protocol.sessions import SessionSource
 
 
 @dataclass(frozen=True)
@@ -28,17 +28,17 @@ class Recipe:
     oracle: bool
     import_mode: str | None
 
-    def as_request(self) -> dict[str, Any]:
-        """The fields of a `create_session` that makes this session again."""
-        source = (
-            {"scenario": self.scenario}
-            if self.scenario is not None
-            else {"scenario_json": self.scenario_json}
+    def source_of(self, session_id: str) -> SessionSource:
+        """The fields of a `create_session` that makes this session (`session_id`) again."""
+        return SessionSource(
+            session_id=session_id,
+            scenario=self.scenario,
+            scenario_json=None if self.scenario is not None else self.scenario_json,
+            mode=self.mode,
+            speed=self.speed,
+            oracle=self.oracle,
+            import_mode=self.import_mode,
         )
-        options: dict[str, Any] = {"mode": self.mode, "speed": self.speed, "oracle": self.oracle}
-        if self.import_mode is not None:
-            options["import_mode"] = self.import_mode
-        return {**source, **options}
 
 
 def source_text(

@@ -58,6 +58,7 @@ from areasync.bridge.scenarios.loading import registered_ids
 from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import PROTOCOL, Role
 from areasync.protocol.schema import render_schema
+from areasync.protocol.sessions import AgentAccess, ListingAccess, ScenarioList, SessionListing
 from areasync.service.adapters.openenv.paths import PREFIX as OPENENV_PREFIX
 from areasync.service.adapters.openenv.routes import OpenEnvRoutes
 from areasync.service.gate.auth import token_from_http
@@ -208,29 +209,27 @@ class HttpRoutes:
         if agent_of is not None:
             return self.agent(agent_of)
         if path == "/api/scenarios":
+            max_bytes = self.registry.config.max_scenario_bytes
             return json_response(
-                200,
-                {
-                    "scenarios": registered_ids(),
-                    "max_scenario_bytes": self.registry.config.max_scenario_bytes,
-                },
+                200, ScenarioList(scenarios=registered_ids(), max_scenario_bytes=max_bytes)
             )
         if path == "/metrics":
             return metrics_response(self.metrics_text())
         raise AssertionError(path)  # pragma: no cover - PROTECTED lists the paths above
 
-    def sessions(self, role: Role, session_id: str | None) -> dict[str, Any]:
+    def sessions(self, role: Role, session_id: str | None) -> SessionListing:
         registry = self.registry
         shown = [
             session.describe(registry.ws_url(session.id))
             for session in registry.sessions.values()
             if session_id is None or session.id == session_id
         ]
-        access = {"role": role.value, "session_id": session_id}
-        body: dict[str, Any] = {"protocol": PROTOCOL, "access": access, "sessions": shown}
+        listing = SessionListing(
+            protocol=PROTOCOL, access=ListingAccess(role.value, session_id), sessions=shown
+        )
         if registry.journals is not None and session_id is None:  # the admin's view only
-            body["refused_journals"] = dict(registry.journals.refused)
-        return body
+            listing.refused_journals = dict(registry.journals.refused)
+        return listing
 
     def source(self, session_id: str) -> Response:
         """What `create_session` needs to make `session_id` again (admin token only)."""
@@ -249,7 +248,7 @@ class HttpRoutes:
                 f"session {session_id!r} cannot be restarted from here: {session.no_recipe}; "
                 "create a new session from its JSON instead",
             )
-        return json_response(200, {"session_id": session.id, **session.recipe.as_request()})
+        return json_response(200, session.recipe.source_of(session.id))
 
     def agent(self, session_id: str) -> Response:
         """Session `session_id`'s agent token and WebSocket URL (admin token only): what the
@@ -270,7 +269,7 @@ class HttpRoutes:
                 "of its tokens: use the agent token printed when it was created",
             )
         url = self.registry.ws_url(session_id)
-        return json_response(200, {"session_id": session_id, "url": url, "token": token})
+        return json_response(200, AgentAccess(session_id=session_id, url=url, token=token))
 
     def metrics_text(self) -> str:
         registry = self.registry

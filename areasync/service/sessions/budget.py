@@ -44,6 +44,7 @@ import msgspec
 
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import CallTool, ClientFrame, SendUserMessage, Stop, frame_tag
+from areasync.protocol.sessions import BoundUse
 
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
@@ -167,9 +168,9 @@ class SessionBudget:
             used[self.journal_bound] = self.journal.bytes
         return used
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, BoundUse]:
         """Each bound's use and limit, by field (for `/api/sessions`)."""
-        return {bound.field: {"used": n, "limit": bound.limit} for bound, n in self.used().items()}
+        return {bound.field: BoundUse(n, bound.limit) for bound, n in self.used().items()}
 
     # -- enforcing ---------------------------------------------------------------------------
 

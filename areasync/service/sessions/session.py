@@ -38,16 +38,16 @@ import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
 from areasync.bridge.scenarios.loading import Scenario, import_mode_of
 from areasync.bridge.traces import write_trace
-from areasync.engine.clock import to_s
 from areasync.protocol.errors import CloseCode, ProtocolError
 from areasync.protocol.frames import ClientFrame, ForkedFrom, Mode, Role
 from areasync.protocol.records import ClockState
+from areasync.protocol.sessions import ListedSession, SessionLinks
 from areasync.service.config import ServiceConfig
 from areasync.service.durability.journal import SessionJournal
 from areasync.service.durability.recipes import Recipe
@@ -136,7 +136,7 @@ class Session:
         self.agents_seen = 0
         # Where else it is served, by name (an adapter's own port: `gaia2_cli_url`), or why
         # not: shown by describe() and create_session's result.
-        self.links: dict[str, str] = {}
+        self.links = SessionLinks()
         # Set when the first agent says hello: what a caller waits on instead of polling.
         self.agent_attached = anyio.Event()
         self.done = anyio.Event()
@@ -238,10 +238,7 @@ class Session:
         timeout, or None: nothing is scheduled, so time moves only when someone acts (an
         agent's call, a controller's jump), or by the realtime clock. What the dashboard
         tells a user an idle session waits for."""
-        if self.ended:
-            return None
-        due = self.sim.engine.next_due_us()
-        return None if due is None else to_s(due)
+        return None if self.ended else self.sim.next_due()
 
     def agents_busy(self) -> int:
         """How many agents hold the fast clock now (their turn, between a notification and
@@ -251,40 +248,44 @@ class Session:
             return 0
         return sum(1 for holder in self.sim.leases if holder != WAITING_HOLDER)
 
-    def describe(self, ws_url: str) -> dict[str, Any]:
+    def describe(self, ws_url: str) -> ListedSession:
         """The session as `/api/sessions` lists it (no tokens: they are handed out once)."""
-        return {
-            "id": self.id,
-            "scenario_id": self.scenario_id,
-            "url": ws_url,
-            "epoch": self.epoch,
-            "state": self.sim.state,
-            "ended": self.ended,
-            "oracle": self.oracle,
-            "import_mode": self.import_mode,
-            "judge": self.judge,
-            "waiting_for_agent": self.waiting_for_agent,
-            "next_due": self.next_due(),
-            "agents_busy": self.agents_busy(),
-            "end_reason": self.sim.end_reason if self.ended else None,
-            "restartable": self.recipe is not None,
-            "clock": self.sim.clock_state(peek=True),
-            "seq": self.hub.seq,
-            "events": self.hub.events,
-            "connections": self.connection_counts(),
+        return ListedSession(
+            id=self.id,
+            scenario_id=self.scenario_id,
+            url=ws_url,
+            epoch=self.epoch,
+            state=self.sim.state,
+            ended=self.ended,
+            oracle=self.oracle,
+            import_mode=self.import_mode,
+            judge=self.judge,
+            waiting_for_agent=self.waiting_for_agent,
+            next_due=self.next_due(),
+            agents_busy=self.agents_busy(),
+            end_reason=self.sim.end_reason if self.ended else None,
+            restartable=self.recipe is not None,
+            clock=self.sim.clock_state(peek=True),
+            seq=self.hub.seq,
+            events=self.hub.events,
+            connections=self.connection_counts(),
             # Only once the stream's `ended` went out: a judge's verdict follows from records
             # that may not be durable yet (`durability/journal.py`).
-            "validation": self.sim.validation if self.hub.seq >= self.sim.log.seq else None,
-            "trace": None if self.trace_path is None else str(self.trace_path),
-            "trace_error": self.trace_error,
-            "created_at": self.created_at,
-            "ended_at": self.ended_at,
-            "restored": self.sim.restored,
-            "durable": self.journal is not None and self.journal_error is None,
-            "journal_error": self.journal_error,
-            "bounds": self.budget.describe(),
-            **self.links,
-        }
+            validation=self.sim.validation if self.hub.seq >= self.sim.log.seq else None,
+            trace=self.trace_file(),
+            trace_error=self.trace_error,
+            created_at=self.created_at,
+            ended_at=self.ended_at,
+            restored=self.sim.restored,
+            durable=self.journal is not None and self.journal_error is None,
+            journal_error=self.journal_error,
+            bounds=self.budget.describe(),
+            **self.links.fields(),
+        )
+
+    def trace_file(self) -> str | None:
+        """The trace file written as it ended, None if none was."""
+        return None if self.trace_path is None else str(self.trace_path)
 
     # -- clients -----------------------------------------------------------------------------
 
@@ -366,7 +367,7 @@ class Session:
     async def _hold_for_agent(self) -> None:
         # Re-take the hold well before its wall-clock deadline: waiting for an agent is not an
         # agent overstaying its turn, and the lease policy must never end or release it.
-        interval = max(self.sim.lease_timeout / 3, 0.001)
+        interval = max(self.sim.settings.lease_timeout / 3, 0.001)
         while self.waiting_for_agent and not self.sim.ended:
             self.sim.begin_lease(WAITING_HOLDER)
             with anyio.move_on_after(interval):

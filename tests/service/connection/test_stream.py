@@ -155,7 +155,7 @@ async def test_sessions_run_fast_mode_in_the_configured_step_budget() -> None:
     async with serving(step_budget=0.0005) as service:
         session = service.registry.get("scenario_tutorial")
         assert session is not None
-        assert session.sim.step_budget == 0.0005
+        assert session.sim.settings.step_budget == 0.0005
 
 
 def test_a_non_positive_step_budget_is_refused_with_its_name() -> None:

@@ -37,7 +37,7 @@ def send_email(content: str) -> dict[str, Any]:
 
 
 def used(session: Session, field: str) -> int:
-    return int(session.budget.describe()[field]["used"])
+    return session.budget.describe()[field].used
 
 
 async def test_a_tool_call_above_max_call_bytes_is_too_large_and_the_connection_stays() -> None:

@@ -30,6 +30,8 @@ import dataclasses
 import socket
 from typing import Final
 
+from areasync.protocol.sessions import SessionLinks
+
 LOOPBACK: Final = "127.0.0.1"
 _BACKLOG: Final = 128
 
@@ -118,10 +120,10 @@ def url(port: int) -> str:
     return f"http://{LOOPBACK}:{port}"
 
 
-def banner_lines(links: dict[str, str]) -> list[str]:
+def banner_lines(links: SessionLinks) -> list[str]:
     """The banner's words on a session's own port: its URL, or why it has none."""
-    if "gaia2_cli_url" in links:
-        return [f"{links['gaia2_cli_url']}  (its own port: gaia2-cli's runner's adapter URL)"]
-    if "gaia2_cli_error" in links:
-        return [f"no port of its own: {links['gaia2_cli_error']}"]
+    if links.gaia2_cli_url:
+        return [f"{links.gaia2_cli_url}  (its own port: gaia2-cli's runner's adapter URL)"]
+    if links.gaia2_cli_error:
+        return [f"no port of its own: {links.gaia2_cli_error}"]
     return []

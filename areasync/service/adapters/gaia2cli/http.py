@@ -231,7 +231,7 @@ class Gaia2Adapter:
         bound = self.bare.of_session.get(session_id)
         if bound is None or bound.port != port:
             self.bare_screens[port] = self._bare_screen(self.bare.hold(port, session_id))
-        session.links["gaia2_cli_url"] = url(port)
+        session.links.gaia2_cli_url = url(port)
         return True
 
     async def adopt(self, sock: socket.socket, session_id: str, port: int) -> None:
@@ -289,10 +289,10 @@ class Gaia2Adapter:
             return
         bound = self.bare.take(session.id)
         if isinstance(bound, str):
-            session.links["gaia2_cli_error"] = bound
+            session.links.gaia2_cli_error = bound
             logger.warning("session %s has no gaia2-cli port: %s", session.id, bound)
             return
-        session.links["gaia2_cli_url"] = url(bound.port)
+        session.links.gaia2_cli_url = url(bound.port)
         if self._runner is not None:
             self._spawn(self._serve_bare(bound))
 

@@ -207,7 +207,7 @@ class McpPort:
         """The session's `mcp_url` in its links: the banner's, `create_session`'s result and
         `/api/sessions` show it (a cluster's router too, with its node's host)."""
         if self.port is not None:
-            session.links["mcp_url"] = self.url(session.id)
+            session.links.mcp_url = self.url(session.id)
 
     def ended(self, session: Session) -> None:
         pass

@@ -235,7 +235,7 @@ class Episode:
         except Exception as exc:
             failure = error_of(self.registry, exc, frame)
             raise OpenEnvError(_openenv_code(failure.code), failure.message) from None
-        session = self.registry.get(created["session_id"])
+        session = self.registry.get(created.session_id)
         assert session is not None
         await self._join(session)
         return session

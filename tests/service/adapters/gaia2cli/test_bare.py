@@ -131,7 +131,8 @@ async def test_a_session_without_a_port_runs_and_says_why() -> None:
             session = service.registry.sessions[TUTORIAL]
             banner = service.banner()
             state = session.sim.state
-    assert "gaia2_cli_url" not in session.links
-    assert "held by other processes" in session.links["gaia2_cli_error"]
+    error = session.links.gaia2_cli_error
+    assert session.links.gaia2_cli_url is None
+    assert error is not None and "held by other processes" in error
     assert "no port of its own" in banner and state != "failed"
-    assert session.describe("ws://x")["gaia2_cli_error"] == session.links["gaia2_cli_error"]
+    assert session.describe("ws://x").gaia2_cli_error == error

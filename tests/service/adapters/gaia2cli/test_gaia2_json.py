@@ -54,7 +54,8 @@ async def test_the_users_message_has_upstreams_user_id_and_the_agents_calls_none
 ) -> None:
     async with served(tmp_path) as service:
         await play(service)
-        url = service.registry.sessions[SESSION].links["gaia2_cli_url"]
+        url = service.registry.sessions[SESSION].links.gaia2_cli_url
+        assert url is not None
         run = await Runner(url).run()
     by_fn = {line["fn"]: line for line in run.events}
     told, emailed = by_fn["send_message_to_agent"], by_fn["send_email"]

@@ -35,7 +35,9 @@ async def served(**overrides: Any) -> AsyncIterator[Service]:
 
 
 def own_url(service: Service, session_id: str = TUTORIAL) -> str:
-    return service.registry.sessions[session_id].links["gaia2_cli_url"]
+    url = service.registry.sessions[session_id].links.gaia2_cli_url
+    assert url is not None, f"session {session_id} has no gaia2-cli port of its own"
+    return url
 
 
 async def play_to_the_end(service: Service) -> None:

@@ -29,7 +29,10 @@ from tests.stubs import stub_fixture
 
 ray = pytest.importorskip("ray")
 
+from ray._private import ray_constants  # noqa: E402
+
 from areasync.cluster.batch import BENCH_PREFIX  # noqa: E402
+from areasync.cluster.nodes import alive_nodes, start_host  # noqa: E402
 
 pytestmark = [
     pytest.mark.timeout(CLUSTER_TEST_TIMEOUT_S),
@@ -53,6 +56,24 @@ def bench_hosts() -> dict[str, Any]:
     """The bench hosts running now, by name."""
     names = [n for n in ray.util.list_named_actors() if n.startswith(BENCH_PREFIX)]
     return {name: ray.get_actor(name) for name in names}
+
+
+def test_a_host_runs_at_its_nodes_priority_not_at_rays_worker_niceness(
+    ray_cluster: Any,
+) -> None:
+    # Ray starts its workers at niceness 15: a host there, and every process it forks, would
+    # get a thirtieth of an ordinary process's CPU share on a busy node. The node's priority is
+    # its raylet's, the process that starts the host's.
+    cluster, _ = ray_cluster
+    raylet = cluster.head_node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    head = ray.get_runtime_context().get_node_id()
+    assert head in alive_nodes()
+    host = start_host(head, name=f"{BENCH_PREFIX}priority")
+    try:
+        pid = ray.get(host.process_id.remote(), timeout=HOST_START_S)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, raylet)
+    finally:
+        ray.kill(host)
 
 
 def test_a_run_on_every_nodes_workers_writes_what_a_one_machine_run_writes(

@@ -103,14 +103,16 @@ def test_a_run_whose_nodes_host_is_killed_runs_again_on_the_other_node(
     running = threading.Thread(target=run)
     running.start()
     try:
-        assert hold.arrived.wait(HOST_START_S), "the stuck run never asked its model"
-        busy = [
+        # Both hosts' starts, a worker's, and the run up to its model request.
+        assert hold.arrived.wait(RUN_BOUND_S), "the stuck run never asked its model"
+        # The stuck run's host: the other may still be running the other run.
+        stuck = [
             actor
             for actor in bench_hosts().values()
-            if ray.get(actor.bench_running.remote(), timeout=HOST_START_S)
+            if STUCK.scenario_id in ray.get(actor.bench_runs.remote(), timeout=HOST_START_S)
         ]
-        assert len(busy) >= 1
-        os.kill(ray.get(busy[0].process_id.remote(), timeout=HOST_START_S), signal.SIGKILL)
+        assert len(stuck) == 1
+        os.kill(ray.get(stuck[0].process_id.remote(), timeout=HOST_START_S), signal.SIGKILL)
         running.join(RUN_BOUND_S)
         assert not running.is_alive(), f"the run took over {RUN_BOUND_S:g} s"
     finally:

@@ -3,7 +3,7 @@
     python bench/hostpriority.py              # one start at each niceness; prints JSON
     python bench/hostpriority.py --repeats 3
 
-Method. A one-node Ray cluster on this machine (`ray.cluster_utils.Cluster`, one CPU), and in
+Method. A one-node Ray cluster on this machine (`bench/cluster.py`'s, one CPU), and in
 turn a host actor started as `cluster/nodes.py` starts one, with `RAY_worker_niceness` 15
 (Ray's default) and 0 (what `start_host` gives it): the seconds until the actor answers (a Ray
 worker process importing areasync), until `bench_start` returns, and until its one bench
@@ -22,10 +22,10 @@ import time
 import uuid
 
 import ray
-from ray.cluster_utils import Cluster
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from areasync.cluster.nodes import HostActor
+from bench.cluster import local_cluster
 
 
 def start(node: str, niceness: int) -> dict[str, float]:
@@ -63,22 +63,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "include_dashboard": False,
-            "object_store_memory": 80 * 2**20,
-        },
-    )
-    try:
-        ray.init(address=cluster.address, log_to_driver=False)
+    with local_cluster(1):
         node = ray.get_runtime_context().get_node_id()
         runs = [start(node, niceness) for _ in range(args.repeats) for niceness in (15, 0)]
-        print(json.dumps({"starts": runs}, indent=2))
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+    print(json.dumps({"starts": runs}, indent=2))
 
 
 if __name__ == "__main__":

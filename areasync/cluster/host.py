@@ -181,9 +181,9 @@ class Host:
             raise RuntimeError("no bench workers here: call bench_start() first")
         return await self.bench.run(slot, item, *arguments)
 
-    async def bench_running(self) -> int:
-        """How many `bench_run`s are under way here."""
-        return 0 if self.bench is None else self.bench.running
+    async def bench_runs(self) -> list[str]:
+        """The `bench_run`s under way here, by name (`<scenario id>[ run <n>]`)."""
+        return [] if self.bench is None else self.bench.running()
 
     async def bench_pids(self) -> dict[str, int | None]:
         """Each bench worker's process id (tests kill one)."""

@@ -20,7 +20,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from areasync.gaia2.local import WorkerPlace, local_runs
-from areasync.gaia2.remote import Answer
+from areasync.gaia2.remote import Answer, run_name
 from areasync.gaia2.spread import Arguments, Ended, Lost, Spread, outcome_of
 from areasync.workers.confine import Confinement
 
@@ -37,7 +37,7 @@ class NodeBench:
         self.spread: Spread = self._stack.enter_context(
             local_runs(workers, budget_s, confined, models=models)
         )
-        self.running = 0  # runs under way
+        self._running: list[str] = []  # the runs under way (ARE's JSON of each)
 
     def slots(self) -> list[str]:
         """Its workers' names: the driver's places on this node."""
@@ -51,18 +51,22 @@ class NodeBench:
             if isinstance(place, WorkerPlace)
         }
 
+    def running(self) -> list[str]:
+        """The runs under way, by name (`<scenario id>[ run <n>]`)."""
+        return [run_name(item) for item in self._running]
+
     async def run(self, slot: str, item: str, *arguments: Any) -> Answer | Lost | Ended:
         """`item` on worker `slot`: its answer, or how the worker was lost or ended it."""
         place = self.spread.places.get(slot)
         if place is None:
             return Lost(f"no bench worker {slot!r} on this node")
-        self.running += 1
+        self._running.append(item)
         try:
             config, agent_config_builder, agent_builder = arguments
             given = Arguments(config, agent_config_builder, agent_builder)
             return await outcome_of(place.run(item, given))
         finally:
-            self.running -= 1
+            self._running.remove(item)
 
     async def close(self) -> None:
         """End the workers (off the event loop: the pool waits for them)."""

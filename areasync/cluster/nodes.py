@@ -8,6 +8,14 @@ with `num_cpus=1` must still take it), and is never restarted by Ray (`max_resta
 Ray would restart it elsewhere with its sessions gone, while the router restores them from
 their journals (`router.py`). Its worker runs with `RAY_USE_UVLOOP=0`, so its loop is
 asyncio's own, the loop areasync is built and measured on, even where uvloop is installed.
+
+A host runs at its node's own priority, not at the niceness Ray gives its workers
+(`RAY_worker_niceness`, 15 by default, meant for batch tasks that must not slow the node's Ray
+daemons): the host is the node's server, and every process it starts (a front's session
+workers, a bench pool's fork server and workers) inherits its niceness. At 15, any ordinary
+process busy on the node gets about thirty times its CPU share, so on a shared node a host's
+start, its sessions' steps and its bench runs crawl (docs/topics/scaling.md). Ray's own job
+supervisor is started the same way, for the same reason.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ NAMESPACE = "areasync"
 
 # Calls at once on one host actor (create, restore, load and lookups from the router).
 _HOST_CONCURRENCY = 64
+# The host's worker process: asyncio's own loop, and the node's own priority (module docstring).
+_HOST_ENV = {"RAY_USE_UVLOOP": "0", "RAY_worker_niceness": "0"}
 
 HostActor: Any = ray.remote(Host)
 
@@ -49,5 +59,5 @@ def start_host(node_id: str, name: str | None = None) -> Any:
         max_task_retries=0,
         max_concurrency=_HOST_CONCURRENCY,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-        runtime_env={"env_vars": {"RAY_USE_UVLOOP": "0"}},
+        runtime_env={"env_vars": _HOST_ENV},
     ).remote()

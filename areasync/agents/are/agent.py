@@ -248,7 +248,11 @@ async def run_are_agent(
     local_tools = scenario.get_tools()
     check_tools(local_tools, await client.list_tools())
     env = SessionEnvironment(link)
-    agent = build_agent(options, env)
+    # Off the event loop, as every long step here: building imports ARE's model library
+    # (LiteLLM), tens of seconds on a busy machine, and meanwhile the loop must answer the
+    # server's keepalive pings, or the server closes the agent's socket as stalled and, in a
+    # fast session, time runs on without it.
+    agent = await anyio.to_thread.run_sync(build_agent, options, env)
     _wait_on_the_stream(agent, link)
     view = _ScenarioView(scenario, session_tools(local_tools, link))
     mode = client.clock.mode

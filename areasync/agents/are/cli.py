@@ -133,6 +133,12 @@ def _quiet_are(verbose: bool) -> None:
     logging.getLogger("areasync.agents").setLevel(logging.INFO if verbose else logging.WARNING)
 
 
+def _import_are() -> None:
+    """Import what playing a session needs of ARE (`run_are` calls it off the event loop)."""
+    import areasync.agents.are.agent
+    import areasync.bridge.scenarios.loading  # noqa: F401
+
+
 async def run_are(args: argparse.Namespace, url: str) -> int:
     """`areasync agent are`: the process exit status."""
     from areasync.protocol import Role
@@ -166,7 +172,10 @@ async def run_are(args: argparse.Namespace, url: str) -> int:
                     "(areasync session create ...) and run the agent on it"
                 )
                 return 1
-            # ARE is imported only now: the checks above answer in a fraction of a second.
+            # ARE is imported only now (the checks above answer in a fraction of a second),
+            # and off the event loop, which must go on answering the server's keepalive
+            # pings while ARE is imported: tens of seconds on a busy machine.
+            await anyio.to_thread.run_sync(_import_are)
             from areasync.agents.are.agent import (
                 AgentOptions,
                 GenerationTime,

@@ -8,14 +8,18 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 
 from areasync.client import connect
 from areasync.conformance.normal_form import first_difference, normalized_log
 from areasync.gaia2.stub_llm import StubLLM
+from areasync.protocol import Role
 from areasync.testing import AreasyncServer
+from tests.agents.are.held_import import HELD
 from tests.agents.runs import MODEL, Run, in_process, scenario_text
 from tests.bounds import PROCESS_S
 from tests.stubs import stub_fixture
@@ -99,6 +103,50 @@ async def test_the_command_plays_a_session_as_ares_runner_does(
     assert len(stub.requests) - before == len(reference.requests), why
     log = normalized_log(areasync_server.simulation(session_id).env)
     assert log == reference.log, first_difference(log, reference.log)
+
+
+@pytest.mark.areasync(scenarios=[])
+@pytest.mark.parametrize("module", ["are", "litellm"])  # on connecting; building the agent
+async def test_the_command_answers_its_servers_pings_while_it_imports_are(
+    areasync_server: AreasyncServer, stub: StubLLM, reference: Run, tmp_path: Path, module: str
+) -> None:
+    # An import that takes long (tens of seconds on a busy machine) is held here until the
+    # server's ping was answered: on the event loop, it would hold the pong too, and the
+    # server would close the agent's socket as stalled while fast time runs on without it.
+    path = tmp_path / "tiny_email.json"
+    path.write_text(scenario_text("tiny_email"))
+    session_id = areasync_server.create_session(str(path), mode="fast", import_mode="benchmark")
+    session = areasync_server.session(session_id)
+    url = f"ws://127.0.0.1:{areasync_server.port}"
+    args = ["--session", session_id, "--scenario", str(path), "--import-mode", "benchmark"]
+    played = command(url, areasync_server.token, *args, endpoint=stub.endpoint)
+    done: list[subprocess.CompletedProcess[str]] = []
+
+    async def play(port: int) -> None:
+        held = [sys.executable, "-m", "tests.agents.are.held_import", module, str(port)]
+        done.append(await areasync_agent_are([*held, *played[3:]]))
+
+    (test,) = (await anyio.create_tcp_listener(local_host="127.0.0.1")).listeners
+    assert isinstance(test, anyio.abc.SocketListener)
+    async with test:
+        port = test.extra(anyio.abc.SocketAttribute.local_port)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(play, port)
+            with anyio.fail_after(GIVE_UP_S):
+                async with await test.accept() as hold:
+                    assert await hold.receive(len(HELD)) == HELD
+                    (agent,) = [c for c in session.connections if c.role is Role.AGENT]
+                    await await_pong(agent)
+    (result,) = done
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert [(c["tool"], c["args"]) for c in report["calls"]] == reference.calls, result.stderr
+
+
+async def await_pong(connection: Any) -> None:
+    """Ping the client of `connection` (a server-side WebSocket connection) and await its pong."""
+    pong = await connection.ws.ping()
+    await pong
 
 
 async def test_an_unreachable_model_is_one_clear_line() -> None:

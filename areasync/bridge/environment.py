@@ -168,7 +168,7 @@ class AsyncEnvironment(Environment):
 
     def get_event_queue_length(self) -> int:
         queue = self.event_queue  # asked at every step: `len(queue)`, one call less for ours
-        return len(queue.future_events.queue) if type(queue) is FastEventQueue else len(queue)
+        return len(queue.future_events) if type(queue) is FastEventQueue else len(queue)
 
     def get_event_log_size(self) -> int:
         return len(self.event_log)
@@ -221,7 +221,7 @@ class AsyncEnvironment(Environment):
         first = [event for event in self.events_to_schedule if len(event.dependencies) == 0]
         for event in first:
             event.compute_absolute_time(self.start_time)
-        self.event_queue.put(first)  # one list: ours heapifies once (`FastEventQueue.put`)
+        self.event_queue.put(first)  # one list: ours sorts it once (`FastEventQueue.put`)
 
     def tick(self) -> None:
         # Also: ARE walks its validators (none, in a session) to tell each the tick count.
@@ -244,10 +244,11 @@ class AsyncEnvironment(Environment):
             if type(queue) is FastEventQueue:
                 # `pop_due_us`'s first test written out: the pass after the due events is
                 # almost always empty.
-                heap = queue.future_events.queue
-                if not heap or heap[0][0] > now_us:
+                future = queue.future_events
+                head = future.head_us
+                if head is None or head > now_us:
                     break
-                events_to_process = queue.pop_due_us(now_us)
+                events_to_process = future.pop_due_us(now_us)
             else:
                 events_to_process = queue.pop_events_to_process(self.current_time)
             if not events_to_process:
@@ -389,10 +390,10 @@ class AsyncEnvironment(Environment):
         queue = self.event_queue
         if self.stop_event.is_set() or type(queue) is not FastEventQueue:
             return None
-        heap = queue.future_events.queue
-        if not heap and self.exit_when_no_events:
+        head = queue.future_events.head_us
+        if head is None and self.exit_when_no_events:
             return None
-        return self._due_us(heap[0][0] if heap else None)
+        return self._due_us(head)
 
     def next_due_us(self) -> int | None:
         # `next_event_time` and `wait_timeout_time` written out: asked at every step. The
@@ -400,8 +401,7 @@ class AsyncEnvironment(Environment):
         # put): the same key `pop_due_us` tells due events by.
         queue = self.event_queue
         if type(queue) is FastEventQueue:
-            heap = queue.future_events.queue
-            event = heap[0][0] if heap else None
+            event = queue.future_events.head_us
         else:
             head = queue.peek()
             event = None if head is None else to_us(float(head.event_time))

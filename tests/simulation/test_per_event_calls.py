@@ -22,12 +22,12 @@ from areasync import Simulation
 from bench.synthetic import synthetic_scenario
 
 TOOL = "SystemApp__get_current_time"
-# Python calls (functions and builtins) per unit of work: today's counts (110.8 per event, with
-# two calls of room; 216 per tool call, 225 with the service's bounds: no room, the count is
+# Python calls (functions and builtins) per unit of work: today's counts (95.6 per event, with
+# one call of room; 202 per tool call, 211 with the service's bounds: no room, the count is
 # exact on any machine).
-MAX_CALLS_PER_EVENT = 112
-MAX_CALLS_PER_TOOL_CALL = 216
-MAX_CALLS_PER_BOUNDED_TOOL_CALL = 225
+MAX_CALLS_PER_EVENT = 97
+MAX_CALLS_PER_TOOL_CALL = 202
+MAX_CALLS_PER_BOUNDED_TOOL_CALL = 211
 # One batch of steps for the whole run: the driver yields every `step_budget` wall seconds, so
 # with the default the count of batches, and their calls, would depend on the machine's speed.
 ONE_BATCH = 1e9

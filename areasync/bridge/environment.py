@@ -441,13 +441,7 @@ class AsyncEnvironment(Environment):
         head = queue.future_events.head_us
         if head is None and self.exit_when_no_events:
             return None
-        # `_due_us(head)` written out: once per step.
-        system = self._system_app if self._system_app_for == len(self.apps) else self.system_app
-        timeout = system.wait_for_notification_timeout if system is not None else None
-        if timeout is None:
-            return head
-        timeout_us = to_us(float(timeout.timeout_timestamp))
-        return timeout_us if head is None or timeout_us < head else head
+        return self._due_us(head)
 
     def next_due_us(self) -> int | None:
         # `next_event_time` and `wait_timeout_time` written out: asked at every step. The

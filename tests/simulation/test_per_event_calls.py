@@ -22,7 +22,7 @@ from areasync import Simulation
 from bench.synthetic import synthetic_scenario
 
 TOOL = "SystemApp__get_current_time"
-# Python calls (functions and builtins) per unit of work: today's counts (95.6 per event, with
+# Python calls (functions and builtins) per unit of work: today's counts (96.4 per event, with
 # one call of room; 202 per tool call, 211 with the service's bounds: no room, the count is
 # exact on any machine).
 MAX_CALLS_PER_EVENT = 97

@@ -37,6 +37,7 @@ from typing import Any
 
 import msgspec
 from are.simulation import environment as are_environment
+from are.simulation.agents.agent_log import ActionLog
 from are.simulation.apps.agent_user_interface import AgentUserInterface
 from are.simulation.apps.system import SystemApp
 from are.simulation.environment import Environment, EnvironmentConfig
@@ -133,6 +134,53 @@ class AsyncEnvironment(Environment):
         self.event_log = PublishingEventLog(self._publish_event)
 
     def add_to_log(self, events: CompletedEvent | list[CompletedEvent]) -> None:
+        # One event of an `Action` that cannot notify (`notifications.cannot_notify`), with no
+        # validator, no replay and a notification system that ignores it: ARE's `add_to_log`
+        # written out (an event per call; a dozen calls of ARE's fewer): the log's put, then
+        # the world log's `ActionLog` of ARE's content for an event with no template, with the
+        # same fields. Nothing the log's put runs (the stream's listeners) changes what decides
+        # this. Anything else: ARE's own, below.
+        event: Any = events
+        if (
+            type(event) is CompletedEvent
+            and notifications.cannot_notify(event)
+            and not self.is_replaying
+            and not self.agent_action_validators
+            and event.event_time is not None
+            and event.metadata is not None
+            and type(event.action.args) is dict
+            and are_environment.get_content_for_message is _are_get_content_for_message
+            and ((system := self.notification_system) is None or notifications.ignores(system))
+        ):
+            self.event_log.put(event)
+            action, metadata, event_type = event.action, event.metadata, event.event_type
+            app = action.app
+            if hasattr(app, "name"):
+                app_name = app.name
+            elif app:
+                app_name = app.app_name()
+            else:
+                app_name = "unknown_app"
+            function = action.function.__name__
+            inputs = dict(action.args)
+            inputs.pop("self", None)
+            action_log = ActionLog(
+                content=f"{None if app is None else app.__class__.__name__}: {function}",
+                event_type=event_type._value_
+                if type(event_type) is EventType
+                else event_type.value,
+                input=inputs,
+                output=metadata.return_value,
+                action_name=function,
+                app_name=app_name,
+                exception=metadata.exception,
+                exception_stack_trace=metadata.exception_stack_trace,
+                timestamp=event.event_time,
+                agent_id="unknown",
+            )
+            action_log.id = event.event_id
+            self.append_world_logs(action_log)
+            return
         # ARE's own, unchanged, except that the world log's `get_content_for_message` (a module
         # global of ARE's environment module) is ARE's function behind the notification
         # pre-filter for the duration of the call: the same answer for every event, without
@@ -168,7 +216,7 @@ class AsyncEnvironment(Environment):
 
     def get_event_queue_length(self) -> int:
         queue = self.event_queue  # asked at every step: `len(queue)`, one call less for ours
-        return len(queue.future_events.queue) if type(queue) is FastEventQueue else len(queue)
+        return len(queue.future_events) if type(queue) is FastEventQueue else len(queue)
 
     def get_event_log_size(self) -> int:
         return len(self.event_log)
@@ -221,7 +269,7 @@ class AsyncEnvironment(Environment):
         first = [event for event in self.events_to_schedule if len(event.dependencies) == 0]
         for event in first:
             event.compute_absolute_time(self.start_time)
-        self.event_queue.put(first)  # one list: ours heapifies once (`FastEventQueue.put`)
+        self.event_queue.put(first)  # one list: ours sorts it once (`FastEventQueue.put`)
 
     def tick(self) -> None:
         # Also: ARE walks its validators (none, in a session) to tell each the tick count.
@@ -244,10 +292,11 @@ class AsyncEnvironment(Environment):
             if type(queue) is FastEventQueue:
                 # `pop_due_us`'s first test written out: the pass after the due events is
                 # almost always empty.
-                heap = queue.future_events.queue
-                if not heap or heap[0][0] > now_us:
+                future = queue.future_events
+                head = future.head_us
+                if head is None or head > now_us:
                     break
-                events_to_process = queue.pop_due_us(now_us)
+                events_to_process = future.pop_due_us(now_us)
             else:
                 events_to_process = queue.pop_events_to_process(self.current_time)
             if not events_to_process:
@@ -389,10 +438,10 @@ class AsyncEnvironment(Environment):
         queue = self.event_queue
         if self.stop_event.is_set() or type(queue) is not FastEventQueue:
             return None
-        heap = queue.future_events.queue
-        if not heap and self.exit_when_no_events:
+        head = queue.future_events.head_us
+        if head is None and self.exit_when_no_events:
             return None
-        return self._due_us(heap[0][0] if heap else None)
+        return self._due_us(head)
 
     def next_due_us(self) -> int | None:
         # `next_event_time` and `wait_timeout_time` written out: asked at every step. The
@@ -400,8 +449,7 @@ class AsyncEnvironment(Environment):
         # put): the same key `pop_due_us` tells due events by.
         queue = self.event_queue
         if type(queue) is FastEventQueue:
-            heap = queue.future_events.queue
-            event = heap[0][0] if heap else None
+            event = queue.future_events.head_us
         else:
             head = queue.peek()
             event = None if head is None else to_us(float(head.event_time))

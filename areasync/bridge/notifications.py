@@ -71,6 +71,7 @@ MAY_NOTIFY: frozenset[str] = frozenset(
 )
 
 _are_convert_to_message = BaseNotificationSystem.convert_to_message
+_are_handle_event = BaseNotificationSystem.handle_event
 _are_time_based = BaseNotificationSystem.handle_time_based_notifications
 _are_timeout_after = BaseNotificationSystem.handle_timeout_after_events
 _are_get_content_for_message = are_notification_system.get_content_for_message
@@ -117,6 +118,21 @@ def cannot_notify(event: Any) -> bool:
     # looked up further: let ARE decide those); read here without ARE's two calls.
     name = getattr(event.action.function, "__name__", None)
     return type(name) is str and name not in MAY_NOTIFY
+
+
+def ignores(system: BaseNotificationSystem) -> bool:
+    """True if ARE's `system.handle_event(event)` does nothing for an event `cannot_notify`
+    says yes to: it is ARE's base method (not a subclass's, not set on the instance), the
+    system is initialized (else it raises), has a time manager (else the filter's first step
+    raises) and converts with the pre-filter `install` gave it, which answers None."""
+    converter = system.__dict__.get("convert_to_message")
+    return (
+        getattr(converter, "__func__", None) is convert_to_message
+        and system._initialized
+        and bool(system.time_manager)
+        and type(system).handle_event is _are_handle_event
+        and "handle_event" not in system.__dict__
+    )
 
 
 def idle_before_events(system: BaseNotificationSystem) -> bool:

@@ -7,8 +7,10 @@ many queued events that alone costs more than executing an event (docs/topics/pe
 "Design measurements").
 
 `TimeOrderedHeap` orders by exactly ARE's key `(event_time, event_id)` but compares plain tuples
-in C, with an insertion counter as the final tie-break (where ARE's heap order is arbitrary), and
-`FastEventQueue.pop_events_to_process` peeks before popping.
+in C, with an insertion counter as the final tie-break (where ARE's heap order is arbitrary),
+`FastEventQueue.pop_events_to_process` peeks before popping, and the events scheduled together
+at load are a sorted run rather than a heap, so that taking the next one costs the same however
+many are queued.
 
 The event log (`EventLog.past_events`, also one of ARE's `PriorityQueue`s, on `event_time`)
 keeps ARE's own heap, because its order is observable: `list_view()` sorts the heap's array,
@@ -42,51 +44,105 @@ class TimeOrderedHeap:
     Each entry is `(time in whole microseconds, event_time, event_id, insertion count, event)`:
     rounding to the microsecond never reverses two times, so the entries sort exactly as
     ARE's `(event_time, event_id)`, and whether the head is due is one integer comparison
-    (`FastEventQueue.pop_events_to_process`)."""
+    (`head_us`). Entries are distinct (the insertion count), so the order they leave in is
+    fixed whatever structure holds them.
+
+    Items put together (`put_all`: a scenario's first events, at load) are kept as one sorted
+    run, taken from its end: a pop there costs the same at any length, where a heap's costs
+    ~2 log2(n) tuple comparisons and a walk through memory that grows with n. Items put one by
+    one (a successor, a scheduled event) go on a heap; a pop takes the smaller of the two
+    heads. `head_us` is always the first entry's time (None when empty): the engine asks it
+    at every step, as an attribute."""
 
     def __init__(self) -> None:
-        self.queue: list[tuple[int, float, str, int, Any]] = []
+        self.queue: list[tuple[int, float, str, int, Any]] = []  # a heap
+        self.run: list[tuple[int, float, str, int, Any]] = []  # sorted, the first entry last
+        self.head_us: int | None = None
         self._counter = itertools.count()
 
     def put(self, item: Any) -> None:
-        heapq.heappush(self.queue, self._entry(item))
+        entry = self._entry(item)
+        heapq.heappush(self.queue, entry)
+        head = self.head_us
+        if head is None or entry[0] < head:
+            self.head_us = entry[0]
 
     def put_all(self, items: list[Any]) -> None:
-        """`put` of each of `items` in turn, with one `heapify` instead of a push each: the
-        entries are distinct (the insertion count), so what is popped, and in what order, is
-        the same."""
+        """`put` of each of `items` in turn, into the sorted run (see the class docstring):
+        what is popped, and in what order, is the same."""
         # `_entry` of each, written out: a scenario's load puts all of its first events here.
         count = self._counter
-        self.queue.extend(
+        run = self.run
+        run.extend(
             [
                 (round(t * US_PER_S), t, item.event_id or "", next(count), item)
                 for item in items
                 for t in (item.event_time,)
             ]
         )
-        heapq.heapify(self.queue)
+        run.sort(reverse=True)  # in time order already (a scenario's usual case): linear
+        self._new_head()
 
     def _entry(self, item: Any) -> tuple[int, float, str, int, Any]:
         t = item.event_time
         return (to_us(t), t, item.event_id or "", next(self._counter), item)
 
+    def _new_head(self) -> None:
+        run, heap = self.run, self.queue
+        if run:
+            self.head_us = heap[0][0] if heap and heap[0] < run[-1] else run[-1][0]
+        else:
+            self.head_us = heap[0][0] if heap else None
+
+    def _pop(self) -> tuple[int, float, str, int, Any]:
+        run, heap = self.run, self.queue
+        entry = run.pop() if run and not (heap and heap[0] < run[-1]) else heapq.heappop(heap)
+        self._new_head()
+        return entry
+
+    def pop_due_us(self, now_us: int) -> list[Any]:
+        """Every item due at `now_us` (microseconds) or before, in order."""
+        due: list[Any] = []
+        head = self.head_us
+        if head is None or head > now_us:
+            return due
+        run, heap = self.run, self.queue
+        if not heap:  # only the run: no heap to compare with (the usual fast run)
+            while run and run[-1][0] <= now_us:
+                due.append(run.pop()[_ITEM])
+        else:
+            while True:
+                if run and not (heap and heap[0] < run[-1]):
+                    if run[-1][0] > now_us:
+                        break
+                    due.append(run.pop()[_ITEM])
+                elif heap and heap[0][0] <= now_us:
+                    due.append(heapq.heappop(heap)[_ITEM])
+                else:
+                    break
+        self._new_head()
+        return due
+
     def get(self) -> Any:
-        return heapq.heappop(self.queue)[_ITEM]
+        return self._pop()[_ITEM]
 
     def peek(self) -> Any:
-        return self.queue[0][_ITEM] if self.queue else None
+        run, heap = self.run, self.queue
+        if run:
+            return (heap[0] if heap and heap[0] < run[-1] else run[-1])[_ITEM]
+        return heap[0][_ITEM] if heap else None
 
     def empty(self) -> bool:
-        return not self.queue
+        return self.head_us is None
 
     def qsize(self) -> int:
-        return len(self.queue)
+        return len(self.queue) + len(self.run)
 
     def __len__(self) -> int:
-        return len(self.queue)
+        return len(self.queue) + len(self.run)
 
     def __iter__(self) -> Iterator[Any]:
-        return iter([entry[_ITEM] for entry in sorted(self.queue)])
+        return iter([entry[_ITEM] for entry in sorted(self.queue + self.run)])
 
 
 _ITEM = 4  # where a `TimeOrderedHeap` entry holds its event
@@ -123,16 +179,10 @@ class FastEventQueue(EventQueue):
     def pop_due_us(self, now_us: int) -> list[Any]:
         """`pop_events_to_process` of the time `now_us` in microseconds (a tick converts its
         time once, not once per pass)."""
-        heap = self.future_events.queue
-        if not heap or heap[0][0] > now_us:
-            return []
-        due = []
-        while heap and heap[0][0] <= now_us:
-            due.append(heapq.heappop(heap)[_ITEM])
-        return due
+        return self.future_events.pop_due_us(now_us)
 
     def __len__(self) -> int:
-        return len(self.future_events.queue)
+        return len(self.future_events)
 
 
 _SEVERAL = object()  # in `EventLogQueue`'s index: an id logged more than once

@@ -88,6 +88,9 @@ class VirtualClock:
         self._mode = Mode(mode)
         self._speed = float(speed)
         self._paused = False
+        # Fast and not paused (the driver's question before every fast step), kept with the
+        # two it follows.
+        self.runs_fast = self._mode is Mode.FAST
         self._held = 0
         # The latest time `now_us()` has given out: no control sets the clock below it.
         self._reported_us = self._v0
@@ -194,7 +197,14 @@ class VirtualClock:
         """`set_us(t_us)` if `t_us` is later than now, else nothing; the time now, after.
 
         A fast step's move (`Engine.step_fast`): one reading of the clock, not two."""
-        now = self.now_us()
+        if self._mode is Mode.REALTIME:
+            now = self.now_us()
+        else:  # `now_us` of a clock that does not flow, written out: once per fast step
+            now = self._v0
+            if now < self._reported_us:
+                now = self._reported_us
+            else:
+                self._reported_us = now
         if t_us <= now:
             return now
         self.jumped_us += t_us - now
@@ -241,11 +251,13 @@ class VirtualClock:
     def pause(self) -> None:
         self._reanchor()
         self._paused = True
+        self.runs_fast = False
 
     def resume(self) -> None:
         # Resuming never jumps: time continues from where it was paused.
         self._reanchor()
         self._paused = False
+        self.runs_fast = self._mode is Mode.FAST
 
     def hold(self, *, bind: bool = True) -> None:
         """Stop the flow for the duration of one step (a tick takes no simulated time).
@@ -292,6 +304,7 @@ class VirtualClock:
     def set_mode(self, mode: Mode) -> None:
         self._reanchor()
         self._mode = Mode(mode)
+        self.runs_fast = self._mode is Mode.FAST and not self._paused
 
     def wall(self) -> float:
         return self._wall()

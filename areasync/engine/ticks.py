@@ -199,7 +199,11 @@ class Engine:
             due = env.next_due_us()
             if due is None:
                 return False
-        start_us, increment_us, end = self._geometry()
+        # `_geometry()` written out while the geometry is unchanged (nearly always).
+        if (env.start_time, env.time_increment_in_seconds, env.duration) == self._geometry_key:
+            start_us, increment_us, end = self._geometry_us
+        else:
+            start_us, increment_us, end = self._geometry()
         if end is not None and due >= end and not self.wait_runs_past_end(due):
             # ARE's jump_to_next_event_time sets the tick index before the duration check.
             env.tick_count = math.ceil((due - start_us) / increment_us)

@@ -192,7 +192,7 @@ class Driver:
         deadline = perf_counter() + self._step_budget
         clock, engine, book = self._clock, self._engine, self._book
         while True:
-            if clock.mode is Mode.FAST and not self._leases and not clock.paused:
+            if clock.runs_fast and not self._leases:
                 # `_fast_step`, written out: this runs once per event time.
                 book.pending_steps += 1
                 more = engine.step_fast() or self._idle_after_fast_step()

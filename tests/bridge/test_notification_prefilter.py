@@ -407,8 +407,10 @@ def test_add_to_log_swaps_the_world_logs_function_only_during_the_call() -> None
         seen.append(are_environment.get_content_for_message)
         append(log)
 
+    anyio_run(sim.call_tool, "SystemApp__get_current_time", {})
+    logged = sim.env.event_log.list_view()[-1]
     with mock.patch.object(sim.env, "append_world_logs", side_effect=spy):
-        anyio_run(sim.call_tool, "SystemApp__get_current_time", {})
+        sim.env.add_to_log([logged])  # a list: ARE's own `add_to_log`, not the written-out path
     assert seen == [notifications.get_content_for_message]
     assert are_environment.get_content_for_message is original
     # The world log is ARE's: app and function, no template for this event.

@@ -78,7 +78,8 @@ def run_agent(args: argparse.Namespace) -> int:
 
 
 async def _oracle(args: argparse.Namespace, url: str) -> int:
-    from areasync.agents.oracle.agent import Pace, oracle_plan, run_oracle_agent
+    from areasync.agents.oracle.agent import Pace, run_oracle_agent
+    from areasync.agents.oracle.plan import oracle_plan_in_thread
     from areasync.bridge.scenarios.loading import ScenarioError
     from areasync.client import AreasyncError, connect
 
@@ -88,7 +89,9 @@ async def _oracle(args: argparse.Namespace, url: str) -> int:
     try:
         async with connect(url, role=Role.AGENT, **options) as sim:
             try:
-                plan = await oracle_plan(
+                # Off the event loop: the plan loads and runs the scenario (seconds of CPU for
+                # a Gaia2 one), and the socket must go on answering the server's pings.
+                plan = await oracle_plan_in_thread(
                     args.scenario or sim.scenario_id, import_mode=args.import_mode
                 )
             except ScenarioError as exc:

@@ -12,11 +12,15 @@ client connection and needs nothing from ARE.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
+
+import anyio
+import anyio.to_thread
 
 from areasync.protocol import EventRecord
 
-__all__ = ["OracleAction", "OraclePlan", "oracle_plan"]
+__all__ = ["OracleAction", "OraclePlan", "oracle_plan", "oracle_plan_in_thread"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,18 @@ async def oracle_plan(source: Any, *, import_mode: str = "auto") -> OraclePlan:
         end_time=max((record.time - start for record in records), default=0.0),
         simulation=simulation,
     )
+
+
+async def oracle_plan_in_thread(source: Any, *, import_mode: str = "auto") -> OraclePlan:
+    """:func:`oracle_plan`, made in a worker thread on an event loop of its own.
+
+    For a caller whose event loop holds open sockets: the plan loads and runs the whole
+    scenario (a Gaia2 one is megabytes of JSON and seconds of CPU, many more on a busy
+    machine), and meanwhile the caller's loop must go on answering its server's keepalive
+    pings, or the server closes the socket as stalled. Raises what :func:`oracle_plan` raises.
+    """
+    plan = partial(oracle_plan, source, import_mode=import_mode)
+    return await anyio.to_thread.run_sync(anyio.run, plan)
 
 
 def _oracle_actions(

@@ -7,8 +7,8 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -17,9 +17,8 @@ import pytest
 from areasync.client import connect
 from areasync.conformance.normal_form import first_difference, normalized_log
 from areasync.gaia2.stub_llm import StubLLM
-from areasync.protocol import Role
 from areasync.testing import AreasyncServer
-from tests.agents.are.held_import import HELD
+from tests.agents.held_import import run_held, the_agent_answers_a_ping
 from tests.agents.runs import MODEL, Run, in_process, scenario_text
 from tests.bounds import PROCESS_S
 from tests.stubs import stub_fixture
@@ -120,33 +119,11 @@ async def test_the_command_answers_its_servers_pings_while_it_imports_are(
     url = f"ws://127.0.0.1:{areasync_server.port}"
     args = ["--session", session_id, "--scenario", str(path), "--import-mode", "benchmark"]
     played = command(url, areasync_server.token, *args, endpoint=stub.endpoint)
-    done: list[subprocess.CompletedProcess[str]] = []
-
-    async def play(port: int) -> None:
-        held = [sys.executable, "-m", "tests.agents.are.held_import", module, str(port)]
-        done.append(await areasync_agent_are([*held, *played[3:]]))
-
-    (test,) = (await anyio.create_tcp_listener(local_host="127.0.0.1")).listeners
-    assert isinstance(test, anyio.abc.SocketListener)
-    async with test:
-        port = test.extra(anyio.abc.SocketAttribute.local_port)
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(play, port)
-            with anyio.fail_after(GIVE_UP_S):
-                async with await test.accept() as hold:
-                    assert await hold.receive(len(HELD)) == HELD
-                    (agent,) = [c for c in session.connections if c.role is Role.AGENT]
-                    await await_pong(agent)
-    (result,) = done
+    answered = partial(the_agent_answers_a_ping, session)
+    result = await run_held(module, played[3:], answered, env=environment())
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert [(c["tool"], c["args"]) for c in report["calls"]] == reference.calls, result.stderr
-
-
-async def await_pong(connection: Any) -> None:
-    """Ping the client of `connection` (a server-side WebSocket connection) and await its pong."""
-    pong = await connection.ws.ping()
-    await pong
 
 
 async def test_an_unreachable_model_is_one_clear_line() -> None:

@@ -4,7 +4,9 @@ it makes its plan (ARE's oracle run of the whole scenario, seconds of CPU for a 
 from __future__ import annotations
 
 import json
+import sys
 from functools import partial
+from pathlib import Path
 
 import anyio
 
@@ -36,3 +38,21 @@ async def test_the_command_answers_its_servers_pings_while_it_makes_its_plan(
     with anyio.fail_after(PROCESS_S):
         await areasync_server.session().done.wait()  # fast: the agent idled, time runs out
     assert areasync_server.simulation().validation == Validation(success=True)
+
+
+async def test_a_scenario_that_fails_to_load_is_one_clear_line(
+    areasync_server: AreasyncServer, tmp_path: Path
+) -> None:
+    # Made off the event loop, the plan still says what was wrong and what to pass instead.
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    command = [sys.executable, "-m", "areasync.cli", "agent", "oracle", "--url"]
+    command += [areasync_server.url, "--token", areasync_server.token, "--scenario", str(broken)]
+    with anyio.fail_after(PROCESS_S):
+        done = await anyio.run_process(command, check=False)
+    stderr = done.stderr.decode()
+    assert done.returncode == 2, stderr
+    assert "Traceback" not in stderr
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith("areasync agent oracle: "), stderr
+    assert "Pass the session's scenario with --scenario" in line

@@ -25,12 +25,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+import msgspec
 import pytest
 import pytest_asyncio
 from websockets.asyncio.client import connect as ws_connect
 
 from areasync.client import connect
-from areasync.protocol.frames import StreamItem
+from areasync.protocol.frames import PROTOCOL, StreamItem
 from areasync.service import ServiceConfig
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S
 from tests.front.support import (
@@ -281,6 +282,62 @@ async def test_the_routers_session_list_gives_each_session_its_nodes_url(router:
     for session in body["sessions"]:
         link = router.hosts[session["node"]]
         assert session["url"] == f"{link.info.ws_base}/sessions/{session['id']}"
+
+
+LISTED_KEYS = [
+    *("id", "scenario_id", "url", "epoch", "state", "ended", "oracle", "import_mode", "judge"),
+    *("waiting_for_agent", "next_due", "agents_busy", "end_reason", "restartable", "clock"),
+    *("seq", "events", "connections", "validation", "trace", "trace_error", "created_at"),
+    *("ended_at", "restored", "durable", "journal_error", "bounds", "gaia2_cli_url", "mcp_url"),
+    *("worker", "node", "node_host"),
+]
+CREATED_KEYS = [
+    *("session_id", "scenario_id", "import_mode", "judge", "url", "epoch", "mode", "tokens"),
+    *("mcp_url", "gaia2_cli_url", "worker", "node", "node_host", "gaia2_url"),
+]
+NODE_KEYS = ["node_id", "url", "answered", "live", "rss"]
+
+
+async def http_bytes(url: str, body: bytes | None = None) -> bytes:
+    """The body of GET `url` (POST of `body`) with the admin token."""
+
+    def get() -> bytes:
+        headers = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/json"}
+        request = urllib.request.Request(url, data=body, headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer: bytes = response.read()
+            return answer
+
+    return await asyncio.to_thread(get)
+
+
+def in_order(answer: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    """`answer`'s values under `keys`, in that order (a key it lacks fails)."""
+    assert list(answer) == keys
+    return {key: answer[key] for key in keys}
+
+
+async def test_the_routers_listing_create_answer_and_health_are_these_bytes(
+    router: Router,
+) -> None:
+    # The exact bytes, as tests/front/test_front_answers_wire.py pins a front's: every key and
+    # its place pinned, the values measured (times, tokens, loads) read from the answer.
+    created_bytes = await http_bytes(f"{router.http_url}/api/sessions", create_body())
+    created = json.loads(created_bytes)
+    assert created_bytes == msgspec.json.encode(in_order(created, CREATED_KEYS))
+    listing_bytes = await http_bytes(f"{router.http_url}/api/sessions")
+    listing = json.loads(listing_bytes)
+    expected = {
+        "protocol": PROTOCOL,
+        "access": {"role": "admin", "session_id": None},
+        "sessions": [in_order(entry, LISTED_KEYS) for entry in listing["sessions"]],
+        "nodes": [in_order(node, NODE_KEYS) for node in listing["nodes"]],
+        "restoring": [],
+        "refused_journals": {},
+    }
+    assert listing_bytes == msgspec.json.encode(expected)
+    health = {"status": "ok", "protocol": PROTOCOL, "nodes": 2, "lost_nodes": 0, "restoring": 0}
+    assert await http_bytes(f"{router.http_url}/health") == msgspec.json.encode(health)
 
 
 async def http_post(

@@ -30,7 +30,7 @@ import pytest
 import pytest_asyncio
 from websockets.asyncio.client import connect as ws_connect
 
-from areasync.client import connect
+from areasync.client import connect, list_sessions
 from areasync.protocol.frames import PROTOCOL, StreamItem
 from areasync.service import ServiceConfig
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S
@@ -92,7 +92,7 @@ async def router(ray_cluster: Any, request: pytest.FixtureRequest) -> AsyncItera
     try:
         for _ in range(2):
             created = await router.create_session(scenario=SCENARIO, mode="manual")
-            CREATED[created["session_id"]] = created
+            CREATED[created.session_id] = msgspec.to_builtins(created)
         yield router
     finally:
         await asyncio.wait_for(router.stop(), 30)
@@ -194,9 +194,9 @@ async def test_the_cluster_banner_prints_a_created_sessions_gaia2_cli_url(router
     from areasync.cluster.cli import banner
 
     created = await router.create_session(scenario=SCENARIO, mode="manual")
-    link = router.hosts[created["node"]]
-    expected = f"{link.info.gaia2_base}/gaia2/{created['tokens']['user']}"
-    assert created["gaia2_url"] == expected
+    link = router.hosts[str(created.node)]
+    expected = f"{link.info.gaia2_base}/gaia2/{created.tokens['user']}"
+    assert created.gaia2_url == expected
     assert f"gaia2-cli   {expected}" in banner(router, [created])
 
 
@@ -213,7 +213,7 @@ def own_links(entry: dict[str, Any], router: Router) -> tuple[str | None, str | 
 async def test_create_sessions_result_shows_its_mcp_url_and_own_gaia2_cli_port_with_its_nodes_host(
     router: Router,
 ) -> None:
-    created = await router.create_session(scenario=SCENARIO, mode="manual")
+    created = msgspec.to_builtins(await router.create_session(scenario=SCENARIO, mode="manual"))
     mcp_host, bare_host = own_links(created, router)
     assert (mcp_host, bare_host) == (created["node_host"], "127.0.0.1")
     status, text = await http_text(f"{created['gaia2_cli_url']}/status")  # its own port answers
@@ -338,6 +338,13 @@ async def test_the_routers_listing_create_answer_and_health_are_these_bytes(
     assert listing_bytes == msgspec.json.encode(expected)
     health = {"status": "ok", "protocol": PROTOCOL, "nodes": 2, "lost_nodes": 0, "restoring": 0}
     assert await http_bytes(f"{router.http_url}/health") == msgspec.json.encode(health)
+
+
+async def test_list_sessions_reads_the_routers_sessions_with_their_node(router: Router) -> None:
+    listed = await list_sessions(router.http_url, token=ADMIN)
+    assert {(s.id, s.node) for s in listed} == set(router.where.items())
+    for session in listed:
+        assert session.node_host == urlsplit(router.hosts[str(session.node)].info.http_url).hostname
 
 
 async def http_post(

@@ -20,6 +20,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from areasync.client import list_sessions
 from areasync.protocol.frames import PROTOCOL
 from tests.front.support import ADMIN, REAL_PROCESSES, WAIT, Front, front
 
@@ -143,3 +144,13 @@ async def test_a_fronts_listing_create_answer_and_health_are_these_bytes(tmp_pat
     sent = msgspec.json.decode(created_bytes)
     assert created_bytes == msgspec.json.encode(created(served, sent))
     assert health_bytes == msgspec.json.encode(HEALTH)
+
+
+async def test_list_sessions_reads_a_fronts_sessions_with_their_worker(tmp_path: Path) -> None:
+    async with front("--scenario", TUTORIAL, log=tmp_path / "log") as served:
+        with anyio.fail_after(WAIT):
+            [listed] = await list_sessions(f"http://{served.base}", token=ADMIN)
+            holder = await served.holder(TUTORIAL)
+            pids = await served.worker_pids()
+    assert listed.id == TUTORIAL
+    assert listed.worker is not None and pids[listed.worker] == holder

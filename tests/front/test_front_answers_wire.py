@@ -5,8 +5,8 @@ its `worker`; `restoring`, `refused_journals` and `workers` at the top), its `PO
 As in `tests/service/connection/test_session_answers_wire.py`: each expected answer is written
 out key by key, in order, and encoded by msgspec; what the front sends must be those bytes.
 Values that are measurements (tokens, epochs, times, pids, bytes used) are read from the answer
-itself; every key, its place and every other value are pinned. One front serves every test
-here's answers (a front's start is most of its time): one test per answer would start three.
+itself; every key, its place and every other value are pinned. The three answers are read of
+one front, in one test (a front's start is most of its time): one test each would start three.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import msgspec
 from areasync.client import list_sessions
 from areasync.protocol.frames import PROTOCOL
 from tests.front.support import ADMIN, REAL_PROCESSES, WAIT, Front, front
+from tests.service.connection.test_session_answers_wire import listed as server_listed
+from tests.service.connection.test_session_answers_wire import use_and_limit
 
 pytestmark = REAL_PROCESSES
 
@@ -46,49 +48,10 @@ def raw(served: Front, path: str, body: dict[str, Any] | None = None) -> bytes:
 
 
 def listed(served: Front, shown: dict[str, Any]) -> dict[str, Any]:
-    """scenario_tutorial's start-up session as the front lists it: nobody has moved it."""
-    return {
-        "id": TUTORIAL,
-        "scenario_id": TUTORIAL,
-        "url": served.url(TUTORIAL),
-        "epoch": shown["epoch"],
-        "state": "running",
-        "ended": False,
-        "oracle": False,
-        "import_mode": None,
-        "judge": None,
-        "waiting_for_agent": False,
-        "next_due": 5.0,
-        "agents_busy": 0,
-        "end_reason": None,
-        "restartable": True,
-        "clock": {
-            "state": "running",
-            "time": 0.0,
-            "tick": 0,
-            "mode": "manual",
-            "speed": 1.0,
-            "start_time": 0.0,
-            "duration": 20.0,
-            "lag": 0.0,
-        },
-        "seq": 1,
-        "events": 0,
-        "connections": {"agent": 0, "user": 0, "observer": 0, "controller": 0, "admin": 0},
-        "validation": None,
-        "trace": None,
-        "trace_error": None,
-        "created_at": shown["created_at"],
-        "ended_at": None,
-        "restored": False,
-        "durable": True,  # a front keeps journals (its own directory without --state-dir)
-        "journal_error": None,
-        "bounds": {
-            b: {"used": shown["bounds"][b]["used"], "limit": shown["bounds"][b]["limit"]}
-            for b in BOUNDS
-        },
-        "worker": shown["worker"],
-    }
+    """scenario_tutorial's start-up session as the front lists it: as a durable server lists
+    it (a front keeps journals: its own directory without --state-dir), with its worker."""
+    bounds = {bound: use_and_limit(shown["bounds"][bound]) for bound in BOUNDS}
+    return server_listed(served.url, shown, durable=True, bounds=bounds, worker=shown["worker"])
 
 
 def listing(served: Front, body: dict[str, Any]) -> dict[str, Any]:

@@ -133,7 +133,7 @@ async def _cluster(cluster: Any, worker: Any, state: Path, n: int, calls: int) -
             }
             for node in after
         }
-        on_worker = [c["session_id"] for c in created if c["node"] == worker.node_id]
+        on_worker = [c.session_id for c in created if c.node == worker.node_id]
         target = on_worker[0]
         link = router.hosts[worker.node_id]
         urls = {

@@ -106,8 +106,8 @@ async def measure(workers: int | None, state: Path, sessions: int, calls: int) -
         ]
         targets = []
         for session in created:
-            base = urlsplit(router.hosts[session["node"]].info.ws_base)
-            targets.append((base.hostname, base.port, session["session_id"]))
+            base = urlsplit(router.hosts[str(session.node)].info.ws_base)
+            targets.append((base.hostname, base.port, session.session_id))
         processes = await _processes(router)
         spec = {"targets": targets, "calls": calls}
         client = await asyncio.to_thread(

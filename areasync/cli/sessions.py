@@ -107,7 +107,7 @@ async def _run(args: argparse.Namespace, source: dict[str, str]) -> Any:
     from areasync.client import admin_url, connect, list_sessions
 
     if args.session_command == "list":
-        return await list_sessions(args.url, token=args.token)
+        return msgspec.to_builtins(await list_sessions(args.url, token=args.token))
     url = await admin_url(args.url, token=args.token)
     async with connect(url, role="admin", token=args.token, reconnect=False) as admin:
         if args.session_command == "stop":

@@ -38,6 +38,7 @@ _EXPORTS = {
     "InterruptedControlError": "areasync.client.errors",
     "InvalidArgsError": "areasync.client.errors",
     "InvalidFieldError": "areasync.client.errors",
+    "ListedSession": "areasync.client.sessions",
     "RateLimitedError": "areasync.client.errors",
     "ReplayUnavailableError": "areasync.client.errors",
     "SessionEndedError": "areasync.client.errors",
@@ -77,6 +78,7 @@ __all__ = [
     "InterruptedControlError",
     "InvalidArgsError",
     "InvalidFieldError",
+    "ListedSession",
     "RateLimitedError",
     "ReplayUnavailableError",
     "SessionEndedError",
@@ -135,6 +137,7 @@ if TYPE_CHECKING:
     )
     from areasync.client.sessions import (
         CreatedSession,
+        ListedSession,
         StoppedSession,
         admin_url,
         list_sessions,

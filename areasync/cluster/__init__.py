@@ -13,7 +13,7 @@ come back on the others from their journals in a shared directory.
     router = Router(ServiceConfig(host=..., port=..., state_dir=Path("/shared/state")))
     await router.start()                        # a host on every node of the running cluster
     created = await router.create_session(scenario="scenario_tutorial", mode="fast")
-    created["url"]                              # ws://ROUTER/sessions/<id>: dial this, always
+    created.url                                 # ws://ROUTER/sessions/<id>: dial this, always
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import ray
 from areasync.cluster.nodes import NAMESPACE
 from areasync.cluster.router import Router
 from areasync.protocol.errors import ProtocolError
+from areasync.protocol.merged import PlacedSession
 from areasync.service.config import ServiceConfig
 
 __all__ = ["serve_cluster"]
@@ -83,7 +84,7 @@ async def _serve(router: Router, config: ServiceConfig, scenarios: Sequence[str]
     return 0
 
 
-def banner(router: Router, created: list[dict[str, object]]) -> str:
+def banner(router: Router, created: list[PlacedSession]) -> str:
     """Where to connect: the router, its nodes, the sessions created and their tokens."""
     lines = [
         f"areasync cluster router on {router.http_url} ({len(router.hosts)} node(s))",
@@ -97,21 +98,17 @@ def banner(router: Router, created: list[dict[str, object]]) -> str:
     if router.where and not created:
         lines.append(f"  {len(router.where)} session(s) restored from their journals")
     for session in created:
-        lines.append(f"session {session['session_id']} on node {str(session['node'])[:12]}")
-        lines.append(f"  {session['url']}")
-        tokens = session["tokens"]
-        assert isinstance(tokens, dict)
-        lines += [f"  {role:<11} {token}" for role, token in tokens.items()]
-        if "gaia2_url" in session:
-            lines.append(f"  gaia2-cli   {session['gaia2_url']}  (the user's token, on its node)")
-        if "gaia2_cli_url" in session:
+        lines.append(f"session {session.session_id} on node {str(session.node)[:12]}")
+        lines.append(f"  {session.url}")
+        lines += [f"  {role:<11} {token}" for role, token in session.tokens.items()]
+        if session.gaia2_url is not None:
+            lines.append(f"  gaia2-cli   {session.gaia2_url}  (the user's token, on its node)")
+        if session.gaia2_cli_url is not None:
             lines.append(
-                f"  gaia2-cli   {session['gaia2_cli_url']}  (its own port, on the loopback of "
-                f"{session['node_host']})"
+                f"  gaia2-cli   {session.gaia2_cli_url}  (its own port, on the loopback of "
+                f"{session.node_host})"
             )
-        if "mcp_url" in session:
-            lines.append(
-                f"  MCP         {session['mcp_url']}  (Authorization: Bearer <agent token>)"
-            )
+        if session.mcp_url is not None:
+            lines.append(f"  MCP         {session.mcp_url}  (Authorization: Bearer <agent token>)")
     lines.append("Ctrl-C stops every host: live sessions are suspended in their journals.")
     return "\n".join(lines)

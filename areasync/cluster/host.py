@@ -72,7 +72,7 @@ class HostLink:
     info: HostInfo
     load: Load = dataclasses.field(default_factory=Load)
 
-    def shown(self) -> dict[str, Any]:
+    def shown(self) -> dict[str, str | None]:
         """What a session's entry on the router adds to its node's (`/api/sessions`,
         `create_session`'s result): its `node`, and `node_host`, the host its node's URLs
         name. Its node's links come as a single server gives them: `mcp_url` on that host,

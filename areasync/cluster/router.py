@@ -50,6 +50,7 @@ from collections.abc import Awaitable
 from typing import Any
 from urllib.parse import quote
 
+import msgspec
 from ray.exceptions import RayActorError
 from websockets.asyncio.server import Server, ServerConnection, serve
 
@@ -60,6 +61,7 @@ from areasync.cluster.placement import Load, least_loaded, spread
 from areasync.cluster.routes import Routes
 from areasync.cluster.servers import NodeLoad
 from areasync.protocol.errors import ErrorCode, ProtocolError
+from areasync.protocol.merged import PlacedSession
 from areasync.service.adapters.gaia2cli.paths import adapter_url
 from areasync.service.config import ServiceConfig
 from areasync.service.connection.redact import RedactingLogger
@@ -224,7 +226,7 @@ class Router:
 
     # -- placement ---------------------------------------------------------------------------
 
-    async def create_session(self, **request: Any) -> dict[str, Any]:
+    async def create_session(self, **request: Any) -> PlacedSession:
         """Create a session on the least loaded host (`placement.py`); `request` holds
         `create_session`'s fields. Its result's `url` is the router's; `node` says where it
         runs and `node_host` the host its node's URLs name; with --gaia2-port, `gaia2_url` is
@@ -248,13 +250,17 @@ class Router:
             error = answer["error"]
             raise ProtocolError(ErrorCode(error["code"]), error["message"])
         link.load.live += 1
-        session_id = answer["session_id"]
+        placed = msgspec.convert(answer, PlacedSession)  # plain data from the host
+        session_id = placed.session_id
         self.where[session_id] = node
         self.misses.discard(session_id)
-        created = {**answer, "url": self.ws_url(session_id), **link.shown()}
-        if link.info.gaia2_base is not None:  # its node's adapter, the user's token (a banner's)
-            created["gaia2_url"] = adapter_url(link.info.gaia2_base, answer["tokens"]["user"])
-        return created
+        gaia2 = link.info.gaia2_base  # its node's adapter, the user's token (a banner's)
+        return msgspec.structs.replace(
+            placed,
+            url=self.ws_url(session_id),
+            **link.shown(),
+            gaia2_url=None if gaia2 is None else adapter_url(gaia2, placed.tokens["user"]),
+        )
 
     async def locate(self, session_id: str) -> HostLink | None:
         """The host holding `session_id`, asking every host once on a miss (a refresh under

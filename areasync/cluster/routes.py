@@ -37,6 +37,9 @@ POST /api/sessions          admin    201 {"session_id", "url" (the router's), "n
                                      WebSocket)
 ==========================  =======  ============================================================
 
+Its own answers (the merged listing, a created session, /health) are the Structs of
+`protocol/merged.py`; a host's answer comes over Ray as plain data and is decoded on arrival.
+
 Every request passes the screens an areasync server's port applies (`service/gate/screens.py`):
 Host and Origin (`service/gate/origin.py`), and for `POST /api/sessions`, the one route with a body,
 the admin token (401), a Content-Length within `max_frame_bytes` (411, 413) and the bodies in
@@ -65,6 +68,8 @@ from websockets.http11 import Request, Response
 
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import PROTOCOL
+from areasync.protocol.merged import ClusterHealth, ClusterListing, ListedNode, PlacedSession
+from areasync.protocol.sessions import ListedSession, ListingAccess, SessionListing
 from areasync.service.adapters.gaia2cli.paths import adapter_url
 from areasync.service.gate.auth import token_from_http
 from areasync.service.gate.screened import PostRequest, RefusedRequest
@@ -108,7 +113,7 @@ class RouterView(Protocol):
 
     async def call(self, ref: Any, limit: float | None = None) -> Any: ...
 
-    async def create_session(self, **request: Any) -> dict[str, Any]: ...
+    async def create_session(self, **request: Any) -> PlacedSession: ...
 
 
 __all__ = ["Routes", "redirect"]
@@ -278,9 +283,7 @@ class Routes:
                 "retry: GET /api/sessions shows whether it was created meanwhile",
                 {"Retry-After": _RETRY_AFTER_S},
             )
-        return json_response(
-            201, created, {"Location": f"/api/sessions/{created['session_id']}/url"}
-        )
+        return json_response(201, created, {"Location": f"/api/sessions/{created.session_id}/url"})
 
     async def passed_on(self, path: str, session_id: str | None) -> Response:
         """An admin GET a host answers: the session's host for its source, else any host."""
@@ -304,44 +307,47 @@ class Routes:
         status, body = await router.call(link.actor.admin_get.remote(path))
         return json_response(status, msgspec.json.decode(body))
 
-    async def sessions(self) -> dict[str, Any]:
-        """Every node's sessions (the admin's view of each), merged."""
+    async def sessions(self) -> ClusterListing:
+        """Every node's sessions (the admin's view of each), merged; each node's answer comes
+        as plain data over Ray, decoded here."""
         links = list(self.router.hosts.values())
         answers = await asyncio.gather(
             *(self.router.call(link.actor.sessions.remote()) for link in links),
             return_exceptions=True,
         )
-        shown: list[dict[str, Any]] = []
+        shown: list[ListedSession] = []
         refused: dict[str, str] = dict(self.router.refused)
         nodes = []
         for link, answer in zip(links, answers, strict=True):
-            node = {"node_id": link.node_id, "url": link.info.http_url, "answered": True}
-            node.update(live=link.load.live, rss=link.load.rss)
-            if isinstance(answer, BaseException):
-                node["answered"] = False
-            else:
-                shown += [{**s, **link.shown()} for s in answer["sessions"]]
-                refused.update(answer.get("refused_journals", {}))
-            nodes.append(node)
-        return {
-            "protocol": PROTOCOL,
-            "access": {"role": "admin", "session_id": None},
-            "sessions": shown,
-            "nodes": nodes,
-            "restoring": sorted(self.router.restoring),
-            "refused_journals": refused,
-        }
+            answered = not isinstance(answer, BaseException)
+            nodes.append(
+                ListedNode(
+                    link.node_id, link.info.http_url, answered, link.load.live, link.load.rss
+                )
+            )
+            if answered:
+                listing = msgspec.convert(answer, SessionListing)
+                shown += [msgspec.structs.replace(s, **link.shown()) for s in listing.sessions]
+                refused.update(listing.refused_journals or {})
+        return ClusterListing(
+            protocol=PROTOCOL,
+            access=ListingAccess("admin", None),
+            sessions=shown,
+            nodes=nodes,
+            restoring=sorted(self.router.restoring),
+            refused_journals=refused,
+        )
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> ClusterHealth:
         router = self.router
         degraded = not router.hosts or bool(router.restoring) or bool(router.refused)
-        return {
-            "status": "degraded" if degraded else "ok",
-            "protocol": PROTOCOL,
-            "nodes": len(router.hosts),
-            "lost_nodes": len(router.lost),
-            "restoring": len(router.restoring),
-        }
+        return ClusterHealth(
+            status="degraded" if degraded else "ok",
+            protocol=PROTOCOL,
+            nodes=len(router.hosts),
+            lost_nodes=len(router.lost),
+            restoring=len(router.restoring),
+        )
 
     def _is_admin(self, token: str | None) -> bool:
         admin = self.router.admin_token

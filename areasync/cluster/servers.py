@@ -112,7 +112,7 @@ class FrontNode:
 
     async def create_session(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            return await self.front.create_session(**request)
+            return msgspec.to_builtins(await self.front.create_session(**request))
         except ProtocolError as exc:
             return {"error": {"code": exc.code.value, "message": exc.message}}
 
@@ -123,7 +123,7 @@ class FrontNode:
         return await self.front.restore(session_ids)
 
     async def sessions(self) -> dict[str, Any]:
-        return await self.front.routes.admin_sessions()
+        return msgspec.to_builtins(await self.front.routes.admin_sessions())
 
     async def admin_get(self, path: str) -> tuple[int, bytes]:
         restarted = source_session_of(path) or source_session_of(path, AGENT_SUFFIX)

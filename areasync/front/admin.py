@@ -49,6 +49,7 @@ from areasync.protocol.frames import (
     StopSession,
     error_frame,
 )
+from areasync.protocol.merged import PlacedSession
 from areasync.sessionworker.answers import Seat
 from areasync.workers.pool import CallFailed, WorkerLost
 
@@ -78,9 +79,9 @@ class FrontView(Protocol):
 
     async def call(self, worker: Worker, method: str, *args: Any) -> Any: ...
 
-    async def create_session(self, **request: Any) -> dict[str, Any]: ...
+    async def create_session(self, **request: Any) -> PlacedSession: ...
 
-    async def create_on(self, worker: Worker, method: str, *args: Any) -> dict[str, Any]: ...
+    async def create_on(self, worker: Worker, method: str, *args: Any) -> PlacedSession: ...
 
 
 def admin_control(data: str | bytes, max_bytes: int) -> AdminControl | None:

@@ -32,6 +32,9 @@ POST /api/sessions          admin    201 a session created on the least loaded w
 / , the dashboard's files   no       the dashboard (its WebSockets open on this port)
 ==========================  =======  ============================================================
 
+Its own answers (the merged listing, a created session, /health) are the Structs of
+`protocol/merged.py`; a worker's answer comes as plain data and is decoded on arrival.
+
 An admin's WebSocket (hello role `admin`) is not handed over but relayed, its
 `create_session`, `stop_session` and `fork_session` carried out by the front (`admin.py`).
 
@@ -53,6 +56,18 @@ from websockets.http11 import Request, Response
 from areasync.front.metrics import merge
 from areasync.protocol.errors import ErrorCode, ProtocolError
 from areasync.protocol.frames import PROTOCOL, Role
+from areasync.protocol.merged import (
+    FrontHealth,
+    FrontListing,
+    JournalHealth,
+    ListedWorker,
+    PlacedSession,
+)
+from areasync.protocol.sessions import (
+    ListedSession,
+    ListingAccess,
+    SessionListing,
+)
 from areasync.service.adapters.openenv.paths import PREFIX as OPENENV_PREFIX
 from areasync.service.adapters.openenv.paths import locate as locate_openenv
 from areasync.service.gate.auth import token_from_http
@@ -107,7 +122,7 @@ class FrontView(Protocol):
 
     async def call(self, worker: Worker, method: str, *args: Any) -> Any: ...
 
-    async def create_session(self, **request: Any) -> dict[str, Any]: ...
+    async def create_session(self, **request: Any) -> PlacedSession: ...
 
 
 __all__ = ["FrontRoutes"]
@@ -193,7 +208,7 @@ class FrontRoutes:
             )
         if path == "/health":
             health = self.health()
-            return json_response(503 if health["status"] == "starting" else 200, health)
+            return json_response(503 if health.status == "starting" else 200, health)
         if path == "/api/sessions":
             return await self.sessions(token)
         restarted = source_session_of(path) or source_session_of(path, AGENT_SUFFIX)
@@ -252,7 +267,7 @@ class FrontRoutes:
         hosts = request.headers.get_all("Host")
         return hosts[0].strip().lower() if len(hosts) == 1 else self._own_host
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> FrontHealth:
         front = self.front
         up = len(front.up())
         failed = sum(front.supervisor.failed.values())
@@ -262,16 +277,16 @@ class FrontRoutes:
             or bool(front.refused)
             or failed > 0
         )
-        return {
-            "status": "starting" if not front.serving else "degraded" if degraded else "ok",
-            "protocol": PROTOCOL,
-            "workers": up,
-            "restoring": len(front.restoring),
-            "lost": len(front.lost),
+        return FrontHealth(
+            status="starting" if not front.serving else "degraded" if degraded else "ok",
+            protocol=PROTOCOL,
+            workers=up,
+            restoring=len(front.restoring),
+            lost=len(front.lost),
             # A server's fields: sessions ended by a failed journal (as the workers' last beats
             # said, `supervisor.py`), and journals no worker holds for not reading back.
-            "journal": {"failed_sessions": failed, "refused_journals": len(front.refused)},
-        }
+            journal=JournalHealth(failed_sessions=failed, refused_journals=len(front.refused)),
+        )
 
     async def sessions(self, token: str | None) -> Response:
         front = self.front
@@ -290,30 +305,30 @@ class FrontRoutes:
             return json_response(200, view)
         return json_response(200, await self.admin_sessions())
 
-    async def admin_sessions(self) -> dict[str, Any]:
+    async def admin_sessions(self) -> FrontListing:
         """`/api/sessions` as the admin sees it: every worker's list, merged (a cluster's
-        node answers its router with it)."""
+        node answers its router with it). A worker's answer comes as plain data, decoded here."""
         front = self.front
-        shown: list[dict[str, Any]] = []
+        shown: list[ListedSession] = []
         refused = dict(front.refused)
         for worker in front.up():
             try:
                 answer = await front.call(worker, "sessions", Role.ADMIN.value, None)
             except (WorkerLost, CallFailed):
                 continue
-            shown += [{**s, "worker": worker.name} for s in answer["sessions"]]
-            refused.update(answer.get("refused_journals", {}))
-        return {
-            "protocol": PROTOCOL,
-            "access": {"role": "admin", "session_id": None},
-            "sessions": shown,
-            "restoring": sorted(front.restoring),
-            "refused_journals": refused,
-            "workers": [
-                {"name": w.name, "pid": w.pid, "restarts": w.restarts, "starts_s": w.starts}
-                for w in front.pool.workers
+            listing = msgspec.convert(answer, SessionListing)
+            shown += [msgspec.structs.replace(s, worker=worker.name) for s in listing.sessions]
+            refused.update(listing.refused_journals or {})
+        return FrontListing(
+            protocol=PROTOCOL,
+            access=ListingAccess("admin", None),
+            sessions=shown,
+            restoring=sorted(front.restoring),
+            refused_journals=refused,
+            workers=[
+                ListedWorker(w.name, w.pid, w.restarts, list(w.starts)) for w in front.pool.workers
             ],
-        }
+        )
 
     async def metrics(self) -> Response:
         """Every worker's `/metrics`, merged (`metrics.py`)."""

@@ -71,6 +71,7 @@ from areasync.privatedirs import JOURNALS_PREFIX, WORKERS_PREFIX, PrivateDir
 from areasync.protocol.codec import Encoding, encode_server_frame
 from areasync.protocol.errors import CloseCode, ErrorCode, ProtocolError
 from areasync.protocol.frames import Role, error_frame
+from areasync.protocol.merged import PlacedSession
 from areasync.protocol.sessions import SessionLinks
 from areasync.service.adapters.gaia2cli.bare import url as bare_url
 from areasync.service.adapters.openenv.paths import locate as locate_openenv
@@ -621,12 +622,12 @@ class Front:
             raise RuntimeError("no session worker is up to read the journals; ask again")
         return list(await self.pool.call(workers[0], "live_journals"))
 
-    async def create_session(self, **request: Any) -> dict[str, Any]:
+    async def create_session(self, **request: Any) -> PlacedSession:
         """Create a session on the least loaded worker; `request` holds `create_session`'s
         fields. Raises ProtocolError as `create_session` does, or when no worker is up."""
         return await self._create("create", request)
 
-    async def _create(self, method: str, *args: Any) -> dict[str, Any]:
+    async def _create(self, method: str, *args: Any) -> PlacedSession:
         # One create at a time: each worker reads the ids the others gave from the journals.
         async with self._create_lock:
             workers = self.up()
@@ -636,25 +637,24 @@ class Front:
                 raise ProtocolError(ErrorCode.CAPACITY, f"{exc}; retry later") from exc
             return await self._made(self.worker(name), method, *args)
 
-    async def create_on(self, worker: Worker, method: str, *args: Any) -> dict[str, Any]:
+    async def create_on(self, worker: Worker, method: str, *args: Any) -> PlacedSession:
         """A session made on `worker` by its handler `method` (a fork, on its source's
         worker: `admin.py`), one at a time with creates. Raises ProtocolError as `create`."""
         async with self._create_lock:
             return await self._made(worker, method, *args)
 
-    async def _made(self, worker: Worker, method: str, *args: Any) -> dict[str, Any]:
+    async def _made(self, worker: Worker, method: str, *args: Any) -> PlacedSession:
         answer = await self.call(worker, method, *args)
         refused(answer)
-        session_id = answer["session_id"]
-        self.seats.seat(worker.name, [Seat(session_id, True, dict(answer["tokens"]))])
+        created = msgspec.convert(answer, PlacedSession)  # plain data from the worker
+        session_id = created.session_id
+        self.seats.seat(worker.name, [Seat(session_id, True, dict(created.tokens))])
         await self._seated(worker, [session_id], new_only=False)
         links = SessionLinks() if self.gaia2_ports is None else self.gaia2_links(session_id)
-        return {
-            **answer,
-            **msgspec.to_builtins(links),
-            "url": self.ws_url(session_id),
-            "worker": worker.name,
-        }
+        given = {name: link for name, link in links.fields().items() if link is not None}
+        return msgspec.structs.replace(
+            created, **given, url=self.ws_url(session_id), worker=worker.name
+        )
 
     def gaia2_links(self, session_id: str) -> SessionLinks:
         """The session's `gaia2_cli_url` (`--gaia2-ports`), or why it has none."""

@@ -12,6 +12,8 @@ Modules:
 - :mod:`~areasync.protocol.frames`: one msgspec Struct per frame, in two tagged unions;
 - :mod:`~areasync.protocol.sessions`: the admin's answers about sessions (created, stopped,
   listed), built by the server and decoded by the client;
+- :mod:`~areasync.protocol.merged`: a front's and a cluster router's own answers (their merged
+  session listings) and every server's ``/health``;
 - :mod:`~areasync.protocol.codec`: decode client frames, encode server frames (and the reverse,
   for clients), each stream item encoded once per encoding;
 - :mod:`~areasync.protocol.errors`: error codes, :class:`ProtocolError`, WebSocket close codes;

@@ -10,8 +10,10 @@ them with the same ones, so the two cannot drift. Rules:
   session's links (the addresses an adapter's own port gives it) and the admin's refused
   journals are on the wire only when there are some (their Structs are `omit_defaults`, and
   they default to None): a client that decodes an answer without them reads None.
-- Clients ignore fields they do not know (a front adds each session's `worker`, a cluster's
-  router its `node`), as they do in frames.
+- A front (`serve --workers N`) and a cluster's router list sessions with `ListedSession`
+  too, adding where each runs: its ``worker``, its ``node`` and ``node_host``; they are on the
+  wire only from those (None here, omitted). Their own answers are in `merged.py`.
+- Clients ignore fields they do not know, as they do in frames.
 """
 
 from __future__ import annotations
@@ -121,6 +123,20 @@ class ListedSession(msgspec.Struct, kw_only=True, omit_defaults=True):
     gaia2_cli_url: str | None = None
     gaia2_cli_error: str | None = None
     mcp_url: str | None = None
+    worker: str | None = None  # a front's: the session worker it runs on
+    node: str | None = None  # a cluster router's: the node it runs on
+    node_host: str | None = None  # the host its node's URLs name
+
+    def __getitem__(self, name: str) -> Any:
+        """Field `name`, read as from the dict `list_sessions` gave before it was typed
+        (``session["id"]``); KeyError for a name that is not a field."""
+        if name not in self.__struct_fields__:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Field `name`, or `default` for a name that is not a field (as ``dict.get``)."""
+        return getattr(self, name) if name in self.__struct_fields__ else default
 
 
 class ListingAccess(msgspec.Struct):

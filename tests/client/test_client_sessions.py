@@ -12,6 +12,7 @@ import pytest
 from areasync.client import (
     CreatedSession,
     ForbiddenError,
+    ListedSession,
     admin_url,
     connect,
     connect_sync,
@@ -65,6 +66,17 @@ async def test_admin_url_finds_a_session_from_the_servers_address(
     assert url == areasync_server.url
     [listed] = await list_sessions(server_url(areasync_server), token=areasync_server.token)
     assert listed["id"] == areasync_server.session_id
+
+
+async def test_list_sessions_gives_typed_sessions_that_still_read_by_name(
+    areasync_server: AreasyncServer,
+) -> None:
+    [listed] = await list_sessions(server_url(areasync_server), token=areasync_server.token)
+    assert isinstance(listed, ListedSession)
+    assert listed.id == listed["id"] == listed.get("id") == areasync_server.session_id
+    assert listed.worker is None and listed.get("no_such_field", "absent") == "absent"
+    with pytest.raises(KeyError):
+        listed["no_such_field"]
 
 
 async def test_the_sync_client_creates_and_stops_sessions(areasync_server: AreasyncServer) -> None:

@@ -25,12 +25,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+import msgspec
 import pytest
 import pytest_asyncio
 from websockets.asyncio.client import connect as ws_connect
 
-from areasync.client import connect
-from areasync.protocol.frames import StreamItem
+from areasync.client import connect, list_sessions
+from areasync.protocol.frames import PROTOCOL, StreamItem
 from areasync.service import ServiceConfig
 from tests.cluster.conftest import CLUSTER_TEST_TIMEOUT_S, HOST_START_S
 from tests.front.support import (
@@ -91,7 +92,7 @@ async def router(ray_cluster: Any, request: pytest.FixtureRequest) -> AsyncItera
     try:
         for _ in range(2):
             created = await router.create_session(scenario=SCENARIO, mode="manual")
-            CREATED[created["session_id"]] = created
+            CREATED[created.session_id] = msgspec.to_builtins(created)
         yield router
     finally:
         await asyncio.wait_for(router.stop(), 30)
@@ -193,9 +194,9 @@ async def test_the_cluster_banner_prints_a_created_sessions_gaia2_cli_url(router
     from areasync.cluster.cli import banner
 
     created = await router.create_session(scenario=SCENARIO, mode="manual")
-    link = router.hosts[created["node"]]
-    expected = f"{link.info.gaia2_base}/gaia2/{created['tokens']['user']}"
-    assert created["gaia2_url"] == expected
+    link = router.hosts[str(created.node)]
+    expected = f"{link.info.gaia2_base}/gaia2/{created.tokens['user']}"
+    assert created.gaia2_url == expected
     assert f"gaia2-cli   {expected}" in banner(router, [created])
 
 
@@ -212,7 +213,7 @@ def own_links(entry: dict[str, Any], router: Router) -> tuple[str | None, str | 
 async def test_create_sessions_result_shows_its_mcp_url_and_own_gaia2_cli_port_with_its_nodes_host(
     router: Router,
 ) -> None:
-    created = await router.create_session(scenario=SCENARIO, mode="manual")
+    created = msgspec.to_builtins(await router.create_session(scenario=SCENARIO, mode="manual"))
     mcp_host, bare_host = own_links(created, router)
     assert (mcp_host, bare_host) == (created["node_host"], "127.0.0.1")
     status, text = await http_text(f"{created['gaia2_cli_url']}/status")  # its own port answers
@@ -281,6 +282,69 @@ async def test_the_routers_session_list_gives_each_session_its_nodes_url(router:
     for session in body["sessions"]:
         link = router.hosts[session["node"]]
         assert session["url"] == f"{link.info.ws_base}/sessions/{session['id']}"
+
+
+LISTED_KEYS = [
+    *("id", "scenario_id", "url", "epoch", "state", "ended", "oracle", "import_mode", "judge"),
+    *("waiting_for_agent", "next_due", "agents_busy", "end_reason", "restartable", "clock"),
+    *("seq", "events", "connections", "validation", "trace", "trace_error", "created_at"),
+    *("ended_at", "restored", "durable", "journal_error", "bounds", "gaia2_cli_url", "mcp_url"),
+    *("worker", "node", "node_host"),
+]
+CREATED_KEYS = [
+    *("session_id", "scenario_id", "import_mode", "judge", "url", "epoch", "mode", "tokens"),
+    *("mcp_url", "gaia2_cli_url", "worker", "node", "node_host", "gaia2_url"),
+]
+NODE_KEYS = ["node_id", "url", "answered", "live", "rss"]
+
+
+async def http_bytes(url: str, body: bytes | None = None) -> bytes:
+    """The body of GET `url` (POST of `body`) with the admin token."""
+
+    def get() -> bytes:
+        headers = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/json"}
+        request = urllib.request.Request(url, data=body, headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer: bytes = response.read()
+            return answer
+
+    return await asyncio.to_thread(get)
+
+
+def in_order(answer: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    """`answer`'s values under `keys`, in that order (a key it lacks fails)."""
+    assert list(answer) == keys
+    return {key: answer[key] for key in keys}
+
+
+async def test_the_routers_listing_create_answer_and_health_are_these_bytes(
+    router: Router,
+) -> None:
+    # The exact bytes, as tests/front/test_front_answers_wire.py pins a front's: every key and
+    # its place pinned, the values measured (times, tokens, loads) read from the answer.
+    created_bytes = await http_bytes(f"{router.http_url}/api/sessions", create_body())
+    created = json.loads(created_bytes)
+    assert created_bytes == msgspec.json.encode(in_order(created, CREATED_KEYS))
+    listing_bytes = await http_bytes(f"{router.http_url}/api/sessions")
+    listing = json.loads(listing_bytes)
+    expected = {
+        "protocol": PROTOCOL,
+        "access": {"role": "admin", "session_id": None},
+        "sessions": [in_order(entry, LISTED_KEYS) for entry in listing["sessions"]],
+        "nodes": [in_order(node, NODE_KEYS) for node in listing["nodes"]],
+        "restoring": [],
+        "refused_journals": {},
+    }
+    assert listing_bytes == msgspec.json.encode(expected)
+    health = {"status": "ok", "protocol": PROTOCOL, "nodes": 2, "lost_nodes": 0, "restoring": 0}
+    assert await http_bytes(f"{router.http_url}/health") == msgspec.json.encode(health)
+
+
+async def test_list_sessions_reads_the_routers_sessions_with_their_node(router: Router) -> None:
+    listed = await list_sessions(router.http_url, token=ADMIN)
+    assert {(s.id, s.node) for s in listed} == set(router.where.items())
+    for session in listed:
+        assert session.node_host == urlsplit(router.hosts[str(session.node)].info.http_url).hostname
 
 
 async def http_post(

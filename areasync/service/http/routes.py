@@ -57,6 +57,7 @@ from websockets.http11 import Request, Response
 from areasync.bridge.scenarios.loading import registered_ids
 from areasync.protocol.errors import ErrorCode
 from areasync.protocol.frames import PROTOCOL, Role
+from areasync.protocol.merged import JournalHealth, ServerHealth
 from areasync.protocol.schema import render_schema
 from areasync.protocol.sessions import AgentAccess, ListingAccess, ScenarioList, SessionListing
 from areasync.service.adapters.openenv.paths import PREFIX as OPENENV_PREFIX
@@ -172,18 +173,19 @@ class HttpRoutes:
         hosts = request.headers.get_all("Host")
         return hosts[0].strip().lower() if len(hosts) == 1 else self._own_host
 
-    def _health(self) -> dict[str, Any]:
+    def _health(self) -> ServerHealth:
         """`ok`, or `degraded` when a session was ended because its journal failed (how many,
         not which: /health needs no token, and session ids are not for everyone)."""
-        body: dict[str, Any] = {"status": "ok", "protocol": PROTOCOL}
         journals = self.registry.journals
-        if journals is not None:
-            failed = sum(1 for s in self.registry.sessions.values() if s.journal_error)
-            refused = len(journals.refused)
-            body["journal"] = {"failed_sessions": failed, "refused_journals": refused}
-            if failed or refused:
-                body["status"] = "degraded"
-        return body
+        if journals is None:
+            return ServerHealth(status="ok", protocol=PROTOCOL)
+        failed = sum(1 for s in self.registry.sessions.values() if s.journal_error)
+        refused = len(journals.refused)
+        return ServerHealth(
+            status="degraded" if failed or refused else "ok",
+            protocol=PROTOCOL,
+            journal=JournalHealth(failed_sessions=failed, refused_journals=refused),
+        )
 
     def answer_for(self, path: str, token: str) -> Response:
         """A token-protected GET route's answer for `token` (a cluster's host answers the

@@ -12,6 +12,7 @@ its place and every other value are pinned. These answers are typed Structs on t
 from __future__ import annotations
 
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,7 @@ def use_and_limit(shown: dict[str, Any]) -> dict[str, Any]:
     return {"used": shown["used"], "limit": shown["limit"]}
 
 
-def listed(service: Service, shown: dict[str, Any], **pinned: Any) -> dict[str, Any]:
+def listed(ws_url: Callable[[str], str], shown: dict[str, Any], **pinned: Any) -> dict[str, Any]:
     """A session of scenario_tutorial as `/api/sessions` lists it: `pinned` values, the
     measured ones (`shown`'s epoch, times and bytes used) and the defaults of a session that
     nobody has moved in manual mode."""
@@ -156,7 +157,7 @@ def listed(service: Service, shown: dict[str, Any], **pinned: Any) -> dict[str, 
     entry: dict[str, Any] = {
         "id": session_id,
         "scenario_id": "scenario_tutorial",
-        "url": service.ws_url(session_id),
+        "url": ws_url(session_id),
         "epoch": shown["epoch"],
         "state": "running",
         "ended": False,
@@ -201,9 +202,9 @@ async def test_the_admins_session_listing_is_these_bytes() -> None:
         _, _, _ = await create_and_stop(service, Encoding.JSON)
         body = await http_body(service, "/api/sessions")
         shown = msgspec.json.decode(body)["sessions"]
-        live = listed(service, shown[0])
+        live = listed(service.ws_url, shown[0])
         ended = listed(
-            service,
+            service.ws_url,
             shown[1],
             state="stopped",
             ended=True,
@@ -228,7 +229,7 @@ async def test_a_session_tokens_listing_is_its_own_session_in_these_bytes() -> N
         expected = {
             "protocol": "areasync/1",
             "access": {"role": "observer", "session_id": "scenario_tutorial"},
-            "sessions": [listed(service, shown[0])],
+            "sessions": [listed(service.ws_url, shown[0])],
         }
     assert body == msgspec.json.encode(expected)
 
@@ -242,7 +243,7 @@ async def test_a_durable_servers_listing_has_its_journal_bound_and_refused_journ
         shown = msgspec.json.decode(body)["sessions"]
         bounds = {bound: use_and_limit(used) for bound, used in shown[0]["bounds"].items()}
         assert list(bounds) == [*BOUNDS, "max_session_journal_bytes"]
-        entry = listed(service, shown[0], durable=True, bounds=bounds)
+        entry = listed(service.ws_url, shown[0], durable=True, bounds=bounds)
     expected = {
         "protocol": "areasync/1",
         "access": {"role": "admin", "session_id": None},

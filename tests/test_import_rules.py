@@ -321,12 +321,9 @@ def test_the_package_has_no_import_cycle(package_imports: list[Import]) -> None:
     assert import_cycles(package_imports) == []
 
 
-# Lazy imports that close a cycle by design, each with its reason.
-LAZY_BY_DESIGN = {
-    # The front names a session worker's `serve` without importing the worker's handlers (the
-    # service, ARE): the import runs in the worker, whose fork server preloaded it.
-    ("areasync.sessionworker.answers", "areasync.sessionworker.handlers"),
-}
+# Lazy imports that close a cycle by design, each with its reason (none today: the front names
+# a session worker's `serve` through `sessionworker/entry.py`, which nothing else imports).
+LAZY_BY_DESIGN: set[tuple[str, str]] = set()
 
 
 def test_the_package_has_no_import_cycle_even_through_a_lazy_import(

@@ -109,9 +109,10 @@ from areasync.service.starting import (
     listen_error,
     natural_id,
 )
-from areasync.sessionworker.answers import Banner, Described, Seat, serving, worker_config
+from areasync.sessionworker.answers import Banner, Described, Seat, worker_config
 from areasync.sessionworker.busy import BUSY_DIR, read_busy
 from areasync.sessionworker.confine import session_confinement, writable_dirs
+from areasync.sessionworker.entry import serving
 from areasync.workers.confine import probe, worker_tmp
 from areasync.workers.pool import CallFailed, Worker, WorkerLost, WorkerPool
 

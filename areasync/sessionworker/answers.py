@@ -1,18 +1,13 @@
 """What the front knows of a session worker without importing it: its answers and its entry.
 
 The front process imports no ARE (`tests/test_import_rules.py`): it needs a worker's answers
-as plain records (`Seat`, `Banner`, `Described`), the configuration it starts a worker with
-(`worker_config`), and a name for what a worker runs (`serving`) that the pool can send to the
-fork server. The handlers themselves (`handlers.py`: the service, the bridge, ARE) are
-imported by the fork server (`preload.py`), so `serving` finds them imported in the worker.
+as plain records (`Seat`, `Banner`, `Described`) and the configuration it starts a worker with
+(`worker_config`). What a worker runs, the front names through `entry.py`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import socket
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,9 +17,8 @@ from areasync.service.gate.auth import Credentials
 
 if TYPE_CHECKING:
     from areasync.service.config import ServiceConfig
-    from areasync.workers.worker import Handler
 
-__all__ = ["Banner", "Described", "Seat", "serving", "worker_config"]
+__all__ = ["Banner", "Described", "Seat", "worker_config"]
 
 
 class Seat(msgspec.Struct, frozen=True):
@@ -51,14 +45,6 @@ class Banner(msgspec.Struct, frozen=True):
 
     judge: list[str]
     sessions: dict[str, Described]
-
-
-def serving(side: socket.socket) -> AbstractContextManager[Mapping[str, Handler]]:
-    """The pool's `serve` for session workers: `handlers.serving`, imported where it runs (in
-    the worker, whose fork server preloaded it), never in the front."""
-    from areasync.sessionworker.handlers import serving as handlers_serving
-
-    return handlers_serving(side)
 
 
 def worker_config(config: ServiceConfig, state_dir: Path) -> ServiceConfig:

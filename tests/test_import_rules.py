@@ -154,7 +154,7 @@ MAY_IMPORT = {
         "workers",
         "sessionworker",
         "front",
-        "cli",
+        "signals",
         "privatedirs",
     },
 }

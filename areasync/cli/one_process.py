@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from areasync.cli.signals import ShutdownSignals
+from areasync.signals import ShutdownSignals
 
 __all__ = ["serve_in_process"]
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from areasync.bridge.operator_files import TooLargeError, check_file, names_a_file
 from areasync.cli.tunables import tunables_given
-from areasync.cli.workers import worker_count
 from areasync.protocol.frames import ImportMode, Mode
+from areasync.workers.count import worker_count
 
 __all__ = ["serve", "shutdown_deadline"]
 

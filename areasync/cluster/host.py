@@ -31,7 +31,6 @@ from urllib.parse import urlsplit
 
 import ray
 
-from areasync.cli.workers import usable_cpus
 from areasync.cluster.placement import Load
 from areasync.cluster.servers import (
     FrontNode,
@@ -41,6 +40,7 @@ from areasync.cluster.servers import (
     start_node_server,
 )
 from areasync.service import ServiceConfig
+from areasync.workers.count import usable_cpus
 
 if TYPE_CHECKING:
     from areasync.cluster.nodebench import NodeBench

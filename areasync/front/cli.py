@@ -1,6 +1,6 @@
 """`areasync serve --workers N`: the front process's main, its banner and its signals.
 
-SIGINT and SIGTERM are the front's (`cli/signals.py`; workers ignore Ctrl-C, which the
+SIGINT and SIGTERM are the front's (`signals.py`; workers ignore Ctrl-C, which the
 terminal sends to the whole process group): the front asks every worker to stop, then ends
 what has not within the shutdown's bound (`server.py`).
 """
@@ -12,7 +12,6 @@ import sys
 from collections.abc import Sequence
 from urllib.parse import quote
 
-from areasync.cli.signals import ShutdownSignals
 from areasync.front.server import Front
 from areasync.protocol.frames import Role
 from areasync.service.adapters.gaia2cli.bare import banner_lines
@@ -21,6 +20,7 @@ from areasync.service.adapters.openenv.paths import base_url as openenv_base_url
 from areasync.service.config import ServiceConfig
 from areasync.service.starting import ServiceError
 from areasync.sessionworker.answers import Banner
+from areasync.signals import ShutdownSignals
 from areasync.workers.confine import probe
 
 __all__ = ["banner", "serve_front"]

@@ -18,6 +18,7 @@ A worker confines itself through the kernel as it starts (`confine.py`, over `la
 and `seccomp.py`), with the spec its pool sends: what it may read, write and connect to.
 
 `channel.py` is the one thing both ends share: the messages and how they cross the socket.
+`count.py` is how many session workers a server starts on this machine (its usable CPUs).
 This package imports nothing else of areasync (tests/test_import_rules.py): what a worker
 does is its handlers' business, so sessions can move into worker processes the same way.
 """

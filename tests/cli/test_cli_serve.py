@@ -20,10 +20,10 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from areasync.bridge.sandbox.audit import DEFAULT_MAX_FILE_BYTES
-from areasync.cli.workers import usable_cpus
 from areasync.journal import JournalStore
 from areasync.protocol import CloseCode
 from areasync.service import ServiceConfig
+from areasync.workers.count import usable_cpus
 from bench.misbehaving import RawClient, hello_frame
 from tests.bounds import PROCESS_S
 from tests.scenarios import oversized_scenario_file

@@ -103,8 +103,7 @@ def installation_dirs() -> list[str]:
 
         import are
 
-        import areasync
-
+        package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         paths: set[str] = set()
         for scheme_vars in (
             None,
@@ -112,7 +111,7 @@ def installation_dirs() -> list[str]:
         ):
             found = sysconfig.get_paths(vars=scheme_vars) if scheme_vars else sysconfig.get_paths()
             paths.update(found[key] for key in ("stdlib", "platstdlib", "purelib", "platlib"))
-        paths.update(os.path.dirname(p) for p in (are.__file__ or "", areasync.__file__ or ""))
+        paths.update((os.path.dirname(are.__file__ or ""), package))  # areasync/: this file's
         paths.update(zoneinfo.TZPATH)
         _install_roots = sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
     return _install_roots

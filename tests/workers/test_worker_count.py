@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from areasync.cli.workers import usable_cpus, worker_count
+from areasync.workers.count import usable_cpus, worker_count
 
 
 def test_the_default_is_one_worker_per_cpu_this_process_may_use() -> None:
